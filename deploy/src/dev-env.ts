@@ -1,0 +1,98 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureDatabase, freePort, startEmbeddedPostgres, startNatsServer, waitForPort } from '@approvals/shared/infra';
+
+export const ROOT = join(__dirname, '..', '..');
+export const DATA_DIR = process.env.APPROVALS_DATA_DIR ?? join(ROOT, '.data');
+
+export interface Infra {
+  databaseUrl: string;
+  natsUrl: string;
+  embedded: { postgres: boolean; nats: boolean };
+  stop(): Promise<void>;
+}
+
+async function portFree(port: number): Promise<boolean> {
+  try {
+    await waitForPort(port, 1);
+    return false;
+  } catch {
+    return true;
+  }
+}
+
+async function preferredPort(port: number): Promise<number> {
+  return (await portFree(port)) ? port : freePort();
+}
+
+/**
+ * Postgres and NATS for a local run: the ones named by DATABASE_URL / NATS_URL, or an
+ * embedded PostgreSQL (data under .data/pg, kept across restarts) and a nats-server with
+ * JetStream (store under .data/nats).
+ */
+export async function provideInfra(log: (line: string) => void): Promise<Infra> {
+  mkdirSync(DATA_DIR, { recursive: true });
+  const stops: Array<() => Promise<void>> = [];
+  let databaseUrl = process.env.DATABASE_URL;
+  let natsUrl = process.env.NATS_URL;
+  try {
+    if (!databaseUrl) {
+      const port = await preferredPort(Number(process.env.EMBEDDED_PG_PORT ?? 54329));
+      log(`starting embedded PostgreSQL on 127.0.0.1:${port} (data in .data/pg)`);
+      const pg = await startEmbeddedPostgres({ dataDir: join(DATA_DIR, 'pg'), port, persistent: true });
+      stops.push(() => pg.stop());
+      databaseUrl = await ensureDatabase(pg.url, 'approvals');
+    }
+    if (!natsUrl) {
+      const port = await preferredPort(Number(process.env.EMBEDDED_NATS_PORT ?? 4222));
+      log(`starting nats-server with JetStream on 127.0.0.1:${port} (store in .data/nats)`);
+      const nats = await startNatsServer({ storeDir: join(DATA_DIR, 'nats'), port, log });
+      stops.push(() => nats.stop());
+      natsUrl = nats.url;
+    }
+  } catch (err) {
+    for (const s of stops.reverse()) await s().catch(() => undefined);
+    throw err;
+  }
+  return {
+    databaseUrl,
+    natsUrl,
+    embedded: { postgres: !process.env.DATABASE_URL, nats: !process.env.NATS_URL },
+    stop: async () => {
+      for (const s of stops.reverse()) await s().catch(() => undefined);
+    },
+  };
+}
+
+/** A session-signing secret for local runs, generated once and kept in .data/secrets.json. */
+export function localJwtSecret(): string {
+  if (process.env.AUTH_JWT_SECRET) return process.env.AUTH_JWT_SECRET;
+  const file = join(DATA_DIR, 'secrets.json');
+  if (existsSync(file)) {
+    const s = JSON.parse(readFileSync(file, 'utf8')) as { AUTH_JWT_SECRET?: string };
+    if (s.AUTH_JWT_SECRET) return s.AUTH_JWT_SECRET;
+  }
+  mkdirSync(DATA_DIR, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  writeFileSync(file, JSON.stringify({ AUTH_JWT_SECRET: secret }, null, 2), { mode: 0o600 });
+  return secret;
+}
+
+export interface RuntimeInfo {
+  baseUrl: string;
+  databaseUrl: string;
+  natsUrl: string;
+  pid: number;
+}
+
+export const RUNTIME_FILE = join(DATA_DIR, 'runtime.json');
+
+export function writeRuntime(info: RuntimeInfo): void {
+  writeFileSync(RUNTIME_FILE, JSON.stringify(info, null, 2));
+}
+
+export function readRuntime(): RuntimeInfo | undefined {
+  if (!existsSync(RUNTIME_FILE)) return undefined;
+  return JSON.parse(readFileSync(RUNTIME_FILE, 'utf8')) as RuntimeInfo;
+}

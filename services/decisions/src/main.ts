@@ -1,0 +1,5 @@
+import { runMain } from '@approvals/shared';
+import { startDecisions } from './app';
+import { decisionsConfigFromEnv } from './config';
+
+runMain('decisions', async () => startDecisions(decisionsConfigFromEnv()));

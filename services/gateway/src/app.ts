@@ -1,0 +1,76 @@
+import type { Server } from 'node:http';
+import { AccessEndpoints, createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { createAuthenticator } from './auth/authenticate';
+import { createJwtVerifier } from './auth/jwt';
+import type { GatewayConfig } from './config';
+import { auditConsumer } from './consumers/audit.consumer';
+import { createHealthCheck } from './health';
+import { createApp } from './http/app';
+import { buildRoutes } from './http/routes';
+import { migrations } from './migrations/index';
+import { createAccessStore } from './store/access.store';
+
+export const GATEWAY_VERSION = '0.1.0';
+
+export interface RunningGateway extends RunningService {
+  url: string;
+  port: number;
+}
+
+/** The gateway is a service like the others (schema `access`, NATS service `gateway`) plus the HTTP server. */
+export async function startGateway(config: GatewayConfig, opts: { log?: Logger; clock?: Clock } = {}): Promise<RunningGateway> {
+  const log = opts.log ?? createLogger('gateway', config.LOG_LEVEL);
+  let server: Server | undefined;
+  let port = 0;
+  const svc = await startService({
+    name: 'gateway',
+    version: GATEWAY_VERSION,
+    databaseUrl: config.DATABASE_URL,
+    natsUrl: config.NATS_URL,
+    schema: 'access',
+    migrations,
+    log,
+    clock: opts.clock,
+    setup: async (ctx) => {
+      const store = createAccessStore(ctx.db);
+      ctx.host.handle(AccessEndpoints.apiKeyLabel, async (req) => {
+        const row = await store.getApiKey(req.org, req.keyId);
+        return row ? { found: true, label: `API key ${row.name} (${row.prefix}…)` } : { found: false };
+      });
+      ctx.consume(auditConsumer(store));
+      const verifyJwt = createJwtVerifier({
+        secret: config.AUTH_JWT_SECRET,
+        jwksUrl: config.AUTH_JWKS_URL,
+        issuer: config.AUTH_JWT_ISSUER,
+        audience: config.AUTH_JWT_AUDIENCE,
+      });
+      const app = createApp({
+        routes: buildRoutes({ store }),
+        bus: ctx.bus,
+        log,
+        authenticate: createAuthenticator({ store, verifyJwt, log }),
+        health: createHealthCheck({ db: ctx.db, bus: ctx.bus, pingTimeoutMs: config.HEALTH_PING_TIMEOUT_MS }),
+        bodyLimitBytes: config.BODY_LIMIT_BYTES,
+        rateLimitPerKeyPerMin: config.RATE_LIMIT_PER_KEY_PER_MIN,
+        rateLimitPerIpPerMin: config.RATE_LIMIT_PER_IP_PER_MIN,
+        publicBaseUrl: config.PUBLIC_BASE_URL,
+        trustProxy: config.TRUST_PROXY,
+      });
+      await new Promise<void>((resolve, reject) => {
+        server = app.listen(config.PORT, config.HOST, (err?: Error) => (err ? reject(err) : resolve()));
+      });
+      const addr = server!.address();
+      port = typeof addr === 'object' && addr ? addr.port : config.PORT;
+      log.info({ port }, 'gateway listening');
+      return {
+        // Stop taking HTTP first; requests in flight still need NATS to finish.
+        beforeStop: () =>
+          new Promise<void>((resolve) => {
+            server!.close(() => resolve());
+            server!.closeIdleConnections();
+          }),
+      };
+    },
+  });
+  return { ...svc, url: `http://127.0.0.1:${port}`, port };
+}

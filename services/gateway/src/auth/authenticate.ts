@@ -1,0 +1,35 @@
+import { AppError, type Logger, type Principal } from '@approvals/shared';
+import { API_KEY_PREFIX, type AccessStore } from '../store/access.store';
+import type { SessionClaims } from './jwt';
+
+export interface Authenticated {
+  principal: Principal;
+  org: string;
+}
+
+/**
+ * Bearer token → principal. API keys are recognised by their prefix and looked up by
+ * hash on every request, so a revoked or rotated key fails on the very next call.
+ */
+export function createAuthenticator(deps: { store: AccessStore; verifyJwt: (t: string) => Promise<SessionClaims>; log: Logger }) {
+  return async function authenticate(header: string | undefined): Promise<Authenticated> {
+    if (!header) throw new AppError('unauthorized', 'missing Authorization header');
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!m) throw new AppError('unauthorized', 'Authorization must be "Bearer <token>"');
+    const token = m[1];
+    if (token.startsWith(API_KEY_PREFIX)) {
+      const row = await deps.store.findActiveKey(token);
+      if (!row) throw new AppError('unauthorized', 'unknown or revoked API key');
+      deps.store.markUsed(row.id).catch((err) => deps.log.warn({ err }, 'could not record API key use'));
+      return { org: row.org_id, principal: { kind: 'apiKey', keyId: row.id, roles: row.roles, name: row.name } };
+    }
+    const claims = await deps.verifyJwt(token);
+    await deps.store.ensureOrg(claims.org);
+    await deps.store.touchUser({ org: claims.org, id: claims.sub, email: claims.email, role: claims.role });
+    return {
+      org: claims.org,
+      principal: { kind: 'user', userId: claims.sub, email: claims.email, role: claims.role, name: claims.name },
+    };
+  };
+}
+export type Authenticate = ReturnType<typeof createAuthenticator>;

@@ -1,0 +1,92 @@
+import jwt, { type JwtPayload } from 'jsonwebtoken';
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { z } from 'zod';
+import { AppError, UserRole } from '@approvals/shared';
+
+/** Claims a session token must carry (interface-decisions: Sessions). */
+export const SessionClaims = z.object({
+  sub: z.string().min(1),
+  email: z.string().min(3),
+  org: z.string().min(1),
+  role: UserRole.default('member'),
+  name: z.string().optional(),
+});
+export type SessionClaims = z.infer<typeof SessionClaims>;
+
+export interface JwtVerifierOptions {
+  secret: string;
+  jwksUrl?: string;
+  issuer?: string;
+  audience?: string;
+  fetchImpl?: typeof fetch;
+}
+
+/**
+ * HS256 tokens signed with AUTH_JWT_SECRET; with AUTH_JWKS_URL, also RS256 tokens from
+ * the identity provider, whose keys are fetched by `kid` and cached (refetched once on
+ * an unknown kid, so key rotation at the provider needs no restart).
+ */
+export function createJwtVerifier(opts: JwtVerifierOptions) {
+  let jwks: Map<string, KeyObject> | undefined;
+  let lastFetch = 0;
+
+  async function loadJwks(force: boolean): Promise<Map<string, KeyObject>> {
+    if (jwks && !force) return jwks;
+    if (force && Date.now() - lastFetch < 10_000 && jwks) return jwks;
+    lastFetch = Date.now();
+    const res = await (opts.fetchImpl ?? fetch)(opts.jwksUrl!);
+    if (!res.ok) throw new Error(`JWKS fetch failed: ${res.status}`);
+    const body = (await res.json()) as { keys?: Array<Record<string, unknown>> };
+    const map = new Map<string, KeyObject>();
+    for (const k of body.keys ?? []) {
+      if (k.kty !== 'RSA') continue;
+      map.set(String(k.kid ?? ''), createPublicKey({ key: k as never, format: 'jwk' }));
+    }
+    jwks = map;
+    return map;
+  }
+
+  async function keyFor(kid: string | undefined): Promise<KeyObject | undefined> {
+    let keys = await loadJwks(false);
+    if (!keys.has(kid ?? '')) keys = await loadJwks(true);
+    return keys.get(kid ?? '') ?? (keys.size === 1 && !kid ? [...keys.values()][0] : undefined);
+  }
+
+  return async function verify(token: string): Promise<SessionClaims> {
+    const decoded = jwt.decode(token, { complete: true });
+    if (!decoded || typeof decoded === 'string') throw new AppError('unauthorized', 'malformed token');
+    let payload: JwtPayload | string;
+    try {
+      if (decoded.header.alg === 'HS256') {
+        payload = jwt.verify(token, opts.secret, { algorithms: ['HS256'] });
+      } else if (decoded.header.alg === 'RS256' && opts.jwksUrl) {
+        const key = await keyFor(decoded.header.kid);
+        if (!key) throw new AppError('unauthorized', 'token signed with an unknown key');
+        payload = jwt.verify(token, key, {
+          algorithms: ['RS256'],
+          issuer: opts.issuer,
+          audience: opts.audience,
+        });
+      } else {
+        throw new AppError('unauthorized', `token algorithm ${decoded.header.alg} is not accepted`);
+      }
+    } catch (err) {
+      if (err instanceof AppError) throw err;
+      const e = err as Error;
+      if (e.name === 'TokenExpiredError') throw new AppError('unauthorized', 'token expired');
+      if (e.name === 'JsonWebTokenError' || e.name === 'NotBeforeError') throw new AppError('unauthorized', `invalid token: ${e.message}`);
+      throw new AppError('unauthorized', 'token could not be verified');
+    }
+    const claims = SessionClaims.safeParse(payload);
+    if (!claims.success) {
+      const missing = claims.error.issues.map((i) => i.path.join('.')).join(', ');
+      throw new AppError('unauthorized', `token lacks required claims: ${missing}`);
+    }
+    return { ...claims.data, email: claims.data.email.toLowerCase() };
+  };
+}
+
+/** Signs an HS256 session token (admin CLI and tests). */
+export function signSessionToken(secret: string, claims: { sub: string; email: string; org: string; role?: 'admin' | 'member'; name?: string }, expiresInSec = 12 * 3600): string {
+  return jwt.sign({ ...claims, role: claims.role ?? 'member' }, secret, { algorithm: 'HS256', expiresIn: expiresInSec });
+}

@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { BaseServiceEnv, loadConfig } from '@approvals/shared';
+
+const positiveInt = (name: string, def: number) =>
+  z.coerce.number({ error: `${name} must be a number` }).int(`${name} must be an integer`).positive(`${name} must be > 0`).default(def);
+
+export const GatewayEnv = BaseServiceEnv.extend({
+  PORT: z.coerce.number({ error: 'PORT must be a number' }).int().min(0).max(65535).default(8080),
+  HOST: z.string().default('0.0.0.0'),
+  AUTH_JWT_SECRET: z.string({ error: 'AUTH_JWT_SECRET is required (HS256 secret for session tokens)' }).min(16, 'AUTH_JWT_SECRET must be at least 16 characters'),
+  AUTH_JWKS_URL: z.string().url('AUTH_JWKS_URL must be a URL').optional(),
+  AUTH_JWT_ISSUER: z.string().optional(),
+  AUTH_JWT_AUDIENCE: z.string().optional(),
+  BODY_LIMIT_BYTES: positiveInt('BODY_LIMIT_BYTES', 1024 * 1024),
+  RATE_LIMIT_PER_KEY_PER_MIN: positiveInt('RATE_LIMIT_PER_KEY_PER_MIN', 6000),
+  RATE_LIMIT_PER_IP_PER_MIN: positiveInt('RATE_LIMIT_PER_IP_PER_MIN', 12000),
+  HEALTH_PING_TIMEOUT_MS: positiveInt('HEALTH_PING_TIMEOUT_MS', 500),
+  TRUST_PROXY: z.string().optional(),
+});
+export type GatewayConfig = z.infer<typeof GatewayEnv>;
+
+export function gatewayConfigFromEnv(env: Record<string, string | undefined> = process.env): GatewayConfig {
+  return loadConfig(GatewayEnv, env);
+}

@@ -1,0 +1,189 @@
+import express, { type NextFunction, type Request, type Response } from 'express';
+import helmet from 'helmet';
+import { pinoHttp } from 'pino-http';
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { AppError, RawHttpReply, endpoint, RawCallback, type Bus, type Logger } from '@approvals/shared';
+import type { Authenticate, Authenticated } from '../auth/authenticate';
+import { invalidRequest, toErrorResponse, zodIssues } from './errors';
+import { buildOpenApi, renderDocsPage } from './openapi';
+import { RateLimiter } from './rate-limit';
+import type { LocalRequest, RouteDef } from './route';
+
+export interface AppDeps {
+  routes: RouteDef[];
+  bus: Bus;
+  log: Logger;
+  authenticate: Authenticate;
+  health: () => Promise<{ status: number; body: unknown }>;
+  bodyLimitBytes: number;
+  rateLimitPerKeyPerMin: number;
+  rateLimitPerIpPerMin: number;
+  publicBaseUrl: string;
+  trustProxy?: string;
+}
+
+type Req = Request & { auth?: Authenticated };
+
+const toExpressPath = (p: string) => p.replace(/\{(\w+)\}/g, ':$1');
+
+/** Raw-body callback forwarding: the owning service gets the exact bytes to check signatures. */
+const CallbackEndpoint = (subject: string) => endpoint(subject, RawCallback, RawHttpReply);
+
+export function createApp(deps: AppDeps) {
+  const app = express();
+  app.disable('x-powered-by');
+  if (deps.trustProxy) app.set('trust proxy', deps.trustProxy);
+  const ipLimiter = new RateLimiter(deps.rateLimitPerIpPerMin);
+  const keyLimiter = new RateLimiter(deps.rateLimitPerKeyPerMin);
+  const openapi = buildOpenApi(deps.routes, deps.publicBaseUrl);
+  const docsPage = renderDocsPage(openapi);
+
+  app.use((req: Req, res, next) => {
+    const incoming = req.header('x-request-id');
+    const id = incoming && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
+    (req as { id?: unknown }).id = id;
+    res.setHeader('X-Request-Id', id);
+    next();
+  });
+  app.use(
+    pinoHttp({
+      logger: deps.log,
+      genReqId: (req) => (req as { id?: string }).id!,
+      autoLogging: { ignore: (req) => req.url === '/health' },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
+    }),
+  );
+  app.use(helmet({ contentSecurityPolicy: false }));
+  app.use((req: Req, res, next) => {
+    const wait = ipLimiter.take(`ip:${req.ip}`);
+    if (wait > 0) return sendRateLimited(res, wait, 'too many requests from this address');
+    next();
+  });
+
+  app.get('/health', async (_req, res) => {
+    const h = await deps.health();
+    res.status(h.status).json(h.body);
+  });
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openapi);
+  });
+  app.get('/docs', (_req, res) => {
+    res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
+    res.type('html').send(docsPage);
+  });
+
+  const rawParser = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
+  const jsonParser = express.json({ limit: deps.bodyLimitBytes, strict: false });
+
+  for (const route of deps.routes) {
+    const path = toExpressPath(route.path);
+    if (route.scope === 'callback') {
+      app[route.method](path, rawParser, async (req: Req, res) => {
+        if (route.target.kind !== 'callback') throw new AppError('internal', 'callback route without a callback target');
+        const headers: Record<string, string> = {};
+        for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
+        else if (Array.isArray(v)) headers[k] = v.join(', ');
+        const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+        const reply = await deps.bus.call(CallbackEndpoint(route.target.subject), {
+          requestId: String(req.id),
+          route: `${route.method.toUpperCase()} ${route.path}`,
+          method: req.method,
+          path: req.path,
+          query: req.query as Record<string, string>,
+          headers,
+          bodyBase64: body.toString('base64'),
+        });
+        for (const [k, v] of Object.entries(reply.headers)) res.setHeader(k, v);
+        res.status(reply.status).send(reply.body);
+      });
+      continue;
+    }
+    app[route.method](path, jsonParser, async (req: Req, res) => {
+      const principal = await authorize(route, req);
+      if (route.target.kind === 'notImplemented') {
+        throw new AppError('not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet (planned with ${route.target.plannedIn})`);
+      }
+      const input = validate(route, req);
+      const forwarded: LocalRequest = { requestId: String(req.id), principal: principal.principal, org: principal.org, ...input };
+      if (route.target.kind === 'local') {
+        const out = await route.target.handler(forwarded);
+        res.status(out.status ?? route.successStatus ?? 200).json(out.body);
+        return;
+      }
+      if (route.target.kind === 'forward') {
+        const reply = await deps.bus.request(route.target.endpoint, { ...forwarded, source: policySource(req) } as never);
+        res.status(reply.status ?? route.successStatus ?? 200).json(reply.data);
+        return;
+      }
+      throw new AppError('internal', 'route has no usable target');
+    });
+  }
+
+  async function authorize(route: RouteDef, req: Req): Promise<Authenticated> {
+    const auth = await deps.authenticate(req.header('authorization'));
+    req.auth = auth;
+    const p = auth.principal;
+    if (p.kind === 'apiKey') {
+      const wait = keyLimiter.take(`key:${p.keyId}`);
+      if (wait > 0) throw rateLimited(wait, 'too many requests for this API key');
+    }
+    if (route.scope === 'worker' && p.kind !== 'apiKey') {
+      throw new AppError('forbidden', 'this route takes an API key, not a session');
+    }
+    if (route.scope === 'session' && p.kind !== 'user') {
+      const code = route.apiKeyRefusal ?? 'forbidden';
+      throw new AppError(code, code === 'not_an_approver' ? 'an API key cannot vote: automation can ask, never approve' : 'this route takes a signed-in session, not an API key');
+    }
+    if (route.apiKeyRole && p.kind === 'apiKey' && !p.roles.includes(route.apiKeyRole)) {
+      throw new AppError('forbidden', `this API key lacks the role ${route.apiKeyRole}`);
+    }
+    if (route.adminOnly && (p.kind !== 'user' || p.role !== 'admin')) {
+      throw new AppError('forbidden', 'this route needs the admin role');
+    }
+    return auth;
+  }
+
+  function validate(route: RouteDef, req: Req) {
+    const issues = [];
+    const params = (route.params ?? z.object({}).catchall(z.string())).safeParse(req.params);
+    if (!params.success) issues.push(...zodIssues('params', params.error));
+    const query = (route.query ?? z.object({}).catchall(z.unknown())).safeParse(req.query ?? {});
+    if (!query.success) issues.push(...zodIssues('query', query.error));
+    let body: unknown = undefined;
+    if (route.body) {
+      const raw = req.body;
+      const absent = raw === undefined || raw === null || (typeof raw === 'object' && !Array.isArray(raw) && Object.keys(raw).length === 0 && !req.header('content-length'));
+      if (absent && route.bodyOptional) body = undefined;
+      else {
+        const parsed = route.body.safeParse(raw === undefined ? {} : raw);
+        if (!parsed.success) issues.push(...zodIssues('body', parsed.error));
+        else body = parsed.data;
+      }
+    }
+    if (issues.length) throw invalidRequest(issues);
+    return { params: params.data as Record<string, string>, query: query.data as Record<string, unknown>, body };
+  }
+
+  app.use((req, _res, next) => next(new AppError('not_found', `no route ${req.method} ${req.path}`)));
+  app.use((err: unknown, req: Req, res: Response, _next: NextFunction) => {
+    const { status, body } = toErrorResponse(err, deps.log, String(req.id));
+    if (err instanceof AppError && err.code === 'rate_limited') res.setHeader('Retry-After', String(err.details.retryAfter ?? 1));
+    res.status(status).json(body);
+  });
+  return app;
+}
+
+function policySource(req: Req): 'dashboard' | 'api' | 'repository' {
+  if (req.auth?.principal.kind === 'user') return 'dashboard';
+  return req.header('x-policy-source')?.toLowerCase() === 'repository' ? 'repository' : 'api';
+}
+
+function rateLimited(wait: number, message: string): AppError {
+  return new AppError('rate_limited', message, { retryAfter: wait });
+}
+
+function sendRateLimited(res: Response, wait: number, message: string) {
+  res.setHeader('Retry-After', String(wait));
+  res.status(429).json({ error: 'rate_limited', message, retryAfter: wait });
+}

@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import type { RouteDef } from './route';
+
+const ErrorBodySchema = {
+  type: 'object',
+  required: ['error', 'message'],
+  properties: {
+    error: { type: 'string' },
+    message: { type: 'string' },
+    issues: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } } },
+  },
+  additionalProperties: true,
+};
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
+  try {
+    const s = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown>;
+    delete s.$schema;
+    return s;
+  } catch {
+    return {};
+  }
+}
+
+function parameters(route: RouteDef) {
+  const out: unknown[] = [];
+  const pathParams = [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+  const pshape = (route.params?.shape ?? {}) as Record<string, z.ZodType>;
+  for (const name of pathParams) {
+    out.push({ name, in: 'path', required: true, schema: pshape[name] ? jsonSchema(pshape[name], 'input') : { type: 'string' } });
+  }
+  const qshape = (route.query?.shape ?? {}) as Record<string, z.ZodType>;
+  for (const [name, s] of Object.entries(qshape)) {
+    out.push({ name, in: 'query', required: !s.safeParse(undefined).success, schema: jsonSchema(s, 'input') });
+  }
+  return out;
+}
+
+const SCOPE_TEXT: Record<RouteDef['scope'], string> = {
+  worker: 'API key (worker scope).',
+  session: 'Signed-in session (JWT).',
+  either: 'Session or API key.',
+  public: 'No authentication.',
+  callback: 'No bearer token: the owning service verifies the provider signature over the raw body.',
+};
+
+/** OpenAPI 3.1 generated from the same zod schemas the gateway validates with. */
+export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const r of routes) {
+    const op: Record<string, unknown> = {
+      tags: [r.tag],
+      summary: r.summary,
+      description: [r.description, SCOPE_TEXT[r.scope], r.apiKeyRole ? `Requires API key role \`${r.apiKeyRole}\`.` : '', r.adminOnly ? 'Requires role admin.' : '', r.target.kind === 'notImplemented' ? `Not implemented yet (answers 501 \`not_implemented\`; planned with ${r.target.plannedIn}).` : '']
+        .filter(Boolean)
+        .join(' '),
+      operationId: `${r.method}_${r.path.replace(/[{}]/g, '').replace(/[^a-zA-Z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
+      parameters: parameters(r),
+      responses: {
+        [String(r.successStatus ?? 200)]: {
+          description: 'Success',
+          content: { 'application/json': { schema: r.response ? jsonSchema(r.response, 'output') : { type: 'object' } } },
+        },
+        default: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+      },
+    };
+    if (r.scope === 'worker' || r.scope === 'session' || r.scope === 'either') op.security = [{ bearer: [] }];
+    else op.security = [];
+    if (r.body) {
+      op.requestBody = { required: !r.bodyOptional, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } };
+    }
+    (paths[r.path] ??= {})[r.method] = op;
+  }
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Approval control plane API',
+      version: '1.0.0',
+      description: 'Open decisions a human must settle, bind approvals to the facts of an action, consume them exactly once.',
+    },
+    servers: [{ url: baseUrl }],
+    components: {
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A session JWT or an API key' } },
+      schemas: { Error: ErrorBodySchema },
+    },
+    paths,
+  };
+}
+
+const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** A readable, self-contained API reference (no CDN: it must work offline). */
+export function renderDocsPage(spec: ReturnType<typeof buildOpenApi>): string {
+  const byTag = new Map<string, string[]>();
+  for (const [path, ops] of Object.entries(spec.paths)) {
+    for (const [method, op] of Object.entries(ops) as [string, Record<string, any>][]) {
+      const body = op.requestBody?.content?.['application/json']?.schema;
+      const okCode = Object.keys(op.responses).find((k) => k !== 'default');
+      const res = op.responses[okCode!]?.content?.['application/json']?.schema;
+      const params = (op.parameters as any[]).map((p) => `<li><code>${esc(p.name)}</code> (${p.in}${p.required ? ', required' : ''})</li>`).join('');
+      const html = `<section class="op"><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${esc(path)}</code></h3>
+<p>${esc(op.summary)}</p><p class="d">${esc(op.description ?? '')}</p>
+${params ? `<h4>Parameters</h4><ul>${params}</ul>` : ''}
+${body ? `<details><summary>Request body</summary><pre>${esc(JSON.stringify(body, null, 2))}</pre></details>` : ''}
+${res ? `<details><summary>Response ${okCode}</summary><pre>${esc(JSON.stringify(res, null, 2))}</pre></details>` : ''}</section>`;
+      const list = byTag.get(op.tags[0]) ?? [];
+      list.push(html);
+      byTag.set(op.tags[0], list);
+    }
+  }
+  const nav = [...byTag.keys()].map((t) => `<a href="#${esc(t)}">${esc(t)}</a>`).join(' · ');
+  const sections = [...byTag.entries()].map(([t, ops]) => `<h2 id="${esc(t)}">${esc(t)}</h2>${ops.join('\n')}`).join('\n');
+  return `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${esc(spec.info.title)} ${spec.info.version}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font:15px/1.5 system-ui,sans-serif;max-width:980px;margin:2rem auto;padding:0 1rem;color:#1d1d1f}
+code,pre{font-family:ui-monospace,monospace}pre{background:#f5f5f7;padding:.75rem;overflow:auto;font-size:12px}
+.op{border-top:1px solid #ddd;padding:.5rem 0}.m{display:inline-block;min-width:4.5em;font-size:12px;padding:2px 6px;border-radius:4px;color:#fff;background:#555}
+.get{background:#0a7}.post{background:#06c}.put{background:#a60}.patch{background:#a0a}.delete{background:#c22}.d{color:#555;font-size:13px}</style></head>
+<body><h1>${esc(spec.info.title)} <small>${spec.info.version}</small></h1><p>${esc(spec.info.description)}</p>
+<p>Authentication: <code>Authorization: Bearer &lt;session JWT or API key&gt;</code>. Errors: <code>{error, message, ...details}</code>. Machine-readable: <a href="/openapi.json">/openapi.json</a>.</p>
+<nav>${nav}</nav>${sections}</body></html>`;
+}

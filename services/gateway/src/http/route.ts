@@ -1,0 +1,58 @@
+import type { z } from 'zod';
+import type { ApiKeyRole, EndpointDef, Principal } from '@approvals/shared';
+
+/**
+ * Who may call a route:
+ * - worker: API keys only (a session gets 403 forbidden)
+ * - session: signed-in users only (an API key gets 403 forbidden, or the route's own code)
+ * - either: both
+ * - public: no authentication (health, docs)
+ * - callback: no bearer auth; raw bytes and headers go to the owning service, which verifies signatures
+ */
+export type Scope = 'worker' | 'session' | 'either' | 'public' | 'callback';
+
+export interface LocalRequest<B = unknown, Q = Record<string, unknown>, P = Record<string, string>> {
+  requestId: string;
+  principal: Principal;
+  org: string;
+  params: P;
+  query: Q;
+  body: B;
+}
+
+export interface LocalResult {
+  status?: number;
+  body: unknown;
+}
+
+export type RouteTarget =
+  | { kind: 'forward'; endpoint: EndpointDef }
+  | { kind: 'local'; handler: (req: LocalRequest<any, any, any>) => Promise<LocalResult> }
+  | { kind: 'callback'; subject: string }
+  | { kind: 'notImplemented'; plannedIn: string };
+
+export interface RouteDef {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** OpenAPI form: `/v1/decisions/{id}`. */
+  path: string;
+  scope: Scope;
+  tag: string;
+  summary: string;
+  description?: string;
+  params?: z.ZodObject;
+  query?: z.ZodObject;
+  body?: z.ZodType;
+  /** The body may be absent (or JSON null). */
+  bodyOptional?: boolean;
+  response?: z.ZodType;
+  successStatus?: number;
+  /** API key role required (worker scope). */
+  apiKeyRole?: ApiKeyRole;
+  /** Session role admin required. */
+  adminOnly?: boolean;
+  /** Error code an API key gets on a session route (default `forbidden`). */
+  apiKeyRefusal?: 'forbidden' | 'not_an_approver';
+  target: RouteTarget;
+}
+
+export const NI = (plannedIn: string): RouteTarget => ({ kind: 'notImplemented', plannedIn });

@@ -1,0 +1,184 @@
+import { z } from 'zod';
+import { SUBJECT } from '@approvals/shared';
+import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
+import { AuditEntry, AuditQuery, auditHandlers } from '../handlers/audit.handler';
+import type { AccessStore } from '../store/access.store';
+import { NI, type RouteDef } from './route';
+
+const ISSUE_POLICIES = 'policies and approvers';
+const ISSUE_DECISIONS = 'decisions';
+const ISSUE_LOOP = 'scheduler, notifier and email surface';
+const ISSUE_AGENTS = 'agents, client and runs';
+const ISSUE_CHAT = 'chat, signature, identity and billing integrations';
+
+/**
+ * Every route of the spec. A route whose capability has not been built yet answers
+ * 501 `not_implemented` (never a 404 or a fake success) and is still documented.
+ */
+export function buildRoutes(deps: { store: AccessStore }): RouteDef[] {
+  const keys = apiKeyHandlers(deps.store);
+  const audit = auditHandlers(deps.store);
+  const cb = (path: string, tag: string, summary: string, method: RouteDef['method'] = 'post'): RouteDef => ({
+    method,
+    path,
+    scope: 'callback',
+    tag,
+    summary,
+    target: { kind: 'callback', subject: SUBJECT.surfaces.callback },
+  });
+  const ni = (method: RouteDef['method'], path: string, scope: RouteDef['scope'], tag: string, summary: string, plannedIn: string): RouteDef => ({
+    method,
+    path,
+    scope,
+    tag,
+    summary,
+    target: NI(plannedIn),
+  });
+
+  return [
+    // ---- worker scope (API key)
+    ni('post', '/v1/worker/register', 'worker', 'workflows', 'Register a workflow definition (idempotent upsert by id)', ISSUE_DECISIONS),
+    ni('post', '/v1/worker/decisions', 'worker', 'decisions', 'Open a decision', ISSUE_DECISIONS),
+    ni('get', '/v1/worker/decisions', 'worker', 'decisions', "The agent's inbox", ISSUE_DECISIONS),
+    ni('get', '/v1/worker/decisions/{id}', 'worker', 'decisions', 'Decision status for polling', ISSUE_DECISIONS),
+    ni('get', '/v1/worker/decisions/{id}/verify', 'worker', 'decisions', 'Verify an approval against the action facts (read-only)', ISSUE_DECISIONS),
+    ni('post', '/v1/worker/decisions/{id}/consume', 'worker', 'decisions', 'Consume an approval exactly once', ISSUE_DECISIONS),
+    ni('post', '/v1/worker/decisions/{id}/cancel', 'worker', 'decisions', 'Cancel a pending decision', ISSUE_DECISIONS),
+    ni('post', '/v1/worker/policies/check', 'worker', 'policies', 'Check that policy keys exist and are satisfiable', ISSUE_POLICIES),
+    ni('post', '/v1/worker/policies/preview', 'worker', 'policies', 'Preview a policy upsert (writes nothing)', ISSUE_POLICIES),
+    ni('post', '/v1/worker/policies', 'worker', 'policies', 'Upsert a policy (policy as code; role policies:write)', ISSUE_POLICIES),
+    ni('get', '/v1/worker/policies', 'worker', 'policies', 'Policy keys and labels', ISSUE_POLICIES),
+    ni('get', '/v1/worker/policies/{key}', 'worker', 'policies', 'Current definition of a policy', ISSUE_POLICIES),
+    ni('get', '/v1/worker/policies/{key}/versions', 'either', 'policies', 'List versions of a policy', ISSUE_POLICIES),
+    ni('get', '/v1/worker/policies/{key}/versions/compare', 'either', 'policies', 'Differences between two versions', ISSUE_POLICIES),
+    ni('get', '/v1/worker/policies/{key}/versions/{n}', 'either', 'policies', 'One version of a policy', ISSUE_POLICIES),
+
+    // ---- decisions (session)
+    ni('get', '/v1/decisions/', 'session', 'decisions', 'Decisions of the org, newest first', ISSUE_DECISIONS),
+    ni('get', '/v1/decisions/workflows', 'session', 'decisions', 'Distinct workflows for the inbox filter', ISSUE_DECISIONS),
+    ni('get', '/v1/decisions/{id}', 'session', 'decisions', 'One decision with tally, timeline and evidence', ISSUE_DECISIONS),
+    ni('post', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Attach evidence (append-only while PENDING)', ISSUE_DECISIONS),
+    ni('get', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Evidence, oldest first', ISSUE_DECISIONS),
+    ni('put', '/v1/decisions/{id}/output', 'session', 'decisions', "Save the reviewer's refined draft", ISSUE_DECISIONS),
+    ni('post', '/v1/decisions/{id}/refine', 'session', 'decisions', 'Revise the draft with the configured model', ISSUE_DECISIONS),
+    { ...ni('post', '/v1/decisions/{id}/decide', 'session', 'decisions', 'Record one vote', ISSUE_DECISIONS), apiKeyRefusal: 'not_an_approver' },
+
+    // ---- policies (session)
+    ni('get', '/v1/policies/', 'session', 'policies', 'Policies of the org with usage', ISSUE_POLICIES),
+    ni('post', '/v1/policies/', 'session', 'policies', 'Upsert a policy', ISSUE_POLICIES),
+    ni('get', '/v1/policies/{key}', 'session', 'policies', 'One policy', ISSUE_POLICIES),
+    ni('put', '/v1/policies/{key}', 'session', 'policies', 'Replace a policy definition', ISSUE_POLICIES),
+    ni('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy', ISSUE_POLICIES),
+
+    // ---- approvers (session)
+    ni('post', '/v1/approvers/', 'session', 'approvers', 'Register an approver (idempotent per email)', ISSUE_POLICIES),
+    ni('get', '/v1/approvers/', 'session', 'approvers', 'Approvers with verification state', ISSUE_POLICIES),
+    ni('get', '/v1/approvers/{id}', 'session', 'approvers', 'One approver', ISSUE_POLICIES),
+    ni('post', '/v1/approvers/{id}/verify', 'session', 'approvers', 'Mark a channel or method verified or failed', ISSUE_POLICIES),
+    ni('post', '/v1/approvers/{id}/disable', 'session', 'approvers', 'Soft-disable an approver', ISSUE_POLICIES),
+    ni('post', '/v1/approvers/{id}/enable', 'session', 'approvers', 'Enable an approver', ISSUE_POLICIES),
+
+    // ---- runs, directory, notifications
+    ni('post', '/v1/runs/', 'either', 'runs', 'Fire the external engine event for a registered workflow', ISSUE_AGENTS),
+    ni('get', '/v1/directory/actor', 'session', 'directory', 'Display label of an actor id', ISSUE_POLICIES),
+    ni('get', '/v1/contact-methods/', 'session', 'notifications', "The caller's contact methods", ISSUE_LOOP),
+    ni('put', '/v1/contact-methods/', 'session', 'notifications', "Replace the caller's contact methods", ISSUE_LOOP),
+    ni('post', '/v1/push-devices/', 'session', 'notifications', 'Register a push device', ISSUE_LOOP),
+    ni('get', '/v1/push-devices/', 'session', 'notifications', "The caller's push devices", ISSUE_LOOP),
+    ni('delete', '/v1/push-devices/{id}', 'session', 'notifications', 'Revoke a push device', ISSUE_LOOP),
+
+    // ---- callbacks (raw body forwarded for signature checks)
+    cb('/webhooks/identity', 'webhooks', 'Identity provider webhook (Svix-style signature)'),
+    cb('/webhooks/billing', 'webhooks', 'Billing webhook (Stripe-Signature)'),
+    cb('/v1/surfaces/email/act', 'surfaces', 'Email action link: confirmation page', 'get'),
+    cb('/v1/surfaces/email/act', 'surfaces', 'Email action link: record the vote'),
+    cb('/v1/surfaces/chatA/interactivity', 'surfaces', 'chatA (Slack) interactivity'),
+    cb('/v1/surfaces/chatA/events', 'surfaces', 'chatA (Slack) Events API'),
+    cb('/v1/surfaces/chatB/interactions', 'surfaces', 'chatB (Discord) interactions endpoint'),
+    cb('/v1/surfaces/esign/connect', 'surfaces', 'esign (DocuSign) Connect callback'),
+    cb('/v1/integrations/chatA/callback', 'integrations', 'chatA install callback', 'get'),
+    cb('/v1/integrations/chatB/callback', 'integrations', 'chatB install callback', 'get'),
+
+    // ---- workflows
+    ni('get', '/v1/workflows/', 'session', 'workflows', 'Registered workflows', ISSUE_DECISIONS),
+    ni('post', '/v1/workflows/', 'session', 'workflows', 'Register a workflow from the dashboard', ISSUE_DECISIONS),
+    ni('get', '/v1/workflows/{id}', 'session', 'workflows', 'One workflow', ISSUE_DECISIONS),
+
+    // ---- API keys (session, admin)
+    {
+      method: 'post',
+      path: '/v1/api-keys/',
+      scope: 'session',
+      adminOnly: true,
+      tag: 'api-keys',
+      summary: 'Create an API key (the key is shown only in this answer)',
+      body: CreateApiKeyBody,
+      response: ApiKeyCreated,
+      successStatus: 201,
+      target: { kind: 'local', handler: keys.create },
+    },
+    {
+      method: 'get',
+      path: '/v1/api-keys/',
+      scope: 'session',
+      adminOnly: true,
+      tag: 'api-keys',
+      summary: 'List API keys',
+      response: z.object({ apiKeys: z.array(ApiKeyView) }),
+      target: { kind: 'local', handler: keys.list },
+    },
+    {
+      method: 'delete',
+      path: '/v1/api-keys/{id}',
+      scope: 'session',
+      adminOnly: true,
+      tag: 'api-keys',
+      summary: 'Revoke an API key at once',
+      params: ApiKeyIdParams,
+      response: ApiKeyView,
+      target: { kind: 'local', handler: keys.revoke },
+    },
+    {
+      method: 'post',
+      path: '/v1/api-keys/{id}/rotate',
+      scope: 'session',
+      adminOnly: true,
+      tag: 'api-keys',
+      summary: 'New secret for the same key id; the old secret stops working',
+      params: ApiKeyIdParams,
+      response: ApiKeyView.extend({ key: z.string() }),
+      target: { kind: 'local', handler: keys.rotate },
+    },
+
+    // ---- audit, settings, integrations, usage
+    {
+      method: 'get',
+      path: '/v1/audit/',
+      scope: 'session',
+      adminOnly: true,
+      tag: 'audit',
+      summary: 'Audit log of the org, newest first',
+      query: AuditQuery,
+      response: z.object({ entries: z.array(AuditEntry) }),
+      target: { kind: 'local', handler: audit.list },
+    },
+    ni('get', '/v1/settings/retention', 'session', 'settings', 'Retention settings', ISSUE_LOOP),
+    ni('patch', '/v1/settings/retention', 'session', 'settings', 'Change retention settings', ISSUE_LOOP),
+    ni('get', '/v1/settings/llm', 'session', 'settings', 'Model settings (the API key is never read back)', ISSUE_DECISIONS),
+    ni('put', '/v1/settings/llm', 'session', 'settings', 'Set model settings', ISSUE_DECISIONS),
+    ni('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings', ISSUE_CHAT),
+    ni('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings', ISSUE_CHAT),
+    ni('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration', ISSUE_CHAT),
+    ni('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'chatB channels', ISSUE_CHAT),
+    ni('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the chatB channel', ISSUE_CHAT),
+    ni('post', '/v1/integrations/chatB/test', 'session', 'integrations', 'Send a chatB test message', ISSUE_CHAT),
+    ni('get', '/v1/integrations/chatA', 'session', 'integrations', 'chatA integration', ISSUE_CHAT),
+    ni('put', '/v1/integrations/chatA/deliberation', 'session', 'integrations', 'chatA deliberation settings', ISSUE_CHAT),
+    ni('post', '/v1/integrations/chatA/deliberation/test', 'session', 'integrations', 'Test chatA deliberation', ISSUE_CHAT),
+    ni('get', '/v1/integrations/chatA/channels', 'session', 'integrations', 'chatA channels', ISSUE_CHAT),
+    ni('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel', ISSUE_CHAT),
+    ni('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message', ISSUE_CHAT),
+    ni('get', '/v1/usage/', 'session', 'usage', 'Usage records', ISSUE_DECISIONS),
+    ni('get', '/v1/usage/current', 'session', 'usage', 'Usage of the current period', ISSUE_DECISIONS),
+  ];
+}

@@ -1,0 +1,5 @@
+import { runMain } from '@approvals/shared';
+import { startGateway } from './app';
+import { gatewayConfigFromEnv } from './config';
+
+runMain('gateway', async () => startGateway(gatewayConfigFromEnv()));

@@ -1,0 +1,146 @@
+import { newId, sha256Hex, type ApiKeyRole, type Knex } from '@approvals/shared';
+import { randomBytes } from 'node:crypto';
+
+export interface ApiKeyRow {
+  id: string;
+  org_id: string;
+  name: string;
+  roles: ApiKeyRole[];
+  prefix: string;
+  key_hash: string;
+  created_by: string | null;
+  created_at: Date;
+  last_used_at: Date | null;
+  rotated_at: Date | null;
+  revoked_at: Date | null;
+}
+
+export interface ApiKeyView {
+  id: string;
+  name: string;
+  roles: ApiKeyRole[];
+  prefix: string;
+  createdAt: string;
+  lastUsedAt: string | null;
+  revokedAt: string | null;
+}
+
+export const API_KEY_PREFIX = 'ak_';
+
+export function toApiKeyView(r: ApiKeyRow): ApiKeyView {
+  return {
+    id: r.id,
+    name: r.name,
+    roles: r.roles,
+    prefix: r.prefix,
+    createdAt: r.created_at.toISOString(),
+    lastUsedAt: r.last_used_at ? r.last_used_at.toISOString() : null,
+    revokedAt: r.revoked_at ? r.revoked_at.toISOString() : null,
+  };
+}
+
+/** `ak_<8 char public prefix>_<43 char secret>`; the prefix is shown in lists to tell keys apart. */
+function generateKey(): { key: string; prefix: string; hash: string } {
+  const pub = randomBytes(6).toString('base64url').slice(0, 8);
+  const secret = randomBytes(32).toString('base64url');
+  const key = `${API_KEY_PREFIX}${pub}_${secret}`;
+  return { key, prefix: `${API_KEY_PREFIX}${pub}`, hash: sha256Hex(key) };
+}
+
+export function createAccessStore(db: Knex) {
+  const knownOrgs = new Set<string>();
+  const seenUsers = new Map<string, number>();
+
+  return {
+    /** Creates the org row on first sight; cached so the hot path does not write. */
+    async ensureOrg(orgId: string): Promise<void> {
+      if (knownOrgs.has(orgId)) return;
+      await db('orgs').insert({ id: orgId }).onConflict('id').ignore();
+      knownOrgs.add(orgId);
+    },
+
+    async touchUser(u: { org: string; id: string; email: string; role: string }): Promise<void> {
+      const k = `${u.org}\u0000${u.id}\u0000${u.email}\u0000${u.role}`;
+      const last = seenUsers.get(k);
+      if (last && Date.now() - last < 60_000) return;
+      await db('users')
+        .insert({ org_id: u.org, id: u.id, email: u.email, role: u.role })
+        .onConflict(['org_id', 'id'])
+        .merge({ email: u.email, role: u.role, last_seen_at: db.fn.now() });
+      seenUsers.set(k, Date.now());
+    },
+
+    async findUser(org: string, id: string): Promise<{ id: string; email: string } | undefined> {
+      return db('users').where({ org_id: org, id }).first('id', 'email');
+    },
+
+    async createApiKey(input: { org: string; name: string; roles: ApiKeyRole[]; createdBy: string | null }): Promise<{ row: ApiKeyRow; key: string }> {
+      const { key, prefix, hash } = generateKey();
+      const [row] = await db('api_keys')
+        .insert({ id: newId('apiKey'), org_id: input.org, name: input.name, roles: input.roles, prefix, key_hash: hash, created_by: input.createdBy })
+        .returning('*');
+      return { row, key };
+    },
+
+    async listApiKeys(org: string): Promise<ApiKeyRow[]> {
+      return db('api_keys').where({ org_id: org }).orderBy('created_at', 'desc');
+    },
+
+    async getApiKey(org: string, id: string): Promise<ApiKeyRow | undefined> {
+      return db('api_keys').where({ org_id: org, id }).first();
+    },
+
+    /** Active key by its secret. Revoked or rotated-away secrets no longer match a row. */
+    async findActiveKey(key: string): Promise<ApiKeyRow | undefined> {
+      return db('api_keys').where({ key_hash: sha256Hex(key) }).whereNull('revoked_at').first();
+    },
+
+    async markUsed(id: string): Promise<void> {
+      // At most one write a minute per key: lastUsedAt is for people, not for metering.
+      await db('api_keys')
+        .where({ id })
+        .andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', db.raw("now() - interval '1 minute'")))
+        .update({ last_used_at: db.fn.now() });
+    },
+
+    async revokeApiKey(org: string, id: string): Promise<ApiKeyRow | undefined> {
+      const [row] = await db('api_keys').where({ org_id: org, id }).whereNull('revoked_at').update({ revoked_at: db.fn.now() }).returning('*');
+      return row ?? (await db('api_keys').where({ org_id: org, id }).first());
+    },
+
+    /** New secret for the same id; the old secret stops matching in the same statement. */
+    async rotateApiKey(org: string, id: string): Promise<{ row: ApiKeyRow; key: string } | undefined> {
+      const { key, prefix, hash } = generateKey();
+      const [row] = await db('api_keys')
+        .where({ org_id: org, id })
+        .whereNull('revoked_at')
+        .update({ key_hash: hash, prefix, rotated_at: db.fn.now() })
+        .returning('*');
+      return row ? { row, key } : undefined;
+    },
+
+    async appendAudit(entry: { org: string; action: string; actor?: string | null; target?: string | null; details?: Record<string, unknown>; eventId?: string; at?: Date }): Promise<void> {
+      await db('audit_log')
+        .insert({
+          id: newId('audit'),
+          org_id: entry.org,
+          action: entry.action,
+          actor: entry.actor ?? null,
+          target: entry.target ?? null,
+          details: JSON.stringify(entry.details ?? {}),
+          event_id: entry.eventId ?? null,
+          at: entry.at ?? db.fn.now(),
+        })
+        .onConflict('event_id')
+        .ignore();
+    },
+
+    async listAudit(org: string, opts: { limit: number; before?: string; action?: string }) {
+      const q = db('audit_log').where({ org_id: org }).orderBy([{ column: 'at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(opts.limit);
+      if (opts.action) q.andWhere({ action: opts.action });
+      if (opts.before) q.andWhere('id', '<', opts.before);
+      return q;
+    },
+  };
+}
+export type AccessStore = ReturnType<typeof createAccessStore>;

@@ -1,0 +1,5 @@
+import { runMain } from '@approvals/shared';
+import { startNotifier } from './app';
+import { notifierConfigFromEnv } from './config';
+
+runMain('notifier', async () => startNotifier(notifierConfigFromEnv()));

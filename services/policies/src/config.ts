@@ -1,0 +1,9 @@
+import { z } from 'zod';
+import { BaseServiceEnv, loadConfig } from '@approvals/shared';
+
+export const PoliciesEnv = BaseServiceEnv.extend({});
+export type PoliciesConfig = z.infer<typeof PoliciesEnv>;
+
+export function policiesConfigFromEnv(env: Record<string, string | undefined> = process.env): PoliciesConfig {
+  return loadConfig(PoliciesEnv, env);
+}

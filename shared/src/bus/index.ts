@@ -1,0 +1,4 @@
+export * from './bus';
+export * from './service-host';
+export * from './outbox';
+export * from './consumer';

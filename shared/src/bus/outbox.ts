@@ -1,0 +1,157 @@
+import { Client } from 'pg';
+import type { Knex } from 'knex';
+import { newId } from '../ids';
+import type { Logger } from '../logger';
+import type { EventEnvelope } from '../contracts/common';
+import { Bus, encodeJson } from './bus';
+
+/**
+ * Transactional outbox. The event row is written in the same transaction as the state
+ * change, so an event exists if and only if its change committed. The relay publishes
+ * rows to JetStream with Nats-Msg-Id = event id: if it dies after publishing but before
+ * marking the row sent, the republish is dropped by the stream's duplicate window.
+ */
+export const OUTBOX_TABLE = 'outbox';
+
+export function outboxChannel(schema: string): string {
+  return `${schema}_outbox`;
+}
+
+/** Migration step: outbox table plus a trigger that wakes the relay on commit. */
+export async function createOutboxTable(knex: Knex, schema: string): Promise<void> {
+  await knex.schema.withSchema(schema).createTable(OUTBOX_TABLE, (t) => {
+    t.text('id').primary();
+    t.text('subject').notNullable();
+    t.text('org').notNullable();
+    t.jsonb('envelope').notNullable();
+    t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
+    t.timestamp('sent_at', { useTz: true });
+  });
+  await knex.raw(`CREATE INDEX outbox_unsent ON ??.outbox (created_at, id) WHERE sent_at IS NULL`, [schema]);
+  await knex.raw(`
+    CREATE OR REPLACE FUNCTION ??.outbox_notify() RETURNS trigger AS $$
+    BEGIN PERFORM pg_notify('${outboxChannel(schema)}', ''); RETURN NULL; END $$ LANGUAGE plpgsql`, [schema]);
+  await knex.raw(`CREATE TRIGGER outbox_notify AFTER INSERT ON ??.outbox FOR EACH STATEMENT EXECUTE FUNCTION ??.outbox_notify()`, [schema, schema]);
+}
+
+export interface NewEvent {
+  subject: string;
+  org: string;
+  data: Record<string, unknown>;
+  id?: string;
+  occurredAt?: Date;
+}
+
+/** Writes events in the caller's transaction. Returns the envelopes as they will be published. */
+export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEvent[]): Promise<EventEnvelope[]> {
+  if (events.length === 0) return [];
+  const envelopes = events.map((e) => ({
+    id: e.id ?? newId('event'),
+    type: e.subject,
+    org: e.org,
+    occurredAt: (e.occurredAt ?? new Date()).toISOString(),
+    data: e.data,
+  }));
+  await trx(OUTBOX_TABLE).insert(
+    envelopes.map((env) => ({ id: env.id, subject: env.type, org: env.org, envelope: JSON.stringify(env) })),
+  );
+  return envelopes;
+}
+
+export interface OutboxRelayOptions {
+  db: Knex;
+  databaseUrl: string;
+  schema: string;
+  bus: Bus;
+  log: Logger;
+  pollMs?: number;
+  batchSize?: number;
+  /** Test seam: runs after a publish and before the row is marked sent. */
+  afterPublish?: (eventId: string) => Promise<void>;
+}
+
+export class OutboxRelay {
+  private running = false;
+  private listener?: Client;
+  private wake?: () => void;
+  private loop?: Promise<void>;
+  private readonly pollMs: number;
+  private readonly batchSize: number;
+
+  constructor(private readonly opts: OutboxRelayOptions) {
+    this.pollMs = opts.pollMs ?? 1000;
+    this.batchSize = opts.batchSize ?? 100;
+  }
+
+  async start(): Promise<void> {
+    this.running = true;
+    await this.listen();
+    this.loop = this.run();
+  }
+
+  private async listen(): Promise<void> {
+    // LISTEN needs one dedicated connection; the poll below covers a lost one.
+    try {
+      const client = new Client({ connectionString: this.opts.databaseUrl });
+      client.on('error', (err) => this.opts.log.warn({ err }, 'outbox listener connection error'));
+      await client.connect();
+      await client.query(`LISTEN "${outboxChannel(this.opts.schema)}"`);
+      client.on('notification', () => this.wake?.());
+      this.listener = client;
+    } catch (err) {
+      this.opts.log.warn({ err }, 'outbox LISTEN unavailable; relying on polling');
+    }
+  }
+
+  private async run(): Promise<void> {
+    while (this.running) {
+      let published = 0;
+      try {
+        published = await this.relayBatch();
+      } catch (err) {
+        if (this.running) this.opts.log.warn({ err }, 'outbox relay batch failed; will retry');
+      }
+      if (!this.running) break;
+      if (published >= this.batchSize) continue; // more waiting: no sleep
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, this.pollMs);
+        this.wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+      this.wake = undefined;
+    }
+  }
+
+  /** Publishes one batch of unsent rows; returns how many were published. Exposed for tests. */
+  async relayBatch(): Promise<number> {
+    return this.opts.db.transaction(async (trx) => {
+      // SKIP LOCKED: replicas relay disjoint rows instead of queueing behind each other.
+      const rows: { id: string; subject: string; envelope: EventEnvelope }[] = await trx(OUTBOX_TABLE)
+        .select('id', 'subject', 'envelope')
+        .whereNull('sent_at')
+        .orderBy([{ column: 'created_at' }, { column: 'id' }])
+        .limit(this.batchSize)
+        .forUpdate()
+        .skipLocked();
+      for (const row of rows) {
+        await this.opts.bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id });
+        if (this.opts.afterPublish) await this.opts.afterPublish(row.id);
+      }
+      if (rows.length > 0) {
+        await trx(OUTBOX_TABLE)
+          .whereIn('id', rows.map((r) => r.id))
+          .update({ sent_at: trx.fn.now() });
+      }
+      return rows.length;
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.running = false;
+    this.wake?.();
+    await this.loop;
+    if (this.listener) await this.listener.end().catch(() => undefined);
+  }
+}

@@ -1,0 +1,107 @@
+import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
+import { randomUUID } from 'node:crypto';
+import type { z } from 'zod';
+import type { EndpointDef } from '../contracts/endpoint';
+import { AppError } from '../errors';
+import { newId } from '../ids';
+import type { Logger } from '../logger';
+import { Bus, decodeJson, encodeJson } from './bus';
+
+/** A handler result with an explicit success status (for example 201 Created). */
+export class StatusReply<T> {
+  constructor(
+    readonly status: number,
+    readonly data: T,
+  ) {}
+}
+export const withStatus = <T>(status: number, data: T) => new StatusReply(status, data);
+
+export type Handler<Req extends z.ZodType, Res extends z.ZodType> = (
+  req: z.output<Req>,
+) => Promise<z.input<Res> | StatusReply<z.input<Res>>>;
+
+/**
+ * A NATS service (`@nats-io/services`): `$SRV.PING/INFO/STATS` discovery, and every
+ * endpoint in the service's queue group so replicas share the load. It keeps count of
+ * requests in flight so a graceful stop can wait for them to answer.
+ */
+export class ServiceHost {
+  readonly instanceId = randomUUID().slice(0, 8);
+  private readonly inflight = new Set<Promise<void>>();
+
+  private constructor(
+    private readonly bus: Bus,
+    private readonly service: Service,
+    private readonly log: Logger,
+  ) {}
+
+  static async create(opts: { bus: Bus; name: string; version: string; description?: string; log: Logger }): Promise<ServiceHost> {
+    const svcm = new Svcm(opts.bus.nc);
+    const service = await svcm.add({
+      name: opts.name,
+      version: opts.version,
+      description: opts.description ?? `approvals ${opts.name} service`,
+      queue: opts.name,
+    });
+    return new ServiceHost(opts.bus, service, opts.log);
+  }
+
+  get serviceId(): string {
+    return this.service.info().id;
+  }
+
+  handle<Req extends z.ZodType, Res extends z.ZodType>(ep: EndpointDef<Req, Res>, handler: Handler<Req, Res>): void {
+    const dot = ep.subject.lastIndexOf('.');
+    const group = this.service.addGroup(ep.subject.slice(0, dot));
+    group.addEndpoint(ep.subject.slice(dot + 1), {
+      handler: (err, msg) => {
+        if (err) {
+          this.log.error({ err, subject: ep.subject }, 'endpoint subscription failed');
+          return;
+        }
+        const p = this.dispatch(ep, handler, msg).finally(() => this.inflight.delete(p));
+        this.inflight.add(p);
+      },
+      metadata: { subject: ep.subject },
+    });
+  }
+
+  private async dispatch<Req extends z.ZodType, Res extends z.ZodType>(ep: EndpointDef<Req, Res>, handler: Handler<Req, Res>, msg: ServiceMsg) {
+    let reply: unknown;
+    try {
+      let body: unknown;
+      try {
+        body = decodeJson(msg.data);
+      } catch {
+        throw new AppError('invalid_request', 'request is not JSON');
+      }
+      const parsed = ep.request.safeParse(body);
+      if (!parsed.success) {
+        throw new AppError('invalid_request', 'request does not match the contract', {
+          issues: parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+        });
+      }
+      const result = await handler(parsed.data);
+      reply = result instanceof StatusReply ? { ok: true, status: result.status, data: result.data } : { ok: true, data: result };
+    } catch (err) {
+      reply = errorReply(err, this.log, ep.subject);
+    }
+    if (msg.reply) msg.respond(encodeJson(reply));
+  }
+
+  /** Stops taking requests, then waits for the ones in flight to answer. */
+  async stop(): Promise<void> {
+    if (!this.service.isStopped) await this.service.stop();
+    await Promise.allSettled([...this.inflight]);
+  }
+}
+
+export function errorReply(err: unknown, log: Logger, subject: string) {
+  if (err instanceof AppError) {
+    if (err.status >= 500) log.warn({ err, subject }, err.message);
+    return { ok: false, error: { code: err.code, message: err.message, details: err.details } };
+  }
+  const errorId = newId('error');
+  log.error({ err, subject, errorId }, 'unhandled error');
+  return { ok: false, error: { code: 'internal', message: 'internal error', details: { errorId } } };
+}

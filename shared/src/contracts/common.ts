@@ -1,0 +1,85 @@
+import { z } from 'zod';
+
+export const ApiKeyRole = z.enum(['decisions:write', 'policies:write']);
+export type ApiKeyRole = z.infer<typeof ApiKeyRole>;
+
+export const UserRole = z.enum(['admin', 'member']);
+export type UserRole = z.infer<typeof UserRole>;
+
+/** Who is calling, as established by the gateway. Services trust it: only the gateway talks HTTP. */
+export const Principal = z.discriminatedUnion('kind', [
+  z.object({
+    kind: z.literal('user'),
+    userId: z.string(),
+    email: z.string(),
+    role: UserRole,
+    name: z.string().optional(),
+  }),
+  z.object({
+    kind: z.literal('apiKey'),
+    keyId: z.string(),
+    roles: z.array(ApiKeyRole),
+    name: z.string().optional(),
+  }),
+]);
+export type Principal = z.infer<typeof Principal>;
+
+/** Actor id written to records: a user id or an API key id. */
+export function actorOf(p: Principal): string {
+  return p.kind === 'user' ? p.userId : p.keyId;
+}
+
+/**
+ * What the gateway forwards for an authenticated route: the principal, the org, and
+ * the already-validated params, query and body.
+ */
+export function forwarded<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(parts: { params?: P; query?: Q; body?: B }) {
+  return z.object({
+    requestId: z.string().optional(),
+    principal: Principal,
+    org: z.string(),
+    /** Where a write came from: session routes are `dashboard`, worker routes `api` or `repository`. */
+    source: z.enum(['dashboard', 'api', 'repository']).optional(),
+    params: (parts.params ?? z.object({}).catchall(z.unknown())) as P,
+    query: (parts.query ?? z.object({}).catchall(z.unknown())) as Q,
+    body: (parts.body ?? z.unknown()) as B,
+  });
+}
+
+/** What the gateway forwards for a callback route: raw bytes so signatures can be checked. */
+export const RawCallback = z.object({
+  requestId: z.string().optional(),
+  route: z.string(),
+  method: z.string(),
+  path: z.string(),
+  query: z.record(z.string(), z.union([z.string(), z.array(z.string())])),
+  headers: z.record(z.string(), z.string()),
+  bodyBase64: z.string(),
+});
+export type RawCallback = z.infer<typeof RawCallback>;
+
+/** A raw HTTP answer a service may give to a callback route (HTML pages, plain acks). */
+export const RawHttpReply = z.object({
+  status: z.number().int(),
+  headers: z.record(z.string(), z.string()).default({}),
+  body: z.string(),
+});
+export type RawHttpReply = z.infer<typeof RawHttpReply>;
+
+/** Liveness echo every service answers; used by tests and health detail. */
+export const EchoRequest = z.object({ message: z.string(), delayMs: z.number().int().min(0).max(60_000).optional() });
+export const EchoReply = z.object({ message: z.string(), instance: z.string() });
+
+export const Email = z.email().max(320).transform((s) => s.toLowerCase());
+
+export const IsoDate = z.string();
+
+/** Domain event envelope on the EVENTS stream. `id` is also the Nats-Msg-Id. */
+export const EventEnvelope = z.object({
+  id: z.string(),
+  type: z.string(),
+  org: z.string(),
+  occurredAt: z.string(),
+  data: z.record(z.string(), z.unknown()),
+});
+export type EventEnvelope = z.infer<typeof EventEnvelope>;

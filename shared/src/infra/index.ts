@@ -1,0 +1,3 @@
+export * from './ports';
+export * from './nats';
+export * from './postgres';

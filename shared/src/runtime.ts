@@ -1,0 +1,161 @@
+import type { Knex } from 'knex';
+import { Bus } from './bus/bus';
+import { EventConsumer, type ConsumerOptions } from './bus/consumer';
+import { OutboxRelay } from './bus/outbox';
+import { ServiceHost } from './bus/service-host';
+import { systemClock, type Clock } from './clock';
+import { EchoEndpoints } from './contracts/access';
+import { ConfigError } from './config';
+import { createDb, migrate, type Migration } from './db';
+import { createLogger, type Logger } from './logger';
+import type { ServiceName } from './subjects';
+
+export interface ServiceContext {
+  name: ServiceName;
+  schema: string;
+  db: Knex;
+  bus: Bus;
+  host: ServiceHost;
+  log: Logger;
+  clock: Clock;
+  /** Registers a durable consumer; consumers start once setup returns. */
+  consume(opts: Omit<ConsumerOptions, 'bus' | 'log'>): void;
+}
+
+export interface SetupResult {
+  /** Runs first on stop (for example: close the HTTP server so no new work arrives). */
+  beforeStop?: () => Promise<void>;
+  /** Runs after endpoints, consumers and relay have stopped, before bus and db close. */
+  afterStop?: () => Promise<void>;
+}
+
+export interface ServiceOptions {
+  name: ServiceName;
+  version: string;
+  databaseUrl: string;
+  natsUrl: string;
+  schema: string;
+  migrations: Migration[];
+  log?: Logger;
+  clock?: Clock;
+  /** Runs an outbox relay for this schema (services that emit events). */
+  outbox?: boolean | { pollMs?: number };
+  setup(ctx: ServiceContext): Promise<SetupResult | void>;
+}
+
+export interface RunningService {
+  name: ServiceName;
+  ctx: ServiceContext;
+  relay?: OutboxRelay;
+  stop(): Promise<void>;
+}
+
+/**
+ * config → knex on the service's schema → migrations → NATS service → endpoints →
+ * consumers → outbox relay. `stop()` is the graceful path: stop taking work, let work
+ * in flight finish, then close NATS and the pool.
+ */
+export async function startService(opts: ServiceOptions): Promise<RunningService> {
+  const log = opts.log ?? createLogger(opts.name);
+  const clock = opts.clock ?? systemClock;
+  const db = createDb({ url: opts.databaseUrl, schema: opts.schema });
+  let bus: Bus | undefined;
+  try {
+    await migrate(db, opts.schema, opts.migrations);
+    bus = await Bus.connect({ url: opts.natsUrl, name: opts.name, log });
+    await bus.ensureEventsStream();
+    const host = await ServiceHost.create({ bus, name: opts.name, version: opts.version, log });
+    host.handle(EchoEndpoints[opts.name], async (req) => {
+      if (req.delayMs) await new Promise((r) => setTimeout(r, req.delayMs));
+      return { message: req.message, instance: host.instanceId };
+    });
+    const consumerOpts: Omit<ConsumerOptions, 'bus' | 'log'>[] = [];
+    const ctx: ServiceContext = {
+      name: opts.name,
+      schema: opts.schema,
+      db,
+      bus,
+      host,
+      log,
+      clock,
+      consume: (c) => consumerOpts.push(c),
+    };
+    const hooks = (await opts.setup(ctx)) ?? {};
+    const consumers = consumerOpts.map((c) => new EventConsumer({ ...c, bus: bus!, log }));
+    for (const c of consumers) await c.start();
+    let relay: OutboxRelay | undefined;
+    if (opts.outbox) {
+      relay = new OutboxRelay({
+        db,
+        databaseUrl: opts.databaseUrl,
+        schema: opts.schema,
+        bus,
+        log,
+        pollMs: typeof opts.outbox === 'object' ? opts.outbox.pollMs : undefined,
+      });
+      await relay.start();
+    }
+    log.info({ instance: host.instanceId }, `${opts.name} started`);
+    let stopping: Promise<void> | undefined;
+    return {
+      name: opts.name,
+      ctx,
+      relay,
+      stop: () =>
+        (stopping ??= (async () => {
+          await hooks.beforeStop?.();
+          await host.stop();
+          await Promise.all(consumers.map((c) => c.stop()));
+          await relay?.stop();
+          await hooks.afterStop?.();
+          await bus!.close();
+          await db.destroy();
+          log.info(`${opts.name} stopped`);
+        })()),
+    };
+  } catch (err) {
+    await bus?.close().catch(() => undefined);
+    await db.destroy().catch(() => undefined);
+    throw err;
+  }
+}
+
+/**
+ * Process entry: start, then stop gracefully on SIGTERM/SIGINT and exit 0. A bad
+ * configuration exits 1 with a message naming the variable.
+ */
+export function runMain(name: string, start: () => Promise<{ stop(): Promise<void> }>): void {
+  const log = createLogger(name);
+  start().then(
+    (svc) => {
+      let shuttingDown = false;
+      const shutdown = (signal: string) => {
+        if (shuttingDown) return;
+        shuttingDown = true;
+        log.info({ signal }, 'shutting down');
+        const force = setTimeout(() => {
+          log.error('graceful shutdown timed out');
+          process.exit(1);
+        }, 25_000);
+        force.unref();
+        svc.stop().then(
+          () => process.exit(0),
+          (err) => {
+            log.error({ err }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+      };
+      process.on('SIGTERM', () => shutdown('SIGTERM'));
+      process.on('SIGINT', () => shutdown('SIGINT'));
+    },
+    (err) => {
+      if (err instanceof ConfigError) {
+        process.stderr.write(`${name}: ${err.message}\n`);
+      } else {
+        log.fatal({ err }, 'failed to start');
+      }
+      process.exit(1);
+    },
+  );
+}

@@ -1,0 +1,127 @@
+/**
+ * Every NATS name in one place. WARNING: renaming a stream, a durable consumer or a
+ * subject is a migration, not a refactor: durable consumers and stored events keep
+ * the old names, and replicas running the previous build still use them.
+ */
+export const STREAM_EVENTS = 'EVENTS';
+export const EVENTS_SUBJECTS = 'evt.>';
+
+/** NATS service names (`$SRV.PING.<name>`), one per process kind. */
+export const SERVICE_NAMES = ['gateway', 'decisions', 'policies', 'notifier', 'surfaces', 'scheduler'] as const;
+export type ServiceName = (typeof SERVICE_NAMES)[number];
+
+/** Request/reply subjects. Each service answers under its own `svc.<area>.` prefix. */
+export const SUBJECT = {
+  access: {
+    echo: 'svc.access.echo',
+    apiKeyLabel: 'svc.access.api_key_label',
+    audit: 'svc.access.audit',
+    settings: 'svc.access.settings',
+  },
+  policies: {
+    upsert: 'svc.policies.upsert',
+    preview: 'svc.policies.preview',
+    update: 'svc.policies.update',
+    get: 'svc.policies.get',
+    list: 'svc.policies.list',
+    remove: 'svc.policies.remove',
+    versions: 'svc.policies.versions',
+    version: 'svc.policies.version',
+    compare: 'svc.policies.compare',
+    check: 'svc.policies.check',
+    resolve: 'svc.policies.resolve',
+    echo: 'svc.policies.echo',
+  },
+  approvers: {
+    register: 'svc.approvers.register',
+    list: 'svc.approvers.list',
+    get: 'svc.approvers.get',
+    verify: 'svc.approvers.verify',
+    disable: 'svc.approvers.disable',
+    enable: 'svc.approvers.enable',
+    channels: 'svc.approvers.channels',
+  },
+  directory: {
+    actor: 'svc.directory.actor',
+  },
+  decisions: {
+    create: 'svc.decisions.create',
+    workerList: 'svc.decisions.worker_list',
+    workerGet: 'svc.decisions.worker_get',
+    verify: 'svc.decisions.verify',
+    consume: 'svc.decisions.consume',
+    cancel: 'svc.decisions.cancel',
+    list: 'svc.decisions.list',
+    workflows: 'svc.decisions.workflows',
+    get: 'svc.decisions.get',
+    addEvidence: 'svc.decisions.add_evidence',
+    listEvidence: 'svc.decisions.list_evidence',
+    saveOutput: 'svc.decisions.save_output',
+    refine: 'svc.decisions.refine',
+    vote: 'svc.decisions.vote',
+    echo: 'svc.decisions.echo',
+  },
+  workflows: {
+    register: 'svc.workflows.register',
+    list: 'svc.workflows.list',
+    get: 'svc.workflows.get',
+    startRun: 'svc.workflows.start_run',
+  },
+  notifier: {
+    contactMethodsGet: 'svc.notifier.contact_methods_get',
+    contactMethodsPut: 'svc.notifier.contact_methods_put',
+    pushDeviceRegister: 'svc.notifier.push_device_register',
+    pushDeviceList: 'svc.notifier.push_device_list',
+    pushDeviceRevoke: 'svc.notifier.push_device_revoke',
+    echo: 'svc.notifier.echo',
+  },
+  surfaces: {
+    callback: 'svc.surfaces.callback',
+    echo: 'svc.surfaces.echo',
+  },
+  scheduler: {
+    timers: 'svc.scheduler.timers',
+    echo: 'svc.scheduler.echo',
+  },
+} as const;
+
+/** Domain event subjects on the EVENTS stream. */
+export const EVENT = {
+  decisionCreated: 'evt.decision.created',
+  decisionVoteRecorded: 'evt.decision.vote_recorded',
+  decisionVoteRefused: 'evt.decision.vote_refused',
+  decisionResolved: 'evt.decision.resolved',
+  decisionCancelled: 'evt.decision.cancelled',
+  decisionConsumed: 'evt.decision.consumed',
+  decisionEvidenceAdded: 'evt.decision.evidence_added',
+  decisionReminded: 'evt.decision.reminded',
+  decisionEscalated: 'evt.decision.escalated',
+  policyForceDeleted: 'evt.policy.force_deleted',
+  policySaved: 'evt.policy.saved',
+  timerExpireDue: 'evt.timer.expire_due',
+  timerRemindDue: 'evt.timer.remind_due',
+  timerEscalateDue: 'evt.timer.escalate_due',
+  runRequested: 'evt.run.requested',
+  test: 'evt.test.ping',
+} as const;
+export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
+
+/**
+ * Durable consumer names: `<service>-<what>`. One durable per (service, filter subject)
+ * because nats-server 2.9 allows one filter subject per consumer.
+ */
+export const DURABLE = {
+  gatewayAudit: 'gateway-audit',
+  policiesDecisionUsage: 'policies-decision-usage',
+  decisionsTimerExpire: 'decisions-timer-expire',
+  decisionsTimerRemind: 'decisions-timer-remind',
+  decisionsTimerEscalate: 'decisions-timer-escalate',
+  notifierDecisionCreated: 'notifier-decision-created',
+  notifierDecisionResolved: 'notifier-decision-resolved',
+  notifierDecisionReminded: 'notifier-decision-reminded',
+  notifierDecisionEscalated: 'notifier-decision-escalated',
+  notifierRunRequested: 'notifier-run-requested',
+  schedulerDecisionCreated: 'scheduler-decision-created',
+  schedulerDecisionResolved: 'scheduler-decision-resolved',
+  schedulerDecisionCancelled: 'scheduler-decision-cancelled',
+} as const;
