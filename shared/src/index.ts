@@ -9,3 +9,4 @@ export * from './db';
 export * from './runtime';
 export * from './bus/index';
 export * from './contracts/index';
+export * from './policy-contract';

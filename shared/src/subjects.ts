@@ -14,7 +14,7 @@ export type ServiceName = (typeof SERVICE_NAMES)[number];
 export const SUBJECT = {
   access: {
     echo: 'svc.access.echo',
-    apiKeyLabel: 'svc.access.api_key_label',
+    actorLabel: 'svc.access.actor_label',
     audit: 'svc.access.audit',
     settings: 'svc.access.settings',
   },

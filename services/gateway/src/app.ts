@@ -33,9 +33,12 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
     clock: opts.clock,
     setup: async (ctx) => {
       const store = createAccessStore(ctx.db);
-      ctx.host.handle(AccessEndpoints.apiKeyLabel, async (req) => {
-        const row = await store.getApiKey(req.org, req.keyId);
-        return row ? { found: true, label: `API key ${row.name} (${row.prefix}…)` } : { found: false };
+      ctx.host.handle(AccessEndpoints.actorLabel, async (req) => {
+        const key = await store.getApiKey(req.org, req.ref);
+        if (key) return { found: true, kind: 'apiKey' as const, label: `API key ${key.name} (${key.prefix}…)` };
+        const user = await store.findUser(req.org, req.ref);
+        if (user) return { found: true, kind: 'user' as const, label: user.email, email: user.email };
+        return { found: false };
       });
       ctx.consume(auditConsumer(store));
       const verifyJwt = createJwtVerifier({

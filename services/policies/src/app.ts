@@ -1,6 +1,11 @@
 import { createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { PoliciesConfig } from './config';
+import { decisionUsageConsumer } from './consumers/decision-usage.consumer';
+import { registerApproverHandlers } from './handlers/approvers.handlers';
+import { createPolicyLogic, registerPolicyHandlers } from './handlers/policies.handlers';
 import { migrations } from './migrations/index';
+import { createApproversStore } from './store/approvers.store';
+import { createPoliciesStore } from './store/policies.store';
 
 export const POLICIES_VERSION = '0.1.0';
 
@@ -15,6 +20,12 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
     log: opts.log ?? createLogger('policies', config.LOG_LEVEL),
     clock: opts.clock,
     outbox: true,
-    setup: async () => {},
+    setup: async (ctx) => {
+      const policies = createPoliciesStore(ctx.db);
+      const approvers = createApproversStore(ctx.db);
+      registerPolicyHandlers(ctx.host, createPolicyLogic({ db: ctx.db, policies, approvers, clock: ctx.clock }));
+      registerApproverHandlers(ctx.host, { approvers, bus: ctx.bus });
+      ctx.consume(decisionUsageConsumer(policies));
+    },
   });
 }

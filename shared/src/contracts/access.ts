@@ -3,12 +3,17 @@ import { SUBJECT } from '../subjects';
 import { EchoReply, EchoRequest } from './common';
 import { endpoint } from './endpoint';
 
-export const ApiKeyLabelRequest = z.object({ org: z.string(), keyId: z.string() });
-export const ApiKeyLabelReply = z.object({ found: z.boolean(), label: z.string().optional() });
+export const ActorLabelRequest = z.object({ org: z.string(), ref: z.string() });
+export const ActorLabelReply = z.object({
+  found: z.boolean(),
+  kind: z.enum(['user', 'apiKey']).optional(),
+  label: z.string().optional(),
+  email: z.string().optional(),
+});
 
 export const AccessEndpoints = {
   echo: endpoint(SUBJECT.access.echo, EchoRequest, EchoReply),
-  apiKeyLabel: endpoint(SUBJECT.access.apiKeyLabel, ApiKeyLabelRequest, ApiKeyLabelReply),
+  actorLabel: endpoint(SUBJECT.access.actorLabel, ActorLabelRequest, ActorLabelReply),
 };
 
 /** Echo endpoints of every service, for health detail and replica tests. */

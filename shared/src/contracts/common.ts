@@ -42,7 +42,7 @@ export function forwarded<P extends z.ZodType, Q extends z.ZodType, B extends z.
     source: z.enum(['dashboard', 'api', 'repository']).optional(),
     params: (parts.params ?? z.object({}).catchall(z.unknown())) as P,
     query: (parts.query ?? z.object({}).catchall(z.unknown())) as Q,
-    body: (parts.body ?? z.unknown()) as B,
+    body: (parts.body ?? z.unknown().optional()) as B,
   });
 }
 

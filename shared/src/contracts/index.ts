@@ -1,3 +1,5 @@
 export * from './common';
 export * from './endpoint';
 export * from './access';
+export * from './policies';
+export * from './events';

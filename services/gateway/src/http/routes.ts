@@ -1,11 +1,35 @@
 import { z } from 'zod';
-import { SUBJECT } from '@approvals/shared';
+import {
+  ApproverIdParams,
+  ApproverRegisterBody,
+  ApproverRegisterReply,
+  ApproverVerifyBody,
+  ApproverView,
+  ApproversEndpoints,
+  CheckBody,
+  CheckReply,
+  CompareQuery,
+  DeleteQuery,
+  DirectoryEndpoints,
+  DirectoryQuery,
+  DirectoryReply,
+  KeyParams,
+  PoliciesEndpoints,
+  PolicyUpdateBody,
+  PolicyUpsertBody,
+  PolicyView,
+  PreviewReply,
+  SUBJECT,
+  UpsertReply,
+  VersionParams,
+  VersionView,
+  type EndpointDef,
+} from '@approvals/shared';
 import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
 import { AuditEntry, AuditQuery, auditHandlers } from '../handlers/audit.handler';
 import type { AccessStore } from '../store/access.store';
 import { NI, type RouteDef } from './route';
 
-const ISSUE_POLICIES = 'policies and approvers';
 const ISSUE_DECISIONS = 'decisions';
 const ISSUE_LOOP = 'scheduler, notifier and email surface';
 const ISSUE_AGENTS = 'agents, client and runs';
@@ -35,6 +59,19 @@ export function buildRoutes(deps: { store: AccessStore }): RouteDef[] {
     target: NI(plannedIn),
   });
 
+  const fwd = (
+    method: RouteDef['method'],
+    path: string,
+    scope: RouteDef['scope'],
+    tag: string,
+    summary: string,
+    ep: EndpointDef,
+    extra: Partial<RouteDef> = {},
+  ): RouteDef => ({ method, path, scope, tag, summary, target: { kind: 'forward', endpoint: ep }, ...extra });
+  const P = PoliciesEndpoints;
+  const A = ApproversEndpoints;
+  const keyParams = { params: KeyParams };
+
   return [
     // ---- worker scope (API key)
     ni('post', '/v1/worker/register', 'worker', 'workflows', 'Register a workflow definition (idempotent upsert by id)', ISSUE_DECISIONS),
@@ -44,14 +81,28 @@ export function buildRoutes(deps: { store: AccessStore }): RouteDef[] {
     ni('get', '/v1/worker/decisions/{id}/verify', 'worker', 'decisions', 'Verify an approval against the action facts (read-only)', ISSUE_DECISIONS),
     ni('post', '/v1/worker/decisions/{id}/consume', 'worker', 'decisions', 'Consume an approval exactly once', ISSUE_DECISIONS),
     ni('post', '/v1/worker/decisions/{id}/cancel', 'worker', 'decisions', 'Cancel a pending decision', ISSUE_DECISIONS),
-    ni('post', '/v1/worker/policies/check', 'worker', 'policies', 'Check that policy keys exist and are satisfiable', ISSUE_POLICIES),
-    ni('post', '/v1/worker/policies/preview', 'worker', 'policies', 'Preview a policy upsert (writes nothing)', ISSUE_POLICIES),
-    ni('post', '/v1/worker/policies', 'worker', 'policies', 'Upsert a policy (policy as code; role policies:write)', ISSUE_POLICIES),
-    ni('get', '/v1/worker/policies', 'worker', 'policies', 'Policy keys and labels', ISSUE_POLICIES),
-    ni('get', '/v1/worker/policies/{key}', 'worker', 'policies', 'Current definition of a policy', ISSUE_POLICIES),
-    ni('get', '/v1/worker/policies/{key}/versions', 'either', 'policies', 'List versions of a policy', ISSUE_POLICIES),
-    ni('get', '/v1/worker/policies/{key}/versions/compare', 'either', 'policies', 'Differences between two versions', ISSUE_POLICIES),
-    ni('get', '/v1/worker/policies/{key}/versions/{n}', 'either', 'policies', 'One version of a policy', ISSUE_POLICIES),
+    fwd('post', '/v1/worker/policies/check', 'worker', 'policies', 'Check that policy keys exist and are satisfiable', P.check, { body: CheckBody, response: CheckReply }),
+    fwd('post', '/v1/worker/policies/preview', 'worker', 'policies', 'Preview a policy upsert (writes nothing; refused for the same reasons a save is)', P.preview, {
+      body: PolicyUpsertBody,
+      response: PreviewReply,
+      apiKeyRole: 'policies:write',
+    }),
+    fwd('post', '/v1/worker/policies', 'worker', 'policies', 'Upsert a policy (policy as code). Header `X-Policy-Source: repository` records the version source as repository.', P.upsert, {
+      body: PolicyUpsertBody,
+      response: UpsertReply,
+      apiKeyRole: 'policies:write',
+      description: 'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed.',
+    }),
+    fwd('get', '/v1/worker/policies', 'worker', 'policies', 'Policy keys and labels', P.list, {
+      response: z.object({ policies: z.array(z.object({ key: z.string(), name: z.string(), description: z.string().nullable() })) }),
+    }),
+    fwd('get', '/v1/worker/policies/{key}', 'worker', 'policies', 'Current definition of a policy', P.get, { ...keyParams, response: PolicyView }),
+    fwd('get', '/v1/worker/policies/{key}/versions', 'either', 'policies', 'List versions of a policy', P.versions, {
+      ...keyParams,
+      response: z.object({ key: z.string(), versions: z.array(VersionView) }),
+    }),
+    fwd('get', '/v1/worker/policies/{key}/versions/compare', 'either', 'policies', 'Differences between two versions', P.compare, { ...keyParams, query: CompareQuery }),
+    fwd('get', '/v1/worker/policies/{key}/versions/{n}', 'either', 'policies', 'One version of a policy', P.version, { params: VersionParams, response: VersionView }),
 
     // ---- decisions (session)
     ni('get', '/v1/decisions/', 'session', 'decisions', 'Decisions of the org, newest first', ISSUE_DECISIONS),
@@ -64,23 +115,40 @@ export function buildRoutes(deps: { store: AccessStore }): RouteDef[] {
     { ...ni('post', '/v1/decisions/{id}/decide', 'session', 'decisions', 'Record one vote', ISSUE_DECISIONS), apiKeyRefusal: 'not_an_approver' },
 
     // ---- policies (session)
-    ni('get', '/v1/policies/', 'session', 'policies', 'Policies of the org with usage', ISSUE_POLICIES),
-    ni('post', '/v1/policies/', 'session', 'policies', 'Upsert a policy', ISSUE_POLICIES),
-    ni('get', '/v1/policies/{key}', 'session', 'policies', 'One policy', ISSUE_POLICIES),
-    ni('put', '/v1/policies/{key}', 'session', 'policies', 'Replace a policy definition', ISSUE_POLICIES),
-    ni('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy', ISSUE_POLICIES),
+    fwd('get', '/v1/policies/', 'session', 'policies', 'Policies of the org with usage and warnings', P.list, {
+      response: z.object({ policies: z.array(PolicyView) }),
+    }),
+    fwd('post', '/v1/policies/', 'session', 'policies', 'Upsert a policy (422 when unsatisfiable)', P.upsert, { body: PolicyUpsertBody, response: UpsertReply }),
+    fwd('get', '/v1/policies/{key}', 'session', 'policies', 'One policy', P.get, { ...keyParams, response: PolicyView }),
+    fwd('put', '/v1/policies/{key}', 'session', 'policies', 'Replace the definition of an existing policy (404 when absent)', P.update, {
+      ...keyParams,
+      body: PolicyUpdateBody,
+      response: UpsertReply,
+    }),
+    fwd('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy (409 policy_in_use unless force=true, admin)', P.remove, { ...keyParams, query: DeleteQuery }),
 
     // ---- approvers (session)
-    ni('post', '/v1/approvers/', 'session', 'approvers', 'Register an approver (idempotent per email)', ISSUE_POLICIES),
-    ni('get', '/v1/approvers/', 'session', 'approvers', 'Approvers with verification state', ISSUE_POLICIES),
-    ni('get', '/v1/approvers/{id}', 'session', 'approvers', 'One approver', ISSUE_POLICIES),
-    ni('post', '/v1/approvers/{id}/verify', 'session', 'approvers', 'Mark a channel or method verified or failed', ISSUE_POLICIES),
-    ni('post', '/v1/approvers/{id}/disable', 'session', 'approvers', 'Soft-disable an approver', ISSUE_POLICIES),
-    ni('post', '/v1/approvers/{id}/enable', 'session', 'approvers', 'Enable an approver', ISSUE_POLICIES),
+    fwd('post', '/v1/approvers/', 'session', 'approvers', 'Register an approver (idempotent per email; 201 when created)', A.register, {
+      body: ApproverRegisterBody,
+      response: ApproverRegisterReply,
+    }),
+    fwd('get', '/v1/approvers/', 'session', 'approvers', 'Approvers with verification state', A.list, { response: z.object({ approvers: z.array(ApproverView) }) }),
+    fwd('get', '/v1/approvers/{id}', 'session', 'approvers', 'One approver', A.get, { params: ApproverIdParams, response: ApproverView }),
+    fwd('post', '/v1/approvers/{id}/verify', 'session', 'approvers', 'Mark a channel or method verified or failed', A.verify, {
+      params: ApproverIdParams,
+      body: ApproverVerifyBody,
+      bodyOptional: false,
+      response: ApproverView,
+    }),
+    fwd('post', '/v1/approvers/{id}/disable', 'session', 'approvers', 'Soft-disable an approver (idempotent)', A.disable, { params: ApproverIdParams, response: ApproverView }),
+    fwd('post', '/v1/approvers/{id}/enable', 'session', 'approvers', 'Enable an approver (idempotent)', A.enable, { params: ApproverIdParams, response: ApproverView }),
 
     // ---- runs, directory, notifications
     ni('post', '/v1/runs/', 'either', 'runs', 'Fire the external engine event for a registered workflow', ISSUE_AGENTS),
-    ni('get', '/v1/directory/actor', 'session', 'directory', 'Display label of an actor id', ISSUE_POLICIES),
+    fwd('get', '/v1/directory/actor', 'session', 'directory', 'Display label of a user, approver or API key id', DirectoryEndpoints.actor, {
+      query: DirectoryQuery,
+      response: DirectoryReply,
+    }),
     ni('get', '/v1/contact-methods/', 'session', 'notifications', "The caller's contact methods", ISSUE_LOOP),
     ni('put', '/v1/contact-methods/', 'session', 'notifications', "Replace the caller's contact methods", ISSUE_LOOP),
     ni('post', '/v1/push-devices/', 'session', 'notifications', 'Register a push device', ISSUE_LOOP),

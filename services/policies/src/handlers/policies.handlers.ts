@@ -1,0 +1,334 @@
+import {
+  AppError,
+  EVENT,
+  InvalidContextSchema,
+  PoliciesEndpoints,
+  actorOf,
+  compileContextSchema,
+  enqueueEvents,
+  type Clock,
+  type Knex,
+  type PolicyDefinition,
+  type PolicyUpdateBody,
+  type PolicyUpsertBody,
+  type PolicyView,
+  type Principal,
+  type ResolvedApprover,
+  type ServiceHost,
+  withStatus,
+} from '@approvals/shared';
+import { approverSet, bare, checkSatisfiable, contentHash, diffDefinitions, diffValues, normalizeDefinition, type Satisfiability } from '../domain/definition';
+import type { ApproversStore } from '../store/approvers.store';
+import type { PoliciesStore, PolicyRow, VersionRow } from '../store/policies.store';
+
+const USE_WINDOW_MS = 30 * 24 * 3600 * 1000;
+
+export interface PolicyDeps {
+  db: Knex;
+  policies: PoliciesStore;
+  approvers: ApproversStore;
+  clock: Clock;
+}
+
+const unknownPolicy = (key: string) => new AppError('unknown_policy', `policy "${key}" does not exist or is archived`, { policy: key });
+const notFound = (key: string) => new AppError('not_found', `policy "${key}" not found`);
+
+export function createPolicyLogic(deps: PolicyDeps) {
+  const { policies, approvers } = deps;
+
+  async function resolveApprovers(org: string, def: PolicyDefinition): Promise<ResolvedApprover[]> {
+    const emails = approverSet(def);
+    const registered = new Map((await approvers.lookup(org, emails)).map((a) => [a.email, a]));
+    return emails.map((e) => registered.get(e) ?? bare(e));
+  }
+
+  function validateContextSchema(def: PolicyDefinition): void {
+    if (!def.contextSchema) return;
+    try {
+      compileContextSchema(def.contextSchema);
+    } catch (err) {
+      const message = err instanceof InvalidContextSchema ? err.message : String(err);
+      throw new AppError('invalid_request', `body.contextSchema: not a valid JSON Schema (draft 2020-12): ${message}`, {
+        issues: [{ path: 'body.contextSchema', message }],
+      });
+    }
+  }
+
+  function unsatisfiable(key: string, s: Satisfiability): AppError {
+    return new AppError('unsatisfiable_policy', `policy "${key}" cannot be satisfied: ${s.problems.join('; ')}`, {
+      policy: key,
+      required: s.required,
+      available: s.available,
+      problems: s.problems,
+      approversToVerify: s.approversToVerify,
+      disabledApprovers: s.disabled,
+    });
+  }
+
+  /** Everything a save would refuse, refused before anything is written. */
+  async function validateForSave(org: string, key: string, def: PolicyDefinition): Promise<void> {
+    validateContextSchema(def);
+    const s = checkSatisfiable(def, await resolveApprovers(org, def));
+    if (!s.ok) throw unsatisfiable(key, s);
+  }
+
+  async function view(policy: PolicyRow, version: VersionRow, usage?: { pending: number; lastUsedAt: Date | null }): Promise<PolicyView> {
+    const def = version.definition;
+    const resolved = await resolveApprovers(policy.org_id, def);
+    const s = checkSatisfiable(def, resolved);
+    const warnings = s.disabled.map((email) => ({ code: 'approver_disabled', approver: email, message: `approver ${email} is disabled` }));
+    if (!s.ok) warnings.push({ code: 'unsatisfiable', approver: undefined as never, message: s.problems.join('; ') });
+    const v: PolicyView = {
+      id: policy.id,
+      key: policy.key,
+      name: policy.name,
+      description: policy.description,
+      defaults: def.defaults,
+      timeoutSec: def.timeoutSec ?? null,
+      contextSchema: def.contextSchema ?? null,
+      requiresSignature: def.requiresSignature === true,
+      floor: def.floor ?? null,
+      version: version.number,
+      versionId: version.id,
+      contentHash: version.content_hash,
+      createdAt: policy.created_at.toISOString(),
+      updatedAt: policy.updated_at.toISOString(),
+      warnings: warnings.map((w) => (w.approver === undefined ? { code: w.code, message: w.message } : w)),
+    };
+    if (usage) v.usage = { pending: usage.pending, lastUsedAt: usage.lastUsedAt ? usage.lastUsedAt.toISOString() : null };
+    return v;
+  }
+
+  function versionView(key: string, v: VersionRow) {
+    return {
+      id: v.id,
+      policyKey: key,
+      number: v.number,
+      definition: v.definition,
+      contentHash: v.content_hash,
+      changedBy: v.changed_by,
+      source: v.source,
+      createdAt: v.created_at.toISOString(),
+    };
+  }
+
+  function sourceOf(principal: Principal, source?: 'dashboard' | 'api' | 'repository') {
+    return source ?? (principal.kind === 'user' ? 'dashboard' : 'api');
+  }
+
+  async function save(
+    args: { org: string; principal: Principal; source?: 'dashboard' | 'api' | 'repository'; key: string; name?: string; description?: string | null; def: PolicyDefinition },
+    mode: 'upsert' | 'update',
+  ) {
+    await validateForSave(args.org, args.key, args.def);
+    const result = await policies.save(
+      {
+        org: args.org,
+        key: args.key,
+        name: args.name,
+        description: args.description,
+        definition: args.def,
+        hash: contentHash(args.def),
+        actor: actorOf(args.principal),
+        source: sourceOf(args.principal, args.source),
+      },
+      mode,
+    );
+    if (!result) throw notFound(args.key);
+    const noop = !result.created && !result.restored && !result.versionAdded && !result.labelsChanged;
+    return {
+      status: result.created || result.restored ? 201 : 200,
+      body: { ...(await view(result.policy, result.version)), created: result.created, restored: result.restored, noop },
+    };
+  }
+
+  async function requireCurrent(org: string, key: string) {
+    const cur = await policies.current(org, key);
+    if (!cur) throw notFound(key);
+    return cur;
+  }
+
+  return {
+    resolveApprovers,
+    view,
+
+    async upsert(req: { org: string; principal: Principal; source?: 'dashboard' | 'api' | 'repository'; body: PolicyUpsertBody }) {
+      const b = req.body;
+      return save({ ...req, key: b.key, name: b.name, description: b.description ?? null, def: normalizeDefinition(b) }, 'upsert');
+    },
+
+    async update(req: { org: string; principal: Principal; source?: 'dashboard' | 'api' | 'repository'; key: string; body: PolicyUpdateBody }) {
+      const { version } = await requireCurrent(req.org, req.key);
+      const cur = version.definition;
+      const b = req.body;
+      const def = normalizeDefinition({
+        defaults: b.defaults ?? cur.defaults,
+        timeoutSec: b.timeoutSec !== undefined ? b.timeoutSec : cur.timeoutSec,
+        contextSchema: b.contextSchema !== undefined ? b.contextSchema : cur.contextSchema,
+        requiresSignature: b.requiresSignature !== undefined ? b.requiresSignature : cur.requiresSignature,
+        floor: b.floor !== undefined ? b.floor : (cur.floor as never),
+      });
+      return save({ ...req, name: b.name, description: b.description, def }, 'update');
+    },
+
+    async preview(req: { org: string; body: PolicyUpsertBody }) {
+      const b = req.body;
+      const def = normalizeDefinition(b);
+      await validateForSave(req.org, b.key, def);
+      const existing = await policies.find(req.org, b.key, { includeArchived: true });
+      const current = existing ? await policies.version(existing.id, existing.current_version) : undefined;
+      const changed = !current || current.content_hash !== contentHash(def);
+      const labels = diffValues(
+        existing ? { name: existing.name, description: existing.description } : {},
+        { name: b.name, description: b.description ?? null },
+      );
+      const live = Boolean(existing && !existing.archived_at);
+      return {
+        preview: {
+          key: b.key,
+          exists: live,
+          archived: Boolean(existing?.archived_at),
+          currentVersion: existing ? existing.current_version : null,
+          nextVersion: !existing ? 1 : changed ? existing.current_version + 1 : existing.current_version,
+          noop: live && !changed && labels.length === 0,
+          diff: diffDefinitions(current?.definition ?? null, def),
+          labels,
+        },
+      };
+    },
+
+    async get(org: string, key: string) {
+      const { policy, version } = await requireCurrent(org, key);
+      const usage = (await policies.usage([policy.id])).get(policy.id) ?? { pending: 0, lastUsedAt: null };
+      return view(policy, version, usage);
+    },
+
+    async list(org: string, principal: Principal) {
+      const rows = await policies.list(org);
+      if (principal.kind === 'apiKey') {
+        return { policies: rows.map(({ policy }) => ({ key: policy.key, name: policy.name, description: policy.description })) };
+      }
+      const usage = await policies.usage(rows.map((r) => r.policy.id));
+      return {
+        policies: await Promise.all(rows.map(({ policy, version }) => view(policy, version, usage.get(policy.id) ?? { pending: 0, lastUsedAt: null }))),
+      };
+    },
+
+    async remove(req: { org: string; principal: Principal; key: string; force: boolean }) {
+      const policy = await policies.find(req.org, req.key);
+      if (!policy) throw notFound(req.key);
+      if (req.force && !(req.principal.kind === 'user' && req.principal.role === 'admin')) {
+        throw new AppError('forbidden', 'force=true needs the admin role');
+      }
+      const usage = (await policies.usage([policy.id])).get(policy.id) ?? { pending: 0, lastUsedAt: null };
+      const recentlyUsed = usage.lastUsedAt !== null && deps.clock.now().getTime() - usage.lastUsedAt.getTime() < USE_WINDOW_MS;
+      if (!req.force && (usage.pending > 0 || recentlyUsed)) {
+        throw new AppError(
+          'policy_in_use',
+          usage.pending > 0
+            ? `policy "${req.key}" has ${usage.pending} pending decision(s); pass force=true to archive anyway`
+            : `policy "${req.key}" was used in the last 30 days; pass force=true to archive anyway`,
+          { policy: req.key, pending: usage.pending, lastUsedAt: usage.lastUsedAt?.toISOString() ?? null },
+        );
+      }
+      const archived = await deps.db.transaction(async (trx) => {
+        const [row] = await trx('policies').where({ id: policy.id }).whereNull('archived_at').update({ archived_at: trx.fn.now(), updated_at: trx.fn.now() }).returning('*');
+        if (row && req.force) {
+          await enqueueEvents(trx, [
+            {
+              subject: EVENT.policyForceDeleted,
+              org: req.org,
+              data: { key: req.key, policyId: policy.id, actor: actorOf(req.principal), pending: usage.pending, lastUsedAt: usage.lastUsedAt?.toISOString() ?? null },
+            },
+          ]);
+        }
+        return row as PolicyRow | undefined;
+      });
+      if (!archived) throw notFound(req.key);
+      return { key: req.key, archived: true as const, archivedAt: archived.archived_at!.toISOString(), forced: req.force };
+    },
+
+    async versions(org: string, key: string) {
+      const { policy } = await requireCurrent(org, key);
+      return { key, versions: (await policies.versions(policy.id)).map((v) => versionView(key, v)) };
+    },
+
+    async version(org: string, key: string, n: number) {
+      const { policy } = await requireCurrent(org, key);
+      const v = await policies.version(policy.id, n);
+      if (!v) throw new AppError('not_found', `policy "${key}" has no version ${n}`);
+      return versionView(key, v);
+    },
+
+    async compare(org: string, key: string, from: number, to: number) {
+      const { policy } = await requireCurrent(org, key);
+      const [a, b] = await Promise.all([policies.version(policy.id, from), policies.version(policy.id, to)]);
+      if (!a) throw new AppError('not_found', `policy "${key}" has no version ${from}`);
+      if (!b) throw new AppError('not_found', `policy "${key}" has no version ${to}`);
+      return { key, from, to, fromHash: a.content_hash, toHash: b.content_hash, diff: diffDefinitions(a.definition, b.definition) };
+    },
+
+    async check(org: string, keys: string[]) {
+      const results = await Promise.all(
+        [...new Set(keys)].map(async (key) => {
+          const cur = await policies.current(org, key);
+          if (!cur) return { key, status: 'missing' as const, reason: `policy "${key}" does not exist or is archived` };
+          const s = checkSatisfiable(cur.version.definition, await resolveApprovers(org, cur.version.definition));
+          if (s.ok) return { key, status: 'ok' as const };
+          return { key, status: 'unsatisfiable' as const, reason: s.problems.join('; '), approversToVerify: s.approversToVerify };
+        }),
+      );
+      return { ok: results.every((r) => r.status === 'ok'), results };
+    },
+
+    async resolve(org: string, key: string, pinned?: number) {
+      const cur = await policies.current(org, key);
+      if (!cur) throw unknownPolicy(key);
+      if (pinned !== undefined && pinned !== cur.policy.current_version) {
+        throw new AppError('policy_version_mismatch', `policy "${key}" is at version ${cur.policy.current_version}, not ${pinned}`, {
+          policy: key,
+          currentVersion: cur.policy.current_version,
+          requestedVersion: pinned,
+        });
+      }
+      const resolved = await resolveApprovers(org, cur.version.definition);
+      const s = checkSatisfiable(cur.version.definition, resolved);
+      return {
+        policyId: cur.policy.id,
+        key,
+        name: cur.policy.name,
+        version: cur.version.number,
+        versionId: cur.version.id,
+        contentHash: cur.version.content_hash,
+        definition: cur.version.definition,
+        approvers: resolved,
+        satisfiable: s.ok,
+        problems: s.problems,
+      };
+    },
+  };
+}
+export type PolicyLogic = ReturnType<typeof createPolicyLogic>;
+
+/** Wires the logic to the request/reply endpoints. Handlers only unpack and call. */
+export function registerPolicyHandlers(host: ServiceHost, logic: PolicyLogic): void {
+  const E = PoliciesEndpoints;
+  host.handle(E.upsert, async (r) => {
+    const out = await logic.upsert({ org: r.org, principal: r.principal, source: r.source, body: r.body });
+    return withStatus(out.status, out.body);
+  });
+  host.handle(E.update, async (r) => {
+    const out = await logic.update({ org: r.org, principal: r.principal, source: r.source, key: r.params.key, body: r.body });
+    return withStatus(out.status, out.body);
+  });
+  host.handle(E.preview, async (r) => logic.preview({ org: r.org, body: r.body }));
+  host.handle(E.get, async (r) => logic.get(r.org, r.params.key));
+  host.handle(E.list, async (r) => logic.list(r.org, r.principal));
+  host.handle(E.remove, async (r) => logic.remove({ org: r.org, principal: r.principal, key: r.params.key, force: r.query.force === 'true' }));
+  host.handle(E.versions, async (r) => logic.versions(r.org, r.params.key));
+  host.handle(E.version, async (r) => logic.version(r.org, r.params.key, r.params.n));
+  host.handle(E.compare, async (r) => logic.compare(r.org, r.params.key, r.query.from, r.query.to));
+  host.handle(E.check, async (r) => logic.check(r.org, r.body.keys));
+  host.handle(E.resolve, async (r) => logic.resolve(r.org, r.key, r.version));
+}
+

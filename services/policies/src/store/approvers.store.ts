@@ -1,0 +1,148 @@
+import { newId, type ApproverView, type Knex, type ResolvedApprover } from '@approvals/shared';
+import { z } from 'zod';
+import type { ApproverRegisterBody, ApproverVerifyBody } from '@approvals/shared';
+
+type RegisterInput = z.output<typeof ApproverRegisterBody>;
+type VerifyInput = z.output<typeof ApproverVerifyBody>;
+
+interface ApproverRow {
+  id: string;
+  org_id: string;
+  email: string;
+  name: string | null;
+  identity_user_id: string | null;
+  disabled: boolean;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Proven on registration: the address the person signed up with and the app inbox. */
+const VERIFIED_CHANNELS = new Set(['email']);
+const VERIFIED_METHODS = new Set(['inbox']);
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function createApproversStore(db: Knex) {
+  async function view(trx: Knex, rows: ApproverRow[]): Promise<ApproverView[]> {
+    if (rows.length === 0) return [];
+    const ids = rows.map((r) => r.id);
+    const [channels, methods] = await Promise.all([
+      trx('approver_channels').whereIn('approver_id', ids).orderBy(['approver_id', 'channel']),
+      trx('approver_methods').whereIn('approver_id', ids).orderBy(['approver_id', 'surface']),
+    ]);
+    return rows.map((r) => ({
+      id: r.id,
+      email: r.email,
+      name: r.name,
+      identityUserId: r.identity_user_id,
+      disabled: r.disabled,
+      channels: channels
+        .filter((c: { approver_id: string }) => c.approver_id === r.id)
+        .map((c: { channel: never; endpoint: string | null; status: never; verified_at: Date | null }) => ({ channel: c.channel, endpoint: c.endpoint, status: c.status, verifiedAt: iso(c.verified_at) })),
+      methods: methods
+        .filter((m: { approver_id: string }) => m.approver_id === r.id)
+        .map((m: { surface: never; resolved_ref: string | null; status: never; verified_at: Date | null }) => ({ surface: m.surface, resolvedRef: m.resolved_ref, status: m.status, verifiedAt: iso(m.verified_at) })),
+      createdAt: r.created_at.toISOString(),
+      updatedAt: r.updated_at.toISOString(),
+    }));
+  }
+
+  return {
+    /**
+     * Idempotent per (org, email): a second registration adds channels and methods it
+     * did not have and fills labels, but never re-enables a disabled approver and never
+     * downgrades a verified channel.
+     */
+    async register(org: string, input: RegisterInput): Promise<{ approver: ApproverView; created: boolean }> {
+      return db.transaction(async (trx) => {
+        const inserted: ApproverRow[] = await trx('approvers')
+          .insert({ id: newId('approver'), org_id: org, email: input.email, name: input.name ?? null, identity_user_id: input.identityUserId ?? null })
+          .onConflict(['org_id', 'email'])
+          .ignore()
+          .returning('*');
+        let row = inserted[0];
+        const created = Boolean(row);
+        if (!row) {
+          row = await trx('approvers').where({ org_id: org, email: input.email }).forUpdate().first();
+          const patch: Record<string, unknown> = {};
+          if (input.name !== undefined && input.name !== row.name) patch.name = input.name;
+          if (input.identityUserId !== undefined && input.identityUserId !== row.identity_user_id) patch.identity_user_id = input.identityUserId;
+          if (Object.keys(patch).length) {
+            [row] = await trx('approvers').where({ id: row.id }).update({ ...patch, updated_at: trx.fn.now() }).returning('*');
+          }
+        }
+        const channels = [{ channel: 'email', endpoint: input.email }, ...(input.channels ?? [])];
+        for (const c of channels) {
+          const verified = VERIFIED_CHANNELS.has(c.channel);
+          await trx('approver_channels')
+            .insert({ approver_id: row.id, channel: c.channel, endpoint: c.endpoint ?? null, status: verified ? 'verified' : 'pending', verified_at: verified ? trx.fn.now() : null })
+            .onConflict(['approver_id', 'channel'])
+            .ignore();
+        }
+        const methods = [{ surface: 'inbox', resolvedRef: undefined as string | undefined }, ...(input.methods ?? [])];
+        for (const m of methods) {
+          const verified = VERIFIED_METHODS.has(m.surface);
+          await trx('approver_methods')
+            .insert({ approver_id: row.id, surface: m.surface, resolved_ref: m.resolvedRef ?? null, status: verified ? 'verified' : 'pending', verified_at: verified ? trx.fn.now() : null })
+            .onConflict(['approver_id', 'surface'])
+            .ignore();
+        }
+        const [approver] = await view(trx, [row]);
+        return { approver, created };
+      });
+    },
+
+    async list(org: string): Promise<ApproverView[]> {
+      return view(db, await db('approvers').where({ org_id: org }).orderBy('email'));
+    },
+
+    async get(org: string, id: string): Promise<ApproverView | undefined> {
+      const row = await db('approvers').where({ org_id: org, id }).first();
+      return row ? (await view(db, [row]))[0] : undefined;
+    },
+
+    async setDisabled(org: string, id: string, disabled: boolean): Promise<ApproverView | undefined> {
+      const [row] = await db('approvers')
+        .where({ org_id: org, id })
+        .update({ disabled, updated_at: db.raw('CASE WHEN disabled = ? THEN updated_at ELSE now() END', [disabled]) })
+        .returning('*');
+      return row ? (await view(db, [row]))[0] : undefined;
+    },
+
+    /** Records the outcome of a proof: status plus the endpoint or ref that was proven. */
+    async verify(org: string, id: string, input: VerifyInput): Promise<ApproverView | undefined> {
+      return db.transaction(async (trx) => {
+        const row = await trx('approvers').where({ org_id: org, id }).forUpdate().first();
+        if (!row) return undefined;
+        const status = input.status ?? 'verified';
+        const verifiedAt = status === 'verified' ? trx.fn.now() : null;
+        if (input.channel) {
+          const values: Record<string, unknown> = { approver_id: id, channel: input.channel, status, verified_at: verifiedAt };
+          if (input.endpoint !== undefined) values.endpoint = input.endpoint;
+          await trx('approver_channels').insert(values).onConflict(['approver_id', 'channel']).merge();
+        } else if (input.surface) {
+          const values: Record<string, unknown> = { approver_id: id, surface: input.surface, status, verified_at: verifiedAt };
+          if (input.resolvedRef !== undefined) values.resolved_ref = input.resolvedRef;
+          await trx('approver_methods').insert(values).onConflict(['approver_id', 'surface']).merge();
+        }
+        const [updated] = await trx('approvers').where({ id }).update({ updated_at: trx.fn.now() }).returning('*');
+        return (await view(trx, [updated]))[0];
+      });
+    },
+
+    /** Registered approvers among `emails`, as resolved approvers. Unregistered ones are absent. */
+    async lookup(org: string, emails: string[]): Promise<ResolvedApprover[]> {
+      if (emails.length === 0) return [];
+      const rows = await db('approvers').where({ org_id: org }).whereIn('email', emails);
+      return (await view(db, rows)).map((a) => ({
+        email: a.email,
+        approverId: a.id,
+        registered: true,
+        disabled: a.disabled,
+        channels: a.channels,
+        methods: a.methods,
+      }));
+    },
+  };
+}
+export type ApproversStore = ReturnType<typeof createApproversStore>;

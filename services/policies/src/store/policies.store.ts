@@ -1,0 +1,203 @@
+import { newId, type Knex, type PolicyDefinition } from '@approvals/shared';
+
+export interface PolicyRow {
+  id: string;
+  org_id: string;
+  key: string;
+  name: string;
+  description: string | null;
+  current_version: number;
+  current_version_id: string;
+  created_at: Date;
+  updated_at: Date;
+  archived_at: Date | null;
+}
+
+export interface VersionRow {
+  id: string;
+  policy_id: string;
+  org_id: string;
+  number: number;
+  definition: PolicyDefinition;
+  content_hash: string;
+  changed_by: string | null;
+  source: 'dashboard' | 'api' | 'repository';
+  created_at: Date;
+}
+
+export interface SaveInput {
+  org: string;
+  key: string;
+  /** Labels; `undefined` keeps the current one (update), a value replaces it. */
+  name?: string;
+  description?: string | null;
+  definition: PolicyDefinition;
+  hash: string;
+  actor: string | null;
+  source: 'dashboard' | 'api' | 'repository';
+}
+
+export interface SaveResult {
+  policy: PolicyRow;
+  version: VersionRow;
+  created: boolean;
+  restored: boolean;
+  versionAdded: boolean;
+  labelsChanged: boolean;
+}
+
+export function createPoliciesStore(db: Knex) {
+  async function currentVersion(trx: Knex, policy: PolicyRow): Promise<VersionRow> {
+    return trx('policy_versions').where({ id: policy.current_version_id }).first();
+  }
+
+  async function insertVersion(trx: Knex, policyId: string, number: number, input: SaveInput): Promise<VersionRow> {
+    const [v] = await trx('policy_versions')
+      .insert({
+        id: newId('policyVersion'),
+        policy_id: policyId,
+        org_id: input.org,
+        number,
+        definition: JSON.stringify(input.definition),
+        content_hash: input.hash,
+        changed_by: input.actor,
+        source: input.source,
+      })
+      .returning('*');
+    return v;
+  }
+
+  return {
+    /**
+     * Creates, restores or changes a policy. Concurrent saves of one key serialize on the
+     * policy row (`FOR UPDATE`), so version numbers are gapless and unique; a first save
+     * racing another first save loses the insert and takes the update path.
+     */
+    async save(input: SaveInput, mode: 'upsert' | 'update'): Promise<SaveResult | undefined> {
+      return db.transaction(async (trx) => {
+        if (mode === 'upsert') {
+          const policyId = newId('policy');
+          const versionId = newId('policyVersion');
+          const inserted: PolicyRow[] = await trx('policies')
+            .insert({
+              id: policyId,
+              org_id: input.org,
+              key: input.key,
+              name: input.name ?? input.key,
+              description: input.description ?? null,
+              current_version: 1,
+              current_version_id: versionId,
+            })
+            .onConflict(['org_id', 'key'])
+            .ignore()
+            .returning('*');
+          if (inserted[0]) {
+            const [version] = await trx('policy_versions')
+              .insert({
+                id: versionId,
+                policy_id: policyId,
+                org_id: input.org,
+                number: 1,
+                definition: JSON.stringify(input.definition),
+                content_hash: input.hash,
+                changed_by: input.actor,
+                source: input.source,
+              })
+              .returning('*');
+            return { policy: inserted[0], version, created: true, restored: false, versionAdded: true, labelsChanged: true };
+          }
+        }
+        const existing: PolicyRow | undefined = await trx('policies').where({ org_id: input.org, key: input.key }).forUpdate().first();
+        if (!existing) return undefined;
+        if (mode === 'update' && existing.archived_at) return undefined;
+        const restored = existing.archived_at !== null;
+        let version = await currentVersion(trx, existing);
+        let versionAdded = false;
+        if (version.content_hash !== input.hash) {
+          version = await insertVersion(trx, existing.id, existing.current_version + 1, input);
+          versionAdded = true;
+        }
+        const name = input.name ?? existing.name;
+        const description = input.description === undefined ? existing.description : input.description;
+        const labelsChanged = name !== existing.name || description !== existing.description;
+        let policy = existing;
+        if (versionAdded || labelsChanged || restored) {
+          [policy] = await trx('policies')
+            .where({ id: existing.id })
+            .update({
+              name,
+              description,
+              current_version: version.number,
+              current_version_id: version.id,
+              archived_at: null,
+              updated_at: trx.fn.now(),
+            })
+            .returning('*');
+        }
+        return { policy, version, created: false, restored, versionAdded, labelsChanged };
+      });
+    },
+
+    async find(org: string, key: string, opts: { includeArchived?: boolean } = {}): Promise<PolicyRow | undefined> {
+      const q = db('policies').where({ org_id: org, key });
+      if (!opts.includeArchived) q.whereNull('archived_at');
+      return q.first();
+    },
+
+    async current(org: string, key: string): Promise<{ policy: PolicyRow; version: VersionRow } | undefined> {
+      const policy = await this.find(org, key);
+      if (!policy) return undefined;
+      return { policy, version: await currentVersion(db, policy) };
+    },
+
+    async list(org: string): Promise<Array<{ policy: PolicyRow; version: VersionRow }>> {
+      const rows: Array<PolicyRow & { v_id: string; v_number: number; v_definition: PolicyDefinition; v_hash: string; v_changed_by: string | null; v_source: VersionRow['source']; v_created_at: Date }> = await db('policies as p')
+        .join('policy_versions as v', 'v.id', 'p.current_version_id')
+        .where('p.org_id', org)
+        .whereNull('p.archived_at')
+        .orderBy('p.key')
+        .select('p.*', 'v.id as v_id', 'v.number as v_number', 'v.definition as v_definition', 'v.content_hash as v_hash', 'v.changed_by as v_changed_by', 'v.source as v_source', 'v.created_at as v_created_at');
+      return rows.map((r) => ({
+        policy: r,
+        version: { id: r.v_id, policy_id: r.id, org_id: r.org_id, number: r.v_number, definition: r.v_definition, content_hash: r.v_hash, changed_by: r.v_changed_by, source: r.v_source, created_at: r.v_created_at },
+      }));
+    },
+
+    async versions(policyId: string): Promise<VersionRow[]> {
+      return db('policy_versions').where({ policy_id: policyId }).orderBy('number');
+    },
+
+    async version(policyId: string, number: number): Promise<VersionRow | undefined> {
+      return db('policy_versions').where({ policy_id: policyId, number }).first();
+    },
+
+    async archive(policyId: string): Promise<PolicyRow | undefined> {
+      const [row] = await db('policies').where({ id: policyId }).whereNull('archived_at').update({ archived_at: db.fn.now(), updated_at: db.fn.now() }).returning('*');
+      return row;
+    },
+
+    async usage(policyIds: string[]): Promise<Map<string, { pending: number; lastUsedAt: Date | null }>> {
+      const out = new Map<string, { pending: number; lastUsedAt: Date | null }>();
+      if (policyIds.length === 0) return out;
+      const rows: Array<{ policy_id: string; pending: string; last_used: Date | null }> = await db('decision_usage')
+        .whereIn('policy_id', policyIds)
+        .groupBy('policy_id')
+        .select('policy_id', db.raw('count(*) FILTER (WHERE pending) AS pending'), db.raw('max(used_at) AS last_used'));
+      for (const r of rows) out.set(r.policy_id, { pending: Number(r.pending), lastUsedAt: r.last_used });
+      return out;
+    },
+
+    async recordDecisionCreated(e: { decisionId: string; org: string; policyId: string; at: Date }): Promise<void> {
+      await db('decision_usage').insert({ decision_id: e.decisionId, org_id: e.org, policy_id: e.policyId, pending: true, used_at: e.at }).onConflict('decision_id').ignore();
+    },
+
+    /** Closing before the created event arrived (out of order) still leaves a non-pending row. */
+    async recordDecisionClosed(e: { decisionId: string; org: string; policyId: string; createdAt?: Date; at: Date }): Promise<void> {
+      await db('decision_usage')
+        .insert({ decision_id: e.decisionId, org_id: e.org, policy_id: e.policyId, pending: false, used_at: e.createdAt ?? e.at })
+        .onConflict('decision_id')
+        .merge({ pending: false });
+    },
+  };
+}
+export type PoliciesStore = ReturnType<typeof createPoliciesStore>;

@@ -1,0 +1,276 @@
+import { z } from 'zod';
+import { SUBJECT } from '../subjects';
+import { Email, EchoReply, EchoRequest, forwarded } from './common';
+import { endpoint } from './endpoint';
+
+export const POLICY_KEY_PATTERN = /^[a-z0-9]+(?:[-_.][a-z0-9]+)*$/;
+export const PolicyKey = z.string().min(1).max(64).regex(POLICY_KEY_PATTERN, 'key must be lowercase letters and digits, separated by single "-", "_" or "."');
+/** Keys in paths and checks are 1-200 chars; a key that breaks the pattern just does not exist. */
+export const PathKey = z.string().min(1).max(200);
+
+export const Channel = z.enum(['email', 'chatA', 'chatB', 'phone', 'sms', 'webhook']);
+export type Channel = z.infer<typeof Channel>;
+export const Surface = z.enum(['inbox', 'chatA', 'chatB', 'esign', 'email', 'api']);
+export type Surface = z.infer<typeof Surface>;
+export const VerificationState = z.enum(['pending', 'verified', 'failed']);
+
+export const Route = z.strictObject({
+  channels: z.array(Channel).min(1),
+  strategy: z.enum(['fanout', 'escalate']).optional(),
+  escalateAfterSec: z.number().int().positive().optional(),
+});
+export type Route = z.infer<typeof Route>;
+
+export const PolicyDefaults = z.strictObject({
+  assigneeEmail: Email.optional(),
+  route: Route.optional(),
+  /** Legacy: `esign` is read as requiresSignature: true; anything else is dropped on save. */
+  surface: Surface.optional(),
+  approvers: z.array(Email).max(200).optional(),
+  approvalsRequired: z.number().int().positive().optional(),
+  rejectionsRequired: z.number().int().positive().optional(),
+});
+export type PolicyDefaults = z.infer<typeof PolicyDefaults>;
+
+export const FloorCondition = z
+  .strictObject({
+    field: z.string().min(1).max(200),
+    op: z.enum(['eq', 'neq', 'gt', 'gte', 'lt', 'lte', 'in']),
+    value: z.unknown(),
+  })
+  .refine((c) => c.op !== 'in' || Array.isArray(c.value), { message: 'op "in" takes an array value', path: ['value'] })
+  .refine((c) => !['gt', 'gte', 'lt', 'lte'].includes(c.op) || typeof c.value === 'number' || typeof c.value === 'string', {
+    message: 'ordering ops take a number or string value',
+    path: ['value'],
+  });
+export type FloorCondition = z.infer<typeof FloorCondition>;
+
+const policyBodyFields = {
+  name: z.string().min(1).max(200),
+  description: z.string().max(2000).nullable().optional(),
+  defaults: PolicyDefaults.default({}),
+  timeoutSec: z.number().int().positive().nullable().optional(),
+  contextSchema: z.record(z.string(), z.unknown()).nullable().optional(),
+  requiresSignature: z.boolean().optional(),
+  floor: z.array(FloorCondition).max(50).nullable().optional(),
+};
+
+/**
+ * Upsert body. `key` may be omitted when `name` is itself a valid key (the spec reads a
+ * body with only a name as key = name).
+ */
+export const PolicyUpsertBody = z
+  .strictObject({ key: PolicyKey.optional(), ...policyBodyFields })
+  .transform((b, ctx) => {
+    if (b.key) return { ...b, key: b.key };
+    if (POLICY_KEY_PATTERN.test(b.name) && b.name.length <= 64) return { ...b, key: b.name };
+    ctx.addIssue({ code: 'custom', path: ['key'], message: 'key is required (the name is not a valid key)' });
+    return z.NEVER;
+  });
+export type PolicyUpsertBody = z.output<typeof PolicyUpsertBody>;
+
+export const PolicyUpdateBody = z.strictObject({
+  name: z.string().min(1).max(200).optional(),
+  description: z.string().max(2000).nullable().optional(),
+  defaults: PolicyDefaults.optional(),
+  timeoutSec: z.number().int().positive().nullable().optional(),
+  contextSchema: z.record(z.string(), z.unknown()).nullable().optional(),
+  requiresSignature: z.boolean().optional(),
+  floor: z.array(FloorCondition).max(50).nullable().optional(),
+});
+export type PolicyUpdateBody = z.infer<typeof PolicyUpdateBody>;
+
+/** The versioned content: everything but key, name and description. */
+export const PolicyDefinition = z.object({
+  defaults: z.object({
+    assigneeEmail: z.string().optional(),
+    route: Route.optional(),
+    approvers: z.array(z.string()).optional(),
+    approvalsRequired: z.number().optional(),
+    rejectionsRequired: z.number().optional(),
+  }),
+  timeoutSec: z.number().nullable().optional(),
+  contextSchema: z.record(z.string(), z.unknown()).nullable().optional(),
+  requiresSignature: z.boolean().optional(),
+  floor: z.array(z.object({ field: z.string(), op: z.string(), value: z.unknown() })).nullable().optional(),
+});
+export type PolicyDefinition = z.infer<typeof PolicyDefinition>;
+
+export const PolicyWarning = z.object({ code: z.string(), message: z.string(), approver: z.string().optional() });
+
+export const PolicyView = z.object({
+  id: z.string(),
+  key: z.string(),
+  name: z.string(),
+  description: z.string().nullable(),
+  defaults: PolicyDefinition.shape.defaults,
+  timeoutSec: z.number().nullable(),
+  contextSchema: z.record(z.string(), z.unknown()).nullable(),
+  requiresSignature: z.boolean(),
+  floor: z.array(z.object({ field: z.string(), op: z.string(), value: z.unknown() })).nullable(),
+  version: z.number(),
+  versionId: z.string(),
+  contentHash: z.string(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  warnings: z.array(PolicyWarning),
+  usage: z.object({ pending: z.number(), lastUsedAt: z.string().nullable() }).optional(),
+});
+export type PolicyView = z.infer<typeof PolicyView>;
+
+export const UpsertReply = PolicyView.extend({ created: z.boolean(), restored: z.boolean(), noop: z.boolean() });
+
+export const VersionView = z.object({
+  id: z.string(),
+  policyKey: z.string(),
+  number: z.number(),
+  definition: PolicyDefinition,
+  contentHash: z.string(),
+  changedBy: z.string().nullable(),
+  source: z.enum(['dashboard', 'api', 'repository']),
+  createdAt: z.string(),
+});
+export type VersionView = z.infer<typeof VersionView>;
+
+export const FieldChange = z.object({ path: z.string(), from: z.unknown().optional(), to: z.unknown().optional() });
+export const DefinitionDiff = z.object({
+  approvers: z.object({ added: z.array(z.string()), removed: z.array(z.string()) }),
+  changes: z.array(FieldChange),
+});
+
+export const PreviewReply = z.object({
+  preview: z.object({
+    key: z.string(),
+    exists: z.boolean(),
+    archived: z.boolean(),
+    currentVersion: z.number().nullable(),
+    nextVersion: z.number().nullable(),
+    noop: z.boolean(),
+    diff: DefinitionDiff,
+    labels: z.array(FieldChange),
+  }),
+});
+
+export const KeyParams = z.strictObject({ key: PathKey });
+export const VersionParams = z.strictObject({ key: PathKey, n: z.coerce.number().int().positive() });
+export const CompareQuery = z.strictObject({ from: z.coerce.number().int().positive(), to: z.coerce.number().int().positive() });
+export const DeleteQuery = z.strictObject({ force: z.enum(['true', 'false']).optional() });
+export const CheckBody = z.strictObject({ keys: z.array(PathKey).min(1).max(100) });
+
+export const CheckResult = z.object({
+  key: z.string(),
+  status: z.enum(['ok', 'missing', 'unsatisfiable']),
+  reason: z.string().optional(),
+  approversToVerify: z.array(z.string()).optional(),
+});
+export const CheckReply = z.object({ ok: z.boolean(), results: z.array(CheckResult) });
+
+// ---- approvers
+export const ChannelInput = z.strictObject({ channel: Channel, endpoint: z.string().min(1).max(2000).optional() });
+export const MethodInput = z.strictObject({ surface: Surface, resolvedRef: z.string().min(1).max(2000).optional() });
+
+export const ApproverRegisterBody = z.strictObject({
+  email: Email,
+  name: z.string().min(1).max(200).optional(),
+  identityUserId: z.string().min(1).max(200).optional(),
+  channels: z.array(ChannelInput).max(20).optional(),
+  methods: z.array(MethodInput).max(20).optional(),
+});
+export const ApproverIdParams = z.strictObject({ id: z.string().min(1).max(100) });
+export const ApproverVerifyBody = z
+  .strictObject({
+    channel: Channel.optional(),
+    surface: Surface.optional(),
+    endpoint: z.string().min(1).max(2000).optional(),
+    resolvedRef: z.string().min(1).max(2000).optional(),
+    status: z.enum(['verified', 'failed']).optional(),
+  })
+  .refine((b) => (b.channel ? 1 : 0) + (b.surface ? 1 : 0) === 1, { message: 'name exactly one of channel or surface', path: ['channel'] });
+
+export const ApproverView = z.object({
+  id: z.string(),
+  email: z.string(),
+  name: z.string().nullable(),
+  identityUserId: z.string().nullable(),
+  disabled: z.boolean(),
+  channels: z.array(z.object({ channel: Channel, endpoint: z.string().nullable(), status: VerificationState, verifiedAt: z.string().nullable() })),
+  methods: z.array(z.object({ surface: Surface, resolvedRef: z.string().nullable(), status: VerificationState, verifiedAt: z.string().nullable() })),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export type ApproverView = z.infer<typeof ApproverView>;
+export const ApproverRegisterReply = ApproverView.extend({ created: z.boolean() });
+
+export const DirectoryQuery = z.strictObject({ ref: z.string().min(1).max(200) });
+export const DirectoryReply = z.object({ ref: z.string(), kind: z.enum(['user', 'approver', 'apiKey']), label: z.string(), email: z.string().optional() });
+
+// ---- resolve (decisions → policies)
+/** An approver as the decisions and notifier services see it: bare emails are verified for email and inbox. */
+export const ResolvedApprover = z.object({
+  email: z.string(),
+  approverId: z.string().nullable(),
+  registered: z.boolean(),
+  disabled: z.boolean(),
+  channels: ApproverView.shape.channels,
+  methods: ApproverView.shape.methods,
+});
+export type ResolvedApprover = z.infer<typeof ResolvedApprover>;
+
+export const ResolveRequest = z.object({ org: z.string(), key: z.string(), version: z.number().int().positive().optional() });
+export const ResolveReply = z.object({
+  policyId: z.string(),
+  key: z.string(),
+  name: z.string(),
+  version: z.number(),
+  versionId: z.string(),
+  contentHash: z.string(),
+  definition: PolicyDefinition,
+  approvers: z.array(ResolvedApprover),
+  satisfiable: z.boolean(),
+  problems: z.array(z.string()),
+});
+export type ResolveReply = z.infer<typeof ResolveReply>;
+
+export const ApproverLookupRequest = z.object({ org: z.string(), emails: z.array(z.string()).max(500) });
+export const ApproverLookupReply = z.object({ approvers: z.array(ResolvedApprover) });
+
+export const PoliciesEndpoints = {
+  echo: endpoint(SUBJECT.policies.echo, EchoRequest, EchoReply),
+  upsert: endpoint(SUBJECT.policies.upsert, forwarded({ body: PolicyUpsertBody }), UpsertReply),
+  preview: endpoint(SUBJECT.policies.preview, forwarded({ body: PolicyUpsertBody }), PreviewReply),
+  update: endpoint(SUBJECT.policies.update, forwarded({ params: KeyParams, body: PolicyUpdateBody }), UpsertReply),
+  get: endpoint(SUBJECT.policies.get, forwarded({ params: KeyParams }), PolicyView),
+  list: endpoint(
+    SUBJECT.policies.list,
+    forwarded({}),
+    z.object({ policies: z.array(z.union([PolicyView, z.object({ key: z.string(), name: z.string(), description: z.string().nullable() })])) }),
+  ),
+  remove: endpoint(
+    SUBJECT.policies.remove,
+    forwarded({ params: KeyParams, query: DeleteQuery }),
+    z.object({ key: z.string(), archived: z.literal(true), archivedAt: z.string(), forced: z.boolean() }),
+  ),
+  versions: endpoint(SUBJECT.policies.versions, forwarded({ params: KeyParams }), z.object({ key: z.string(), versions: z.array(VersionView) })),
+  version: endpoint(SUBJECT.policies.version, forwarded({ params: VersionParams }), VersionView),
+  compare: endpoint(
+    SUBJECT.policies.compare,
+    forwarded({ params: KeyParams, query: CompareQuery }),
+    z.object({ key: z.string(), from: z.number(), to: z.number(), fromHash: z.string(), toHash: z.string(), diff: DefinitionDiff }),
+  ),
+  check: endpoint(SUBJECT.policies.check, forwarded({ body: CheckBody }), CheckReply),
+  resolve: endpoint(SUBJECT.policies.resolve, ResolveRequest, ResolveReply),
+};
+
+export const ApproversEndpoints = {
+  register: endpoint(SUBJECT.approvers.register, forwarded({ body: ApproverRegisterBody }), ApproverRegisterReply),
+  list: endpoint(SUBJECT.approvers.list, forwarded({}), z.object({ approvers: z.array(ApproverView) })),
+  get: endpoint(SUBJECT.approvers.get, forwarded({ params: ApproverIdParams }), ApproverView),
+  verify: endpoint(SUBJECT.approvers.verify, forwarded({ params: ApproverIdParams, body: ApproverVerifyBody }), ApproverView),
+  disable: endpoint(SUBJECT.approvers.disable, forwarded({ params: ApproverIdParams }), ApproverView),
+  enable: endpoint(SUBJECT.approvers.enable, forwarded({ params: ApproverIdParams }), ApproverView),
+  lookup: endpoint(SUBJECT.approvers.channels, ApproverLookupRequest, ApproverLookupReply),
+};
+
+export const DirectoryEndpoints = {
+  actor: endpoint(SUBJECT.directory.actor, forwarded({ query: DirectoryQuery }), DirectoryReply),
+};
