@@ -36,12 +36,21 @@ class ListMigrationSource implements Knex.MigrationSource<Migration> {
   }
 }
 
+/**
+ * Replicas starting together would race to create the schema and knex's own tables, and
+ * knex fails (rather than waits) when another process holds its migration lock. So the
+ * run is serialised by an advisory lock held in a transaction on one pooled connection
+ * while the migration runs on another (the pool needs two connections).
+ */
 export async function migrate(db: Knex, schema: string, migrations: Migration[]): Promise<void> {
-  await db.raw('CREATE SCHEMA IF NOT EXISTS ??', [schema]);
-  await db.migrate.latest({
-    schemaName: schema,
-    tableName: 'knex_migrations',
-    migrationSource: new ListMigrationSource(migrations),
+  await db.transaction(async (lock) => {
+    await lock.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`approvals.migrate.${schema}`]);
+    await db.raw('CREATE SCHEMA IF NOT EXISTS ??', [schema]);
+    await db.migrate.latest({
+      schemaName: schema,
+      tableName: 'knex_migrations',
+      migrationSource: new ListMigrationSource(migrations),
+    });
   });
 }
 

@@ -19,6 +19,7 @@ export const ERROR_STATUS = {
   policy_in_use: 409,
   consume_refused: 409,
   model_not_configured: 409,
+  signature_required: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   unknown_policy: 422,

@@ -95,6 +95,9 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       });
       await relay.start();
     }
+    // Subscriptions are sent without waiting: a round trip makes sure the server has them,
+    // so a request sent (from another connection) once this returns finds a responder.
+    await bus.nc.flush();
     log.info({ instance: host.instanceId }, `${opts.name} started`);
     let stopping: Promise<void> | undefined;
     return {

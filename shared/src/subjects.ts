@@ -17,6 +17,7 @@ export const SUBJECT = {
     actorLabel: 'svc.access.actor_label',
     audit: 'svc.access.audit',
     settings: 'svc.access.settings',
+    llmSettings: 'svc.access.llm_settings',
   },
   policies: {
     upsert: 'svc.policies.upsert',
@@ -59,6 +60,8 @@ export const SUBJECT = {
     saveOutput: 'svc.decisions.save_output',
     refine: 'svc.decisions.refine',
     vote: 'svc.decisions.vote',
+    surfaceVote: 'svc.decisions.surface_vote',
+    usage: 'svc.decisions.usage',
     echo: 'svc.decisions.echo',
   },
   workflows: {

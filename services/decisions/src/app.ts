@@ -1,10 +1,15 @@
 import { createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
+import { timerExpireConsumer } from './consumers/timer-expire.consumer';
+import { createDecisionOpener } from './handlers/create-decision';
+import { createDecisionActions } from './handlers/decision-actions';
+import { createDecisionReads, createWorkflows } from './handlers/decision-reads';
+import { registerDecisionHandlers } from './handlers/index';
 import { migrations } from './migrations/index';
 
 export const DECISIONS_VERSION = '0.1.0';
 
-export async function startDecisions(config: DecisionsConfig, opts: { log?: Logger; clock?: Clock } = {}): Promise<RunningService> {
+export async function startDecisions(config: DecisionsConfig, opts: { log?: Logger; clock?: Clock; fetchImpl?: typeof fetch } = {}): Promise<RunningService> {
   return startService({
     name: 'decisions',
     version: DECISIONS_VERSION,
@@ -15,6 +20,17 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
     log: opts.log ?? createLogger('decisions', config.LOG_LEVEL),
     clock: opts.clock,
     outbox: true,
-    setup: async () => {},
+    setup: async (ctx) => {
+      const quota = config.DECISION_QUOTA_PER_MONTH;
+      const actions = createDecisionActions({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, fetchImpl: opts.fetchImpl });
+      registerDecisionHandlers(ctx.host, {
+        create: createDecisionOpener({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota }),
+        actions,
+        reads: createDecisionReads({ db: ctx.db, tallyOf: actions.tallyOf, defaultMonthlyQuota: quota }),
+        workflows: createWorkflows({ db: ctx.db }),
+        now: () => ctx.clock.now(),
+      });
+      ctx.consume(timerExpireConsumer(actions.expire));
+    },
   });
 }

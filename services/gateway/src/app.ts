@@ -9,6 +9,7 @@ import { createApp } from './http/app';
 import { buildRoutes } from './http/routes';
 import { migrations } from './migrations/index';
 import { createAccessStore } from './store/access.store';
+import { createSettings } from './handlers/settings.handler';
 
 export const GATEWAY_VERSION = '0.1.0';
 
@@ -33,6 +34,11 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
     clock: opts.clock,
     setup: async (ctx) => {
       const store = createAccessStore(ctx.db);
+      const settings = createSettings(ctx.db);
+      ctx.host.handle(AccessEndpoints.llmSettings, async (req) => {
+        const llm = await settings.llm(req.org);
+        return llm ? { configured: true, baseUrl: llm.baseUrl, model: llm.model, apiKey: llm.apiKey } : { configured: false };
+      });
       ctx.host.handle(AccessEndpoints.actorLabel, async (req) => {
         const key = await store.getApiKey(req.org, req.ref);
         if (key) return { found: true, kind: 'apiKey' as const, label: `API key ${key.name} (${key.prefix}…)` };
@@ -48,7 +54,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         audience: config.AUTH_JWT_AUDIENCE,
       });
       const app = createApp({
-        routes: buildRoutes({ store }),
+        routes: buildRoutes({ store, settings }),
         bus: ctx.bus,
         log,
         authenticate: createAuthenticator({ store, verifyJwt, log }),

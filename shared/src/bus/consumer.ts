@@ -91,7 +91,9 @@ export class EventConsumer {
       event = EventEnvelope.parse(decodeJson(m.data));
     } catch (err) {
       log.error({ durable, subject: m.subject, seq: m.seq, err: (err as Error).message }, 'malformed event terminated');
-      m.term('malformed event');
+      // No reason argument: nats-server before 2.10 does not recognise "+TERM <reason>",
+      // leaves the message pending and redelivers it after ack_wait. The log has the reason.
+      m.term();
       return;
     }
     try {
@@ -100,7 +102,7 @@ export class EventConsumer {
     } catch (err) {
       if (err instanceof PoisonMessage) {
         log.error({ durable, eventId: event.id, type: event.type, err: err.message }, 'poison event terminated');
-        m.term(err.message);
+        m.term(); // no reason: see above
         return;
       }
       const delay = nakDelayMs(deliveryCount, this.opts.backoffBaseMs, this.opts.backoffMaxMs);

@@ -74,6 +74,8 @@ export class OutboxRelay {
   private running = false;
   private listener?: Client;
   private wake?: () => void;
+  /** Set by a notification, so one that arrives while a batch runs (nobody asleep to wake) is not lost. */
+  private woken = false;
   private loop?: Promise<void>;
   private readonly pollMs: number;
   private readonly batchSize: number;
@@ -96,7 +98,10 @@ export class OutboxRelay {
       client.on('error', (err) => this.opts.log.warn({ err }, 'outbox listener connection error'));
       await client.connect();
       await client.query(`LISTEN "${outboxChannel(this.opts.schema)}"`);
-      client.on('notification', () => this.wake?.());
+      client.on('notification', () => {
+        this.woken = true;
+        this.wake?.();
+      });
       this.listener = client;
     } catch (err) {
       this.opts.log.warn({ err }, 'outbox LISTEN unavailable; relying on polling');
@@ -106,13 +111,17 @@ export class OutboxRelay {
   private async run(): Promise<void> {
     while (this.running) {
       let published = 0;
+      let failed = false;
+      // A commit notified while the batch below runs may not be in it: look again then.
+      this.woken = false;
       try {
         published = await this.relayBatch();
       } catch (err) {
+        failed = true;
         if (this.running) this.opts.log.warn({ err }, 'outbox relay batch failed; will retry');
       }
       if (!this.running) break;
-      if (published >= this.batchSize) continue; // more waiting: no sleep
+      if (published >= this.batchSize || (this.woken && !failed)) continue; // more waiting: no sleep
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, this.pollMs);
         this.wake = () => {

@@ -11,7 +11,17 @@ export const ActorLabelReply = z.object({
   email: z.string().optional(),
 });
 
+export const LlmSettingsRequest = z.object({ org: z.string() });
+/** Internal only: carries the model API key to the decisions service, never to HTTP. */
+export const LlmSettingsReply = z.object({
+  configured: z.boolean(),
+  baseUrl: z.string().optional(),
+  model: z.string().optional(),
+  apiKey: z.string().optional(),
+});
+
 export const AccessEndpoints = {
+  llmSettings: endpoint(SUBJECT.access.llmSettings, LlmSettingsRequest, LlmSettingsReply),
   echo: endpoint(SUBJECT.access.echo, EchoRequest, EchoReply),
   actorLabel: endpoint(SUBJECT.access.actorLabel, ActorLabelRequest, ActorLabelReply),
 };

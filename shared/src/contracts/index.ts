@@ -3,3 +3,4 @@ export * from './endpoint';
 export * from './access';
 export * from './policies';
 export * from './events';
+export * from './decisions';

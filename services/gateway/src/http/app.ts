@@ -145,7 +145,7 @@ export function createApp(deps: AppDeps) {
   }
 
   function validate(route: RouteDef, req: Req) {
-    const issues = [];
+    const issues = [...nulIssues('query', req.query), ...nulIssues('body', req.body), ...nulIssues('params', req.params)];
     const params = (route.params ?? z.object({}).catchall(z.string())).safeParse(req.params);
     if (!params.success) issues.push(...zodIssues('params', params.error));
     const query = (route.query ?? z.object({}).catchall(z.unknown())).safeParse(req.query ?? {});
@@ -172,6 +172,25 @@ export function createApp(deps: AppDeps) {
     res.status(status).json(body);
   });
   return app;
+}
+
+/**
+ * PostgreSQL text and jsonb cannot hold U+0000. Refusing it here keeps a stray NUL in a
+ * title or id from ever reaching a service as a 500.
+ */
+function nulIssues(location: string, value: unknown, path: string[] = [], out: { path: string; message: string }[] = []) {
+  if (out.length >= 10) return out;
+  if (typeof value === 'string') {
+    if (value.includes('\u0000')) out.push({ path: [location, ...path].join('.'), message: 'must not contain the NUL character (U+0000)' });
+  } else if (Array.isArray(value)) {
+    value.forEach((v, i) => nulIssues(location, v, [...path, String(i)], out));
+  } else if (value && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) {
+      if (k.includes('\u0000')) out.push({ path: [location, ...path].join('.'), message: 'field names must not contain U+0000' });
+      nulIssues(location, v, [...path, k], out);
+    }
+  }
+  return out;
 }
 
 function policySource(req: Req): 'dashboard' | 'api' | 'repository' {

@@ -24,13 +24,40 @@ import {
   VersionParams,
   VersionView,
   type EndpointDef,
+  CancelBody,
+  CancelReply,
+  ConsumeBody,
+  ConsumeReply,
+  CreateReply,
+  DecideBody,
+  DecideReply,
+  DecisionRequest,
+  DecisionView,
+  DecisionsEndpoints,
+  EvidenceItem,
+  EvidenceView,
+  IdParams,
+  OutputDraft,
+  RefineBody,
+  RefineReply,
+  RegisterReply,
+  SessionDecisionView,
+  SessionListQuery,
+  UsageReply,
+  VerifyQuery,
+  VerifyReply,
+  WorkerListQuery,
+  WorkflowDefinition,
+  WorkflowView,
+  WorkflowsEndpoints,
+  WorkflowsQuery,
 } from '@approvals/shared';
+import { LlmSettingsBody, LlmSettingsView, type createSettings } from '../handlers/settings.handler';
 import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
 import { AuditEntry, AuditQuery, auditHandlers } from '../handlers/audit.handler';
 import type { AccessStore } from '../store/access.store';
 import { NI, type RouteDef } from './route';
 
-const ISSUE_DECISIONS = 'decisions';
 const ISSUE_LOOP = 'scheduler, notifier and email surface';
 const ISSUE_AGENTS = 'agents, client and runs';
 const ISSUE_CHAT = 'chat, signature, identity and billing integrations';
@@ -39,7 +66,7 @@ const ISSUE_CHAT = 'chat, signature, identity and billing integrations';
  * Every route of the spec. A route whose capability has not been built yet answers
  * 501 `not_implemented` (never a 404 or a fake success) and is still documented.
  */
-export function buildRoutes(deps: { store: AccessStore }): RouteDef[] {
+export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typeof createSettings> }): RouteDef[] {
   const keys = apiKeyHandlers(deps.store);
   const audit = auditHandlers(deps.store);
   const cb = (path: string, tag: string, summary: string, method: RouteDef['method'] = 'post'): RouteDef => ({
@@ -71,16 +98,46 @@ export function buildRoutes(deps: { store: AccessStore }): RouteDef[] {
   const P = PoliciesEndpoints;
   const A = ApproversEndpoints;
   const keyParams = { params: KeyParams };
+  const D = DecisionsEndpoints;
+  const W = WorkflowsEndpoints;
+  const idParams = { params: IdParams };
 
   return [
     // ---- worker scope (API key)
-    ni('post', '/v1/worker/register', 'worker', 'workflows', 'Register a workflow definition (idempotent upsert by id)', ISSUE_DECISIONS),
-    ni('post', '/v1/worker/decisions', 'worker', 'decisions', 'Open a decision', ISSUE_DECISIONS),
-    ni('get', '/v1/worker/decisions', 'worker', 'decisions', "The agent's inbox", ISSUE_DECISIONS),
-    ni('get', '/v1/worker/decisions/{id}', 'worker', 'decisions', 'Decision status for polling', ISSUE_DECISIONS),
-    ni('get', '/v1/worker/decisions/{id}/verify', 'worker', 'decisions', 'Verify an approval against the action facts (read-only)', ISSUE_DECISIONS),
-    ni('post', '/v1/worker/decisions/{id}/consume', 'worker', 'decisions', 'Consume an approval exactly once', ISSUE_DECISIONS),
-    ni('post', '/v1/worker/decisions/{id}/cancel', 'worker', 'decisions', 'Cancel a pending decision', ISSUE_DECISIONS),
+    fwd('post', '/v1/worker/register', 'worker', 'workflows', 'Register a workflow definition (idempotent upsert by id)', W.register, {
+      body: WorkflowDefinition,
+      response: RegisterReply,
+      description: 'Answers `{id, version, created}`; 201 when created, 200 otherwise.',
+    }),
+    fwd('post', '/v1/worker/decisions', 'worker', 'decisions', 'Open a decision', D.create, {
+      body: DecisionRequest,
+      response: CreateReply,
+      successStatus: 201,
+      description:
+        '201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision.',
+    }),
+    fwd('get', '/v1/worker/decisions', 'worker', 'decisions', "The agent's inbox, newest first", D.workerList, {
+      query: WorkerListQuery,
+      response: z.object({ decisions: z.array(DecisionView) }),
+    }),
+    fwd('get', '/v1/worker/decisions/{id}', 'worker', 'decisions', 'Decision status for polling', D.workerGet, { ...idParams, response: DecisionView }),
+    fwd('get', '/v1/worker/decisions/{id}/verify', 'worker', 'decisions', 'Verify an approval against the action facts (read-only, always 200)', D.verify, {
+      ...idParams,
+      query: VerifyQuery,
+      response: VerifyReply,
+    }),
+    fwd('post', '/v1/worker/decisions/{id}/consume', 'worker', 'decisions', 'Consume an approval exactly once', D.consume, {
+      ...idParams,
+      body: ConsumeBody,
+      response: ConsumeReply,
+      description: 'A refusal answers 409 `{consumed: false, reason}` (404 for not_found) with the error fields `error` and `message`.',
+    }),
+    fwd('post', '/v1/worker/decisions/{id}/cancel', 'worker', 'decisions', 'Cancel a pending decision', D.cancel, {
+      ...idParams,
+      body: CancelBody,
+      bodyOptional: true,
+      response: CancelReply,
+    }),
     fwd('post', '/v1/worker/policies/check', 'worker', 'policies', 'Check that policy keys exist and are satisfiable', P.check, { body: CheckBody, response: CheckReply }),
     fwd('post', '/v1/worker/policies/preview', 'worker', 'policies', 'Preview a policy upsert (writes nothing; refused for the same reasons a save is)', P.preview, {
       body: PolicyUpsertBody,
@@ -105,14 +162,34 @@ export function buildRoutes(deps: { store: AccessStore }): RouteDef[] {
     fwd('get', '/v1/worker/policies/{key}/versions/{n}', 'either', 'policies', 'One version of a policy', P.version, { params: VersionParams, response: VersionView }),
 
     // ---- decisions (session)
-    ni('get', '/v1/decisions/', 'session', 'decisions', 'Decisions of the org, newest first', ISSUE_DECISIONS),
-    ni('get', '/v1/decisions/workflows', 'session', 'decisions', 'Distinct workflows for the inbox filter', ISSUE_DECISIONS),
-    ni('get', '/v1/decisions/{id}', 'session', 'decisions', 'One decision with tally, timeline and evidence', ISSUE_DECISIONS),
-    ni('post', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Attach evidence (append-only while PENDING)', ISSUE_DECISIONS),
-    ni('get', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Evidence, oldest first', ISSUE_DECISIONS),
-    ni('put', '/v1/decisions/{id}/output', 'session', 'decisions', "Save the reviewer's refined draft", ISSUE_DECISIONS),
-    ni('post', '/v1/decisions/{id}/refine', 'session', 'decisions', 'Revise the draft with the configured model', ISSUE_DECISIONS),
-    { ...ni('post', '/v1/decisions/{id}/decide', 'session', 'decisions', 'Record one vote', ISSUE_DECISIONS), apiKeyRefusal: 'not_an_approver' },
+    fwd('get', '/v1/decisions/', 'session', 'decisions', 'Decisions of the org, newest first', D.list, {
+      query: SessionListQuery,
+      response: z.object({ decisions: z.array(DecisionView), limit: z.number(), offset: z.number(), total: z.number() }),
+    }),
+    fwd('get', '/v1/decisions/workflows', 'session', 'decisions', 'Distinct workflows for the inbox filter', D.workflows, { query: WorkflowsQuery }),
+    fwd('get', '/v1/decisions/{id}', 'session', 'decisions', 'One decision with tally, timeline and evidence', D.get, { ...idParams, response: SessionDecisionView }),
+    fwd('post', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Attach evidence (append-only while PENDING; identical content is a no-op)', D.addEvidence, {
+      ...idParams,
+      body: EvidenceItem,
+      response: EvidenceView,
+      successStatus: 201,
+    }),
+    fwd('get', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Evidence, oldest first', D.listEvidence, {
+      ...idParams,
+      response: z.object({ evidence: z.array(EvidenceView) }),
+    }),
+    fwd('put', '/v1/decisions/{id}/output', 'session', 'decisions', "Save the reviewer's refined draft", D.saveOutput, { ...idParams, body: OutputDraft }),
+    fwd('post', '/v1/decisions/{id}/refine', 'session', 'decisions', 'Revise the draft with the configured model (commits nothing)', D.refine, {
+      ...idParams,
+      body: RefineBody,
+      response: RefineReply,
+    }),
+    // Scope either: an API key reaches the service, which refuses it with not_an_approver and records the attempt.
+    fwd('post', '/v1/decisions/{id}/decide', 'either', 'decisions', 'Record one vote (an API key gets 403 not_an_approver)', D.vote, {
+      ...idParams,
+      body: DecideBody,
+      response: DecideReply,
+    }),
 
     // ---- policies (session)
     fwd('get', '/v1/policies/', 'session', 'policies', 'Policies of the org with usage and warnings', P.list, {
@@ -168,9 +245,9 @@ export function buildRoutes(deps: { store: AccessStore }): RouteDef[] {
     cb('/v1/integrations/chatB/callback', 'integrations', 'chatB install callback', 'get'),
 
     // ---- workflows
-    ni('get', '/v1/workflows/', 'session', 'workflows', 'Registered workflows', ISSUE_DECISIONS),
-    ni('post', '/v1/workflows/', 'session', 'workflows', 'Register a workflow from the dashboard', ISSUE_DECISIONS),
-    ni('get', '/v1/workflows/{id}', 'session', 'workflows', 'One workflow', ISSUE_DECISIONS),
+    fwd('get', '/v1/workflows/', 'session', 'workflows', 'Registered workflows', W.list, { response: z.object({ workflows: z.array(WorkflowView) }) }),
+    fwd('post', '/v1/workflows/', 'session', 'workflows', 'Register a workflow from the dashboard', W.register, { body: WorkflowDefinition, response: RegisterReply }),
+    fwd('get', '/v1/workflows/{id}', 'session', 'workflows', 'One workflow', W.get, { ...idParams, response: WorkflowView }),
 
     // ---- API keys (session, admin)
     {
@@ -232,8 +309,27 @@ export function buildRoutes(deps: { store: AccessStore }): RouteDef[] {
     },
     ni('get', '/v1/settings/retention', 'session', 'settings', 'Retention settings', ISSUE_LOOP),
     ni('patch', '/v1/settings/retention', 'session', 'settings', 'Change retention settings', ISSUE_LOOP),
-    ni('get', '/v1/settings/llm', 'session', 'settings', 'Model settings (the API key is never read back)', ISSUE_DECISIONS),
-    ni('put', '/v1/settings/llm', 'session', 'settings', 'Set model settings', ISSUE_DECISIONS),
+    {
+      method: 'get',
+      path: '/v1/settings/llm',
+      scope: 'session',
+      adminOnly: true,
+      tag: 'settings',
+      summary: 'Model settings (the API key is never read back)',
+      response: LlmSettingsView,
+      target: { kind: 'local', handler: deps.settings.handlers.getLlm },
+    },
+    {
+      method: 'put',
+      path: '/v1/settings/llm',
+      scope: 'session',
+      adminOnly: true,
+      tag: 'settings',
+      summary: 'Set the OpenAI-compatible model used by refine',
+      body: LlmSettingsBody,
+      response: LlmSettingsView,
+      target: { kind: 'local', handler: deps.settings.handlers.putLlm },
+    },
     ni('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings', ISSUE_CHAT),
     ni('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings', ISSUE_CHAT),
     ni('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration', ISSUE_CHAT),
@@ -246,7 +342,7 @@ export function buildRoutes(deps: { store: AccessStore }): RouteDef[] {
     ni('get', '/v1/integrations/chatA/channels', 'session', 'integrations', 'chatA channels', ISSUE_CHAT),
     ni('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel', ISSUE_CHAT),
     ni('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message', ISSUE_CHAT),
-    ni('get', '/v1/usage/', 'session', 'usage', 'Usage records', ISSUE_DECISIONS),
-    ni('get', '/v1/usage/current', 'session', 'usage', 'Usage of the current period', ISSUE_DECISIONS),
+    ni('get', '/v1/usage/', 'session', 'usage', 'Usage records', ISSUE_CHAT),
+    fwd('get', '/v1/usage/current', 'session', 'usage', 'Decisions opened this month and the monthly limit', D.usage, { response: UsageReply }),
   ];
 }

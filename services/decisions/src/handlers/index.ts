@@ -1,0 +1,66 @@
+import { AppError, DecisionsEndpoints, WorkflowsEndpoints, actorOf, withStatus, type Principal, type ServiceHost } from '@approvals/shared';
+import type { createDecisionActions, Voter } from './decision-actions';
+import type { createDecisionReads, createWorkflows } from './decision-reads';
+import type { createDecisionOpener } from './create-decision';
+
+interface Parts {
+  create: ReturnType<typeof createDecisionOpener>;
+  actions: ReturnType<typeof createDecisionActions>;
+  reads: ReturnType<typeof createDecisionReads>;
+  workflows: ReturnType<typeof createWorkflows>;
+  now: () => Date;
+}
+
+function voterOf(p: Principal): Voter {
+  return p.kind === 'user' ? { kind: 'person', email: p.email, ref: p.userId, surface: 'inbox' } : { kind: 'apiKey', keyId: p.keyId };
+}
+
+function requireUser(p: Principal): string {
+  if (p.kind !== 'user') throw new AppError('forbidden', 'this route takes a signed-in session');
+  return p.email;
+}
+
+/** Thin handlers: unpack the forwarded request, call the domain, return its answer. */
+export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
+  const E = DecisionsEndpoints;
+  host.handle(E.create, async (r) => {
+    const out = await x.create({ org: r.org, principal: r.principal, body: r.body });
+    return withStatus(out.status, out.body as never);
+  });
+  host.handle(E.workerList, async (r) => x.reads.workerList(r.org, r.query));
+  host.handle(E.workerGet, async (r) => x.reads.workerGet(r.org, r.params.id));
+  host.handle(E.verify, async (r) => x.actions.verify(r.org, r.params.id, r.query));
+  host.handle(E.consume, async (r) => x.actions.consume(r.org, r.params.id, r.body));
+  host.handle(E.cancel, async (r) => x.actions.cancel(r.org, r.params.id, actorOf(r.principal), r.body?.note));
+  host.handle(E.list, async (r) => x.reads.list(r.org, r.query));
+  host.handle(E.workflows, async (r) => x.reads.workflows(r.org, r.query));
+  host.handle(E.get, async (r) => x.reads.get(r.org, r.params.id));
+  host.handle(E.addEvidence, async (r) => {
+    const out = await x.actions.addEvidence(r.org, r.params.id, requireUser(r.principal), r.body);
+    return withStatus(out.status, out.body as never);
+  });
+  host.handle(E.listEvidence, async (r) => x.reads.listEvidence(r.org, r.params.id));
+  host.handle(E.saveOutput, async (r) => x.actions.saveOutput(r.org, r.params.id, requireUser(r.principal), r.body));
+  host.handle(E.refine, async (r) => x.actions.refine(r.org, r.params.id, requireUser(r.principal), r.body.feedback));
+  host.handle(E.vote, async (r) =>
+    x.actions.vote({ org: r.org, id: r.params.id, voter: voterOf(r.principal), choice: r.body.decision, note: r.body.note, responseValue: r.body.responseValue }),
+  );
+  host.handle(E.surfaceVote, async (r) =>
+    x.actions.vote({
+      org: r.org,
+      id: r.decisionId,
+      voter: { kind: 'person', email: r.voterEmail.toLowerCase(), ref: null, surface: r.surface },
+      choice: r.decision,
+      note: r.note,
+      responseValue: r.responseValue,
+    }),
+  );
+  host.handle(E.usage, async (r) => x.reads.usage(r.org, x.now()));
+
+  host.handle(WorkflowsEndpoints.register, async (r) => {
+    const out = await x.workflows.register(r.org, r.body);
+    return withStatus(out.status, out.body);
+  });
+  host.handle(WorkflowsEndpoints.list, async (r) => x.workflows.list(r.org));
+  host.handle(WorkflowsEndpoints.get, async (r) => x.workflows.get(r.org, r.params.id));
+}

@@ -1,0 +1,114 @@
+import type { DecisionStatus, DecisionView } from '@approvals/shared';
+import { outputOf, type DecisionState } from '../domain/decision';
+
+export interface DecisionRow {
+  id: string;
+  org_id: string;
+  external_run_id: string;
+  step_ref: string;
+  workflow_ref: string | null;
+  engine: string;
+  status: DecisionStatus;
+  reason: string;
+  policy_key: string | null;
+  policy_id: string | null;
+  policy_version: number | null;
+  policy_version_id: string | null;
+  approvers: string[];
+  assignee_email: string | null;
+  approvals_required: number;
+  rejections_required: number;
+  requires_signature: boolean;
+  timeout_sec: number | null;
+  expires_at: Date | null;
+  route: Record<string, unknown> | null;
+  context: Record<string, unknown> | null;
+  proposed_output: Record<string, unknown> | null;
+  response_spec: Record<string, unknown> | null;
+  esign: Record<string, unknown> | null;
+  facts_hash: string | null;
+  exclusive: boolean;
+  created_by: string | null;
+  decided_by: string | null;
+  note: string | null;
+  response_value: unknown;
+  refined_output: Record<string, unknown> | null;
+  created_at: Date;
+  resolved_at: Date | null;
+  reminded_at: Date | null;
+  consumed_at: Date | null;
+  consumed_by: string | null;
+}
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function toView(r: DecisionRow): DecisionView {
+  return {
+    id: r.id,
+    status: r.status,
+    decidedBy: r.decided_by,
+    note: r.note,
+    responseValue: r.response_value ?? null,
+    refinedOutput: r.refined_output,
+    output: outputOf(r.refined_output, r.proposed_output),
+    policy: r.policy_key,
+    policyVersion: r.policy_version,
+    policyVersionId: r.policy_version_id,
+    externalRunId: r.external_run_id,
+    stepRef: r.step_ref,
+    workflowRef: r.workflow_ref,
+    engine: r.engine,
+    context: r.context,
+    proposedOutput: r.proposed_output,
+    responseSpec: r.response_spec,
+    esign: r.esign,
+    requiresSignature: r.requires_signature,
+    factsHash: r.facts_hash,
+    approvers: r.approvers,
+    assigneeEmail: r.assignee_email,
+    createdAt: r.created_at.toISOString(),
+    resolvedAt: iso(r.resolved_at),
+    expiresAt: iso(r.expires_at),
+    consumed: r.consumed_at !== null,
+    consumedAt: iso(r.consumed_at),
+    consumedBy: r.consumed_by,
+  };
+}
+
+export function toState(r: DecisionRow): DecisionState {
+  return {
+    status: r.status,
+    approvers: r.approvers,
+    approvalsRequired: r.approvals_required,
+    rejectionsRequired: r.rejections_required,
+    factsHash: r.facts_hash,
+    workflowRef: r.workflow_ref,
+    stepRef: r.step_ref,
+    consumedBy: r.consumed_by,
+  };
+}
+
+export function policyRef(r: DecisionRow) {
+  return r.policy_key && r.policy_id && r.policy_version !== null && r.policy_version_id
+    ? { key: r.policy_key, id: r.policy_id, version: r.policy_version, versionId: r.policy_version_id }
+    : null;
+}
+
+/** Payload of evt.decision.resolved, which is also what engines receive on resume. */
+export function resolvedEventData(r: DecisionRow) {
+  return {
+    decisionId: r.id,
+    policy: policyRef(r),
+    status: r.status as 'APPROVED' | 'REJECTED' | 'EXPIRED',
+    decidedBy: r.decided_by,
+    note: r.note,
+    resolvedAt: (r.resolved_at ?? new Date()).toISOString(),
+    externalRunId: r.external_run_id,
+    stepRef: r.step_ref,
+    workflowRef: r.workflow_ref,
+    engine: r.engine,
+    responseValue: r.response_value ?? null,
+    output: outputOf(r.refined_output, r.proposed_output),
+    policyVersion: r.policy_version,
+  };
+}

@@ -1,0 +1,50 @@
+import { z } from 'zod';
+import type { Knex } from '@approvals/shared';
+import type { LocalRequest, LocalResult } from '../http/route';
+
+export const LlmSettingsBody = z.strictObject({
+  /** An OpenAI-compatible API base, e.g. https://api.example.com/v1 (POST {baseUrl}/chat/completions). */
+  baseUrl: z.url().max(2000),
+  model: z.string().min(1).max(200),
+  /** Write-only: never read back. Omit to keep the stored key. */
+  apiKey: z.string().min(1).max(4000).optional(),
+});
+export const LlmSettingsView = z.object({ configured: z.boolean(), baseUrl: z.string().nullable(), model: z.string().nullable(), apiKeySet: z.boolean(), updatedAt: z.string().nullable() });
+
+interface LlmValue {
+  baseUrl: string;
+  model: string;
+  apiKey?: string;
+}
+
+/** Org settings in access.settings, one row per (org, kind). */
+export function createSettings(db: Knex) {
+  const read = async (org: string, kind: string) => db('settings').where({ org_id: org, kind }).first();
+  const llmView = (row?: { value: LlmValue; updated_at: Date }) => ({
+    configured: Boolean(row),
+    baseUrl: row?.value.baseUrl ?? null,
+    model: row?.value.model ?? null,
+    apiKeySet: Boolean(row?.value.apiKey),
+    updatedAt: row ? row.updated_at.toISOString() : null,
+  });
+  return {
+    async llm(org: string): Promise<LlmValue | undefined> {
+      return (await read(org, 'llm'))?.value;
+    },
+    handlers: {
+      async getLlm(req: LocalRequest): Promise<LocalResult> {
+        return { body: llmView(await read(req.org, 'llm')) };
+      },
+      async putLlm(req: LocalRequest<z.infer<typeof LlmSettingsBody>>): Promise<LocalResult> {
+        const prev = (await read(req.org, 'llm'))?.value as LlmValue | undefined;
+        const value: LlmValue = { baseUrl: req.body.baseUrl, model: req.body.model, apiKey: req.body.apiKey ?? prev?.apiKey };
+        const [row] = await db('settings')
+          .insert({ org_id: req.org, kind: 'llm', value: JSON.stringify(value) })
+          .onConflict(['org_id', 'kind'])
+          .merge({ value: JSON.stringify(value), updated_at: db.fn.now() })
+          .returning('*');
+        return { body: llmView(row) };
+      },
+    },
+  };
+}

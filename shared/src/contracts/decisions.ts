@@ -1,0 +1,310 @@
+import { z } from 'zod';
+import { SUBJECT } from '../subjects';
+import { FACTS_HASH_PATTERN } from '../jcs';
+import { EchoReply, EchoRequest, Email, forwarded } from './common';
+import { endpoint } from './endpoint';
+import { PolicyKey } from './policies';
+
+export const Engine = z.enum(['bundled', 'engineA', 'engineB', 'trigger']);
+export const DecisionEngine = z.enum(['bundled', 'engineA', 'engineB', 'trigger', 'mcp', 'api']);
+export const DecisionStatus = z.enum(['PENDING', 'APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED']);
+export type DecisionStatus = z.infer<typeof DecisionStatus>;
+export const FactsHash = z.string().regex(FACTS_HASH_PATTERN, 'factsHash must be 64 lowercase hex characters (SHA-256)');
+
+const title = { title: z.string().optional() };
+export const Block = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('text'), ...title, text: z.string().max(8000) }),
+  z.strictObject({
+    kind: z.literal('fields'),
+    ...title,
+    fields: z.array(z.strictObject({ label: z.string(), value: z.string().max(2000) })),
+  }),
+  z.strictObject({ kind: z.literal('tool_call'), ...title, tool: z.string(), args: z.record(z.string(), z.unknown()) }),
+  z.strictObject({ kind: z.literal('diff'), ...title, before: z.string().max(8000), after: z.string().max(8000) }),
+  z.strictObject({
+    kind: z.literal('ai_output'),
+    ...title,
+    model: z.string().optional(),
+    prompt: z.string().max(8000).optional(),
+    output: z.string().max(8000),
+    costUsd: z.number().optional(),
+    tokens: z.number().optional(),
+  }),
+]);
+export type Block = z.infer<typeof Block>;
+
+export const DecisionContext = z.strictObject({
+  title: z.string().max(200).nullable().optional(),
+  prompt: z.string().max(4000).nullable().optional(),
+  aiReasoning: z.string().max(8000).nullable().optional(),
+  blocks: z.array(Block).max(100).optional(),
+  payload: z.record(z.string(), z.unknown()).nullable().optional(),
+  sourceUrl: z.string().max(2000).nullable().optional(),
+  extra: z.record(z.string(), z.unknown()).optional(),
+  /** Plain values or enriched `{value, src}`; the policy contract and floor see plain values. */
+  data: z.record(z.string(), z.unknown()).optional(),
+});
+export type DecisionContext = z.infer<typeof DecisionContext>;
+
+export const ProposedOutput = z.strictObject({
+  title: z.string().max(200).optional(),
+  format: z.enum(['text', 'markdown']).optional(),
+  content: z.string().max(50000),
+});
+export type ProposedOutput = z.infer<typeof ProposedOutput>;
+
+export const SelectOption = z.strictObject({
+  id: z.string().min(1).max(100),
+  label: z.string().min(1).max(200),
+  description: z.string().max(500).optional(),
+});
+
+export const ResponseSpec = z.discriminatedUnion('type', [
+  z.strictObject({ type: z.literal('approval') }),
+  z
+    .strictObject({
+      type: z.literal('select'),
+      options: z.array(SelectOption).min(2).max(20),
+      min: z.number().int().min(0).optional(),
+      max: z.number().int().positive().optional(),
+    })
+    .superRefine((s, ctx) => {
+      const ids = s.options.map((o) => o.id);
+      if (new Set(ids).size !== ids.length) ctx.addIssue({ code: 'custom', path: ['options'], message: 'option ids must be unique' });
+      const min = s.min ?? 1;
+      const max = s.max ?? Math.max(1, min);
+      if (min > max) ctx.addIssue({ code: 'custom', path: ['min'], message: 'min must not exceed max' });
+      if (max > s.options.length) ctx.addIssue({ code: 'custom', path: ['max'], message: 'max must not exceed the number of options' });
+    }),
+  z.strictObject({ type: z.literal('text'), multiline: z.boolean().optional() }),
+]);
+export type ResponseSpec = z.infer<typeof ResponseSpec>;
+
+export const EsignAttachment = z.strictObject({
+  envelopeId: z.string().min(1).max(200),
+  accountId: z.string().max(200).optional(),
+  documentUrl: z.url().max(2000).optional(),
+});
+
+export const DecisionRequest = z.strictObject({
+  engine: DecisionEngine.default('engineA'),
+  externalRunId: z.string().min(1).max(1000),
+  stepRef: z.string().min(1).max(1000),
+  workflowRef: z.string().max(1000).optional(),
+  assigneeEmail: Email.optional(),
+  policy: PolicyKey.optional(),
+  /** Pin: refused with 409 policy_version_mismatch when the policy has moved on. */
+  policyVersion: z.number().int().positive().optional(),
+  required: z.boolean().optional(),
+  context: DecisionContext.optional(),
+  proposedOutput: ProposedOutput.optional(),
+  responseSpec: ResponseSpec.optional(),
+  esign: EsignAttachment.optional(),
+  timeoutSec: z.number().int().positive().optional(),
+  exclusive: z.boolean().optional(),
+  factsHash: FactsHash.optional(),
+  // Ad-hoc decisions (no policy) name their approvers and quorum.
+  approvers: z.array(Email).min(1).max(50).optional(),
+  approvalsRequired: z.number().int().positive().optional(),
+  rejectionsRequired: z.number().int().positive().optional(),
+});
+export type DecisionRequest = z.infer<typeof DecisionRequest>;
+
+export const CreateReply = z.object({
+  approvalNeeded: z.boolean(),
+  decisionId: z.string().optional(),
+  reason: z.enum(['created', 'floor', 'existing', 'not_required']),
+  status: DecisionStatus.optional(),
+  expiresAt: z.string().nullable().optional(),
+  policyVersion: z.number().nullable().optional(),
+  policyVersionId: z.string().nullable().optional(),
+});
+
+export const OutputDraft = z.strictObject({
+  content: z.string().max(50000),
+  title: z.string().max(200).optional(),
+  format: z.enum(['text', 'markdown']).optional(),
+});
+
+/** The record as read back (worker and session). */
+export const DecisionView = z.object({
+  id: z.string(),
+  status: DecisionStatus,
+  decidedBy: z.string().nullable(),
+  note: z.string().nullable(),
+  responseValue: z.unknown().nullable(),
+  refinedOutput: z.unknown().nullable(),
+  output: z.unknown().nullable(),
+  policy: z.string().nullable(),
+  policyVersion: z.number().nullable(),
+  policyVersionId: z.string().nullable(),
+  externalRunId: z.string(),
+  stepRef: z.string(),
+  workflowRef: z.string().nullable(),
+  engine: z.string(),
+  context: z.unknown().nullable(),
+  proposedOutput: z.unknown().nullable(),
+  responseSpec: z.unknown().nullable(),
+  esign: z.unknown().nullable(),
+  requiresSignature: z.boolean(),
+  factsHash: z.string().nullable(),
+  approvers: z.array(z.string()),
+  assigneeEmail: z.string().nullable(),
+  createdAt: z.string(),
+  resolvedAt: z.string().nullable(),
+  expiresAt: z.string().nullable(),
+  consumed: z.boolean(),
+  consumedAt: z.string().nullable(),
+  consumedBy: z.string().nullable(),
+});
+export type DecisionView = z.infer<typeof DecisionView>;
+
+export const TimelineEntry = z.object({ at: z.string(), type: z.string(), actor: z.string().nullable() }).catchall(z.unknown());
+export const Tally = z.object({ approvals: z.number(), rejections: z.number(), approvalsRequired: z.number(), rejectionsRequired: z.number() });
+
+export const EvidenceItem = z.strictObject({
+  kind: z.enum(['chatA_thread', 'email', 'document', 'link', 'note']),
+  title: z.string().max(500).optional(),
+  sourceSystem: z.string().max(200).optional(),
+  sourceUrl: z.string().max(2000).optional(),
+  body: z.string().max(100000).optional(),
+  capturedAt: z.string().max(100).optional(),
+  sourceRef: z.record(z.string(), z.unknown()).optional(),
+  payload: z.record(z.string(), z.unknown()).optional(),
+  bodyFormat: z.enum(['text', 'markdown']).optional(),
+});
+export const EvidenceView = EvidenceItem.extend({ id: z.string(), addedBy: z.string().nullable(), addedAt: z.string(), contentHash: z.string() });
+
+export const SessionDecisionView = DecisionView.extend({
+  tally: Tally,
+  timeline: z.array(TimelineEntry),
+  evidence: z.array(EvidenceView),
+});
+
+export const IdParams = z.strictObject({ id: z.string().min(1).max(100) });
+export const WorkerListQuery = z.strictObject({
+  status: DecisionStatus.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+});
+export const SessionListQuery = z.strictObject({
+  status: DecisionStatus.optional(),
+  assignee: z.string().max(320).optional(),
+  workflowRef: z.string().max(1000).optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+});
+export const WorkflowsQuery = z.strictObject({ assignee: z.string().max(320).optional() });
+
+export const VerifyQuery = z.strictObject({
+  factsHash: FactsHash.optional(),
+  workflowRef: z.string().max(1000).optional(),
+  stepRef: z.string().max(1000).optional(),
+});
+export const ConsumeBody = z.strictObject({
+  consumer: z.string().min(1).max(200),
+  factsHash: FactsHash.optional(),
+  workflowRef: z.string().max(1000).optional(),
+  stepRef: z.string().max(1000).optional(),
+});
+export const RefusalReason = z.enum(['not_found', 'not_approved', 'facts_mismatch', 'workflow_mismatch', 'step_mismatch', 'consumed']);
+export type RefusalReason = z.infer<typeof RefusalReason>;
+export const VerifyReply = z.object({ valid: z.boolean(), reason: RefusalReason.optional(), decisionId: z.string(), status: DecisionStatus.optional() });
+export const ConsumeReply = z.object({
+  consumed: z.literal(true),
+  alreadyConsumed: z.boolean().optional(),
+  decisionId: z.string(),
+  consumer: z.string(),
+  consumedAt: z.string(),
+});
+export const CancelBody = z.strictObject({ note: z.string().max(4000).optional() }).nullable();
+export const CancelReply = z.object({ cancelled: z.boolean(), decisionId: z.string(), status: DecisionStatus });
+
+export const DecideBody = z.strictObject({
+  decision: z.enum(['approve', 'reject']),
+  note: z.string().max(4000).optional(),
+  responseValue: z.unknown().optional(),
+});
+export const DecideReply = z.object({
+  recorded: z.literal(true),
+  decisionId: z.string(),
+  status: DecisionStatus,
+  tally: Tally,
+});
+export const RefineBody = z.strictObject({ feedback: z.string().min(1).max(8000) });
+export const RefineReply = z.object({ decisionId: z.string(), draft: z.object({ content: z.string(), title: z.string().optional(), format: z.string().optional() }), model: z.string() });
+
+/** Vote from a surface (email link, chat): the surface has authenticated the person. */
+export const SurfaceVoteRequest = z.object({
+  org: z.string(),
+  decisionId: z.string(),
+  voterEmail: z.string(),
+  surface: z.enum(['email', 'chatA', 'chatB', 'esign', 'inbox']),
+  decision: z.enum(['approve', 'reject']),
+  note: z.string().max(4000).optional(),
+  responseValue: z.unknown().optional(),
+});
+
+// ---- workflows
+export const RetryPolicy = z.strictObject({
+  maxAttempts: z.number().int().positive(),
+  backoff: z.enum(['fixed', 'exponential']),
+  initialDelayMs: z.number().int().positive(),
+});
+export const WorkflowStep = z.strictObject({
+  id: z.string().min(1).max(200),
+  dependsOn: z.array(z.string().min(1).max(200)).max(100).optional(),
+  retryPolicy: RetryPolicy.optional(),
+});
+export const WorkflowDefinition = z.strictObject({
+  id: z.string().min(1).max(200),
+  name: z.string().max(200).optional(),
+  version: z.number().int().positive().default(1),
+  engine: Engine.default('engineA'),
+  steps: z.array(WorkflowStep).max(500),
+});
+export const WorkflowView = z.object({
+  id: z.string(),
+  name: z.string().nullable(),
+  version: z.number(),
+  engine: Engine,
+  steps: z.array(z.unknown()),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+});
+export const RegisterReply = z.object({ id: z.string(), version: z.number(), created: z.boolean() });
+
+export const UsageReply = z.object({ period: z.string(), decisions: z.number(), limit: z.number().nullable() });
+
+export const DecisionsEndpoints = {
+  echo: endpoint(SUBJECT.decisions.echo, EchoRequest, EchoReply),
+  create: endpoint(SUBJECT.decisions.create, forwarded({ body: DecisionRequest }), CreateReply),
+  workerList: endpoint(SUBJECT.decisions.workerList, forwarded({ query: WorkerListQuery }), z.object({ decisions: z.array(DecisionView) })),
+  workerGet: endpoint(SUBJECT.decisions.workerGet, forwarded({ params: IdParams }), DecisionView),
+  verify: endpoint(SUBJECT.decisions.verify, forwarded({ params: IdParams, query: VerifyQuery }), VerifyReply),
+  consume: endpoint(SUBJECT.decisions.consume, forwarded({ params: IdParams, body: ConsumeBody }), ConsumeReply),
+  cancel: endpoint(SUBJECT.decisions.cancel, forwarded({ params: IdParams, body: CancelBody.optional() }), CancelReply),
+  list: endpoint(
+    SUBJECT.decisions.list,
+    forwarded({ query: SessionListQuery }),
+    z.object({ decisions: z.array(DecisionView), limit: z.number(), offset: z.number(), total: z.number() }),
+  ),
+  workflows: endpoint(
+    SUBJECT.decisions.workflows,
+    forwarded({ query: WorkflowsQuery }),
+    z.object({ workflows: z.array(z.object({ workflowRef: z.string(), pending: z.number(), total: z.number(), lastCreatedAt: z.string() })) }),
+  ),
+  get: endpoint(SUBJECT.decisions.get, forwarded({ params: IdParams }), SessionDecisionView),
+  addEvidence: endpoint(SUBJECT.decisions.addEvidence, forwarded({ params: IdParams, body: EvidenceItem }), EvidenceView.extend({ duplicate: z.boolean() })),
+  listEvidence: endpoint(SUBJECT.decisions.listEvidence, forwarded({ params: IdParams }), z.object({ evidence: z.array(EvidenceView) })),
+  saveOutput: endpoint(SUBJECT.decisions.saveOutput, forwarded({ params: IdParams, body: OutputDraft }), z.object({ decisionId: z.string(), refinedOutput: OutputDraft, output: z.unknown() })),
+  refine: endpoint(SUBJECT.decisions.refine, forwarded({ params: IdParams, body: RefineBody }), RefineReply),
+  vote: endpoint(SUBJECT.decisions.vote, forwarded({ params: IdParams, body: DecideBody }), DecideReply),
+  surfaceVote: endpoint(SUBJECT.decisions.surfaceVote, SurfaceVoteRequest, DecideReply),
+  usage: endpoint(SUBJECT.decisions.usage, forwarded({}), UsageReply),
+};
+
+export const WorkflowsEndpoints = {
+  register: endpoint(SUBJECT.workflows.register, forwarded({ body: WorkflowDefinition }), RegisterReply),
+  list: endpoint(SUBJECT.workflows.list, forwarded({}), z.object({ workflows: z.array(WorkflowView) })),
+  get: endpoint(SUBJECT.workflows.get, forwarded({ params: IdParams }), WorkflowView),
+};
