@@ -8,7 +8,9 @@ const USAGE = `usage:
   npm run admin -- bootstrap --org <org id> --email <email> [--name <key name>]
       prints {"orgId","sessionToken","apiKey"} for a first admin
   npm run admin -- session --org <org id> --email <email> [--role admin|member] [--sub <user id>] [--ttl <seconds>]
-      prints a session token`;
+      prints a session token
+  npm run admin -- quota --org <org id> --limit <decisions per month | none>
+      sets the org's monthly decision quota (none = back to the deployment default)`;
 
 function parseArgs(argv: string[]): { cmd?: string; flags: Record<string, string> } {
   const [cmd, ...rest] = argv;
@@ -62,6 +64,22 @@ export async function main(argv: string[]): Promise<void> {
       const { key } = await store.createApiKey({ org, name: flags.name ?? 'bootstrap', roles: ['decisions:write', 'policies:write'], createdBy: sub });
       const sessionToken = signSessionToken(secret, { sub, email, org, role: 'admin' }, Number(flags.ttl ?? 12 * 3600));
       process.stdout.write(`${JSON.stringify({ orgId: org, sessionToken, apiKey: key })}\n`);
+    } finally {
+      await db.destroy();
+    }
+    return;
+  }
+  if (cmd === 'quota') {
+    const org = required(flags, 'org');
+    const raw = required(flags, 'limit');
+    const limit = raw === 'none' ? null : Number(raw);
+    if (limit !== null && (!Number.isInteger(limit) || limit <= 0)) throw new Error('--limit must be a positive integer or none');
+    const databaseUrl = process.env.DATABASE_URL ?? readRuntime()?.databaseUrl;
+    if (!databaseUrl) throw new Error('no database: start the system with `npm start` first, or set DATABASE_URL');
+    const db = createDb({ url: databaseUrl, schema: 'decisions', poolMax: 1 });
+    try {
+      await db('org_quotas').insert({ org_id: org, monthly_decision_limit: limit }).onConflict('org_id').merge({ monthly_decision_limit: limit, updated_at: db.fn.now() });
+      process.stdout.write(`${JSON.stringify({ orgId: org, monthlyDecisionLimit: limit })}\n`);
     } finally {
       await db.destroy();
     }

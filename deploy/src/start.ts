@@ -1,9 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { SERVICE_NAMES } from '@approvals/shared';
-import { localJwtSecret, provideInfra, ROOT, RUNTIME_FILE, writeRuntime } from './dev-env';
+import { launchServices, waitHealthy } from './processes';
+import { localJwtSecret, provideInfra, RUNTIME_FILE, writeRuntime } from './dev-env';
 
 const COLORS = ['\x1b[36m', '\x1b[33m', '\x1b[35m', '\x1b[32m', '\x1b[34m', '\x1b[31m'];
 const RESET = '\x1b[0m';
@@ -40,46 +37,19 @@ export async function main(): Promise<void> {
     PORT: String(port),
     PUBLIC_BASE_URL: baseUrl,
   };
-  const children = new Map<string, ChildProcess>();
   let shuttingDown = false;
-
-  const launch = (name: string, idx: number, attempt = 0) => {
-    const child = spawn(process.execPath, [join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.set(name, child);
-    const color = COLORS[idx % COLORS.length];
-    for (const stream of [child.stdout!, child.stderr!]) {
-      createInterface({ input: stream }).on('line', (l) => process.stdout.write(`${formatLine(name, color, l)}\n`));
-    }
-    const startedAt = Date.now();
-    child.on('exit', (code, signal) => {
-      if (shuttingDown) return;
-      // Supervise: restart with backoff; a service that stayed up a minute starts its count again.
-      const next = Date.now() - startedAt > 60_000 ? 0 : attempt + 1;
-      const delay = Math.min(30_000, 500 * 2 ** next);
-      say(`${name} exited (${signal ?? code}); restarting in ${delay} ms`);
-      setTimeout(() => !shuttingDown && launch(name, idx, next), delay);
-    });
-  };
-  SERVICE_NAMES.forEach((name, i) => launch(name, i));
+  const procs = launchServices({
+    env,
+    restart: true,
+    onLine: (name, idx, line) => process.stdout.write(`${formatLine(name, COLORS[idx % COLORS.length], line)}\n`),
+    onRestart: (name, reason, delay) => say(`${name} exited (${reason}); restarting in ${delay} ms`),
+  });
 
   const shutdown = async (signal: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
     say(`${signal}: stopping services…`);
-    await Promise.all(
-      [...children.values()].map(
-        (c) =>
-          new Promise<void>((resolve) => {
-            if (c.exitCode !== null || c.signalCode !== null) return resolve();
-            const t = setTimeout(() => c.kill('SIGKILL'), 20_000);
-            c.once('exit', () => {
-              clearTimeout(t);
-              resolve();
-            });
-            c.kill('SIGTERM');
-          }),
-      ),
-    );
+    await procs.stop();
     say('stopping infrastructure…');
     await infra.stop();
     rmSync(RUNTIME_FILE, { force: true });
@@ -89,23 +59,8 @@ export async function main(): Promise<void> {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 
-  const deadline = Date.now() + 120_000;
-  const healthUrl = `http://127.0.0.1:${port}/health`;
-  let last = '';
-  while (!shuttingDown) {
-    try {
-      const res = await fetch(healthUrl);
-      last = await res.text();
-      if (res.status === 200) break;
-    } catch (err) {
-      last = (err as Error).message;
-    }
-    if (Date.now() > deadline) {
-      say(`not healthy after 120 s; last health answer: ${last}`);
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
+  const health = await waitHealthy(`http://127.0.0.1:${port}`, 120_000, () => shuttingDown);
+  if (!health.ok && !shuttingDown) say(`not healthy after 120 s; last health answer: ${health.last}`);
   writeRuntime({ baseUrl, databaseUrl: infra.databaseUrl, natsUrl: infra.natsUrl, pid: process.pid });
   say('');
   say(`Approvals is up: ${baseUrl}`);

@@ -8,6 +8,8 @@ import { createHash } from 'node:crypto';
  * dropped like JSON.stringify drops them; non-finite numbers are refused because
  * JSON cannot carry them and two parties would otherwise hash different things.
  */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 export function canonicalize(value: unknown): string {
   if (value === null) return 'null';
   switch (typeof value) {
@@ -17,6 +19,7 @@ export function canonicalize(value: unknown): string {
       if (!Number.isFinite(value)) throw new TypeError('canonicalize: non-finite number');
       return Object.is(value, -0) ? '0' : JSON.stringify(value);
     case 'string':
+      if (LONE_SURROGATE.test(value)) throw new TypeError('canonicalize: string has a lone surrogate (RFC 8785 requires well-formed Unicode)');
       return JSON.stringify(value);
     case 'bigint':
       throw new TypeError('canonicalize: bigint is not JSON');
@@ -30,7 +33,7 @@ export function canonicalize(value: unknown): string {
       const keys = Object.keys(obj)
         .filter((k) => obj[k] !== undefined && typeof obj[k] !== 'function')
         .sort(); // default sort compares UTF-16 code units, as RFC 8785 requires
-      return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalize(obj[k])}`).join(',')}}`;
+      return `{${keys.map((k) => `${canonicalize(k)}:${canonicalize(obj[k])}`).join(',')}}`;
     }
     default:
       throw new TypeError(`canonicalize: ${typeof value} is not JSON`);

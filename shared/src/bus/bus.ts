@@ -97,7 +97,13 @@ export class Bus {
     req: z.input<Req>,
     opts: { timeoutMs?: number } = {},
   ): Promise<Reply<z.output<Res>>> {
-    const payload = ep.request.parse(req);
+    const checked = ep.request.safeParse(req);
+    if (!checked.success) {
+      throw new AppError('invalid_request', `request to ${ep.subject} does not match its contract`, {
+        issues: checked.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
+      });
+    }
+    const payload = checked.data;
     let raw: Uint8Array;
     try {
       const msg = await this.nc.request(ep.subject, encodeJson(payload), { timeout: opts.timeoutMs ?? this.requestTimeoutMs });

@@ -21,13 +21,16 @@ export function outboxChannel(schema: string): string {
 export async function createOutboxTable(knex: Knex, schema: string): Promise<void> {
   await knex.schema.withSchema(schema).createTable(OUTBOX_TABLE, (t) => {
     t.text('id').primary();
+    // Insertion order: events of one transaction share created_at, and ids minted in one
+    // millisecond are not ordered, so publication follows this sequence.
+    t.bigIncrements('seq', { primaryKey: false });
     t.text('subject').notNullable();
     t.text('org').notNullable();
     t.jsonb('envelope').notNullable();
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('sent_at', { useTz: true });
   });
-  await knex.raw(`CREATE INDEX outbox_unsent ON ??.outbox (created_at, id) WHERE sent_at IS NULL`, [schema]);
+  await knex.raw(`CREATE INDEX outbox_unsent ON ??.outbox (seq) WHERE sent_at IS NULL`, [schema]);
   await knex.raw(`
     CREATE OR REPLACE FUNCTION ??.outbox_notify() RETURNS trigger AS $$
     BEGIN PERFORM pg_notify('${outboxChannel(schema)}', ''); RETURN NULL; END $$ LANGUAGE plpgsql`, [schema]);
@@ -140,7 +143,7 @@ export class OutboxRelay {
       const rows: { id: string; subject: string; envelope: EventEnvelope }[] = await trx(OUTBOX_TABLE)
         .select('id', 'subject', 'envelope')
         .whereNull('sent_at')
-        .orderBy([{ column: 'created_at' }, { column: 'id' }])
+        .orderBy('seq')
         .limit(this.batchSize)
         .forUpdate()
         .skipLocked();

@@ -1,0 +1,224 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Pool } from 'pg';
+import { factsHash } from '@approvals/shared';
+import { ensureDatabase, freePort, startEmbeddedPostgres, startNatsServer } from '@approvals/shared/infra';
+import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
+import { DATA_DIR } from './dev-env';
+import { launchServices, waitHealthy } from './processes';
+
+/**
+ * `npm run bench`: the whole system as separate processes on a private PostgreSQL and
+ * nats-server, driven over HTTP; and a floor measured in the same run on the same
+ * PostgreSQL: the raw SQL a decision minimally needs, issued directly with `pg`.
+ */
+const N_CREATE = Number(process.env.BENCH_CREATE ?? 2000);
+const N_CYCLE = Number(process.env.BENCH_CYCLES ?? 500);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+
+function say(line: string) {
+  process.stderr.write(`[bench] ${line}\n`);
+}
+
+export interface LoadResult {
+  n: number;
+  errors: number;
+  wallMs: number;
+  throughput: number;
+  p50: number;
+  p95: number;
+  p99: number;
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+}
+
+/** Runs `fn(i)` for i in [0, n) with `concurrency` workers; latency per call. */
+export async function runLoad(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<LoadResult> {
+  const latencies: number[] = [];
+  let next = 0;
+  let errors = 0;
+  let firstError: unknown;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      for (;;) {
+        const i = next++;
+        if (i >= n) return;
+        const s = performance.now();
+        try {
+          await fn(i);
+          latencies.push(performance.now() - s);
+        } catch (err) {
+          errors++;
+          firstError ??= err;
+        }
+      }
+    }),
+  );
+  const wallMs = performance.now() - t0;
+  if (firstError) say(`first error: ${(firstError as Error).message}`);
+  latencies.sort((a, b) => a - b);
+  return { n, errors, wallMs, throughput: (latencies.length / wallMs) * 1000, p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99) };
+}
+
+async function http(base: string, method: string, path: string, token: string, body?: unknown, expect: number[] = [200, 201]) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!expect.includes(res.status)) throw new Error(`${method} ${path} → ${res.status} ${text.slice(0, 200)}`);
+  return text ? JSON.parse(text) : undefined;
+}
+
+const FLOOR_SCHEMA = `
+CREATE SCHEMA IF NOT EXISTS bench_floor;
+CREATE TABLE IF NOT EXISTS bench_floor.decisions (
+  id text PRIMARY KEY, org_id text NOT NULL, external_run_id text NOT NULL, step_ref text NOT NULL,
+  status text NOT NULL, approvers text[] NOT NULL, approvals_required int NOT NULL, facts_hash text,
+  created_at timestamptz NOT NULL DEFAULT now(), resolved_at timestamptz, consumed_by text, consumed_at timestamptz,
+  UNIQUE (org_id, external_run_id, step_ref));
+CREATE TABLE IF NOT EXISTS bench_floor.votes (decision_id text NOT NULL, voter text NOT NULL, choice text NOT NULL, UNIQUE (decision_id, voter));
+CREATE TABLE IF NOT EXISTS bench_floor.outbox (id text PRIMARY KEY, subject text NOT NULL, payload jsonb NOT NULL, created_at timestamptz NOT NULL DEFAULT now());
+`;
+
+/** The minimum a durable, idempotent, event-emitting decision needs: one transaction, two inserts. */
+async function floorCreate(pool: Pool, id: string, run: string, hash: string) {
+  const c = await pool.connect();
+  try {
+    await c.query('BEGIN');
+    await c.query(
+      `INSERT INTO bench_floor.decisions (id, org_id, external_run_id, step_ref, status, approvers, approvals_required, facts_hash)
+       VALUES ($1, 'org', $2, 's', 'PENDING', ARRAY['a@x.com','b@x.com'], 2, $3) ON CONFLICT DO NOTHING`,
+      [id, run, hash],
+    );
+    await c.query(`INSERT INTO bench_floor.outbox (id, subject, payload) VALUES ($1, 'evt.decision.created', $2)`, [`e${id}`, JSON.stringify({ decisionId: id })]);
+    await c.query('COMMIT');
+  } finally {
+    c.release();
+  }
+}
+
+async function floorVote(pool: Pool, id: string, voter: string, last: boolean) {
+  const c = await pool.connect();
+  try {
+    await c.query('BEGIN');
+    await c.query(`SELECT status FROM bench_floor.decisions WHERE id = $1 FOR UPDATE`, [id]);
+    await c.query(`INSERT INTO bench_floor.votes (decision_id, voter, choice) VALUES ($1, $2, 'approve')`, [id, voter]);
+    await c.query(`SELECT count(*) FROM bench_floor.votes WHERE decision_id = $1`, [id]);
+    if (last) await c.query(`UPDATE bench_floor.decisions SET status = 'APPROVED', resolved_at = now() WHERE id = $1 AND status = 'PENDING'`, [id]);
+    await c.query(`INSERT INTO bench_floor.outbox (id, subject, payload) VALUES ($1, 'evt.decision.vote', '{}')`, [`v${id}${voter}`]);
+    await c.query('COMMIT');
+  } finally {
+    c.release();
+  }
+}
+
+async function floorCycle(pool: Pool, id: string, run: string, hash: string) {
+  await floorCreate(pool, id, run, hash);
+  await floorVote(pool, id, 'a@x.com', false);
+  await floorVote(pool, id, 'b@x.com', true);
+  await pool.query(`SELECT status, facts_hash, consumed_by FROM bench_floor.decisions WHERE id = $1`, [id]);
+  const c = await pool.connect();
+  try {
+    await c.query('BEGIN');
+    await c.query(`SELECT status, facts_hash, consumed_by FROM bench_floor.decisions WHERE id = $1 FOR UPDATE`, [id]);
+    await c.query(`UPDATE bench_floor.decisions SET consumed_by = 'w', consumed_at = now() WHERE id = $1 AND consumed_by IS NULL`, [id]);
+    await c.query('COMMIT');
+  } finally {
+    c.release();
+  }
+}
+
+function row(name: string, r: LoadResult) {
+  return `| ${name} | ${r.n} | ${r.errors} | ${r.throughput.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p95.toFixed(1)} | ${r.p99.toFixed(1)} |`;
+}
+
+export async function main(): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'approvals-bench-'));
+  chmodSync(dir, 0o755);
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    say('starting PostgreSQL and nats-server');
+    const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: await freePort(), persistent: false });
+    stops.push(() => pg.stop());
+    const nats = await startNatsServer({ storeDir: join(dir, 'nats') });
+    stops.push(() => nats.stop());
+    const databaseUrl = await ensureDatabase(pg.url, 'bench');
+    const port = await freePort();
+    const secret = randomBytes(24).toString('hex');
+    const base = `http://127.0.0.1:${port}`;
+    const procs = launchServices({
+      env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000' },
+      onLine: (name, _i, line) => (line.includes('"level":50') || line.includes('"level":60') ? say(`${name}: ${line.slice(0, 300)}`) : undefined),
+    });
+    stops.push(() => procs.stop());
+    const health = await waitHealthy(base, 90_000);
+    if (!health.ok) throw new Error(`system not healthy: ${health.last}`);
+
+    const org = `bench_${randomBytes(3).toString('hex')}`;
+    const admin = signSessionToken(secret, { sub: 'usr_admin', email: 'admin@bench.test', org, role: 'admin' });
+    const a = signSessionToken(secret, { sub: 'usr_a', email: 'a@x.com', org });
+    const b = signSessionToken(secret, { sub: 'usr_b', email: 'b@x.com', org });
+    const { key } = await http(base, 'POST', '/v1/api-keys/', admin, { name: 'bench', roles: ['decisions:write', 'policies:write'] });
+    await http(base, 'POST', '/v1/worker/policies', key, { key: 'bench', name: 'Bench', defaults: { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2 } });
+
+    const floorPool = new Pool({ connectionString: databaseUrl, max: CONCURRENCY });
+    stops.push(() => floorPool.end());
+    await floorPool.query(FLOOR_SCHEMA);
+
+    say(`warm-up`);
+    await runLoad(100, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
+    await runLoad(100, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
+
+    say(`create: ${N_CREATE} decisions, concurrency ${CONCURRENCY}`);
+    const sysCreate = await runLoad(N_CREATE, CONCURRENCY, async (i) => {
+      await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `c-${i}`, stepRef: 's', policy: 'bench', factsHash: factsHash({ i }), context: { title: `Decision ${i}` } });
+    });
+    const floorCreateR = await runLoad(N_CREATE, CONCURRENCY, (i) => floorCreate(floorPool, `fc${i}`, `c-${i}`, factsHash({ i })));
+
+    say(`cycle: ${N_CYCLE} × (create → 2 votes → verify → consume), concurrency ${CONCURRENCY}`);
+    const sysCycle = await runLoad(N_CYCLE, CONCURRENCY, async (i) => {
+      const facts = { cycle: i, amount: 100 };
+      const hash = factsHash(facts);
+      const created = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `y-${i}`, stepRef: 's', policy: 'bench', factsHash: hash });
+      const id = created.decisionId as string;
+      await http(base, 'POST', `/v1/decisions/${id}/decide`, a, { decision: 'approve' });
+      await http(base, 'POST', `/v1/decisions/${id}/decide`, b, { decision: 'approve' });
+      const v = await http(base, 'GET', `/v1/worker/decisions/${id}/verify?factsHash=${hash}`, key);
+      if (!v.valid) throw new Error(`verify said ${v.reason}`);
+      await http(base, 'POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'bench', factsHash: hash });
+    });
+    const floorCycleR = await runLoad(N_CYCLE, CONCURRENCY, (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })));
+
+    const lines = [
+      `Approvals benchmark — ${new Date().toISOString()} — concurrency ${CONCURRENCY}, Node ${process.version}`,
+      '',
+      '| workload | ops | errors | ops/s | p50 ms | p95 ms | p99 ms |',
+      '|---|---|---|---|---|---|---|',
+      row('create (system, HTTP)', sysCreate),
+      row('create (floor, raw SQL)', floorCreateR),
+      row('cycle (system, HTTP)', sysCycle),
+      row('cycle (floor, raw SQL)', floorCycleR),
+      '',
+      `create: system throughput is ${((sysCreate.throughput / floorCreateR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCreate.p50 / floorCreateR.p50).toFixed(1)}× the floor's`,
+      `cycle:  system throughput is ${((sysCycle.throughput / floorCycleR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCycle.p50 / floorCycleR.p50).toFixed(1)}× the floor's`,
+    ];
+    process.stdout.write(`${lines.join('\n')}\n`);
+    mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
+    writeFileSync(
+      join(DATA_DIR, 'bench', 'latest.json'),
+      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, sysCreate, floorCreate: floorCreateR, sysCycle, floorCycle: floorCycleR }, null, 2),
+    );
+    return sysCreate.errors + sysCycle.errors > 0 ? 1 : 0;
+  } finally {
+    for (const s of stops.reverse()) await s().catch((err) => say(`cleanup: ${(err as Error).message}`));
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,83 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { SERVICE_NAMES } from '@approvals/shared';
+import { ROOT } from './dev-env';
+
+export interface ServiceProcesses {
+  children: Map<string, ChildProcess>;
+  /** SIGTERM every service, SIGKILL after the grace period; resolves when all have exited. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Runs the six services as separate processes (`services/<name>/dist/main.js`) with the
+ * given environment. With `restart`, a service that exits is started again with backoff
+ * (a service that stayed up a minute starts its count again).
+ */
+export function launchServices(opts: {
+  env: NodeJS.ProcessEnv;
+  onLine?: (service: string, index: number, line: string) => void;
+  restart?: boolean;
+  onRestart?: (service: string, reason: string, delayMs: number) => void;
+}): ServiceProcesses {
+  const children = new Map<string, ChildProcess>();
+  let stopping = false;
+
+  const launch = (name: string, idx: number, attempt = 0) => {
+    const child = spawn(process.execPath, [join(ROOT, 'services', name, 'dist', 'main.js')], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    children.set(name, child);
+    for (const stream of [child.stdout!, child.stderr!]) {
+      const rl = createInterface({ input: stream });
+      if (opts.onLine) rl.on('line', (l) => opts.onLine!(name, idx, l));
+    }
+    const startedAt = Date.now();
+    child.on('exit', (code, signal) => {
+      if (stopping || !opts.restart) return;
+      const next = Date.now() - startedAt > 60_000 ? 0 : attempt + 1;
+      const delay = Math.min(30_000, 500 * 2 ** next);
+      opts.onRestart?.(name, String(signal ?? code), delay);
+      setTimeout(() => !stopping && launch(name, idx, next), delay);
+    });
+  };
+  SERVICE_NAMES.forEach((name, i) => launch(name, i));
+
+  return {
+    children,
+    stop: async (graceMs = 20_000) => {
+      stopping = true;
+      await Promise.all(
+        [...children.values()].map(
+          (c) =>
+            new Promise<void>((resolve) => {
+              if (c.exitCode !== null || c.signalCode !== null) return resolve();
+              const t = setTimeout(() => c.kill('SIGKILL'), graceMs);
+              c.once('exit', () => {
+                clearTimeout(t);
+                resolve();
+              });
+              c.kill('SIGTERM');
+            }),
+        ),
+      );
+    },
+  };
+}
+
+/** Polls `GET /health` until 200 or the deadline; returns the last answer. */
+export async function waitHealthy(baseUrl: string, timeoutMs: number, isCancelled: () => boolean = () => false): Promise<{ ok: boolean; last: string }> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (!isCancelled()) {
+    try {
+      const res = await fetch(`${baseUrl}/health`);
+      last = await res.text();
+      if (res.status === 200) return { ok: true, last };
+    } catch (err) {
+      last = (err as Error).message;
+    }
+    if (Date.now() > deadline) break;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  return { ok: false, last };
+}

@@ -1,0 +1,222 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import {
+  Bus,
+  EventConsumer,
+  PoisonMessage,
+  STREAM_EVENTS,
+  createLogger,
+  encodeJson,
+  newId,
+  type ConsumerOptions,
+  type EventEnvelope,
+} from '@approvals/shared';
+import { startTestNats, waitFor, type TestNats } from '@approvals/shared/testing';
+
+const log = createLogger('consumer-test', 'silent');
+
+describe('EventConsumer (real JetStream)', () => {
+  let nats: TestNats;
+  let bus: Bus;
+  let consumers: EventConsumer[] = [];
+
+  /** A subject and durable of their own for each test. */
+  const fresh = () => {
+    const tag = randomBytes(4).toString('hex');
+    return { subject: `evt.test.c${tag}`, durable: `test-${tag}` };
+  };
+
+  const envelope = (subject: string, data: Record<string, unknown> = {}): EventEnvelope => ({
+    id: newId('event'),
+    type: subject,
+    org: 'org_c',
+    occurredAt: new Date().toISOString(),
+    data,
+  });
+
+  const publish = async (subject: string, data: Record<string, unknown> = {}) => {
+    const env = envelope(subject, data);
+    await bus.js.publish(subject, encodeJson(env), { msgID: env.id });
+    return env;
+  };
+
+  const startConsumer = async (opts: Omit<ConsumerOptions, 'bus' | 'log'>) => {
+    const c = new EventConsumer({ bus, log, backoffBaseMs: 50, backoffMaxMs: 200, ...opts });
+    consumers.push(c);
+    await c.start();
+    return c;
+  };
+
+  const consumerInfo = async (durable: string) => (await bus.jsm()).consumers.info(STREAM_EVENTS, durable);
+
+  /** Everything delivered was acked or terminated: nothing pending, nothing awaiting an ack. */
+  const settled = async (durable: string) => {
+    const info = await consumerInfo(durable);
+    return info.num_pending === 0 && info.num_ack_pending === 0;
+  };
+
+  beforeAll(async () => {
+    nats = await startTestNats();
+    bus = await Bus.connect({ url: nats.url, name: 'consumer-test', log });
+    await bus.ensureEventsStream();
+  });
+
+  afterEach(async () => {
+    for (const c of consumers) await c.stop();
+    consumers = [];
+  });
+
+  afterAll(async () => {
+    await bus?.close();
+    await nats?.stop();
+  });
+
+  it('redelivers an event whose handler failed, and processes it on the second delivery', async () => {
+    const { subject, durable } = fresh();
+    const calls: { id: string; deliveryCount: number }[] = [];
+    const processed: string[] = [];
+    await startConsumer({
+      durable,
+      filterSubject: subject,
+      handler: async (event, ctx) => {
+        calls.push({ id: event.id, deliveryCount: ctx.deliveryCount });
+        if (ctx.deliveryCount === 1) throw new Error('passing failure');
+        processed.push(event.id);
+      },
+    });
+    const env = await publish(subject, { n: 1 });
+    await waitFor(() => processed.length === 1, { what: 'event processed' });
+    expect(calls).toEqual([
+      { id: env.id, deliveryCount: 1 },
+      { id: env.id, deliveryCount: 2 },
+    ]);
+    expect(processed).toEqual([env.id]);
+    await waitFor(() => settled(durable), { what: 'consumer settled' });
+    expect((await consumerInfo(durable)).num_redelivered).toBe(0);
+  });
+
+  it('hands the handler the envelope as published', async () => {
+    const { subject, durable } = fresh();
+    const seen: EventEnvelope[] = [];
+    await startConsumer({ durable, filterSubject: subject, handler: async (e) => void seen.push(e) });
+    const env = await publish(subject, { nested: { a: [1, 2] }, s: 'x' });
+    await waitFor(() => seen.length === 1, { what: 'event handled' });
+    expect(seen[0]).toEqual(env);
+  });
+
+  it('terminates malformed messages and goes on with the valid event behind them', async () => {
+    const { subject, durable } = fresh();
+    const handled: string[] = [];
+    // A short ack wait: a message left pending instead of terminated would come back quickly.
+    await startConsumer({ durable, filterSubject: subject, ackWaitMs: 300, handler: async (e) => void handled.push(e.id) });
+    await bus.js.publish(subject, new TextEncoder().encode('this is not json {'));
+    await bus.js.publish(subject, encodeJson({ hello: 'json, but not an event envelope' }));
+    const valid = await publish(subject, { ok: true });
+    await waitFor(() => handled.length === 1, { what: 'valid event handled' });
+    expect(handled).toEqual([valid.id]);
+    await waitFor(() => settled(durable), { what: 'consumer settled' });
+    // Several ack waits later, still exactly three deliveries: none was redelivered.
+    await new Promise((r) => setTimeout(r, 1000));
+    const info = await consumerInfo(durable);
+    expect(info.delivered.consumer_seq).toBe(3);
+    expect(info.num_ack_pending).toBe(0);
+    expect(info.num_redelivered).toBe(0);
+    expect(handled).toEqual([valid.id]);
+  });
+
+  it('terminates an event whose handler throws PoisonMessage: it is not redelivered', async () => {
+    const { subject, durable } = fresh();
+    const calls = new Map<string, number>();
+    let poisonId = '';
+    await startConsumer({
+      durable,
+      filterSubject: subject,
+      ackWaitMs: 300,
+      handler: async (e) => {
+        calls.set(e.id, (calls.get(e.id) ?? 0) + 1);
+        if (e.id === poisonId) throw new PoisonMessage('can never succeed');
+      },
+    });
+    const poison = envelope(subject, { poison: true });
+    poisonId = poison.id;
+    await bus.js.publish(subject, encodeJson(poison), { msgID: poison.id });
+    const next = await publish(subject, { after: true });
+    await waitFor(() => calls.get(next.id) === 1, { what: 'next event handled' });
+    await waitFor(() => settled(durable), { what: 'consumer settled' });
+    // A nak'ed event would come back after ~50 ms (backoffBaseMs), an unacknowledged one
+    // after the 300 ms ack wait: give it several times that.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(calls.get(poison.id)).toBe(1);
+    expect(calls.get(next.id)).toBe(1);
+    const info = await consumerInfo(durable);
+    expect(info.num_ack_pending).toBe(0);
+    expect(info.delivered.consumer_seq).toBe(2);
+  });
+
+  it('working() keeps a slow handler from being redelivered past the ack wait', async () => {
+    const { subject, durable } = fresh();
+    const calls: number[] = [];
+    let done = false;
+    await startConsumer({
+      durable,
+      filterSubject: subject,
+      ackWaitMs: 400,
+      handler: async (_e, ctx) => {
+        calls.push(ctx.deliveryCount);
+        // Three ack waits of work, reporting progress as it goes.
+        for (let i = 0; i < 12; i++) {
+          await new Promise((r) => setTimeout(r, 100));
+          ctx.working();
+        }
+        done = true;
+      },
+    });
+    await publish(subject);
+    await waitFor(() => done, { what: 'slow handler finished' });
+    await waitFor(() => settled(durable), { what: 'consumer settled' });
+    expect(calls).toEqual([1]);
+    expect((await consumerInfo(durable)).delivered.consumer_seq).toBe(1);
+  });
+
+  it('two instances with the same durable share the events: each is handled once in total', async () => {
+    const { subject, durable } = fresh();
+    const handledBy = new Map<string, string[]>();
+    const handler = (who: string) => async (e: EventEnvelope) => {
+      handledBy.set(e.id, [...(handledBy.get(e.id) ?? []), who]);
+      // A little work, so one instance cannot drain everything alone.
+      await new Promise((r) => setTimeout(r, 10));
+    };
+    await startConsumer({ durable, filterSubject: subject, handler: handler('a') });
+    await startConsumer({ durable, filterSubject: subject, handler: handler('b') });
+    const ids: string[] = [];
+    for (let i = 0; i < 60; i++) ids.push((await publish(subject, { i })).id);
+    await waitFor(() => handledBy.size === ids.length, { timeoutMs: 15_000, what: 'every event handled' });
+    await waitFor(() => settled(durable), { what: 'consumer settled' });
+    expect([...handledBy.keys()].sort()).toEqual([...ids].sort());
+    for (const id of ids) expect(handledBy.get(id)).toHaveLength(1);
+    const byA = [...handledBy.values()].filter((w) => w[0] === 'a').length;
+    const byB = [...handledBy.values()].filter((w) => w[0] === 'b').length;
+    expect(byA + byB).toBe(ids.length);
+    expect(byA).toBeGreaterThan(0);
+    expect(byB).toBeGreaterThan(0);
+  });
+
+  it('a durable remembers its position: a restarted instance gets only what it has not acked', async () => {
+    const { subject, durable } = fresh();
+    const first: string[] = [];
+    const c1 = await startConsumer({ durable, filterSubject: subject, handler: async (e) => void first.push(e.id) });
+    const a = await publish(subject);
+    await waitFor(() => first.length === 1, { what: 'first event handled' });
+    await waitFor(() => settled(durable), { what: 'first ack recorded' });
+    await c1.stop();
+    consumers = consumers.filter((c) => c !== c1);
+
+    const b = await publish(subject);
+    const second: string[] = [];
+    await startConsumer({ durable, filterSubject: subject, handler: async (e) => void second.push(e.id) });
+    await waitFor(() => second.length === 1, { what: 'event published while stopped handled' });
+    await waitFor(() => settled(durable), { what: 'consumer settled' });
+    expect(first).toEqual([a.id]);
+    expect(second).toEqual([b.id]);
+  });
+});

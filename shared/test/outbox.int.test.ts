@@ -1,0 +1,261 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import type { JetStreamManager } from '@nats-io/jetstream';
+import {
+  Bus,
+  OUTBOX_TABLE,
+  OutboxRelay,
+  STREAM_EVENTS,
+  createDb,
+  createLogger,
+  createOutboxTable,
+  enqueueEvents,
+  migrate,
+  outboxChannel,
+  type EventEnvelope,
+  type Knex,
+  type Migration,
+} from '@approvals/shared';
+import { createTestDatabase, startTestNats, waitFor, type TestDatabase, type TestNats } from '@approvals/shared/testing';
+
+const SCHEMA = 'svc_test';
+const log = createLogger('outbox-test', 'silent');
+
+const migrations: Migration[] = [
+  {
+    name: '001_outbox_and_widgets',
+    up: async (knex) => {
+      await createOutboxTable(knex, SCHEMA);
+      await knex.schema.withSchema(SCHEMA).createTable('widgets', (t) => {
+        t.text('id').primary();
+        t.text('name').notNullable();
+      });
+    },
+    down: async () => undefined,
+  },
+];
+
+/** A subject of its own for each test, so tests read only their own messages. */
+const freshSubject = () => `evt.test.t${randomBytes(4).toString('hex')}`;
+
+describe('transactional outbox + relay (real Postgres and JetStream)', () => {
+  let pg: TestDatabase;
+  let nats: TestNats;
+  let db: Knex;
+  let bus: Bus;
+  let jsm: JetStreamManager;
+  const relays: OutboxRelay[] = [];
+
+  const newRelay = (extra: Partial<ConstructorParameters<typeof OutboxRelay>[0]> = {}) => {
+    const relay = new OutboxRelay({ db, databaseUrl: pg.url, schema: SCHEMA, bus, log, ...extra });
+    relays.push(relay);
+    return relay;
+  };
+
+  const countOnStream = async (subject: string): Promise<number> => {
+    const info = await jsm.streams.info(STREAM_EVENTS, { subjects_filter: subject });
+    return info.state.subjects?.[subject] ?? 0;
+  };
+
+  /** Every stored message of a subject, in stream order, with its Nats-Msg-Id. */
+  const messagesOnStream = async (subject: string) => {
+    const info = await jsm.streams.info(STREAM_EVENTS);
+    const out: { msgId: string | undefined; envelope: EventEnvelope }[] = [];
+    if (info.state.messages === 0) return out;
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await jsm.streams.getMessage(STREAM_EVENTS, { seq });
+      if (!m || m.subject !== subject) continue;
+      out.push({ msgId: m.header?.get('Nats-Msg-Id'), envelope: m.json<EventEnvelope>() });
+    }
+    return out;
+  };
+
+  const unsent = async (ids: string[]) => (await db(OUTBOX_TABLE).whereIn('id', ids).whereNull('sent_at').count<{ count: string }[]>('* as count'))[0].count;
+
+  const commitEvents = async (subject: string, n: number, org = 'org_a') =>
+    db.transaction(async (trx) => {
+      await trx('widgets').insert({ id: `w_${randomBytes(6).toString('hex')}`, name: subject });
+      return enqueueEvents(
+        trx,
+        Array.from({ length: n }, (_, i) => ({ subject, org, data: { i } })),
+      );
+    });
+
+  beforeAll(async () => {
+    pg = await createTestDatabase('outbox');
+    nats = await startTestNats();
+    db = createDb({ url: pg.url, schema: SCHEMA });
+    await migrate(db, SCHEMA, migrations);
+    bus = await Bus.connect({ url: nats.url, name: 'outbox-test', log });
+    await bus.ensureEventsStream();
+    jsm = await bus.jsm();
+  });
+
+  afterAll(async () => {
+    for (const r of relays) await r.stop().catch(() => undefined);
+    await bus?.close();
+    await db?.destroy();
+    await nats?.stop();
+    await pg?.drop();
+  });
+
+  it('publishes nothing for a transaction that rolled back', async () => {
+    const subject = freshSubject();
+    const boom = new Error('rollback on purpose');
+    let enqueued: EventEnvelope[] = [];
+    await expect(
+      db.transaction(async (trx) => {
+        await trx('widgets').insert({ id: 'w_rolled_back', name: 'gone' });
+        enqueued = await enqueueEvents(trx, [{ subject, org: 'org_a', data: { n: 1 } }]);
+        throw boom;
+      }),
+    ).rejects.toBe(boom);
+    expect(enqueued).toHaveLength(1);
+
+    const relay = newRelay();
+    expect(await relay.relayBatch()).toBe(0);
+    expect(await db('widgets').where({ id: 'w_rolled_back' }).first()).toBeUndefined();
+    expect(await db(OUTBOX_TABLE).where({ id: enqueued[0].id }).first()).toBeUndefined();
+    expect(await countOnStream(subject)).toBe(0);
+    expect(await jsm.streams.getMessage(STREAM_EVENTS, { last_by_subj: subject })).toBeNull();
+  });
+
+  it('publishes a committed event once, with the event id as Nats-Msg-Id', async () => {
+    const subject = freshSubject();
+    const occurredAt = new Date('2024-05-06T07:08:09.010Z');
+    const [env] = await db.transaction(async (trx) => {
+      await trx('widgets').insert({ id: `w_${randomBytes(6).toString('hex')}`, name: 'kept' });
+      return enqueueEvents(trx, [{ subject, org: 'org_b', data: { widget: 'kept', nested: { n: 2 } }, occurredAt }]);
+    });
+    expect(env).toEqual({ id: expect.stringMatching(/^evt_/), type: subject, org: 'org_b', occurredAt: occurredAt.toISOString(), data: { widget: 'kept', nested: { n: 2 } } });
+
+    const relay = newRelay();
+    expect(await relay.relayBatch()).toBe(1);
+    // A second pass finds nothing left to send.
+    expect(await relay.relayBatch()).toBe(0);
+
+    const msgs = await messagesOnStream(subject);
+    expect(msgs).toEqual([{ msgId: env.id, envelope: env }]);
+    const row = await db(OUTBOX_TABLE).where({ id: env.id }).first();
+    expect(row.sent_at).toBeInstanceOf(Date);
+    expect(row).toMatchObject({ subject, org: 'org_b' });
+  });
+
+  it('a relay that dies after publishing leaves rows unsent; the next one republishes without duplicates', async () => {
+    const subject = freshSubject();
+    const envs = await commitEvents(subject, 3);
+    const ids = envs.map((e) => e.id);
+
+    // Publishes every row, then "crashes" before the rows are marked sent.
+    const published: string[] = [];
+    const crashing = newRelay({
+      afterPublish: async (id) => {
+        published.push(id);
+        if (published.length === ids.length) throw new Error('simulated crash after publish');
+      },
+    });
+    await expect(crashing.relayBatch()).rejects.toThrow('simulated crash after publish');
+    expect([...published].sort()).toEqual([...ids].sort());
+    expect(await countOnStream(subject)).toBe(3);
+    expect(await unsent(ids)).toBe('3');
+
+    // A fresh relay (the restarted process) publishes the same rows again.
+    const republished: string[] = [];
+    const fresh = newRelay({ afterPublish: async (id) => void republished.push(id) });
+    expect(await fresh.relayBatch()).toBe(3);
+    expect([...republished].sort()).toEqual([...ids].sort());
+
+    // The stream dropped the republishes: still exactly one message per event.
+    expect(await countOnStream(subject)).toBe(3);
+    const msgs = await messagesOnStream(subject);
+    expect(msgs.map((m) => m.msgId).sort()).toEqual([...ids].sort());
+    for (const m of msgs) expect(m.envelope.id).toBe(m.msgId);
+    expect(await unsent(ids)).toBe('0');
+  });
+
+  it('a relay started after rows were left unsent (a restart) publishes them', async () => {
+    const subject = freshSubject();
+    const envs = await commitEvents(subject, 5);
+    const ids = envs.map((e) => e.id);
+    expect(await unsent(ids)).toBe('5');
+
+    const relay = newRelay({ pollMs: 60_000 });
+    await relay.start();
+    await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 5000, what: 'rows marked sent' });
+    expect(await countOnStream(subject)).toBe(5);
+    const msgs = await messagesOnStream(subject);
+    expect(msgs.map((m) => m.msgId).sort()).toEqual([...ids].sort());
+    expect(msgs.map((m) => m.envelope)).toEqual(expect.arrayContaining(envs));
+    await relay.stop();
+  });
+
+  it('wakes on NOTIFY: an event committed after start is published long before the poll interval', async () => {
+    const relay = newRelay({ pollMs: 60_000 });
+    await relay.start();
+    for (let round = 0; round < 3; round++) {
+      const subject = freshSubject();
+      const [env] = await commitEvents(subject, 1);
+      await waitFor(async () => (await countOnStream(subject)) === 1, { timeoutMs: 5000, what: `event of round ${round} published` });
+      await waitFor(async () => (await unsent([env.id])) === '0', { timeoutMs: 5000, what: 'row marked sent' });
+    }
+    await relay.stop();
+  });
+
+  it('does not lose a wake-up that arrives while a batch is being published', async () => {
+    const first = freshSubject();
+    const second = freshSubject();
+    // Our own listener tells us when Postgres has sent the notification for `second`.
+    const listener = new Client({ connectionString: pg.url });
+    await listener.connect();
+    let notified = 0;
+    listener.on('notification', () => void notified++);
+    await listener.query(`LISTEN "${outboxChannel(SCHEMA)}"`);
+    try {
+      let secondId: string | undefined;
+      const relay = newRelay({
+        pollMs: 60_000,
+        afterPublish: async () => {
+          if (secondId) return;
+          // While the relay is busy with `first`, another transaction commits an event.
+          const before = notified;
+          [{ id: secondId }] = await commitEvents(second, 1);
+          await waitFor(() => notified > before, { timeoutMs: 5000, what: 'notification sent' });
+          // Give the relay's own listener the same chance to receive it mid-batch.
+          await new Promise((r) => setTimeout(r, 200));
+        },
+      });
+      await commitEvents(first, 1);
+      await relay.start();
+      await waitFor(async () => (await countOnStream(first)) === 1, { timeoutMs: 5000, what: 'first event published' });
+      await waitFor(async () => (await countOnStream(second)) === 1, { timeoutMs: 5000, what: 'event committed mid-batch published' });
+      await waitFor(async () => (await unsent([secondId!])) === '0', { timeoutMs: 5000, what: 'second row marked sent' });
+      await relay.stop();
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('two relays running side by side publish disjoint rows (SKIP LOCKED), each event once', async () => {
+    const subject = freshSubject();
+    const publishes: string[] = [];
+    const a = newRelay({ pollMs: 60_000, batchSize: 5, afterPublish: async (id) => void publishes.push(id) });
+    const b = newRelay({ pollMs: 60_000, batchSize: 5, afterPublish: async (id) => void publishes.push(id) });
+    await Promise.all([a.start(), b.start()]);
+    const envs = (await Promise.all(Array.from({ length: 8 }, () => commitEvents(subject, 5)))).flat();
+    const ids = envs.map((e) => e.id);
+    await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 10_000, what: 'all rows sent' });
+    expect(await countOnStream(subject)).toBe(40);
+    // No row went through the publish step twice.
+    expect([...publishes].sort()).toEqual([...ids].sort());
+    await Promise.all([a.stop(), b.stop()]);
+  });
+
+  it('stop() returns promptly while the relay sleeps a long poll interval', async () => {
+    const relay = newRelay({ pollMs: 60_000 });
+    await relay.start();
+    const t0 = Date.now();
+    await relay.stop();
+    expect(Date.now() - t0).toBeLessThan(2000);
+  });
+});

@@ -1,0 +1,201 @@
+import { randomBytes } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { z } from 'zod';
+import {
+  AppError,
+  Bus,
+  EchoEndpoints,
+  createLogger,
+  endpoint,
+  startService,
+  withStatus,
+  type RunningService,
+  type ServiceContext,
+} from '@approvals/shared';
+import { createTestDatabase, startTestNats, type TestDatabase, type TestNats } from '@approvals/shared/testing';
+
+const log = createLogger('service-host-test', 'silent');
+
+// Test endpoints under the scheduler's own subject prefix.
+const FailEndpoint = endpoint(
+  'svc.scheduler.test_fail',
+  z.object({ mode: z.enum(['app', 'crash', 'ok', 'created', 'bad_reply']) }),
+  z.object({ ok: z.literal(true), n: z.number() }),
+);
+const StrictEndpoint = endpoint('svc.scheduler.test_strict', z.object({ count: z.number().int().min(1), name: z.string() }), z.object({ echoed: z.string() }));
+/** The same subject as StrictEndpoint, with a schema loose enough to send what the server refuses. */
+const LooseStrictEndpoint = endpoint(StrictEndpoint.subject, z.unknown(), z.unknown());
+const NobodyEndpoint = endpoint('svc.nobody.echo', z.object({}), z.object({}));
+
+function setupTestEndpoints(ctx: ServiceContext) {
+  ctx.host.handle(FailEndpoint, async (req) => {
+    switch (req.mode) {
+      case 'app':
+        throw new AppError('conflict', 'the thing is in use', { thingId: 'thg_1', holders: ['a', 'b'] });
+      case 'crash':
+        throw new Error('secret internal detail');
+      case 'created':
+        return withStatus(201, { ok: true as const, n: 2 });
+      case 'bad_reply':
+        return { ok: true as const, n: 'not a number' as unknown as number };
+      default:
+        return { ok: true as const, n: 1 };
+    }
+  });
+  ctx.host.handle(StrictEndpoint, async (req) => ({ echoed: `${req.name}x${req.count}` }));
+}
+
+describe('startService + ServiceHost request/reply (real NATS and Postgres)', () => {
+  let pg: TestDatabase;
+  let nats: TestNats;
+  let client: Bus;
+  let running: RunningService[] = [];
+
+  const start = (schema: string) =>
+    startService({
+      name: 'scheduler',
+      version: '0.0.0-test',
+      databaseUrl: pg.url,
+      natsUrl: nats.url,
+      schema,
+      migrations: [],
+      log,
+      setup: async (ctx) => setupTestEndpoints(ctx),
+    }).then((svc) => {
+      running.push(svc);
+      return svc;
+    });
+
+  const freshSchema = () => `sh_${randomBytes(4).toString('hex')}`;
+
+  beforeAll(async () => {
+    pg = await createTestDatabase('svchost');
+    nats = await startTestNats();
+    client = await Bus.connect({ url: nats.url, name: 'service-host-test-client', log, requestTimeoutMs: 5000 });
+  });
+
+  afterEach(async () => {
+    await Promise.all(running.map((s) => s.stop()));
+    running = [];
+  });
+
+  afterAll(async () => {
+    await client?.close();
+    await nats?.stop();
+    await pg?.drop();
+  });
+
+  it('two replicas with the same name share the requests (queue group)', async () => {
+    const schema = freshSchema();
+    // Started together, as a supervisor or an orchestrator would: both run migrations at once.
+    const started = await Promise.allSettled([start(schema), start(schema)]);
+    expect(started.map((r) => (r.status === 'rejected' ? String(r.reason) : 'ok'))).toEqual(['ok', 'ok']);
+    const [a, b] = started.map((r) => (r as PromiseFulfilledResult<RunningService>).value);
+    expect(a.ctx.host.instanceId).not.toBe(b.ctx.host.instanceId);
+
+    const replies = await Promise.all(Array.from({ length: 40 }, (_, i) => client.call(EchoEndpoints.scheduler, { message: `m${i}` })));
+    replies.forEach((r, i) => expect(r.message).toBe(`m${i}`));
+    const instances = new Set(replies.map((r) => r.instance));
+    expect(instances).toEqual(new Set([a.ctx.host.instanceId, b.ctx.host.instanceId]));
+  });
+
+  it('a stopped replica leaves the group: the other one answers everything', async () => {
+    const schema = freshSchema();
+    const a = await start(schema);
+    const b = await start(schema);
+    await a.stop();
+    const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => client.call(EchoEndpoints.scheduler, { message: `m${i}` })));
+    expect(new Set(replies.map((r) => r.instance))).toEqual(new Set([b.ctx.host.instanceId]));
+  });
+
+  it('an AppError thrown in a handler reaches the caller as an AppError with the same code, message and details', async () => {
+    await start(freshSchema());
+    const err = await client.call(FailEndpoint, { mode: 'app' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(AppError);
+    expect(err).toMatchObject({ code: 'conflict', message: 'the thing is in use', details: { thingId: 'thg_1', holders: ['a', 'b'] } });
+    expect((err as AppError).status).toBe(409);
+  });
+
+  it('an unknown exception becomes internal with an errorId, without leaking its message', async () => {
+    await start(freshSchema());
+    const err = (await client.call(FailEndpoint, { mode: 'crash' }).catch((e: unknown) => e)) as AppError;
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.code).toBe('internal');
+    expect(err.details.errorId).toEqual(expect.stringMatching(/^err_[0-9A-Z]{26}$/));
+    expect(err.message).not.toContain('secret internal detail');
+    expect(JSON.stringify(err.details)).not.toContain('secret internal detail');
+  });
+
+  it('answers a request that fails the server-side schema with invalid_request and the issues', async () => {
+    await start(freshSchema());
+    const err = (await client.call(LooseStrictEndpoint, { count: 0, name: 42 }).catch((e: unknown) => e)) as AppError;
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.code).toBe('invalid_request');
+    const issues = err.details.issues as { path: string; message: string }[];
+    expect(issues.map((i) => i.path).sort()).toEqual(['count', 'name']);
+    for (const i of issues) expect(typeof i.message).toBe('string');
+    // The same endpoint answers a valid request.
+    expect(await client.call(LooseStrictEndpoint, { count: 2, name: 'n' })).toEqual({ echoed: 'nx2' });
+  });
+
+  it('answers bytes that are not JSON with invalid_request', async () => {
+    await start(freshSchema());
+    const msg = await client.nc.request(StrictEndpoint.subject, new TextEncoder().encode('{not json'), { timeout: 5000 });
+    expect(JSON.parse(new TextDecoder().decode(msg.data))).toMatchObject({ ok: false, error: { code: 'invalid_request' } });
+  });
+
+  it('the caller validates its own request before sending it', async () => {
+    await start(freshSchema());
+    const err = (await client.call(StrictEndpoint, { count: 0, name: 'x' }).catch((e: unknown) => e)) as AppError;
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.code).toBe('invalid_request');
+    expect(err.details.issues).toEqual([expect.objectContaining({ path: 'count' })]);
+  });
+
+  it('carries an explicit success status, and refuses a reply that breaks the contract', async () => {
+    await start(freshSchema());
+    expect(await client.request(FailEndpoint, { mode: 'ok' })).toEqual({ status: undefined, data: { ok: true, n: 1 } });
+    expect(await client.request(FailEndpoint, { mode: 'created' })).toEqual({ status: 201, data: { ok: true, n: 2 } });
+    const err = (await client.call(FailEndpoint, { mode: 'bad_reply' }).catch((e: unknown) => e)) as AppError;
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.code).toBe('internal');
+  });
+
+  it('a subject nobody serves raises unavailable', async () => {
+    const err = (await client.call(NobodyEndpoint, {}).catch((e: unknown) => e)) as AppError;
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.code).toBe('unavailable');
+    expect(err.transient).toBe(true);
+  });
+
+  it('a reply slower than the timeout raises timeout', async () => {
+    await start(freshSchema());
+    const err = (await client.call(EchoEndpoints.scheduler, { message: 'slow', delayMs: 1000 }, { timeoutMs: 200 }).catch((e: unknown) => e)) as AppError;
+    expect(err).toBeInstanceOf(AppError);
+    expect(err.code).toBe('timeout');
+  });
+
+  it('stop() lets a request in flight finish and answer', async () => {
+    const svc = await start(freshSchema());
+    const pending = client.call(EchoEndpoints.scheduler, { message: 'in flight', delayMs: 500 });
+    // Make sure the request has reached the handler before stopping.
+    await new Promise<void>((resolve, reject) => {
+      const deadline = Date.now() + 5000;
+      const check = async () => {
+        const stats = await client.nc.request(`$SRV.STATS.scheduler.${svc.ctx.host.serviceId}`, undefined, { timeout: 1000 });
+        const body = JSON.parse(new TextDecoder().decode(stats.data)) as { endpoints: { subject: string; num_requests: number }[] };
+        const echo = body.endpoints.find((e) => e.subject === EchoEndpoints.scheduler.subject);
+        if (echo && echo.num_requests >= 1) return resolve();
+        if (Date.now() > deadline) return reject(new Error('request never reached the service'));
+        setTimeout(check, 20);
+      };
+      void check();
+    });
+    await svc.stop();
+    await expect(pending).resolves.toEqual({ message: 'in flight', instance: svc.ctx.host.instanceId });
+    await expect(client.call(EchoEndpoints.scheduler, { message: 'after' })).rejects.toMatchObject({ code: 'unavailable' });
+  });
+});
