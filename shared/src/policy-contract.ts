@@ -6,7 +6,6 @@ import { canonicalize } from './jcs';
  * `context.data`. Compiled validators are cached by the schema's canonical form, so a
  * policy version is compiled once per process.
  */
-const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false });
 const cache = new Map<string, ValidateFunction>();
 
 export class InvalidContextSchema extends Error {
@@ -18,6 +17,9 @@ export function compileContextSchema(schema: Record<string, unknown>): ValidateF
   const hit = cache.get(key);
   if (hit) return hit;
   let fn: ValidateFunction;
+  // One Ajv per schema: a shared instance registers schemas by `$id`, so two policies (or
+  // two versions) with the same `$id` and different content would collide.
+  const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false });
   try {
     // Strict meta-schema check first, so "type": "strin" is refused instead of ignored.
     if (!ajv.validateSchema(schema)) {

@@ -22,7 +22,7 @@ describe('stack smoke', () => {
   it('creates an org, an API key, and the key reaches a worker route', async () => {
     const { apiKey } = await stack.newOrg();
     const res = await stack.http('GET', '/v1/worker/policies', { token: apiKey });
-    expect(res.status).toBe(501);
-    expect(res.body.error).toBe('not_implemented');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ policies: [] });
   });
 });

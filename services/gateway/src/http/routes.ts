@@ -158,7 +158,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       ...keyParams,
       response: z.object({ key: z.string(), versions: z.array(VersionView) }),
     }),
-    fwd('get', '/v1/worker/policies/{key}/versions/compare', 'either', 'policies', 'Differences between two versions', P.compare, { ...keyParams, query: CompareQuery }),
+    fwd('get', '/v1/worker/policies/{key}/versions/compare', 'either', 'policies', 'Differences between two versions', P.compare, { ...keyParams, query: CompareQuery, response: P.compare.reply }),
     fwd('get', '/v1/worker/policies/{key}/versions/{n}', 'either', 'policies', 'One version of a policy', P.version, { params: VersionParams, response: VersionView }),
 
     // ---- decisions (session)
@@ -202,7 +202,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       body: PolicyUpdateBody,
       response: UpsertReply,
     }),
-    fwd('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy (409 policy_in_use unless force=true, admin)', P.remove, { ...keyParams, query: DeleteQuery }),
+    fwd('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy (409 policy_in_use unless force=true, admin)', P.remove, { ...keyParams, query: DeleteQuery, response: P.remove.reply }),
 
     // ---- approvers (session)
     fwd('post', '/v1/approvers/', 'session', 'approvers', 'Register an approver (idempotent per email; 201 when created)', A.register, {

@@ -92,7 +92,7 @@ export function checkSatisfiable(def: PolicyDefinition, approvers: ResolvedAppro
   const disabled = resolved.filter((a) => a.disabled).map((a) => a.email);
   const problems: string[] = [];
   const out: Satisfiability = { ok: true, problems, approversToVerify: [], disabled };
-  if (names.length === 0 && def.defaults.approvalsRequired === undefined && def.defaults.rejectionsRequired === undefined) {
+  if (names.length === 0 && def.defaults.approvalsRequired === undefined && def.defaults.rejectionsRequired === undefined && !def.requiresSignature) {
     return out;
   }
   const approvals = def.defaults.approvalsRequired ?? 1;

@@ -22,6 +22,8 @@ import type { ApproversStore } from '../store/approvers.store';
 import type { PoliciesStore, PolicyRow, VersionRow } from '../store/policies.store';
 
 const USE_WINDOW_MS = 30 * 24 * 3600 * 1000;
+/** Merge-and-save rounds a PUT gets when concurrent writes keep moving the policy on. */
+const UPDATE_ATTEMPTS = 50;
 
 export interface PolicyDeps {
   db: Knex;
@@ -117,7 +119,16 @@ export function createPolicyLogic(deps: PolicyDeps) {
   }
 
   async function save(
-    args: { org: string; principal: Principal; source?: 'dashboard' | 'api' | 'repository'; key: string; name?: string; description?: string | null; def: PolicyDefinition },
+    args: {
+      org: string;
+      principal: Principal;
+      source?: 'dashboard' | 'api' | 'repository';
+      key: string;
+      name?: string;
+      description?: string | null;
+      def: PolicyDefinition;
+      expectedVersion?: number;
+    },
     mode: 'upsert' | 'update',
   ) {
     await validateForSave(args.org, args.key, args.def);
@@ -131,9 +142,11 @@ export function createPolicyLogic(deps: PolicyDeps) {
         hash: contentHash(args.def),
         actor: actorOf(args.principal),
         source: sourceOf(args.principal, args.source),
+        expectedVersion: args.expectedVersion,
       },
       mode,
     );
+    if (result === 'stale') return 'stale' as const;
     if (!result) throw notFound(args.key);
     const noop = !result.created && !result.restored && !result.versionAdded && !result.labelsChanged;
     return {
@@ -154,21 +167,33 @@ export function createPolicyLogic(deps: PolicyDeps) {
 
     async upsert(req: { org: string; principal: Principal; source?: 'dashboard' | 'api' | 'repository'; body: PolicyUpsertBody }) {
       const b = req.body;
-      return save({ ...req, key: b.key, name: b.name, description: b.description ?? null, def: normalizeDefinition(b) }, 'upsert');
+      const out = await save({ ...req, key: b.key, name: b.name, description: b.description ?? null, def: normalizeDefinition(b) }, 'upsert');
+      if (out === 'stale') throw new AppError('internal', 'upsert cannot be stale');
+      return out;
     },
 
+    /**
+     * PUT keeps the fields it is not given, so it merges into the current definition.
+     * The merge is checked against the version it read: a concurrent change in between
+     * makes the save answer 'stale' and the merge is redone on the newer version, so no
+     * concurrent PUT loses another's change.
+     */
     async update(req: { org: string; principal: Principal; source?: 'dashboard' | 'api' | 'repository'; key: string; body: PolicyUpdateBody }) {
-      const { version } = await requireCurrent(req.org, req.key);
-      const cur = version.definition;
       const b = req.body;
-      const def = normalizeDefinition({
-        defaults: b.defaults ?? cur.defaults,
-        timeoutSec: b.timeoutSec !== undefined ? b.timeoutSec : cur.timeoutSec,
-        contextSchema: b.contextSchema !== undefined ? b.contextSchema : cur.contextSchema,
-        requiresSignature: b.requiresSignature !== undefined ? b.requiresSignature : cur.requiresSignature,
-        floor: b.floor !== undefined ? b.floor : (cur.floor as never),
-      });
-      return save({ ...req, name: b.name, description: b.description, def }, 'update');
+      for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
+        const { policy, version } = await requireCurrent(req.org, req.key);
+        const cur = version.definition;
+        const def = normalizeDefinition({
+          defaults: b.defaults ?? cur.defaults,
+          timeoutSec: b.timeoutSec !== undefined ? b.timeoutSec : cur.timeoutSec,
+          contextSchema: b.contextSchema !== undefined ? b.contextSchema : cur.contextSchema,
+          requiresSignature: b.requiresSignature !== undefined ? b.requiresSignature : cur.requiresSignature,
+          floor: b.floor !== undefined ? b.floor : (cur.floor as never),
+        });
+        const out = await save({ ...req, name: b.name, description: b.description, def, expectedVersion: policy.current_version }, 'update');
+        if (out !== 'stale') return out;
+      }
+      throw new AppError('conflict', `policy "${req.key}" kept changing while this update was applied; retry`, { policy: req.key });
     },
 
     async preview(req: { org: string; body: PolicyUpsertBody }) {

@@ -35,6 +35,12 @@ export interface SaveInput {
   hash: string;
   actor: string | null;
   source: 'dashboard' | 'api' | 'repository';
+  /**
+   * Optimistic check for read-modify-write callers (update merges the body into the
+   * definition it read): when the policy has moved past this version meanwhile, nothing
+   * is written and `save` answers 'stale' so the caller merges again.
+   */
+  expectedVersion?: number;
 }
 
 export interface SaveResult {
@@ -73,7 +79,7 @@ export function createPoliciesStore(db: Knex) {
      * policy row (`FOR UPDATE`), so version numbers are gapless and unique; a first save
      * racing another first save loses the insert and takes the update path.
      */
-    async save(input: SaveInput, mode: 'upsert' | 'update'): Promise<SaveResult | undefined> {
+    async save(input: SaveInput, mode: 'upsert' | 'update'): Promise<SaveResult | 'stale' | undefined> {
       return db.transaction(async (trx) => {
         if (mode === 'upsert') {
           const policyId = newId('policy');
@@ -110,6 +116,7 @@ export function createPoliciesStore(db: Knex) {
         const existing: PolicyRow | undefined = await trx('policies').where({ org_id: input.org, key: input.key }).forUpdate().first();
         if (!existing) return undefined;
         if (mode === 'update' && existing.archived_at) return undefined;
+        if (input.expectedVersion !== undefined && existing.current_version !== input.expectedVersion) return 'stale';
         const restored = existing.archived_at !== null;
         let version = await currentVersion(trx, existing);
         let versionAdded = false;
