@@ -125,40 +125,41 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
 
 /**
  * Process entry: start, then stop gracefully on SIGTERM/SIGINT and exit 0. A bad
- * configuration exits 1 with a message naming the variable.
+ * configuration exits 1 with a message naming the variable. Signal handlers are
+ * installed before starting: endpoints go live during start, so a SIGTERM that arrives
+ * then must still let the requests in flight finish instead of killing the process.
  */
 export function runMain(name: string, start: () => Promise<{ stop(): Promise<void> }>): void {
   const log = createLogger(name);
-  start().then(
-    (svc) => {
-      let shuttingDown = false;
-      const shutdown = (signal: string) => {
-        if (shuttingDown) return;
-        shuttingDown = true;
-        log.info({ signal }, 'shutting down');
-        const force = setTimeout(() => {
-          log.error('graceful shutdown timed out');
-          process.exit(1);
-        }, 25_000);
-        force.unref();
-        svc.stop().then(
-          () => process.exit(0),
-          (err) => {
-            log.error({ err }, 'shutdown failed');
-            process.exit(1);
-          },
-        );
-      };
-      process.on('SIGTERM', () => shutdown('SIGTERM'));
-      process.on('SIGINT', () => shutdown('SIGINT'));
-    },
-    (err) => {
-      if (err instanceof ConfigError) {
-        process.stderr.write(`${name}: ${err.message}\n`);
-      } else {
-        log.fatal({ err }, 'failed to start');
-      }
+  let shuttingDown = false;
+  const starting = start();
+  const shutdown = (signal: string) => {
+    if (shuttingDown) return;
+    shuttingDown = true;
+    log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => {
+      log.error('graceful shutdown timed out');
       process.exit(1);
-    },
-  );
+    }, 25_000);
+    force.unref();
+    starting
+      .then((svc) => svc.stop())
+      .then(
+        () => process.exit(0),
+        (err) => {
+          log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  starting.catch((err) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${name}: ${err.message}\n`);
+    } else {
+      log.fatal({ err }, 'failed to start');
+    }
+    process.exit(1);
+  });
 }

@@ -18,6 +18,7 @@ export const SUBJECT = {
     audit: 'svc.access.audit',
     settings: 'svc.access.settings',
     llmSettings: 'svc.access.llm_settings',
+    retentionSettings: 'svc.access.retention_settings',
   },
   policies: {
     upsert: 'svc.policies.upsert',
@@ -104,6 +105,7 @@ export const EVENT = {
   timerExpireDue: 'evt.timer.expire_due',
   timerRemindDue: 'evt.timer.remind_due',
   timerEscalateDue: 'evt.timer.escalate_due',
+  timerRetentionDue: 'evt.timer.retention_due',
   runRequested: 'evt.run.requested',
   test: 'evt.test.ping',
 } as const;
@@ -119,6 +121,7 @@ export const DURABLE = {
   decisionsTimerExpire: 'decisions-timer-expire',
   decisionsTimerRemind: 'decisions-timer-remind',
   decisionsTimerEscalate: 'decisions-timer-escalate',
+  decisionsTimerRetention: 'decisions-timer-retention',
   notifierDecisionCreated: 'notifier-decision-created',
   notifierDecisionResolved: 'notifier-decision-resolved',
   notifierDecisionReminded: 'notifier-decision-reminded',

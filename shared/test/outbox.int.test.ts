@@ -9,6 +9,7 @@ import {
   STREAM_EVENTS,
   createDb,
   createLogger,
+  addOutboxSequence,
   createOutboxTable,
   enqueueEvents,
   migrate,
@@ -27,6 +28,7 @@ const migrations: Migration[] = [
     name: '001_outbox_and_widgets',
     up: async (knex) => {
       await createOutboxTable(knex, SCHEMA);
+      await addOutboxSequence(knex, SCHEMA);
       await knex.schema.withSchema(SCHEMA).createTable('widgets', (t) => {
         t.text('id').primary();
         t.text('name').notNullable();

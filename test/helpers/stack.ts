@@ -41,13 +41,14 @@ export interface Stack {
   env: Record<string, string>;
   running: Map<ServiceName, RunningService>;
   /** Starts one more replica (or a restarted instance) of a service. */
-  startService(name: ServiceName, extraEnv?: Record<string, string>): Promise<RunningService>;
+  startService(name: ServiceName, extraEnv?: Record<string, string>): Promise<RunningService & { url?: string }>;
   stopService(name: ServiceName): Promise<void>;
   stop(): Promise<void>;
   session(claims: { org: string; email: string; sub?: string; role?: 'admin' | 'member' }): string;
   /** A fresh org with an admin session and an API key (created through the HTTP API). */
   newOrg(opts?: { roles?: string[]; org?: string }): Promise<{ org: string; admin: string; apiKey: string; keyId: string; adminEmail: string }>;
-  http<T = any>(method: string, path: string, opts?: { token?: string; body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string> }): Promise<HttpResult<T>>;
+  /** `baseUrl` targets another gateway replica (default: the first gateway). */
+  http<T = any>(method: string, path: string, opts?: { token?: string; body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; baseUrl?: string }): Promise<HttpResult<T>>;
 }
 
 type Starter = (env: Record<string, string>, clock?: Clock) => Promise<RunningService & { url?: string }>;
@@ -117,7 +118,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
       body = JSON.stringify(o.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(`${baseUrl}${path}`, { method, headers, body, redirect: 'manual' });
+    const res = await fetch(`${o.baseUrl ?? baseUrl}${path}`, { method, headers, body, redirect: 'manual' });
     const text = await res.text();
     let parsed: any = text;
     try {

@@ -1,6 +1,8 @@
 import { createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
+import { timerStepConsumers } from './consumers/timer-steps.consumer';
+import { createLifecycle } from './handlers/lifecycle';
 import { createDecisionOpener } from './handlers/create-decision';
 import { createDecisionActions } from './handlers/decision-actions';
 import { createDecisionReads, createWorkflows } from './handlers/decision-reads';
@@ -31,6 +33,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
         now: () => ctx.clock.now(),
       });
       ctx.consume(timerExpireConsumer(actions.expire));
+      for (const c of timerStepConsumers(createLifecycle({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, log: ctx.log }))) ctx.consume(c);
     },
   });
 }

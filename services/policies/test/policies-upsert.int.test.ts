@@ -236,6 +236,8 @@ describe('policy upsert over HTTP', () => {
     it.each([
       ['timeoutSec 0', { timeoutSec: 0 }, 'body.timeoutSec'],
       ['timeoutSec as a string', { timeoutSec: '60' }, 'body.timeoutSec'],
+      ['timeoutSec past a 32-bit integer', { timeoutSec: 2147483648 }, 'body.timeoutSec'],
+      ['approvalsRequired past a 32-bit integer', { defaults: { approvalsRequired: 2147483648 } }, 'body.defaults.approvalsRequired'],
       ['requiresSignature as a string', { requiresSignature: 'yes' }, 'body.requiresSignature'],
       ['contextSchema as an array', { contextSchema: [] }, 'body.contextSchema'],
       ['a floor op that does not exist', { floor: [{ field: 'amount', op: 'between', value: 1 }] }, 'body.floor.0.op'],

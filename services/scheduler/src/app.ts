@@ -1,11 +1,29 @@
-import { createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { createLogger, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { z } from 'zod';
 import type { SchedulerConfig } from './config';
+import { armOnCreated, disarmConsumers } from './consumers/decision-timers.consumer';
 import { migrations } from './migrations/index';
+import { createTimersStore } from './store/timers.store';
+import { Ticker } from './ticker';
 
 export const SCHEDULER_VERSION = '0.1.0';
 
-export async function startScheduler(config: SchedulerConfig, opts: { log?: Logger; clock?: Clock } = {}): Promise<RunningService> {
-  return startService({
+export const TimersEndpoint = endpoint(
+  SUBJECT.scheduler.timers,
+  z.object({ decisionId: z.string().optional() }),
+  z.object({
+    counts: z.object({ armed: z.number(), fired: z.number(), cancelled: z.number() }),
+    timers: z.array(z.object({ id: z.string(), kind: z.string(), step: z.number(), dueAt: z.string(), firedAt: z.string().nullable(), cancelledAt: z.string().nullable() })),
+  }),
+);
+
+export interface RunningScheduler extends RunningService {
+  ticker: Ticker;
+}
+
+export async function startScheduler(config: SchedulerConfig, opts: { log?: Logger; clock?: Clock } = {}): Promise<RunningScheduler> {
+  let ticker!: Ticker;
+  const svc = await startService({
     name: 'scheduler',
     version: SCHEDULER_VERSION,
     databaseUrl: config.DATABASE_URL,
@@ -14,7 +32,34 @@ export async function startScheduler(config: SchedulerConfig, opts: { log?: Logg
     migrations,
     log: opts.log ?? createLogger('scheduler', config.LOG_LEVEL),
     clock: opts.clock,
-    outbox: true,
-    setup: async () => {},
+    outbox: { pollMs: 1000 },
+    setup: async (ctx) => {
+      const store = createTimersStore(ctx.db);
+      ticker = new Ticker({
+        store,
+        clock: ctx.clock,
+        log: ctx.log,
+        pollMs: config.SCHEDULER_POLL_MS,
+        armRetention: (dueAt, step) => store.arm('*', 'retention', [{ kind: 'retention', step, dueAt, data: {} }]),
+      });
+      ctx.consume(armOnCreated(store, () => ticker));
+      for (const c of disarmConsumers(store, ctx.clock)) ctx.consume(c);
+      ctx.host.handle(TimersEndpoint, async (req) => ({
+        counts: await store.counts(),
+        timers: req.decisionId
+          ? (await store.list(req.decisionId)).map((t) => ({
+              id: t.id,
+              kind: t.kind,
+              step: t.step,
+              dueAt: t.due_at.toISOString(),
+              firedAt: t.fired_at ? t.fired_at.toISOString() : null,
+              cancelledAt: t.cancelled_at ? t.cancelled_at.toISOString() : null,
+            }))
+          : [],
+      }));
+      ticker.start();
+      return { afterStop: () => ticker.stop() };
+    },
   });
+  return { ...svc, ticker };
 }

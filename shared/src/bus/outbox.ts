@@ -21,20 +21,28 @@ export function outboxChannel(schema: string): string {
 export async function createOutboxTable(knex: Knex, schema: string): Promise<void> {
   await knex.schema.withSchema(schema).createTable(OUTBOX_TABLE, (t) => {
     t.text('id').primary();
-    // Insertion order: events of one transaction share created_at, and ids minted in one
-    // millisecond are not ordered, so publication follows this sequence.
-    t.bigIncrements('seq', { primaryKey: false });
     t.text('subject').notNullable();
     t.text('org').notNullable();
     t.jsonb('envelope').notNullable();
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('sent_at', { useTz: true });
   });
-  await knex.raw(`CREATE INDEX outbox_unsent ON ??.outbox (seq) WHERE sent_at IS NULL`, [schema]);
+  await knex.raw(`CREATE INDEX outbox_unsent ON ??.outbox (created_at, id) WHERE sent_at IS NULL`, [schema]);
   await knex.raw(`
     CREATE OR REPLACE FUNCTION ??.outbox_notify() RETURNS trigger AS $$
     BEGIN PERFORM pg_notify('${outboxChannel(schema)}', ''); RETURN NULL; END $$ LANGUAGE plpgsql`, [schema]);
   await knex.raw(`CREATE TRIGGER outbox_notify AFTER INSERT ON ??.outbox FOR EACH STATEMENT EXECUTE FUNCTION ??.outbox_notify()`, [schema, schema]);
+}
+
+/**
+ * Migration step (after createOutboxTable): a sequence giving insertion order. Events of
+ * one transaction share created_at, and ids minted in one millisecond are not ordered,
+ * so the relay publishes in `seq` order.
+ */
+export async function addOutboxSequence(knex: Knex, schema: string): Promise<void> {
+  await knex.raw('ALTER TABLE ??.outbox ADD COLUMN IF NOT EXISTS seq bigserial', [schema]);
+  await knex.raw('DROP INDEX IF EXISTS ??.outbox_unsent', [schema]);
+  await knex.raw('CREATE INDEX outbox_unsent ON ??.outbox (seq) WHERE sent_at IS NULL', [schema]);
 }
 
 export interface NewEvent {

@@ -20,7 +20,10 @@ export const LlmSettingsReply = z.object({
   apiKey: z.string().optional(),
 });
 
+export const RetentionSettingsReply = z.object({ orgs: z.array(z.object({ org: z.string(), decisionDataDays: z.number().nullable() })) });
+
 export const AccessEndpoints = {
+  retentionSettings: endpoint(SUBJECT.access.retentionSettings, z.object({}), RetentionSettingsReply),
   llmSettings: endpoint(SUBJECT.access.llmSettings, LlmSettingsRequest, LlmSettingsReply),
   echo: endpoint(SUBJECT.access.echo, EchoRequest, EchoReply),
   actorLabel: endpoint(SUBJECT.access.actorLabel, ActorLabelRequest, ActorLabelReply),

@@ -10,6 +10,8 @@ export const DecisionEngine = z.enum(['bundled', 'engineA', 'engineB', 'trigger'
 export const DecisionStatus = z.enum(['PENDING', 'APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED']);
 export type DecisionStatus = z.infer<typeof DecisionStatus>;
 export const FactsHash = z.string().regex(FACTS_HASH_PATTERN, 'factsHash must be 64 lowercase hex characters (SHA-256)');
+/** Integers stored in PostgreSQL `integer` columns: larger values would fail as a 500 at insert. */
+const INT4_MAX = 2_147_483_647;
 
 const title = { title: z.string().optional() };
 export const Block = z.discriminatedUnion('kind', [
@@ -100,7 +102,7 @@ export const DecisionRequest = z.strictObject({
   proposedOutput: ProposedOutput.optional(),
   responseSpec: ResponseSpec.optional(),
   esign: EsignAttachment.optional(),
-  timeoutSec: z.number().int().positive().optional(),
+  timeoutSec: z.number().int().positive().max(INT4_MAX).optional(),
   exclusive: z.boolean().optional(),
   factsHash: FactsHash.optional(),
   // Ad-hoc decisions (no policy) name their approvers and quorum.
@@ -258,7 +260,7 @@ export const WorkflowStep = z.strictObject({
 export const WorkflowDefinition = z.strictObject({
   id: z.string().min(1).max(200),
   name: z.string().max(200).optional(),
-  version: z.number().int().positive().default(1),
+  version: z.number().int().positive().max(INT4_MAX).default(1),
   engine: Engine.default('engineA'),
   steps: z.array(WorkflowStep).max(500),
 });

@@ -8,6 +8,10 @@ export const PolicyKey = z.string().min(1).max(64).regex(POLICY_KEY_PATTERN, 'ke
 /** Keys in paths and checks are 1-200 chars; a key that breaks the pattern just does not exist. */
 export const PathKey = z.string().min(1).max(200);
 
+/** Largest value a PostgreSQL integer column holds. */
+const INT4_MAX = 2147483647;
+const PosInt = () => z.number().int().positive().max(INT4_MAX);
+
 export const Channel = z.enum(['email', 'chatA', 'chatB', 'phone', 'sms', 'webhook']);
 export type Channel = z.infer<typeof Channel>;
 export const Surface = z.enum(['inbox', 'chatA', 'chatB', 'esign', 'email', 'api']);
@@ -17,7 +21,7 @@ export const VerificationState = z.enum(['pending', 'verified', 'failed']);
 export const Route = z.strictObject({
   channels: z.array(Channel).min(1),
   strategy: z.enum(['fanout', 'escalate']).optional(),
-  escalateAfterSec: z.number().int().positive().optional(),
+  escalateAfterSec: PosInt().optional(),
 });
 export type Route = z.infer<typeof Route>;
 
@@ -27,8 +31,8 @@ export const PolicyDefaults = z.strictObject({
   /** Legacy: `esign` is read as requiresSignature: true; anything else is dropped on save. */
   surface: Surface.optional(),
   approvers: z.array(Email).max(200).optional(),
-  approvalsRequired: z.number().int().positive().optional(),
-  rejectionsRequired: z.number().int().positive().optional(),
+  approvalsRequired: PosInt().optional(),
+  rejectionsRequired: PosInt().optional(),
 });
 export type PolicyDefaults = z.infer<typeof PolicyDefaults>;
 
@@ -49,7 +53,7 @@ const policyBodyFields = {
   name: z.string().min(1).max(200),
   description: z.string().max(2000).nullable().optional(),
   defaults: PolicyDefaults.default({}),
-  timeoutSec: z.number().int().positive().nullable().optional(),
+  timeoutSec: PosInt().nullable().optional(),
   contextSchema: z.record(z.string(), z.unknown()).nullable().optional(),
   requiresSignature: z.boolean().optional(),
   floor: z.array(FloorCondition).max(50).nullable().optional(),
@@ -73,7 +77,7 @@ export const PolicyUpdateBody = z.strictObject({
   name: z.string().min(1).max(200).optional(),
   description: z.string().max(2000).nullable().optional(),
   defaults: PolicyDefaults.optional(),
-  timeoutSec: z.number().int().positive().nullable().optional(),
+  timeoutSec: PosInt().nullable().optional(),
   contextSchema: z.record(z.string(), z.unknown()).nullable().optional(),
   requiresSignature: z.boolean().optional(),
   floor: z.array(FloorCondition).max(50).nullable().optional(),

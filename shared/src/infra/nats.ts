@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
-import { freePort, waitForPort } from './ports';
+import { waitForPort } from './ports';
 
 export interface LocalNats {
   url: string;
@@ -47,28 +47,47 @@ export function ensureNatsServer(log: (line: string) => void = () => undefined):
   );
 }
 
-/** Starts `nats-server -js` on loopback with its store in `storeDir`. */
+/**
+ * Starts `nats-server -js` on loopback with its store in `storeDir`. Without a port the
+ * server picks its own (`-p -1`) and we read it from its log: choosing a "free" port first
+ * and binding it later races with other test files doing the same, and a server that
+ * failed to bind would be mistaken for the other file's server on that port.
+ */
 export async function startNatsServer(opts: { storeDir: string; port?: number; log?: (line: string) => void }): Promise<LocalNats> {
   const bin = ensureNatsServer(opts.log);
-  const port = opts.port ?? (await freePort());
   mkdirSync(opts.storeDir, { recursive: true });
-  const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(port), '-sd', opts.storeDir], {
+  const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(opts.port ?? -1), '-sd', opts.storeDir], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  let onOutput: (() => void) | undefined;
   const collect = (b: Buffer) => {
-    output = (output + b.toString()).slice(-4000);
+    output = (output + b.toString()).slice(-8000);
+    onOutput?.();
   };
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let port: number;
   try {
-    await Promise.race([
-      waitForPort(port, 20_000),
+    port = await Promise.race([
+      new Promise<number>((resolve, reject) => {
+        const deadline = setTimeout(() => reject(new Error(`nats-server did not become ready in 20 s:\n${output}`)), 20_000);
+        onOutput = () => {
+          const m = /Listening for client connections on [^\s]*:(\d+)/.exec(output);
+          if (m && /Server is ready/.test(output)) {
+            clearTimeout(deadline);
+            resolve(Number(m[1]));
+          }
+        };
+        onOutput();
+      }),
       exited.then(() => {
         throw new Error(`nats-server exited at start:\n${output}`);
       }),
     ]);
+    onOutput = undefined;
+    await waitForPort(port, 5000);
   } catch (err) {
     child.kill('SIGKILL');
     throw err;

@@ -49,6 +49,8 @@ export function responseValueProblem(spec: ResponseSpec | null, value: unknown, 
   if (value === undefined || value === null) {
     // A rejection needs no answer; an approval of a select or text decision does.
     if (choice === 'reject' || type === 'approval') return null;
+    // A select whose min is 0 lets the reviewer choose nothing.
+    if (spec?.type === 'select' && (spec.min ?? 1) === 0) return null;
     return type === 'select' ? 'responseValue is required: an array of option ids' : 'responseValue is required: a string';
   }
   if (type === 'approval') return 'this decision takes no responseValue';

@@ -180,11 +180,10 @@ export function createDecisionOpener(deps: CreateDeps) {
     const gate = b.policy ? await policyGate(org, b) : adHocGate(b);
     if (gate === 'not_required') return { status: 200, body: { approvalNeeded: false, reason: 'not_required' } };
 
-    const now = clock.now();
-    const id = newId('decision', now.getTime());
-    const expiresAt = gate.timeoutSec ? new Date(now.getTime() + gate.timeoutSec * 1000) : null;
     const p = gate.policy;
-    const row = {
+    // Built after the run's lock is held, so creation order on a run is the order of
+    // `created_at` and of the ids: with `exclusive`, the survivor is the newest decision.
+    const rowAt = (now: Date, id: string, expiresAt: Date | null) => ({
       id,
       org_id: org,
       external_run_id: b.externalRunId,
@@ -213,12 +212,16 @@ export function createDecisionOpener(deps: CreateDeps) {
       exclusive: b.exclusive === true,
       created_by: actorOf(req.principal),
       created_at: now,
-    };
+    });
 
     try {
       return await db.transaction(async (trx) => {
         // Serializes creates on one run, so `exclusive` really leaves at most one PENDING.
         await trx.raw('SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))', [org, b.externalRunId]);
+        const now = clock.now();
+        const id = newId('decision', now.getTime());
+        const expiresAt = gate.timeoutSec ? new Date(now.getTime() + gate.timeoutSec * 1000) : null;
+        const row = rowAt(now, id, expiresAt);
         const inserted: DecisionRow[] = await trx('decisions').insert(row).onConflict(['org_id', 'external_run_id', 'step_ref']).ignore().returning('*');
         const d = inserted[0];
         if (!d) {

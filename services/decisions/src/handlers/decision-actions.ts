@@ -57,6 +57,19 @@ async function expireInTx(trx: Knex.Transaction, d: DecisionRow, now: Date, acto
   return row;
 }
 
+/**
+ * The status that closes a decision to changes, or null while it is open. A PENDING
+ * decision past its deadline is expired here (in the caller's transaction), so evidence,
+ * drafts and refinements cannot land after the expiry any more than a vote can.
+ */
+async function closedStatus(trx: Knex.Transaction, d: DecisionRow, now: Date): Promise<DecisionRow['status'] | null> {
+  if (d.status !== 'PENDING') return d.status;
+  if (d.expires_at && d.expires_at <= now) return (await expireInTx(trx, d, now, null))?.status ?? 'EXPIRED';
+  return null;
+}
+
+const notPending = (status: DecisionRow['status'], what: string) => new AppError('not_pending', `the decision is ${status}; ${what}`, { status });
+
 export function createDecisionActions(deps: ActionDeps) {
   const { db, clock } = deps;
 
@@ -90,6 +103,9 @@ export function createDecisionActions(deps: ActionDeps) {
         }
         if (d.status !== 'PENDING') return { kind: 'not_pending' as const, status: d.status };
         if (d.requires_signature && person.surface !== 'esign') return { kind: 'signature_required' as const };
+        // Each reviewer votes once: a second attempt is already_voted whatever its body says.
+        // (The row lock makes this check race-free; the unique index below is the second guard.)
+        if (await trx('votes').where({ decision_id: d.id, voter: person.email }).first('id')) return { kind: 'already_voted' as const };
         const problem = responseValueProblem(d.response_spec as ResponseSpec | null, args.responseValue, args.choice);
         if (problem) return { kind: 'bad_value' as const, problem };
         const inserted = await trx('votes')
@@ -137,6 +153,8 @@ export function createDecisionActions(deps: ActionDeps) {
       });
       switch (outcome.kind) {
         case 'not_found':
+          // Automation never learns more than "you cannot vote", whatever the id.
+          if (args.voter.kind === 'apiKey') throw new AppError('not_an_approver', 'an API key cannot vote: automation can ask, never approve');
           throw notFound();
         case 'refused':
           throw new AppError('not_an_approver', `${actor} cannot vote on this decision: ${outcome.why}`);
@@ -232,10 +250,11 @@ export function createDecisionActions(deps: ActionDeps) {
     async addEvidence(org: string, id: string, actor: string, item: Record<string, unknown>) {
       const now = clock.now();
       const hash = sha256Hex(canonicalize(item));
-      return db.transaction(async (trx) => {
+      const out = await db.transaction(async (trx) => {
         const d = await lockDecision(trx, org, id);
         if (!d) throw notFound();
-        if (d.status !== 'PENDING') throw new AppError('not_pending', `the decision is ${d.status}; its evidence is sealed`, { status: d.status });
+        const closed = await closedStatus(trx, d, now);
+        if (closed) return { closed };
         const inserted = await trx('evidence')
           .insert({ id: newId('evidence'), decision_id: id, item: JSON.stringify(item), content_hash: hash, added_by: actor, added_at: now })
           .onConflict(['decision_id', 'content_hash'])
@@ -248,26 +267,40 @@ export function createDecisionActions(deps: ActionDeps) {
         }
         return { status: inserted[0] ? 201 : 200, body: { ...evidenceView(row), duplicate: !inserted[0] } };
       });
+      // Thrown after the commit, so an expiry found on the way is kept.
+      if ('closed' in out && out.closed) throw notPending(out.closed, 'its evidence is sealed');
+      return out;
     },
 
     async saveOutput<T extends { content: string }>(org: string, id: string, actor: string, draft: T) {
       const now = clock.now();
-      return db.transaction(async (trx) => {
+      const out = await db.transaction(async (trx) => {
         const d = await lockDecision(trx, org, id);
         if (!d) throw notFound();
-        if (d.status !== 'PENDING') throw new AppError('not_pending', `the decision is ${d.status}; the draft is final`, { status: d.status });
+        const closed = await closedStatus(trx, d, now);
+        if (closed) return { closed };
         if (!d.proposed_output) throw new AppError('conflict', 'this decision carries no proposedOutput to refine');
         await trx('decisions').where({ id }).update({ refined_output: JSON.stringify(draft) });
         await timeline(trx, id, 'output_saved', actor, now, { length: String(draft.content ?? '').length });
         return { decisionId: id, refinedOutput: draft, output: draft };
       });
+      if ('closed' in out && out.closed) throw notPending(out.closed, 'the draft is final');
+      return out;
     },
 
     /** Asks the org's model for a revised draft; records the attempt; commits no draft. */
     async refine(org: string, id: string, actor: string, feedback: string) {
       const d: DecisionRow | undefined = await db('decisions').where({ org_id: org, id }).first();
       if (!d) throw notFound();
-      if (d.status !== 'PENDING') throw new AppError('not_pending', `the decision is ${d.status}`, { status: d.status });
+      if (d.status !== 'PENDING') throw notPending(d.status, 'its draft is final');
+      if (d.expires_at && d.expires_at <= clock.now()) {
+        // Past the deadline: expire it now (as a vote would) rather than ask the model.
+        const closed = await db.transaction(async (trx) => {
+          const locked = await lockDecision(trx, org, id);
+          return locked ? closedStatus(trx, locked, clock.now()) : null;
+        });
+        throw notPending(closed ?? 'EXPIRED', 'its draft is final');
+      }
       const current = (d.refined_output ?? d.proposed_output) as { content?: string; title?: string; format?: string } | null;
       if (!current) throw new AppError('conflict', 'this decision carries no proposedOutput to refine');
       const llm = await deps.bus.call(AccessEndpoints.llmSettings, { org });

@@ -3,13 +3,16 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import { AppError, UserRole } from '@approvals/shared';
 
+// PostgreSQL text cannot hold U+0000: such a claim would fail as a 500 when the org or user is recorded.
+const claimText = () => z.string().refine((s) => !s.includes('\u0000'), 'must not contain U+0000');
+
 /** Claims a session token must carry (interface-decisions: Sessions). */
 export const SessionClaims = z.object({
-  sub: z.string().min(1),
-  email: z.string().min(3),
-  org: z.string().min(1),
+  sub: claimText().min(1),
+  email: claimText().min(3),
+  org: claimText().min(1),
   role: UserRole.default('member'),
-  name: z.string().optional(),
+  name: claimText().optional(),
 });
 export type SessionClaims = z.infer<typeof SessionClaims>;
 
@@ -53,7 +56,13 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
   }
 
   return async function verify(token: string): Promise<SessionClaims> {
-    const decoded = jwt.decode(token, { complete: true });
+    let decoded: ReturnType<typeof jwt.decode>;
+    try {
+      // Throws (SyntaxError) on a `typ: JWT` header with a payload that is not JSON.
+      decoded = jwt.decode(token, { complete: true });
+    } catch {
+      decoded = null;
+    }
     if (!decoded || typeof decoded === 'string') throw new AppError('unauthorized', 'malformed token');
     let payload: JwtPayload | string;
     try {
@@ -79,8 +88,8 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
     }
     const claims = SessionClaims.safeParse(payload);
     if (!claims.success) {
-      const missing = claims.error.issues.map((i) => i.path.join('.')).join(', ');
-      throw new AppError('unauthorized', `token lacks required claims: ${missing}`);
+      const missing = claims.error.issues.map((i) => i.path.join('.') || 'payload').join(', ');
+      throw new AppError('unauthorized', `token lacks required claims or has invalid ones: ${missing}`);
     }
     return { ...claims.data, email: claims.data.email.toLowerCase() };
   };

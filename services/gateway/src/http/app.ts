@@ -145,7 +145,7 @@ export function createApp(deps: AppDeps) {
   }
 
   function validate(route: RouteDef, req: Req) {
-    const issues = [...nulIssues('query', req.query), ...nulIssues('body', req.body), ...nulIssues('params', req.params)];
+    const issues = [...inputIssues('query', req.query), ...inputIssues('body', req.body), ...inputIssues('params', req.params)];
     const params = (route.params ?? z.object({}).catchall(z.string())).safeParse(req.params);
     if (!params.success) issues.push(...zodIssues('params', params.error));
     const query = (route.query ?? z.object({}).catchall(z.unknown())).safeParse(req.query ?? {});
@@ -174,23 +174,41 @@ export function createApp(deps: AppDeps) {
   return app;
 }
 
+/** Deepest JSON nesting a request may carry (V8's JSON.stringify fails near 4000, JSON.parse takes any). */
+export const MAX_JSON_DEPTH = 64;
+
 /**
  * PostgreSQL text and jsonb cannot hold U+0000. Refusing it here keeps a stray NUL in a
- * title or id from ever reaching a service as a 500.
+ * title or id from ever reaching a service as a 500. Nesting past MAX_JSON_DEPTH is
+ * refused too: it parses, but cannot be forwarded or stored (a 5xx later).
  */
-function nulIssues(location: string, value: unknown, path: string[] = [], out: { path: string; message: string }[] = []) {
-  if (out.length >= 10) return out;
-  if (typeof value === 'string') {
-    if (value.includes('\u0000')) out.push({ path: [location, ...path].join('.'), message: 'must not contain the NUL character (U+0000)' });
-  } else if (Array.isArray(value)) {
-    value.forEach((v, i) => nulIssues(location, v, [...path, String(i)], out));
-  } else if (value && typeof value === 'object') {
-    for (const [k, v] of Object.entries(value)) {
-      if (k.includes('\u0000')) out.push({ path: [location, ...path].join('.'), message: 'field names must not contain U+0000' });
-      nulIssues(location, v, [...path, k], out);
+function inputIssues(location: string, value: unknown): { path: string; message: string }[] {
+  // Iterative, with parent links instead of copied paths: a deeply nested body (JSON.parse
+  // takes any depth) must neither overflow the stack nor cost depth² work.
+  type Where = { key: string; up: Where | undefined } | undefined;
+  const pathOf = (w: Where) => {
+    const keys: string[] = [];
+    for (let n = w; n; n = n.up) keys.push(n.key);
+    return [location, ...keys.reverse()].join('.');
+  };
+  const out: { path: string; message: string }[] = [];
+  const todo: Array<[unknown, Where, number]> = [[value, undefined, 0]];
+  while (todo.length && out.length < 10) {
+    const [v, where, depth] = todo.pop()!;
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) out.push({ path: pathOf(where), message: 'must not contain the NUL character (U+0000)' });
+    } else if (v && typeof v === 'object' && depth >= MAX_JSON_DEPTH) {
+      out.push({ path: pathOf(where), message: `nested more than ${MAX_JSON_DEPTH} levels deep` });
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) todo.push([v[i], { key: String(i), up: where }, depth + 1]);
+    } else if (v && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v).reverse()) {
+        if (k.includes('\u0000')) out.push({ path: pathOf(where), message: 'field names must not contain U+0000' });
+        todo.push([child, { key: k, up: where }, depth + 1]);
+      }
     }
   }
-  return out;
+  return out.slice(0, 10);
 }
 
 function policySource(req: Req): 'dashboard' | 'api' | 'repository' {

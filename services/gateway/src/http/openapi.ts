@@ -12,6 +12,22 @@ const ErrorBodySchema = {
   additionalProperties: true,
 };
 
+const ComponentSchema = {
+  type: 'object',
+  required: ['ok'],
+  properties: { ok: { type: 'boolean' }, latencyMs: { type: 'number' }, instances: { type: 'integer' }, error: { type: 'string' } },
+};
+const HealthSchema = {
+  type: 'object',
+  required: ['status', 'version', 'components', 'services'],
+  properties: {
+    status: { type: 'string', enum: ['ok', 'unavailable'] },
+    version: { type: 'string' },
+    components: { type: 'object', additionalProperties: ComponentSchema },
+    services: { type: 'object', additionalProperties: ComponentSchema },
+  },
+};
+
 function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
   try {
     const s = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown>;
@@ -71,6 +87,25 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
     }
     (paths[r.path] ??= {})[r.method] = op;
   }
+  // Served by the app itself (not the route table), but part of the spec's endpoints.
+  paths['/health'] ??= {};
+  paths['/health'].get ??= {
+    tags: ['health'],
+    summary: 'Health of the gateway, PostgreSQL, NATS and every service',
+    description: `200 only when PostgreSQL, NATS and every service answer, else 503 naming what is down. ${SCOPE_TEXT.public}`,
+    operationId: 'get_health',
+    parameters: [],
+    security: [],
+    responses: Object.fromEntries(
+      ['200', '503'].map((code) => [
+        code,
+        {
+          description: code === '200' ? 'Everything answers' : 'Something is down',
+          content: { 'application/json': { schema: HealthSchema } },
+        },
+      ]),
+    ),
+  };
   return {
     openapi: '3.1.0',
     info: {

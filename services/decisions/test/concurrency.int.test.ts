@@ -1,0 +1,140 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startStack, type Stack } from '../../../test/helpers/stack';
+import { SERVICES, StreamReader, countType, decide, expectError, openDecision, readDecision } from './actions.helpers';
+
+const emails = (n: number) => Array.from({ length: n }, (_, i) => `rev${i + 1}@race.example.com`);
+
+describe('decisions under concurrency', () => {
+  let stack: Stack;
+  let org: string;
+  let apiKey: string;
+  let stream: StreamReader;
+  const session = (email: string) => stack.session({ org, email });
+
+  beforeAll(async () => {
+    stack = await startStack({ services: SERVICES, label: 'decrace' });
+    ({ org, apiKey } = await stack.newOrg());
+    stream = await new StreamReader(stack.nats.url).open();
+  });
+  afterAll(async () => {
+    await stream?.close();
+    await stack?.stop();
+  });
+
+  const consume = (id: string, consumer: string) => stack.http('POST', `/v1/worker/decisions/${id}/consume`, { token: apiKey, body: { consumer } });
+  const approved = async () => {
+    const [rev] = emails(1);
+    const id = await openDecision(stack, apiKey, { approvers: [rev] });
+    expect((await decide(stack, session(rev), id, { decision: 'approve' })).body.status).toBe('APPROVED');
+    return id;
+  };
+
+  it('5 approvers, quorum 3, all approve at once: 3 votes count, 2 get not_pending, one resolution, one resolved event', async () => {
+    const reviewers = emails(5);
+    const id = await openDecision(stack, apiKey, { approvers: reviewers, approvalsRequired: 3 });
+    const results = await Promise.all(reviewers.map((e) => decide(stack, session(e), id, { decision: 'approve' })));
+
+    const ok = results.filter((r) => r.status === 200);
+    const late = results.filter((r) => r.status !== 200);
+    expect(ok).toHaveLength(3);
+    expect(late).toHaveLength(2);
+    for (const r of late) expectError(r, 409, 'not_pending', { status: 'APPROVED' });
+    // serialized: the tallies the three winners saw are 1, 2, 3 and only the third resolved
+    expect(ok.map((r) => r.body.tally.approvals).sort()).toEqual([1, 2, 3]);
+    expect(ok.map((r) => r.body.status).sort()).toEqual(['APPROVED', 'PENDING', 'PENDING']);
+    const resolver = ok.find((r) => r.body.status === 'APPROVED')!;
+    expect(resolver.body.tally).toEqual({ approvals: 3, rejections: 0, approvalsRequired: 3, rejectionsRequired: 1 });
+
+    const d = await readDecision(stack, session(reviewers[0]), id);
+    expect(d.status).toBe('APPROVED');
+    expect(d.tally).toEqual({ approvals: 3, rejections: 0, approvalsRequired: 3, rejectionsRequired: 1 });
+    expect(countType(d, 'vote')).toBe(3);
+    expect(countType(d, 'resolved')).toBe(1);
+    expect(reviewers).toContain(d.decidedBy);
+
+    const resolved = await stream.forDecision(stack, id, 'evt.decision.resolved');
+    expect(resolved).toHaveLength(1);
+    expect(resolved[0].envelope).toMatchObject({ type: 'evt.decision.resolved', org, data: { decisionId: id, status: 'APPROVED', decidedBy: d.decidedBy } });
+    expect(await stream.forDecision(stack, id, 'evt.decision.vote_recorded')).toHaveLength(3);
+  });
+
+  it('5 approvers, quorum 3, three approve and two reject at once: exactly one final state', async () => {
+    const reviewers = emails(5);
+    const id = await openDecision(stack, apiKey, { approvers: reviewers, approvalsRequired: 3, rejectionsRequired: 2 });
+    const results = await Promise.all(reviewers.map((e, i) => decide(stack, session(e), id, { decision: i < 3 ? 'approve' : 'reject' })));
+    const d = await readDecision(stack, session(reviewers[0]), id);
+    expect(['APPROVED', 'REJECTED']).toContain(d.status);
+    expect(countType(d, 'resolved')).toBe(1);
+    const finals = results.filter((r) => r.status === 200 && r.body.status !== 'PENDING');
+    expect(finals).toHaveLength(1);
+    expect(finals[0].body.status).toBe(d.status);
+    for (const r of results.filter((x) => x.status !== 200)) expectError(r, 409, 'not_pending', { status: d.status });
+    expect(await stream.forDecision(stack, id, 'evt.decision.resolved')).toHaveLength(1);
+  });
+
+  it('a vote racing a cancel leaves exactly one final state (10 rounds)', async () => {
+    const [rev] = emails(1);
+    const seen = new Set<string>();
+    for (let round = 0; round < 10; round++) {
+      const id = await openDecision(stack, apiKey, { approvers: [rev] });
+      const [vote, cancel] = await Promise.all([
+        decide(stack, session(rev), id, { decision: 'approve' }),
+        stack.http('POST', `/v1/worker/decisions/${id}/cancel`, { token: apiKey, body: { note: 'race' } }),
+      ]);
+      expect(cancel.status).toBe(200);
+      const d = await readDecision(stack, session(rev), id);
+      if (d.status === 'APPROVED') {
+        expect(vote.status).toBe(200);
+        expect(vote.body).toMatchObject({ recorded: true, status: 'APPROVED' });
+        expect(cancel.body).toEqual({ cancelled: false, decisionId: id, status: 'APPROVED' });
+        expect(countType(d, 'resolved')).toBe(1);
+        expect(countType(d, 'cancelled')).toBe(0);
+        expect(d.tally.approvals).toBe(1);
+      } else {
+        expect(d.status).toBe('CANCELLED');
+        expect(cancel.body).toEqual({ cancelled: true, decisionId: id, status: 'CANCELLED' });
+        expectError(vote, 409, 'not_pending', { status: 'CANCELLED' });
+        expect(countType(d, 'resolved')).toBe(0);
+        expect(countType(d, 'cancelled')).toBe(1);
+        expect(d.tally.approvals).toBe(0);
+      }
+      seen.add(d.status);
+    }
+    expect([...seen].every((s) => s === 'APPROVED' || s === 'CANCELLED')).toBe(true);
+  });
+
+  it('20 different consumers at once on one approval: exactly one consumes, 19 get 409 consumed', async () => {
+    const id = await approved();
+    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => consume(id, `worker-${i}`)));
+    const winners = results.filter((r) => r.status === 200);
+    expect(winners).toHaveLength(1);
+    expect(winners[0].body).toEqual({ consumed: true, decisionId: id, consumer: expect.stringMatching(/^worker-\d+$/), consumedAt: expect.any(String) });
+    const losers = results.filter((r) => r.status !== 200);
+    expect(losers).toHaveLength(19);
+    for (const r of losers) {
+      expect(r.status).toBe(409);
+      expect(r.body).toEqual({ error: 'consume_refused', message: expect.any(String), consumed: false, reason: 'consumed' });
+    }
+    const d = await readDecision(stack, session(emails(1)[0]), id);
+    expect({ consumed: d.consumed, consumedBy: d.consumedBy }).toEqual({ consumed: true, consumedBy: winners[0].body.consumer });
+    expect(countType(d, 'consumed')).toBe(1);
+    expect(await stream.forDecision(stack, id, 'evt.decision.consumed')).toHaveLength(1);
+  });
+
+  it('10 concurrent consumes by the same consumer: all succeed, exactly one is the first', async () => {
+    const id = await approved();
+    const results = await Promise.all(Array.from({ length: 10 }, () => consume(id, 'payments-worker')));
+    for (const r of results) {
+      expect(r.status).toBe(200);
+      expect(r.body).toMatchObject({ consumed: true, decisionId: id, consumer: 'payments-worker' });
+    }
+    const first = results.filter((r) => !('alreadyConsumed' in r.body));
+    expect(first).toHaveLength(1);
+    expect(results.filter((r) => r.body.alreadyConsumed === true)).toHaveLength(9);
+    // every answer names the same moment of consumption
+    expect(new Set(results.map((r) => r.body.consumedAt)).size).toBe(1);
+    const d = await readDecision(stack, session(emails(1)[0]), id);
+    expect(countType(d, 'consumed')).toBe(1);
+    expect(await stream.forDecision(stack, id, 'evt.decision.consumed')).toHaveLength(1);
+  });
+});

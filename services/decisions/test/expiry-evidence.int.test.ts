@@ -1,0 +1,282 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { randomBytes } from 'node:crypto';
+import { DURABLE, STREAM_EVENTS, encodeJson } from '@approvals/shared';
+import { waitFor } from '@approvals/shared/testing';
+import { startStack, type Stack } from '../../../test/helpers/stack';
+import { ISO, SERVICES, StreamReader, countType, decide, expectError, expectInvalid, openDecision, readDecision } from './actions.helpers';
+
+const A = 'amy@expiry.example.com';
+const B = 'bob@expiry.example.com';
+const OUTSIDER = 'otto@expiry.example.com';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('expiry, evidence and events', () => {
+  let stack: Stack;
+  let org: string;
+  let apiKey: string;
+  let keyId: string;
+  let a: string;
+  let b: string;
+  let stream: StreamReader;
+
+  beforeAll(async () => {
+    stack = await startStack({ services: SERVICES, label: 'decexpiry' });
+    ({ org, apiKey, keyId } = await stack.newOrg());
+    a = stack.session({ org, email: A });
+    b = stack.session({ org, email: B });
+    stream = await new StreamReader(stack.nats.url).open();
+  });
+  afterAll(async () => {
+    await stream?.close();
+    await stack?.stop();
+  });
+
+  /** Publishes what the scheduler sends when a decision's deadline is due; answers the stream sequence. */
+  const publishExpireDue = async (decisionId: string, eventOrg = org, data: Record<string, unknown> = { decisionId }) => {
+    const id = `evt_${randomBytes(8).toString('hex')}`;
+    const envelope = { id, type: 'evt.timer.expire_due', org: eventOrg, occurredAt: new Date().toISOString(), data };
+    const ack = await stream.js().publish('evt.timer.expire_due', encodeJson(envelope), { msgID: id });
+    expect(ack.duplicate).toBe(false);
+    return ack.seq;
+  };
+  /** Waits until the decisions timer consumer has acked (or terminated) everything up to `seq`. */
+  const timerHandled = (seq: number) =>
+    waitFor(
+      async () => {
+        const info = await stream.manager().consumers.info(STREAM_EVENTS, DURABLE.decisionsTimerExpire);
+        return info.ack_floor.stream_seq >= seq && info.num_ack_pending === 0;
+      },
+      { what: `timer consumer to handle seq ${seq}`, timeoutMs: 15_000 },
+    );
+  const untilPast = async (iso: string) => {
+    const wait = Date.parse(iso) - Date.now() + 50;
+    if (wait > 0) await sleep(wait);
+  };
+
+  describe('expiry', () => {
+    it('evt.timer.expire_due after the deadline expires the decision; a repeat changes nothing', async () => {
+      const id = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1 });
+      const before = await readDecision(stack, a, id);
+      expect(before.status).toBe('PENDING');
+      expect(before.expiresAt).toMatch(ISO);
+      expect(Date.parse(before.expiresAt) - Date.parse(before.createdAt)).toBe(1000);
+      await untilPast(before.expiresAt);
+
+      await publishExpireDue(id);
+      const expired = await waitFor(
+        async () => {
+          const d = await readDecision(stack, a, id);
+          return d.status === 'EXPIRED' ? d : undefined;
+        },
+        { what: 'the decision to read EXPIRED' },
+      );
+      expect(expired).toMatchObject({ status: 'EXPIRED', decidedBy: null, note: null });
+      expect(Date.parse(expired.resolvedAt)).toBeGreaterThanOrEqual(Date.parse(expired.expiresAt));
+      expect(countType(expired, 'expired')).toBe(1);
+
+      const seq = await publishExpireDue(id);
+      await timerHandled(seq);
+      const again = await readDecision(stack, a, id);
+      expect({ status: again.status, resolvedAt: again.resolvedAt }).toEqual({ status: 'EXPIRED', resolvedAt: expired.resolvedAt });
+      expect(countType(again, 'expired')).toBe(1);
+      expect(again.timeline).toEqual(expired.timeline);
+
+      const resolved = await stream.forDecision(stack, id, 'evt.decision.resolved');
+      expect(resolved).toHaveLength(1);
+      expect(resolved[0].envelope.data).toMatchObject({ decisionId: id, status: 'EXPIRED', decidedBy: null });
+
+      // votes and cancel are closed; the poller sees EXPIRED
+      expectError(await decide(stack, a, id, { decision: 'approve' }), 409, 'not_pending', { status: 'EXPIRED' });
+      const cancel = await stack.http('POST', `/v1/worker/decisions/${id}/cancel`, { token: apiKey });
+      expect(cancel.body).toEqual({ cancelled: false, decisionId: id, status: 'EXPIRED' });
+      expect((await stack.http('GET', `/v1/worker/decisions/${id}`, { token: apiKey })).body.status).toBe('EXPIRED');
+    });
+
+    it('a timer that arrives before the deadline is not applied early, only once due', async () => {
+      const id = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 2 });
+      await publishExpireDue(id);
+      await sleep(300);
+      expect((await readDecision(stack, a, id)).status).toBe('PENDING');
+      const expired = await waitFor(
+        async () => {
+          const d = await readDecision(stack, a, id);
+          return d.status === 'EXPIRED' ? d : undefined;
+        },
+        { what: 'the early timer to expire the decision once due', timeoutMs: 15_000 },
+      );
+      expect(Date.parse(expired.resolvedAt)).toBeGreaterThanOrEqual(Date.parse(expired.expiresAt));
+      expect(countType(expired, 'expired')).toBe(1);
+    });
+
+    it('a timer for a resolved decision, another org or an unknown id changes nothing', async () => {
+      const id = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1 });
+      expect((await decide(stack, a, id, { decision: 'approve' })).body.status).toBe('APPROVED');
+      const pending = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1 });
+      const d0 = await readDecision(stack, a, pending);
+      await untilPast(d0.expiresAt);
+      await publishExpireDue(id);
+      await publishExpireDue(pending, 'org_someone_else');
+      await publishExpireDue('dec_unknown');
+      const last = await publishExpireDue(pending, org, { nothing: true });
+      await timerHandled(last);
+      expect((await readDecision(stack, a, id)).status).toBe('APPROVED');
+      const p = await readDecision(stack, a, pending);
+      expect(p.status).toBe('PENDING');
+      expect(countType(p, 'expired')).toBe(0);
+    });
+
+    it('a vote after expiresAt, without any timer event, is 409 not_pending EXPIRED and expires the decision', async () => {
+      const id = await openDecision(stack, apiKey, { approvers: [A, B], timeoutSec: 1 });
+      const d0 = await readDecision(stack, a, id);
+      await untilPast(d0.expiresAt);
+      expect((await readDecision(stack, a, id)).tally.approvals).toBe(0);
+      expectError(await decide(stack, a, id, { decision: 'approve' }), 409, 'not_pending', { status: 'EXPIRED' });
+      const d = await readDecision(stack, a, id);
+      expect(d).toMatchObject({ status: 'EXPIRED', decidedBy: null });
+      expect(d.tally.approvals).toBe(0);
+      expect(countType(d, 'vote')).toBe(0);
+      expect(countType(d, 'expired')).toBe(1);
+      expectError(await decide(stack, b, id, { decision: 'reject' }), 409, 'not_pending', { status: 'EXPIRED' });
+      expect(await stream.forDecision(stack, id, 'evt.decision.resolved')).toHaveLength(1);
+    });
+
+    it('a cancel after expiresAt, without any timer event, answers cancelled:false with EXPIRED', async () => {
+      const id = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1 });
+      await untilPast((await readDecision(stack, a, id)).expiresAt);
+      const res = await stack.http('POST', `/v1/worker/decisions/${id}/cancel`, { token: apiKey });
+      expect(res.body).toEqual({ cancelled: false, decisionId: id, status: 'EXPIRED' });
+      expect((await readDecision(stack, a, id)).status).toBe('EXPIRED');
+    });
+
+    it('after the deadline, without a timer event, evidence, a draft and refine are refused as EXPIRED', async () => {
+      const proposed = { content: 'draft' };
+      const id = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1, proposedOutput: proposed });
+      expect((await stack.http('POST', `/v1/decisions/${id}/evidence`, { token: a, body: { kind: 'note', body: 'in time' } })).status).toBe(201);
+      await untilPast((await readDecision(stack, a, id)).expiresAt);
+
+      expectError(await stack.http('POST', `/v1/decisions/${id}/evidence`, { token: a, body: { kind: 'note', body: 'too late' } }), 409, 'not_pending', { status: 'EXPIRED' });
+      expectError(await stack.http('PUT', `/v1/decisions/${id}/output`, { token: a, body: { content: 'too late' } }), 409, 'not_pending', { status: 'EXPIRED' });
+      expectError(await stack.http('POST', `/v1/decisions/${id}/refine`, { token: a, body: { feedback: 'too late' } }), 409, 'not_pending', { status: 'EXPIRED' });
+
+      const d = await readDecision(stack, a, id);
+      expect({ status: d.status, refinedOutput: d.refinedOutput, output: d.output }).toEqual({ status: 'EXPIRED', refinedOutput: null, output: proposed });
+      expect(d.evidence.map((e: { body: string }) => e.body)).toEqual(['in time']);
+      expect(countType(d, 'expired')).toBe(1);
+      expect(countType(d, 'evidence_added')).toBe(1);
+      expect(countType(d, 'output_saved')).toBe(0);
+      expect(countType(d, 'refined')).toBe(0);
+      expect(await stream.forDecision(stack, id, 'evt.decision.resolved')).toHaveLength(1);
+    });
+  });
+
+  describe('evidence', () => {
+    const add = (id: string, body: unknown, token = a) => stack.http('POST', `/v1/decisions/${id}/evidence`, { token, body });
+
+    it('append-only while PENDING, identical content is a no-op, oldest first, sealed once resolved', async () => {
+      const id = await openDecision(stack, apiKey, { approvers: [A] });
+      const first = await add(id, { kind: 'note', body: 'x' });
+      expect(first.status).toBe(201);
+      expect(first.body).toEqual({
+        kind: 'note',
+        body: 'x',
+        id: expect.any(String),
+        addedBy: A,
+        addedAt: expect.stringMatching(ISO),
+        contentHash: expect.stringMatching(/^[0-9a-f]{64}$/),
+        duplicate: false,
+      });
+
+      const dup = await add(id, { kind: 'note', body: 'x' }, b);
+      expect(dup.status).toBe(200);
+      expect(dup.body).toEqual({ ...first.body, duplicate: true });
+      // key order does not make it different content
+      const dup2 = await add(id, { body: 'x', kind: 'note' });
+      expect(dup2.status).toBe(200);
+      expect(dup2.body.id).toBe(first.body.id);
+
+      const link = { kind: 'link', title: 'Ticket', sourceUrl: 'https://tickets.example.com/42', sourceRef: { id: 42 } };
+      const second = await add(id, link);
+      expect(second.status).toBe(201);
+      expect(second.body).toMatchObject({ ...link, duplicate: false });
+
+      const list = await stack.http('GET', `/v1/decisions/${id}/evidence`, { token: b });
+      expect(list.status).toBe(200);
+      expect(list.body.evidence.map((e: { id: string }) => e.id)).toEqual([first.body.id, second.body.id]);
+      const { duplicate: _d1, ...firstView } = first.body;
+      const { duplicate: _d2, ...secondView } = second.body;
+      expect(list.body.evidence).toEqual([firstView, secondView]);
+
+      const d = await readDecision(stack, a, id);
+      expect(d.evidence).toEqual(list.body.evidence);
+      expect(countType(d, 'evidence_added')).toBe(2);
+
+      expect((await decide(stack, a, id, { decision: 'approve' })).body.status).toBe('APPROVED');
+      expectError(await add(id, { kind: 'note', body: 'after the fact' }), 409, 'not_pending', { status: 'APPROVED' });
+      // even identical content is refused once sealed
+      expectError(await add(id, { kind: 'note', body: 'x' }), 409, 'not_pending', { status: 'APPROVED' });
+      expect((await stack.http('GET', `/v1/decisions/${id}/evidence`, { token: a })).body.evidence).toHaveLength(2);
+    });
+
+    it('an invalid kind or unknown field is 400; an unknown decision is 404; an API key is refused', async () => {
+      const id = await openDecision(stack, apiKey, { approvers: [A] });
+      expectInvalid(await add(id, { kind: 'rumour', body: 'x' }), 'body.kind');
+      expectInvalid(await add(id, { body: 'x' }), 'body.kind');
+      expectInvalid(await add(id, { kind: 'note', body: 'x', colour: 'red' }));
+      expectInvalid(await add(id, { kind: 'note', bodyFormat: 'html' }));
+      expectError(await add('dec_unknown', { kind: 'note', body: 'x' }), 404, 'not_found');
+      expectError(await add(id, { kind: 'note', body: 'x' }, apiKey), 403, 'forbidden');
+      expect((await stack.http('GET', `/v1/decisions/${id}/evidence`, { token: a })).body.evidence).toEqual([]);
+    });
+  });
+
+  describe('events through the outbox', () => {
+    it('every state change of a decision is on the EVENTS stream', async () => {
+      // decision 1: created → vote refused → vote → evidence → resolved → consumed
+      const id = await openDecision(stack, apiKey, { approvers: [A, B], approvalsRequired: 2 });
+      expectError(await decide(stack, stack.session({ org, email: OUTSIDER }), id, { decision: 'approve' }), 403, 'not_an_approver');
+      expectError(await decide(stack, apiKey, id, { decision: 'approve' }), 403, 'not_an_approver');
+      expect((await decide(stack, a, id, { decision: 'approve' })).status).toBe(200);
+      expect((await stack.http('POST', `/v1/decisions/${id}/evidence`, { token: a, body: { kind: 'note', body: 'checked' } })).status).toBe(201);
+      expect((await decide(stack, b, id, { decision: 'approve', note: 'ok' })).body.status).toBe('APPROVED');
+      expect((await stack.http('POST', `/v1/worker/decisions/${id}/consume`, { token: apiKey, body: { consumer: 'c1' } })).status).toBe(200);
+
+      const events = await stream.forDecision(stack, id);
+      expect(events.map((e) => e.subject)).toEqual([
+        'evt.decision.created',
+        'evt.decision.vote_refused',
+        'evt.decision.vote_refused',
+        'evt.decision.vote_recorded',
+        'evt.decision.evidence_added',
+        'evt.decision.vote_recorded',
+        'evt.decision.resolved',
+        'evt.decision.consumed',
+      ]);
+      for (const e of events) {
+        expect(e.envelope).toEqual({ id: expect.any(String), type: e.subject, org, occurredAt: expect.stringMatching(ISO), data: expect.objectContaining({ decisionId: id }) });
+        expect(e.msgId).toBe(e.envelope.id);
+      }
+      expect(new Set(events.map((e) => e.envelope.id)).size).toBe(events.length);
+      const by = (s: string) => events.filter((e) => e.subject === s).map((e) => e.envelope.data);
+      expect(by('evt.decision.created')[0]).toMatchObject({ approvers: [A, B], externalRunId: expect.any(String), stepRef: 'step-1' });
+      expect(by('evt.decision.vote_refused').map((d) => d.actor)).toEqual([OUTSIDER, keyId]);
+      expect(by('evt.decision.vote_recorded').map((d) => [d.voter, d.choice])).toEqual([
+        [A, 'approve'],
+        [B, 'approve'],
+      ]);
+      expect(by('evt.decision.resolved')[0]).toMatchObject({ status: 'APPROVED', decidedBy: B, note: 'ok' });
+      expect(by('evt.decision.consumed')[0]).toMatchObject({ consumer: 'c1' });
+      expect(by('evt.decision.evidence_added')[0]).toMatchObject({ kind: 'note', actor: A });
+
+      // decision 2: created → evidence → cancelled
+      const id2 = await openDecision(stack, apiKey, { approvers: [A] });
+      expect((await stack.http('POST', `/v1/decisions/${id2}/evidence`, { token: a, body: { kind: 'note', body: 'n' } })).status).toBe(201);
+      expect((await stack.http('POST', `/v1/decisions/${id2}/evidence`, { token: a, body: { kind: 'note', body: 'n' } })).status).toBe(200);
+      expect((await stack.http('POST', `/v1/worker/decisions/${id2}/cancel`, { token: apiKey, body: { note: 'stop' } })).body.cancelled).toBe(true);
+      expect((await stack.http('POST', `/v1/worker/decisions/${id2}/cancel`, { token: apiKey })).body.cancelled).toBe(false);
+      const events2 = await stream.forDecision(stack, id2);
+      expect(events2.map((e) => e.subject)).toEqual(['evt.decision.created', 'evt.decision.evidence_added', 'evt.decision.cancelled']);
+      expect(events2[2].envelope.data).toMatchObject({ decisionId: id2, actor: keyId, note: 'stop' });
+    });
+  });
+});

@@ -1,0 +1,328 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startStack, type HttpResult, type Stack } from '../../../test/helpers/stack';
+
+/**
+ * The caller's key (externalRunId, stepRef), `exclusive`, what a decision fixes at
+ * creation, and the monthly quota, over HTTP on the real services.
+ */
+
+function expectError(res: HttpResult, status: number, body: Record<string, unknown>) {
+  expect({ status: res.status, body: res.body }).toEqual({ status, body: { message: expect.any(String), ...body } });
+  expect(res.body.message.length).toBeGreaterThan(0);
+}
+
+let runSeq = 0;
+const run = (label = 'run') => `${label}-${Date.now().toString(36)}-${++runSeq}`;
+const ID = /^[A-Za-z0-9_-]+$/;
+
+describe('idempotency, exclusive and what a decision fixes at creation', () => {
+  let stack: Stack;
+  let org: string;
+  let admin: string;
+  let apiKey: string;
+  let keyId: string;
+
+  beforeAll(async () => {
+    stack = await startStack({ label: 'decidem', services: ['gateway', 'policies', 'decisions'] });
+    ({ org, admin, apiKey, keyId } = await stack.newOrg());
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  const create = (body: Record<string, unknown>, token = apiKey) => stack.http('POST', '/v1/worker/decisions', { token, body });
+  const sessionGet = (id: string) => stack.http('GET', `/v1/decisions/${id}`, { token: admin });
+  const workerGet = (id: string) => stack.http('GET', `/v1/worker/decisions/${id}`, { token: apiKey });
+  const decide = (id: string, email: string, decision: 'approve' | 'reject' = 'approve') =>
+    stack.http('POST', `/v1/decisions/${id}/decide`, { token: stack.session({ org, email }), body: { decision } });
+
+  describe('repeat of (externalRunId, stepRef)', () => {
+    it('returns the same decision: 200 reason "existing", no second decision', async () => {
+      const externalRunId = run('repeat');
+      const body = { externalRunId, stepRef: 'approve-refund', workflowRef: externalRunId, approvers: ['alice@example.com'], timeoutSec: 600 };
+      const first = await create(body);
+      expect(first.status).toBe(201);
+      expect(first.body).toEqual({
+        approvalNeeded: true,
+        decisionId: expect.stringMatching(ID),
+        reason: 'created',
+        status: 'PENDING',
+        expiresAt: expect.any(String),
+        policyVersion: null,
+        policyVersionId: null,
+      });
+      const again = await create(body);
+      expect({ status: again.status, body: again.body }).toEqual({
+        status: 200,
+        body: { ...first.body, reason: 'existing' },
+      });
+      // A repeat with a different body is still the same decision, answered as it is.
+      const changed = await create({ externalRunId, stepRef: 'approve-refund', approvers: ['zed@example.com'], context: { title: 'other' }, required: false });
+      expect({ status: changed.status, body: changed.body }).toEqual({ status: 200, body: { ...first.body, reason: 'existing' } });
+      const got = await sessionGet(first.body.decisionId);
+      expect(got.body).toMatchObject({ approvers: ['alice@example.com'], context: null, workflowRef: externalRunId });
+      expect(got.body.timeline.filter((t: { type: string }) => t.type === 'created')).toHaveLength(1);
+
+      const list = await stack.http('GET', `/v1/decisions/?workflowRef=${externalRunId}`, { token: admin });
+      expect({ total: list.body.total, ids: list.body.decisions.map((d: { id: string }) => d.id) }).toEqual({ total: 1, ids: [first.body.decisionId] });
+    });
+
+    it('another step of the same run, or the same step in another org, is a new decision', async () => {
+      const externalRunId = run('steps');
+      const a = await create({ externalRunId, stepRef: 'a', approvers: ['alice@example.com'] });
+      const b = await create({ externalRunId, stepRef: 'b', approvers: ['alice@example.com'] });
+      expect([a.status, b.status]).toEqual([201, 201]);
+      expect(a.body.decisionId).not.toBe(b.body.decisionId);
+      const other = await stack.newOrg();
+      const c = await create({ externalRunId, stepRef: 'a', approvers: ['alice@example.com'] }, other.apiKey);
+      expect({ status: c.status, reason: c.body.reason }).toEqual({ status: 201, reason: 'created' });
+      expect(c.body.decisionId).not.toBe(a.body.decisionId);
+    });
+
+    it('a resolved decision is still returned for its (run, step)', async () => {
+      const externalRunId = run('resolved');
+      const first = await create({ externalRunId, stepRef: 's', approvers: ['alice@example.com'] });
+      const vote = await decide(first.body.decisionId, 'alice@example.com');
+      expect(vote.body).toMatchObject({ recorded: true, status: 'APPROVED' });
+      const again = await create({ externalRunId, stepRef: 's', approvers: ['alice@example.com'] });
+      expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: { ...first.body, reason: 'existing', status: 'APPROVED' } });
+    });
+
+    it('20 concurrent identical requests: exactly one 201, nineteen 200 existing, all the same id, one decision', async () => {
+      const externalRunId = run('race');
+      const body = { externalRunId, stepRef: 'gate', workflowRef: externalRunId, approvers: ['alice@example.com', 'bob@example.com'] };
+      const results = await Promise.all(Array.from({ length: 20 }, () => create(body)));
+      const statuses = results.map((r) => r.status).sort();
+      expect(statuses).toEqual([...Array(19).fill(200), 201].sort());
+      const created = results.find((r) => r.status === 201)!;
+      expect(created.body.reason).toBe('created');
+      const ids = new Set(results.map((r) => r.body.decisionId));
+      expect([...ids]).toEqual([created.body.decisionId]);
+      for (const r of results.filter((x) => x.status === 200)) {
+        expect(r.body).toEqual({ ...created.body, reason: 'existing' });
+      }
+      const list = await stack.http('GET', `/v1/decisions/?workflowRef=${externalRunId}`, { token: admin });
+      expect(list.status).toBe(200);
+      expect({ total: list.body.total, ids: list.body.decisions.map((d: { id: string }) => d.id) }).toEqual({ total: 1, ids: [created.body.decisionId] });
+      const got = await sessionGet(created.body.decisionId);
+      expect(got.body.timeline.filter((t: { type: string }) => t.type === 'created')).toHaveLength(1);
+    });
+  });
+
+  it('without a configured quota, usage counts the month and reports limit null', async () => {
+    const fresh = await stack.newOrg();
+    for (const step of ['a', 'b']) expect((await create({ externalRunId: run('usage'), stepRef: step, approvers: ['a@example.com'] }, fresh.apiKey)).status).toBe(201);
+    const res = await stack.http('GET', '/v1/usage/current', { token: fresh.admin });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { period: new Date().toISOString().slice(0, 7), decisions: 2, limit: null } });
+  });
+
+  describe('exclusive', () => {
+    it('supersedes older PENDING decisions of the same run; they read back CANCELLED with the note', async () => {
+      const externalRunId = run('excl');
+      const a = await create({ externalRunId, stepRef: 'a', approvers: ['alice@example.com'] });
+      const b = await create({ externalRunId, stepRef: 'b', approvers: ['alice@example.com'] });
+      const done = await create({ externalRunId, stepRef: 'done', approvers: ['alice@example.com'] });
+      expect((await decide(done.body.decisionId, 'alice@example.com')).body.status).toBe('APPROVED');
+      const otherRun = await create({ externalRunId: run('excl-other'), stepRef: 'a', approvers: ['alice@example.com'] });
+
+      const c = await create({ externalRunId, stepRef: 'c', approvers: ['alice@example.com'], exclusive: true });
+      expect({ status: c.status, reason: c.body.reason, state: c.body.status }).toEqual({ status: 201, reason: 'created', state: 'PENDING' });
+      const cid = c.body.decisionId;
+
+      for (const old of [a, b]) {
+        const got = await sessionGet(old.body.decisionId);
+        expect(got.body).toMatchObject({ status: 'CANCELLED', note: `superseded by ${cid}`, resolvedAt: expect.any(String), decidedBy: null });
+        expect(got.body.timeline.at(-1)).toMatchObject({ type: 'cancelled', actor: keyId, supersededBy: cid });
+        // The worker poll sees the same.
+        expect((await workerGet(old.body.decisionId)).body).toMatchObject({ status: 'CANCELLED', note: `superseded by ${cid}` });
+      }
+      expect((await workerGet(done.body.decisionId)).body).toMatchObject({ status: 'APPROVED', note: null });
+      expect((await workerGet(otherRun.body.decisionId)).body).toMatchObject({ status: 'PENDING', note: null });
+      expect((await workerGet(cid)).body).toMatchObject({ status: 'PENDING', note: null });
+
+      // A superseded decision takes no votes.
+      const late = await decide(a.body.decisionId, 'alice@example.com');
+      expectError(late, 409, { error: 'not_pending', status: 'CANCELLED' });
+
+      // Without exclusive, a new step adds a PENDING next to the exclusive one.
+      const d = await create({ externalRunId, stepRef: 'd', approvers: ['alice@example.com'] });
+      expect((await workerGet(cid)).body.status).toBe('PENDING');
+      expect((await workerGet(d.body.decisionId)).body.status).toBe('PENDING');
+      // An exclusive repeat of an existing (run, step) supersedes nothing.
+      const repeat = await create({ externalRunId, stepRef: 'c', approvers: ['alice@example.com'], exclusive: true });
+      expect({ status: repeat.status, reason: repeat.body.reason, id: repeat.body.decisionId }).toEqual({ status: 200, reason: 'existing', id: cid });
+      expect((await workerGet(d.body.decisionId)).body.status).toBe('PENDING');
+    });
+
+    it('10 concurrent exclusive creates on one run with different stepRefs leave exactly one PENDING, the newest', async () => {
+      const externalRunId = run('excl-race');
+      const results = await Promise.all(
+        Array.from({ length: 10 }, (_, i) => create({ externalRunId, stepRef: `step-${i}`, workflowRef: externalRunId, approvers: ['alice@example.com'], exclusive: true })),
+      );
+      expect(results.map((r) => r.status)).toEqual(Array(10).fill(201));
+      const ids = results.map((r) => r.body.decisionId as string);
+      expect(new Set(ids).size).toBe(10);
+
+      const list = await stack.http('GET', `/v1/decisions/?workflowRef=${externalRunId}&limit=200`, { token: admin });
+      expect(list.body.total).toBe(10);
+      const pending = list.body.decisions.filter((d: { status: string }) => d.status === 'PENDING');
+      const cancelled = list.body.decisions.filter((d: { status: string }) => d.status === 'CANCELLED');
+      expect({ pending: pending.length, cancelled: cancelled.length }).toEqual({ pending: 1, cancelled: 9 });
+      for (const c of cancelled) {
+        expect(c.note).toMatch(/^superseded by /);
+        expect(ids).toContain(c.note.slice('superseded by '.length));
+        expect(c.note).not.toBe(`superseded by ${c.id}`);
+      }
+      // The survivor is the newest decision of the run, and each one was superseded by a newer one.
+      const createdAt = new Map<string, number>(list.body.decisions.map((d: { id: string; createdAt: string }) => [d.id, Date.parse(d.createdAt)]));
+      for (const c of cancelled) {
+        expect(createdAt.get(c.id)!).toBeLessThanOrEqual(createdAt.get(pending[0].id)!);
+        expect(createdAt.get(c.id)!).toBeLessThanOrEqual(createdAt.get(c.note.slice('superseded by '.length))!);
+      }
+    });
+  });
+
+  describe('a decision fixes its policy version, approvers, quorum and expiry at creation', () => {
+    it('later policy edits and archiving do not change it, and its original approvers still settle it', async () => {
+      const key = `fixed-${Date.now().toString(36)}`;
+      const upsert = (body: Record<string, unknown>) => stack.http('POST', '/v1/worker/policies', { token: apiKey, body });
+      const v1 = await upsert({ key, name: 'Fixed', timeoutSec: 3600, defaults: { approvers: ['alice@example.com', 'bob@example.com'], approvalsRequired: 2 } });
+      expect(v1.status).toBe(201);
+      expect(v1.body).toMatchObject({ version: 1 });
+
+      const externalRunId = run('fixed');
+      const created = await create({ externalRunId, stepRef: 's', policy: key });
+      expect(created.status).toBe(201);
+      expect(created.body).toMatchObject({ reason: 'created', policyVersion: 1, policyVersionId: v1.body.versionId, expiresAt: expect.any(String) });
+      const id = created.body.decisionId;
+      const before = (await sessionGet(id)).body;
+      expect(before).toMatchObject({
+        policy: key,
+        policyVersion: 1,
+        policyVersionId: v1.body.versionId,
+        approvers: ['alice@example.com', 'bob@example.com'],
+        expiresAt: created.body.expiresAt,
+        tally: { approvals: 0, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 },
+      });
+      expect(Date.parse(before.expiresAt) - Date.parse(before.createdAt)).toBe(3600_000);
+
+      const v2 = await upsert({ key, name: 'Fixed', timeoutSec: 60, defaults: { approvers: ['carol@example.com'], approvalsRequired: 1 } });
+      expect(v2.status).toBe(200);
+      expect(v2.body).toMatchObject({ version: 2 });
+      const archived = await stack.http('DELETE', `/v1/policies/${key}?force=true`, { token: admin });
+      expect(archived.status).toBe(200);
+      expectError(await create({ externalRunId: run('fixed'), stepRef: 's', policy: key }), 422, { error: 'unknown_policy', policy: key });
+
+      const after = (await sessionGet(id)).body;
+      expect(after).toMatchObject({
+        status: 'PENDING',
+        policy: key,
+        policyVersion: 1,
+        policyVersionId: v1.body.versionId,
+        approvers: ['alice@example.com', 'bob@example.com'],
+        expiresAt: before.expiresAt,
+        tally: { approvals: 0, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 },
+      });
+      // The repeat of its (run, step) still answers with the fixed version, though the key no longer resolves.
+      const repeat = await create({ externalRunId, stepRef: 's', policy: key });
+      expect({ status: repeat.status, body: repeat.body }).toEqual({ status: 200, body: { ...created.body, reason: 'existing' } });
+
+      // The new approver cannot vote on it; the original ones settle it with the original quorum.
+      expectError(await decide(id, 'carol@example.com'), 403, { error: 'not_an_approver' });
+      const first = await decide(id, 'alice@example.com');
+      expect({ status: first.status, body: first.body }).toEqual({
+        status: 200,
+        body: { recorded: true, decisionId: id, status: 'PENDING', tally: { approvals: 1, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 } },
+      });
+      const second = await decide(id, 'Bob@Example.com');
+      expect({ status: second.status, body: second.body }).toEqual({
+        status: 200,
+        body: { recorded: true, decisionId: id, status: 'APPROVED', tally: { approvals: 2, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 } },
+      });
+      expect((await workerGet(id)).body).toMatchObject({ status: 'APPROVED', decidedBy: 'bob@example.com', policyVersion: 1, policyVersionId: v1.body.versionId });
+    });
+  });
+});
+
+describe('monthly decision quota', () => {
+  let stack: Stack;
+
+  beforeAll(async () => {
+    stack = await startStack({ label: 'decquota', services: ['gateway', 'policies', 'decisions'], serviceEnv: { decisions: { DECISION_QUOTA_PER_MONTH: '3' } } });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  const create = (apiKey: string, body: Record<string, unknown>) => stack.http('POST', '/v1/worker/decisions', { token: apiKey, body });
+  const period = () => new Date().toISOString().slice(0, 7);
+
+  it('the 4th new decision of the month is 402 quota_exceeded; repeats still answer existing; usage shows 3 of 3', async () => {
+    const { apiKey, admin } = await stack.newOrg();
+    const fresh = await stack.http('GET', '/v1/usage/current', { token: admin });
+    expect({ status: fresh.status, body: fresh.body }).toEqual({ status: 200, body: { period: period(), decisions: 0, limit: 3 } });
+
+    const runId = run('quota');
+    // Refusals and "not required" do not count.
+    expect((await create(apiKey, { externalRunId: runId, stepRef: 'x' })).status).toBe(422);
+    expect((await create(apiKey, { externalRunId: runId, stepRef: 'x', approvers: ['a@example.com'], required: false })).body).toEqual({ approvalNeeded: false, reason: 'not_required' });
+
+    const made: HttpResult[] = [];
+    for (const step of ['s1', 's2', 's3']) made.push(await create(apiKey, { externalRunId: runId, stepRef: step, approvers: ['a@example.com'] }));
+    expect(made.map((r) => r.status)).toEqual([201, 201, 201]);
+
+    const fourth = await create(apiKey, { externalRunId: runId, stepRef: 's4', approvers: ['a@example.com'] });
+    expectError(fourth, 402, { error: 'quota_exceeded', used: 3, limit: 3 });
+
+    const repeat = await create(apiKey, { externalRunId: runId, stepRef: 's2', approvers: ['a@example.com'] });
+    expect({ status: repeat.status, body: repeat.body }).toEqual({ status: 200, body: { ...made[1].body, reason: 'existing' } });
+
+    const usage = await stack.http('GET', '/v1/usage/current', { token: admin });
+    expect({ status: usage.status, body: usage.body }).toEqual({ status: 200, body: { period: period(), decisions: 3, limit: 3 } });
+
+    // Nothing was stored for the refused step: the worker inbox holds exactly three.
+    const inbox = await stack.http('GET', '/v1/worker/decisions', { token: apiKey });
+    expect(inbox.body.decisions.map((d: { stepRef: string }) => d.stepRef).sort()).toEqual(['s1', 's2', 's3']);
+    // The session list agrees.
+    const list = await stack.http('GET', '/v1/decisions/', { token: admin });
+    expect(list.body.total).toBe(3);
+
+    // Another org has a quota of its own.
+    const other = await stack.newOrg();
+    expect((await create(other.apiKey, { externalRunId: runId, stepRef: 's4', approvers: ['a@example.com'] })).status).toBe(201);
+  });
+
+  it('concurrent creates cannot overrun the quota: 6 at once give exactly three 201 and three 402', async () => {
+    const { apiKey, admin } = await stack.newOrg();
+    const runId = run('quota-race');
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => create(apiKey, { externalRunId: `${runId}-${i}`, stepRef: 's', approvers: ['a@example.com'] })));
+    expect(results.map((r) => r.status).sort()).toEqual([201, 201, 201, 402, 402, 402]);
+    for (const r of results.filter((x) => x.status === 402)) expectError(r, 402, { error: 'quota_exceeded', used: 3, limit: 3 });
+    const usage = await stack.http('GET', '/v1/usage/current', { token: admin });
+    expect(usage.body).toEqual({ period: period(), decisions: 3, limit: 3 });
+    const list = await stack.http('GET', '/v1/decisions/', { token: admin });
+    expect(list.body.total).toBe(3);
+  });
+
+  it('a create refused by the quota supersedes nothing, even with exclusive', async () => {
+    const { apiKey, admin } = await stack.newOrg();
+    const runId = run('quota-excl');
+    const a = await create(apiKey, { externalRunId: runId, stepRef: 'a', approvers: ['a@example.com'] });
+    const b = await create(apiKey, { externalRunId: runId, stepRef: 'b', approvers: ['a@example.com'] });
+    const c = await create(apiKey, { externalRunId: run('quota-excl'), stepRef: 'c', approvers: ['a@example.com'] });
+    expect([a.status, b.status, c.status]).toEqual([201, 201, 201]);
+    const refused = await create(apiKey, { externalRunId: runId, stepRef: 'd', approvers: ['a@example.com'], exclusive: true });
+    expectError(refused, 402, { error: 'quota_exceeded', used: 3, limit: 3 });
+    for (const id of [a.body.decisionId, b.body.decisionId]) {
+      const got = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
+      expect(got.body).toMatchObject({ status: 'PENDING', note: null });
+      expect(got.body.timeline.map((e: { type: string }) => e.type)).toEqual(['created']);
+    }
+  });
+
+  it('usage is a session route: an API key gets 403 forbidden', async () => {
+    const { apiKey } = await stack.newOrg();
+    const res = await stack.http('GET', '/v1/usage/current', { token: apiKey });
+    expect({ status: res.status, error: res.body.error }).toEqual({ status: 403, error: 'forbidden' });
+  });
+});

@@ -1,0 +1,428 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startStack, type Stack } from '../../../test/helpers/stack';
+import { MAX_JSON_DEPTH } from '../src/http/app';
+
+const MiB = 1024 * 1024;
+
+/** Every method and path of the spec's endpoint tables. */
+const SPEC_ENDPOINTS: Array<[string, string]> = [
+  // worker scope
+  ['post', '/v1/worker/register'],
+  ['post', '/v1/worker/decisions'],
+  ['get', '/v1/worker/decisions'],
+  ['get', '/v1/worker/decisions/{id}'],
+  ['get', '/v1/worker/decisions/{id}/verify'],
+  ['post', '/v1/worker/decisions/{id}/consume'],
+  ['post', '/v1/worker/decisions/{id}/cancel'],
+  ['post', '/v1/worker/policies/check'],
+  ['post', '/v1/worker/policies'],
+  ['get', '/v1/worker/policies'],
+  ['get', '/v1/worker/policies/{key}'],
+  ['get', '/v1/worker/policies/{key}/versions'],
+  ['get', '/v1/worker/policies/{key}/versions/{n}'],
+  ['get', '/v1/worker/policies/{key}/versions/compare'],
+  ['post', '/v1/worker/policies/preview'],
+  // decisions (session)
+  ['get', '/v1/decisions/'],
+  ['get', '/v1/decisions/workflows'],
+  ['get', '/v1/decisions/{id}'],
+  ['post', '/v1/decisions/{id}/evidence'],
+  ['get', '/v1/decisions/{id}/evidence'],
+  ['put', '/v1/decisions/{id}/output'],
+  ['post', '/v1/decisions/{id}/refine'],
+  ['post', '/v1/decisions/{id}/decide'],
+  // policies
+  ['get', '/v1/policies/'],
+  ['post', '/v1/policies/'],
+  ['get', '/v1/policies/{key}'],
+  ['put', '/v1/policies/{key}'],
+  ['delete', '/v1/policies/{key}'],
+  // approvers
+  ['post', '/v1/approvers/'],
+  ['get', '/v1/approvers/'],
+  ['get', '/v1/approvers/{id}'],
+  ['post', '/v1/approvers/{id}/verify'],
+  ['post', '/v1/approvers/{id}/disable'],
+  ['post', '/v1/approvers/{id}/enable'],
+  // runs, directory, notifications
+  ['post', '/v1/runs/'],
+  ['get', '/v1/directory/actor'],
+  ['get', '/v1/contact-methods/'],
+  ['put', '/v1/contact-methods/'],
+  ['post', '/v1/push-devices/'],
+  ['get', '/v1/push-devices/'],
+  ['delete', '/v1/push-devices/{id}'],
+  // other endpoints
+  ['get', '/health'],
+  ['post', '/webhooks/identity'],
+  ['post', '/webhooks/billing'],
+  ['get', '/v1/surfaces/email/act'],
+  ['post', '/v1/surfaces/email/act'],
+  ['post', '/v1/surfaces/chatA/interactivity'],
+  ['post', '/v1/surfaces/chatA/events'],
+  ['post', '/v1/surfaces/chatB/interactions'],
+  ['post', '/v1/surfaces/esign/connect'],
+  ['get', '/v1/integrations/chatA/callback'],
+  ['get', '/v1/integrations/chatB/callback'],
+  ['get', '/v1/workflows/'],
+  ['post', '/v1/workflows/'],
+  ['get', '/v1/workflows/{id}'],
+  ['post', '/v1/api-keys/'],
+  ['get', '/v1/api-keys/'],
+  ['delete', '/v1/api-keys/{id}'],
+  ['post', '/v1/api-keys/{id}/rotate'],
+  ['get', '/v1/audit/'],
+  ['get', '/v1/settings/retention'],
+  ['patch', '/v1/settings/retention'],
+  ['get', '/v1/settings/llm'],
+  ['put', '/v1/settings/llm'],
+  ['get', '/v1/settings/esign'],
+  ['put', '/v1/settings/esign'],
+  ['get', '/v1/integrations/chatB'],
+  ['get', '/v1/integrations/chatB/channels'],
+  ['put', '/v1/integrations/chatB/channel'],
+  ['post', '/v1/integrations/chatB/test'],
+  ['get', '/v1/integrations/chatA'],
+  ['put', '/v1/integrations/chatA/deliberation'],
+  ['post', '/v1/integrations/chatA/deliberation/test'],
+  ['get', '/v1/integrations/chatA/channels'],
+  ['put', '/v1/integrations/chatA/channel'],
+  ['post', '/v1/integrations/chatA/test'],
+  ['get', '/v1/usage/'],
+  ['get', '/v1/usage/current'],
+];
+
+const fillPath = (p: string) => p.replace(/\{(\w+)\}/g, (_m, name: string) => `${name}-1`);
+
+describe('gateway HTTP behaviour', () => {
+  let stack: Stack;
+  let org: Awaited<ReturnType<Stack['newOrg']>>;
+
+  beforeAll(async () => {
+    stack = await startStack({ label: 'gwhttp' });
+    org = await stack.newOrg();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  describe('request bodies', () => {
+    it('answers 413 payload_too_large past 1 MiB, and accepts a body of exactly 1 MiB', async () => {
+      const wrap = (size: number) => {
+        const head = '{"name":"big","pad":"';
+        const tail = '"}';
+        return head + 'x'.repeat(size - head.length - tail.length) + tail;
+      };
+      const atLimit = wrap(MiB);
+      expect(Buffer.byteLength(atLimit)).toBe(MiB);
+      const ok = await stack.http('POST', '/v1/api-keys/', { token: org.admin, rawBody: atLimit, headers: { 'content-type': 'application/json' } });
+      // parsed, then refused by the schema for its unknown field: not 413
+      expect(ok.status).toBe(400);
+      expect(ok.body.error).toBe('invalid_request');
+
+      const res = await stack.http('POST', '/v1/api-keys/', { token: org.admin, rawBody: wrap(MiB + 1), headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(413);
+      expect(res.body).toEqual({ error: 'payload_too_large', message: expect.any(String) });
+
+      const huge = await stack.http('POST', '/v1/api-keys/', { token: org.admin, body: { name: 'big', pad: 'y'.repeat(3 * MiB) } });
+      expect(huge.status).toBe(413);
+      expect(huge.body.error).toBe('payload_too_large');
+    });
+
+    it('answers 413 on a raw callback route too', async () => {
+      const res = await stack.http('POST', '/v1/surfaces/chatA/events', { rawBody: Buffer.alloc(MiB + 10, 0x61), headers: { 'content-type': 'text/plain' } });
+      expect(res.status).toBe(413);
+      expect(res.body).toEqual({ error: 'payload_too_large', message: expect.any(String) });
+    });
+
+    it('answers 400 invalid_request with issues for malformed JSON', async () => {
+      for (const raw of ['{"name": "x"', '{name: x}', 'not json at all', '{"name":"x"}}']) {
+        const res = await stack.http('POST', '/v1/api-keys/', { token: org.admin, rawBody: raw, headers: { 'content-type': 'application/json' } });
+        expect(res.status).toBe(400);
+        expect(res.body).toEqual({ error: 'invalid_request', message: expect.any(String), issues: [{ path: 'body', message: expect.any(String) }] });
+      }
+    });
+
+    it('names an unknown top-level field', async () => {
+      const res = await stack.http('POST', '/v1/api-keys/', { token: org.admin, body: { name: 'k', isAdmin: true, scopes: ['*'] } });
+      expect(res.status).toBe(400);
+      expect(res.body.error).toBe('invalid_request');
+      expect(res.body.issues).toEqual([{ path: 'body', message: expect.stringMatching(/isAdmin/) }]);
+      expect(res.body.issues[0].message).toMatch(/scopes/);
+      expect(res.body.message).toMatch(/isAdmin/);
+    });
+
+    it('validates query values: 400 with a query issue, never a 5xx', async () => {
+      for (const [qs, path] of [
+        ['limit=abc', 'query.limit'],
+        ['limit=0', 'query.limit'],
+        ['limit=201', 'query.limit'],
+        ['sort=asc', 'query'],
+      ]) {
+        const res = await stack.http('GET', `/v1/audit/?${qs}`, { token: org.admin });
+        expect(res.status).toBe(400);
+        expect(res.body.error).toBe('invalid_request');
+        expect(res.body.issues).toContainEqual({ path, message: expect.any(String) });
+      }
+      const ok = await stack.http('GET', '/v1/audit/?limit=2', { token: org.admin });
+      expect(ok.status).toBe(200);
+      expect(ok.body.entries.length).toBeLessThanOrEqual(2);
+    });
+  });
+
+  describe('input no service could store', () => {
+    const nulIssue = (path: string) => ({ path, message: expect.stringMatching(/U\+0000/) });
+
+    it('refuses a NUL character in a body, path or query value with 400, creating nothing', async () => {
+      const body = await stack.http('POST', '/v1/api-keys/', { token: org.admin, body: { name: 'a\u0000b' } });
+      expect(body.status).toBe(400);
+      expect(body.body).toMatchObject({ error: 'invalid_request', issues: [nulIssue('body.name')] });
+      const listed = await stack.http('GET', '/v1/api-keys/', { token: org.admin });
+      expect(listed.body.apiKeys.map((k: { name: string }) => k.name)).not.toContain('a\u0000b');
+
+      const key = await stack.http('POST', '/v1/api-keys/', { token: org.admin, rawBody: '{"name":"k","\\u0000":1}', headers: { 'content-type': 'application/json' } });
+      expect(key.status).toBe(400);
+      expect(key.body.issues).toContainEqual(nulIssue('body'));
+
+      for (const [method, path, where] of [
+        ['DELETE', '/v1/api-keys/a%00b', 'params.id'],
+        ['POST', '/v1/api-keys/a%00b/rotate', 'params.id'],
+        ['GET', '/v1/audit/?action=a%00b', 'query.action'],
+      ]) {
+        const res = await stack.http(method, path, { token: org.admin });
+        expect({ path, status: res.status }).toEqual({ path, status: 400 });
+        expect(res.body).toMatchObject({ error: 'invalid_request', issues: [nulIssue(where)] });
+      }
+    });
+
+    it('refuses it before forwarding to a service', async () => {
+      const res = await stack.http('POST', '/v1/worker/policies/check', { token: org.apiKey, body: { keys: ['ok', 'a\u0000b'] } });
+      expect(res.status).toBe(400);
+      expect(res.body).toMatchObject({ error: 'invalid_request', issues: [nulIssue('body.keys.1')] });
+      const param = await stack.http('GET', '/v1/worker/policies/a%00b', { token: org.apiKey });
+      expect(param.status).toBe(400);
+      expect(param.body.issues).toEqual([nulIssue('params.key')]);
+    });
+
+    it(`refuses JSON nested more than ${MAX_JSON_DEPTH} levels, at any depth JSON.parse accepts, with 400`, async () => {
+      const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+      const depthIssue = expect.objectContaining({ message: expect.stringMatching(/nested more than/) });
+      const post = (path: string, raw: string, token: string) => stack.http('POST', path, { token, rawBody: raw, headers: { 'content-type': 'application/json' } });
+
+      // the object itself is one level: MAX_JSON_DEPTH - 1 arrays inside it is the limit
+      const atLimit = await post('/v1/api-keys/', `{"name":"k","pad":${nested(MAX_JSON_DEPTH - 1)}}`, org.admin);
+      expect(atLimit.status).toBe(400); // for the unknown field only
+      expect(atLimit.body.issues).not.toContainEqual(depthIssue);
+      const over = await post('/v1/api-keys/', `{"name":"k","pad":${nested(MAX_JSON_DEPTH)}}`, org.admin);
+      expect(over.status).toBe(400);
+      expect(over.body.issues).toContainEqual({ path: `body.pad${'.0'.repeat(MAX_JSON_DEPTH - 1)}`, message: expect.stringMatching(/nested more than/) });
+
+      // forwarded routes: free-form JSON that V8 could parse but not serialise again
+      for (const levels of [5_000, 100_000, Math.floor((MiB - 100) / 2)]) {
+        const t0 = Date.now();
+        const res = await post('/v1/worker/policies/check', `{"keys":${nested(levels)}}`, org.apiKey);
+        expect({ levels, status: res.status }).toEqual({ levels, status: 400 });
+        expect(res.body.error).toBe('invalid_request');
+        expect(res.body.issues).toContainEqual(depthIssue);
+        expect(Date.now() - t0).toBeLessThan(5_000);
+        const dec = await post('/v1/worker/decisions', `{"externalRunId":"r${levels}","stepRef":"s","approvers":["a@example.com"],"context":{"payload":{"x":${nested(levels)}}}}`, org.apiKey);
+        expect({ levels, status: dec.status }).toEqual({ levels, status: 400 });
+        expect(dec.body.issues).toContainEqual(depthIssue);
+      }
+    });
+  });
+
+  describe('routing', () => {
+    it('answers 404 not_found with the error body for an unknown route', async () => {
+      for (const [method, path, token] of [
+        ['GET', '/nope', undefined],
+        ['GET', '/v1/nothing-here', org.admin],
+        ['POST', '/v1/worker/unknown', org.apiKey],
+        ['PATCH', '/v1/api-keys/', org.admin],
+        ['GET', '/v2/decisions/', org.admin],
+      ] as const) {
+        const res = await stack.http(method, path, { token });
+        expect(res.status).toBe(404);
+        expect(res.headers.get('content-type')).toMatch(/application\/json/);
+        expect(res.body).toEqual({ error: 'not_found', message: expect.stringContaining(path) });
+      }
+    });
+
+    it('answers 501 not_implemented, never 404, on routes not built yet', async () => {
+      const checks: Array<[string, string, string]> = [
+        ['POST', '/v1/runs/', org.apiKey],
+        ['POST', '/v1/runs/', org.admin],
+        ['GET', '/v1/contact-methods/', org.admin],
+        ['PATCH', '/v1/settings/retention', org.admin],
+        ['DELETE', '/v1/push-devices/dev_1', org.admin],
+        ['GET', '/v1/integrations/chatA', org.admin],
+        ['POST', '/v1/integrations/chatB/test', org.admin],
+      ];
+      for (const [method, path, token] of checks) {
+        const res = await stack.http(method, path, { token, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
+        expect({ method, path, status: res.status }).toEqual({ method, path, status: 501 });
+        expect(res.body).toEqual({ error: 'not_implemented', message: expect.stringMatching(/not implemented/) });
+      }
+    });
+
+    it('every operation documented as not implemented answers 501 with the right credentials', async () => {
+      const spec = (await stack.http('GET', '/openapi.json')).body;
+      const pending: Array<{ method: string; path: string; description: string }> = [];
+      for (const [path, ops] of Object.entries<Record<string, any>>(spec.paths)) {
+        for (const [method, op] of Object.entries<any>(ops)) {
+          if (/Not implemented yet/.test(op.description ?? '')) pending.push({ method, path, description: op.description });
+        }
+      }
+      // the explicit picks above are among them
+      expect(pending.map((o) => `${o.method} ${o.path}`)).toEqual(expect.arrayContaining(['post /v1/runs/', 'get /v1/contact-methods/', 'patch /v1/settings/retention']));
+      for (const { method, path, description } of pending) {
+        const tokens = /Session or API key/.test(description)
+          ? [org.apiKey, org.admin]
+          : /API key \(worker scope\)/.test(description)
+            ? [org.apiKey]
+            : /Signed-in session/.test(description)
+              ? [org.admin]
+              : [];
+        expect({ op: `${method} ${path}`, scoped: tokens.length > 0 }).toEqual({ op: `${method} ${path}`, scoped: true });
+        for (const token of tokens) {
+          const res = await stack.http(method.toUpperCase(), fillPath(path), { token, body: method === 'get' || method === 'delete' ? undefined : {} });
+          expect({ op: `${method} ${path}`, status: res.status, error: res.body?.error }).toEqual({ op: `${method} ${path}`, status: 501, error: 'not_implemented' });
+        }
+      }
+    });
+
+    it('echoes a well-formed X-Request-Id and replaces a bad one', async () => {
+      const good = await stack.http('GET', '/v1/api-keys/', { token: org.admin, headers: { 'x-request-id': 'trace-123.abc' } });
+      expect(good.headers.get('x-request-id')).toBe('trace-123.abc');
+      const bad = await stack.http('GET', '/v1/api-keys/', { token: org.admin, headers: { 'x-request-id': 'bad id with spaces' } });
+      expect(bad.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+    });
+  });
+
+  describe('callback routes', () => {
+    it('forward the raw body to the surfaces service without bearer auth', async () => {
+      const res = await stack.http('POST', '/v1/surfaces/chatA/events', {
+        rawBody: 'payload=%7B%22type%22%3A%22block_actions%22%7D&not json',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-signature': 'v0=abc', 'x-slack-request-timestamp': '1' },
+      });
+      expect(res.status).toBe(501);
+      expect(res.headers.get('content-type')).toMatch(/application\/json/);
+      expect(res.body).toEqual({ error: 'not_implemented', message: expect.stringContaining('/v1/surfaces/chatA/events') });
+    });
+
+    it('do not parse JSON (a malformed JSON body still reaches the service) and ignore Authorization', async () => {
+      for (const path of ['/v1/surfaces/chatA/events', '/v1/surfaces/chatB/interactions', '/v1/surfaces/esign/connect']) {
+        const res = await stack.http('POST', path, { rawBody: '{"broken": ', headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-token' } });
+        expect({ path, status: res.status }).toEqual({ path, status: 501 });
+        expect(res.body.error).toBe('not_implemented');
+        const empty = await stack.http('POST', path, {});
+        expect({ path, status: empty.status }).toEqual({ path, status: 501 });
+      }
+    });
+  });
+
+  describe('rate limiting', () => {
+    let replicaUrl: string;
+    beforeAll(async () => {
+      const replica = await stack.startService('gateway', { RATE_LIMIT_PER_KEY_PER_MIN: '3' });
+      replicaUrl = replica.url!;
+    });
+
+    it('answers 429 rate_limited with Retry-After past the per-key limit, per key', async () => {
+      const second = await stack.http('POST', '/v1/api-keys/', { token: org.admin, body: { name: 'second key' } });
+      expect(second.status).toBe(201);
+      const call = (key: string, baseUrl = replicaUrl) => stack.http('GET', '/v1/worker/decisions/dec_rate', { token: key, baseUrl });
+
+      for (let i = 1; i <= 3; i++) {
+        const res = await call(org.apiKey);
+        expect({ call: i, status: res.status }).not.toEqual({ call: i, status: 429 });
+        expect(res.status).not.toBe(401);
+      }
+      const limited = await call(org.apiKey);
+      expect(limited.status).toBe(429);
+      expect(limited.body).toEqual({ error: 'rate_limited', message: expect.any(String), retryAfter: expect.any(Number) });
+      const retryAfter = Number(limited.headers.get('retry-after'));
+      expect(Number.isInteger(retryAfter)).toBe(true);
+      // 3 a minute: one token every 20 s
+      expect(retryAfter).toBeGreaterThanOrEqual(1);
+      expect(retryAfter).toBeLessThanOrEqual(20);
+      expect(limited.body.retryAfter).toBe(retryAfter);
+
+      // another key still passes on the same replica
+      const other = await call(second.body.key);
+      expect(other.status).not.toBe(429);
+      expect(other.status).not.toBe(401);
+      // the limit is per replica: the first gateway (default limit) still serves the first key
+      expect((await call(org.apiKey, stack.baseUrl)).status).not.toBe(429);
+      // and sessions are not limited per key
+      const session = await stack.http('GET', '/v1/api-keys/', { token: org.admin, baseUrl: replicaUrl });
+      expect(session.status).toBe(200);
+    });
+  });
+
+  describe('API description', () => {
+    let spec: any;
+    beforeAll(async () => {
+      const res = await stack.http('GET', '/openapi.json');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/application\/json/);
+      spec = res.body;
+    });
+
+    it('is OpenAPI 3.1, version 1.0.0, with bearer security', () => {
+      expect(spec.openapi).toMatch(/^3\.1\.\d+$/);
+      expect(spec.info).toMatchObject({ title: expect.any(String), version: '1.0.0' });
+      expect(spec.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+      expect(spec.components.schemas.Error).toMatchObject({ required: ['error', 'message'] });
+    });
+
+    it('lists every method and path of the spec', () => {
+      const missing = SPEC_ENDPOINTS.filter(([m, p]) => !spec.paths?.[p]?.[m]).map(([m, p]) => `${m.toUpperCase()} ${p}`);
+      expect(missing).toEqual([]);
+      for (const p of ['/v1/worker/decisions/{id}/consume', '/v1/policies/{key}', '/v1/api-keys/{id}/rotate', '/webhooks/billing']) {
+        expect(Object.keys(spec.paths)).toContain(p);
+      }
+    });
+
+    it('declares each path parameter and has unique operation ids', () => {
+      const ids = new Set<string>();
+      for (const [path, ops] of Object.entries<Record<string, any>>(spec.paths)) {
+        const names = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]);
+        for (const [method, op] of Object.entries<any>(ops)) {
+          const declared = (op.parameters ?? []).filter((p: any) => p.in === 'path').map((p: any) => p.name);
+          expect({ op: `${method} ${path}`, params: declared.sort() }).toEqual({ op: `${method} ${path}`, params: [...names].sort() });
+          expect(ids.has(op.operationId)).toBe(false);
+          ids.add(op.operationId);
+        }
+      }
+      expect(spec.paths['/v1/api-keys/{id}/rotate'].post.parameters).toContainEqual(expect.objectContaining({ name: 'id', in: 'path', required: true }));
+    });
+
+    it('documents the API key create body from the zod schema: name required, no extra fields', () => {
+      const op = spec.paths['/v1/api-keys/'].post;
+      expect(op.requestBody.required).toBe(true);
+      const schema = op.requestBody.content['application/json'].schema;
+      expect(schema.type).toBe('object');
+      expect(schema.required).toEqual(['name']);
+      expect(schema.additionalProperties).toBe(false);
+      expect(schema.properties.name).toMatchObject({ type: 'string', minLength: 1, maxLength: 200 });
+      expect(schema.properties.roles.items.enum.sort()).toEqual(['decisions:write', 'policies:write']);
+      expect(Object.keys(op.responses)).toContain('201');
+      expect(op.responses['201'].content['application/json'].schema.required).toEqual(expect.arrayContaining(['id', 'name', 'roles', 'key', 'prefix', 'createdAt']));
+      expect(op.security).toEqual([{ bearer: [] }]);
+      expect(spec.paths['/webhooks/billing'].post.security).toEqual([]);
+    });
+
+    it('serves a readable HTML reference at /docs', async () => {
+      const res = await stack.http('GET', '/docs');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/text\/html/);
+      expect(res.text).toMatch(/^<!doctype html>/i);
+      for (const p of ['/v1/worker/decisions/{id}/consume', '/v1/policies/{key}', '/v1/api-keys/{id}/rotate', '/webhooks/billing', '/v1/audit/']) {
+        expect(res.text).toContain(p);
+      }
+      expect(res.text).toContain('1.0.0');
+      expect(res.text).toContain('/openapi.json');
+    });
+  });
+});

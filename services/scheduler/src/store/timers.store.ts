@@ -1,0 +1,86 @@
+import { EVENT, enqueueEvents, newId, type Knex } from '@approvals/shared';
+import type { PlannedTimer, TimerKind } from '../domain/plan';
+
+const SUBJECT_OF: Record<TimerKind, string> = {
+  expire: EVENT.timerExpireDue,
+  remind: EVENT.timerRemindDue,
+  escalate: EVENT.timerEscalateDue,
+  retention: EVENT.timerRetentionDue,
+};
+
+export interface TimerRow {
+  id: string;
+  org_id: string;
+  kind: TimerKind;
+  ref: string;
+  step: number;
+  due_at: Date;
+  data: Record<string, unknown>;
+  fired_at: Date | null;
+  cancelled_at: Date | null;
+}
+
+export function createTimersStore(db: Knex) {
+  return {
+    async arm(org: string, ref: string, timers: PlannedTimer[]): Promise<void> {
+      if (timers.length === 0) return;
+      await db('timers')
+        .insert(timers.map((t) => ({ id: newId('timer'), org_id: org, kind: t.kind, ref, step: t.step, due_at: t.dueAt, data: JSON.stringify(t.data) })))
+        .onConflict(['kind', 'ref', 'step'])
+        .ignore();
+    },
+
+    /** Disarms what has not fired. A resolution that arrives before its creation leaves a tombstone. */
+    async disarm(ref: string, at: Date): Promise<number> {
+      return db('timers').where({ ref }).whereNull('fired_at').whereNull('cancelled_at').update({ cancelled_at: at });
+    },
+
+    /**
+     * Fires due timers: claims them with FOR UPDATE SKIP LOCKED (replicas take disjoint
+     * rows), writes each timer's event to the outbox and marks it fired, in one
+     * transaction. So a timer fires exactly once, and never before its due time.
+     */
+    async fireDue(now: Date, limit = 500): Promise<number> {
+      return db.transaction(async (trx) => {
+        const due: TimerRow[] = await trx('timers')
+          .whereNull('fired_at')
+          .whereNull('cancelled_at')
+          .andWhere('due_at', '<=', now)
+          .orderBy('due_at')
+          .limit(limit)
+          .forUpdate()
+          .skipLocked();
+        if (due.length === 0) return 0;
+        await enqueueEvents(
+          trx,
+          due.map((t) => ({
+            subject: SUBJECT_OF[t.kind],
+            org: t.org_id,
+            data: { decisionId: t.ref, timerId: t.id, kind: t.kind, step: t.step, dueAt: t.due_at.toISOString(), ...t.data },
+          })),
+        );
+        await trx('timers').whereIn('id', due.map((t) => t.id)).update({ fired_at: now });
+        return due.length;
+      });
+    },
+
+    async nextDue(): Promise<Date | undefined> {
+      const r = await db('timers').whereNull('fired_at').whereNull('cancelled_at').orderBy('due_at').first('due_at');
+      return r?.due_at;
+    },
+
+    async list(ref: string): Promise<TimerRow[]> {
+      return db('timers').where({ ref }).orderBy([{ column: 'due_at' }, { column: 'kind' }]);
+    },
+
+    async counts() {
+      const [r] = await db('timers').select(
+        db.raw('count(*) FILTER (WHERE fired_at IS NULL AND cancelled_at IS NULL) AS armed'),
+        db.raw('count(*) FILTER (WHERE fired_at IS NOT NULL) AS fired'),
+        db.raw('count(*) FILTER (WHERE cancelled_at IS NOT NULL) AS cancelled'),
+      );
+      return { armed: Number(r.armed), fired: Number(r.fired), cancelled: Number(r.cancelled) };
+    },
+  };
+}
+export type TimersStore = ReturnType<typeof createTimersStore>;
