@@ -411,9 +411,9 @@ describe('workflow definitions', () => {
   const register = (body: unknown, token = apiKey) => stack.http('POST', '/v1/worker/register', { token, body });
   const steps = [{ id: 'a' }, { id: 'b', dependsOn: ['a'], retryPolicy: { maxAttempts: 3, backoff: 'exponential', initialDelayMs: 100 } }];
 
-  it('registers a definition (201 created), answers 200 created:false on a repeat, and reads it back', async () => {
+  it('registers a definition (200 created:true, as interface-decisions says), answers 200 created:false on a repeat, and reads it back', async () => {
     const first = await register({ id: 'refunds', steps });
-    expect({ status: first.status, body: first.body }).toEqual({ status: 201, body: { id: 'refunds', version: 1, created: true } });
+    expect({ status: first.status, body: first.body }).toEqual({ status: 200, body: { id: 'refunds', version: 1, created: true } });
     const again = await register({ id: 'refunds', steps });
     expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: { id: 'refunds', version: 1, created: false } });
 
@@ -436,17 +436,17 @@ describe('workflow definitions', () => {
 
   it('the largest version the store holds is accepted', async () => {
     const res = await register({ id: 'big-version', version: 2147483647, steps: [{ id: 'a' }] });
-    expect({ status: res.status, body: res.body }).toEqual({ status: 201, body: { id: 'big-version', version: 2147483647, created: true } });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { id: 'big-version', version: 2147483647, created: true } });
   });
 
   it('accepts each workflow engine and registers from the dashboard too', async () => {
     for (const engine of ['bundled', 'engineA', 'engineB', 'trigger']) {
       const res = await register({ id: `wf-${engine}`, engine, steps: [{ id: 'only' }] });
-      expect({ status: res.status, body: res.body }).toEqual({ status: 201, body: { id: `wf-${engine}`, version: 1, created: true } });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { id: `wf-${engine}`, version: 1, created: true } });
       expect((await stack.http('GET', `/v1/workflows/wf-${engine}`, { token: admin })).body.engine).toBe(engine);
     }
     const dash = await stack.http('POST', '/v1/workflows/', { token: admin, body: { id: 'from-dashboard', steps: [{ id: 'x' }] } });
-    expect({ status: dash.status, body: dash.body }).toEqual({ status: 201, body: { id: 'from-dashboard', version: 1, created: true } });
+    expect({ status: dash.status, body: dash.body }).toEqual({ status: 200, body: { id: 'from-dashboard', version: 1, created: true } });
     const list = await stack.http('GET', '/v1/workflows/', { token: admin });
     expect(list.body.workflows.map((w: { id: string }) => w.id)).toEqual(['big-version', 'from-dashboard', 'refunds', 'wf-bundled', 'wf-engineA', 'wf-engineB', 'wf-trigger']);
   });
@@ -481,7 +481,7 @@ describe('workflow definitions', () => {
     expect((await stack.http('GET', '/v1/workflows/', { token: other.admin })).body).toEqual({ workflows: [] });
     // The same id in another org is its own workflow.
     const mine = await register({ id: 'refunds', steps: [{ id: 'z' }] }, other.apiKey);
-    expect({ status: mine.status, body: mine.body }).toEqual({ status: 201, body: { id: 'refunds', version: 1, created: true } });
+    expect({ status: mine.status, body: mine.body }).toEqual({ status: 200, body: { id: 'refunds', version: 1, created: true } });
     expect((await stack.http('GET', '/v1/workflows/refunds', { token: admin })).body.steps).toEqual([{ id: 'a' }]);
   });
 });

@@ -121,7 +121,7 @@ export function createWorkflows(deps: { db: Knex }) {
           .insert({ org_id: org, workflow_id: def.id, version: def.version, definition: JSON.stringify(def), definition_hash: hash })
           .onConflict(['org_id', 'workflow_id', 'version', 'definition_hash'])
           .ignore();
-        return { status: inserted.length ? 201 : 200, body: { id: def.id, version: def.version, created: inserted.length > 0 } };
+        return { status: 200, body: { id: def.id, version: def.version, created: inserted.length > 0 } };
       });
     },
     async list(org: string) {

@@ -107,7 +107,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     fwd('post', '/v1/worker/register', 'worker', 'workflows', 'Register a workflow definition (idempotent upsert by id)', W.register, {
       body: WorkflowDefinition,
       response: RegisterReply,
-      description: 'Answers `{id, version, created}`; 201 when created, 200 otherwise.',
+      description: 'Answers 200 `{id, version, created}`.',
     }),
     fwd('post', '/v1/worker/decisions', 'worker', 'decisions', 'Open a decision', D.create, {
       body: DecisionRequest,
