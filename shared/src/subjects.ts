@@ -63,6 +63,7 @@ export const SUBJECT = {
     vote: 'svc.decisions.vote',
     surfaceVote: 'svc.decisions.surface_vote',
     usage: 'svc.decisions.usage',
+    peek: 'svc.decisions.peek',
     echo: 'svc.decisions.echo',
   },
   workflows: {
@@ -81,6 +82,7 @@ export const SUBJECT = {
   },
   surfaces: {
     callback: 'svc.surfaces.callback',
+    mintLinks: 'svc.surfaces.mint_links',
     echo: 'svc.surfaces.echo',
   },
   scheduler: {

@@ -303,6 +303,8 @@ export const DecisionsEndpoints = {
   vote: endpoint(SUBJECT.decisions.vote, forwarded({ params: IdParams, body: DecideBody }), DecideReply),
   surfaceVote: endpoint(SUBJECT.decisions.surfaceVote, SurfaceVoteRequest, DecideReply),
   usage: endpoint(SUBJECT.decisions.usage, forwarded({}), UsageReply),
+  /** Internal read for surfaces and the notifier (no principal): the record as read back. */
+  peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string() }), DecisionView),
 };
 
 export const WorkflowsEndpoints = {

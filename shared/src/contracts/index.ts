@@ -4,3 +4,4 @@ export * from './access';
 export * from './policies';
 export * from './events';
 export * from './decisions';
+export * from './surfaces';

@@ -56,6 +56,7 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
     }),
   );
   host.handle(E.usage, async (r) => x.reads.usage(r.org, x.now()));
+  host.handle(E.peek, async (r) => x.reads.workerGet(r.org, r.id));
 
   host.handle(WorkflowsEndpoints.register, async (r) => {
     const out = await x.workflows.register(r.org, r.body);
