@@ -17,6 +17,8 @@ import { launchServices, waitHealthy } from './processes';
 const N_CREATE = Number(process.env.BENCH_CREATE ?? 2000);
 const N_CYCLE = Number(process.env.BENCH_CYCLES ?? 500);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
+const N_EXPIRY = Number(process.env.BENCH_EXPIRING ?? 300);
+const N_BACKGROUND_TIMERS = Number(process.env.BENCH_PENDING_TIMERS ?? 10_000);
 
 function say(line: string) {
   process.stderr.write(`[bench] ${line}\n`);
@@ -197,6 +199,31 @@ export async function main(): Promise<number> {
     });
     const floorCycleR = await runLoad(N_CYCLE, CONCURRENCY, (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })));
 
+    say(`expiry: ${N_BACKGROUND_TIMERS} pending timers in the scheduler, ${N_EXPIRY} decisions expiring after 3 s`);
+    await floorPool.query(
+      `INSERT INTO scheduler.timers (id, org_id, kind, ref, step, due_at)
+       SELECT 'tmr_bench_' || g, $1, 'expire', 'dec_bench_background_' || g, 0, now() + interval '1 hour' + g * interval '1 second'
+         FROM generate_series(1, $2) g`,
+      [org, N_BACKGROUND_TIMERS],
+    );
+    const expiring: string[] = [];
+    await runLoad(N_EXPIRY, CONCURRENCY, async (i) => {
+      const r = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `x-${i}`, stepRef: 's', approvers: ['a@x.com'], timeoutSec: 3 });
+      expiring.push(r.decisionId);
+    });
+    const deadline = Date.now() + 120_000;
+    let lags: number[] = [];
+    for (;;) {
+      const r = await floorPool.query(
+        `SELECT extract(epoch FROM (resolved_at - expires_at)) * 1000 AS lag FROM decisions.decisions WHERE id = ANY($1) AND status = 'EXPIRED'`,
+        [expiring],
+      );
+      lags = r.rows.map((x: { lag: string }) => Number(x.lag)).sort((a: number, b: number) => a - b);
+      if (lags.length === expiring.length || Date.now() > deadline) break;
+      await new Promise((res) => setTimeout(res, 500));
+    }
+    const early = lags.filter((l) => l < 0).length;
+
     const lines = [
       `Approvals benchmark — ${new Date().toISOString()} — concurrency ${CONCURRENCY}, Node ${process.version}`,
       '',
@@ -209,14 +236,17 @@ export async function main(): Promise<number> {
       '',
       `create: system throughput is ${((sysCreate.throughput / floorCreateR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCreate.p50 / floorCreateR.p50).toFixed(1)}× the floor's`,
       `cycle:  system throughput is ${((sysCycle.throughput / floorCycleR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCycle.p50 / floorCycleR.p50).toFixed(1)}× the floor's`,
+      '',
+      `expiry lag (expiresAt → EXPIRED) with ${N_BACKGROUND_TIMERS} pending timers: ${lags.length}/${expiring.length} expired; ` +
+        `p50 ${percentile(lags, 50).toFixed(0)} ms, p99 ${percentile(lags, 99).toFixed(0)} ms, max ${(lags[lags.length - 1] ?? NaN).toFixed(0)} ms; early: ${early}`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, sysCreate, floorCreate: floorCreateR, sysCycle, floorCycle: floorCycleR }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, sysCreate, floorCreate: floorCreateR, sysCycle, floorCycle: floorCycleR, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early } }, null, 2),
     );
-    return sysCreate.errors + sysCycle.errors > 0 ? 1 : 0;
+    return sysCreate.errors + sysCycle.errors > 0 || lags.length < expiring.length || early > 0 ? 1 : 0;
   } finally {
     for (const s of stops.reverse()) await s().catch((err) => say(`cleanup: ${(err as Error).message}`));
     rmSync(dir, { recursive: true, force: true });

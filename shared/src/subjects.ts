@@ -78,6 +78,7 @@ export const SUBJECT = {
     pushDeviceRegister: 'svc.notifier.push_device_register',
     pushDeviceList: 'svc.notifier.push_device_list',
     pushDeviceRevoke: 'svc.notifier.push_device_revoke',
+    deliveries: 'svc.notifier.deliveries',
     echo: 'svc.notifier.echo',
   },
   surfaces: {

@@ -1,11 +1,22 @@
 import { createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { NotifierConfig } from './config';
+import { notifierConsumers } from './consumers/decision-events.consumer';
+import { registerNotifierHandlers } from './handlers/people.handlers';
 import { migrations } from './migrations/index';
+import { engineProviders } from './providers/engines';
+import { peopleProviders } from './providers/people';
+import { createDeliveriesStore } from './store/deliveries.store';
+import { DeliveryWorker } from './worker';
 
 export const NOTIFIER_VERSION = '0.1.0';
 
-export async function startNotifier(config: NotifierConfig, opts: { log?: Logger; clock?: Clock } = {}): Promise<RunningService> {
-  return startService({
+export interface RunningNotifier extends RunningService {
+  worker: DeliveryWorker;
+}
+
+export async function startNotifier(config: NotifierConfig, opts: { log?: Logger; clock?: Clock } = {}): Promise<RunningNotifier> {
+  let worker!: DeliveryWorker;
+  const svc = await startService({
     name: 'notifier',
     version: NOTIFIER_VERSION,
     databaseUrl: config.DATABASE_URL,
@@ -14,7 +25,22 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
     migrations,
     log: opts.log ?? createLogger('notifier', config.LOG_LEVEL),
     clock: opts.clock,
-    outbox: false,
-    setup: async () => {},
+    setup: async (ctx) => {
+      const deliveries = createDeliveriesStore(ctx.db, { leaseSec: config.DELIVERY_LEASE_SEC });
+      worker = new DeliveryWorker({
+        store: deliveries,
+        bus: ctx.bus,
+        log: ctx.log,
+        providers: [...peopleProviders(config, { bus: ctx.bus }), ...engineProviders(config)],
+        pollMs: config.DELIVERY_POLL_MS,
+        retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
+      });
+      registerNotifierHandlers(ctx.host, { db: ctx.db, deliveries });
+      for (const c of notifierConsumers({ store: deliveries, bus: ctx.bus, wake: () => worker.wake() })) ctx.consume(c);
+      worker.start();
+      // Stop sending before the bus closes: a send in flight finishes and records its result.
+      return { afterStop: () => worker.stop() };
+    },
   });
+  return { ...svc, worker };
 }

@@ -5,3 +5,4 @@ export * from './policies';
 export * from './events';
 export * from './decisions';
 export * from './surfaces';
+export * from './notifier';

@@ -51,8 +51,14 @@ import {
   WorkflowView,
   WorkflowsEndpoints,
   WorkflowsQuery,
+  ContactMethods,
+  ContactMethodsView,
+  DeviceIdParams,
+  NotifierEndpoints,
+  PushDeviceBody,
+  PushDeviceView,
 } from '@approvals/shared';
-import { LlmSettingsBody, LlmSettingsView, type createSettings } from '../handlers/settings.handler';
+import { LlmSettingsBody, LlmSettingsView, RetentionSettingsBody, RetentionSettingsView, type createSettings } from '../handlers/settings.handler';
 import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
 import { AuditEntry, AuditQuery, auditHandlers } from '../handlers/audit.handler';
 import type { AccessStore } from '../store/access.store';
@@ -101,6 +107,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
   const D = DecisionsEndpoints;
   const W = WorkflowsEndpoints;
   const idParams = { params: IdParams };
+  const N = NotifierEndpoints;
 
   return [
     // ---- worker scope (API key)
@@ -226,11 +233,17 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       query: DirectoryQuery,
       response: DirectoryReply,
     }),
-    ni('get', '/v1/contact-methods/', 'session', 'notifications', "The caller's contact methods", ISSUE_LOOP),
-    ni('put', '/v1/contact-methods/', 'session', 'notifications', "Replace the caller's contact methods", ISSUE_LOOP),
-    ni('post', '/v1/push-devices/', 'session', 'notifications', 'Register a push device', ISSUE_LOOP),
-    ni('get', '/v1/push-devices/', 'session', 'notifications', "The caller's push devices", ISSUE_LOOP),
-    ni('delete', '/v1/push-devices/{id}', 'session', 'notifications', 'Revoke a push device', ISSUE_LOOP),
+    fwd('get', '/v1/contact-methods/', 'session', 'notifications', "The caller's contact methods", N.contactMethodsGet, { response: ContactMethodsView }),
+    fwd('put', '/v1/contact-methods/', 'session', 'notifications', "Replace the caller's contact methods (fields left out are cleared)", N.contactMethodsPut, {
+      body: ContactMethods,
+      response: ContactMethodsView,
+    }),
+    fwd('post', '/v1/push-devices/', 'session', 'notifications', 'Register a push device (idempotent on user and token; reactivates a revoked one)', N.pushDeviceRegister, {
+      body: PushDeviceBody,
+      response: PushDeviceView,
+    }),
+    fwd('get', '/v1/push-devices/', 'session', 'notifications', "The caller's push devices", N.pushDeviceList, { response: z.object({ devices: z.array(PushDeviceView) }) }),
+    fwd('delete', '/v1/push-devices/{id}', 'session', 'notifications', 'Revoke a push device (soft, idempotent)', N.pushDeviceRevoke, { params: DeviceIdParams, response: PushDeviceView }),
 
     // ---- callbacks (raw body forwarded for signature checks)
     cb('/webhooks/identity', 'webhooks', 'Identity provider webhook (Svix-style signature)'),
@@ -307,8 +320,30 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       response: z.object({ entries: z.array(AuditEntry) }),
       target: { kind: 'local', handler: audit.list },
     },
-    ni('get', '/v1/settings/retention', 'session', 'settings', 'Retention settings', ISSUE_LOOP),
-    ni('patch', '/v1/settings/retention', 'session', 'settings', 'Change retention settings', ISSUE_LOOP),
+    {
+      method: 'get',
+      path: '/v1/settings/retention',
+      scope: 'session',
+      adminOnly: true,
+      tag: 'settings',
+      summary: 'Retention settings',
+      description: '`decisionDataDays` null (the default) keeps decision data forever.',
+      response: RetentionSettingsView,
+      target: { kind: 'local', handler: deps.settings.handlers.getRetention },
+    },
+    {
+      method: 'patch',
+      path: '/v1/settings/retention',
+      scope: 'session',
+      adminOnly: true,
+      tag: 'settings',
+      summary: 'Change retention settings',
+      description:
+        '`decisionDataDays` (1 to 3650, or null to keep forever): a daily purge drops the content (context, drafts, evidence, refinements) of decisions resolved longer ago; status, verdict, votes, timeline and policy version stay. Fields left out are unchanged.',
+      body: RetentionSettingsBody,
+      response: RetentionSettingsView,
+      target: { kind: 'local', handler: deps.settings.handlers.patchRetention },
+    },
     {
       method: 'get',
       path: '/v1/settings/llm',
@@ -330,8 +365,8 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       response: LlmSettingsView,
       target: { kind: 'local', handler: deps.settings.handlers.putLlm },
     },
-    ni('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings', ISSUE_CHAT),
-    ni('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings', ISSUE_CHAT),
+    { ...ni('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings', ISSUE_CHAT), adminOnly: true },
+    { ...ni('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings', ISSUE_CHAT), adminOnly: true },
     ni('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration', ISSUE_CHAT),
     ni('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'chatB channels', ISSUE_CHAT),
     ni('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the chatB channel', ISSUE_CHAT),

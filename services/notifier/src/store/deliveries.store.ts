@@ -1,0 +1,87 @@
+import { newId, type Knex } from '@approvals/shared';
+import type { DeliveryRow } from '../providers/provider';
+
+export interface NewDelivery {
+  org: string;
+  decisionId: string;
+  eventId: string;
+  kind: DeliveryRow['kind'];
+  channel: string;
+  target: string;
+  payload: Record<string, unknown>;
+  maxAttempts: number;
+}
+
+/**
+ * `leaseSec`: how long a claimed delivery is reserved; a worker that dies mid-send gives
+ * it back after this.
+ */
+export function createDeliveriesStore(db: Knex, opts: { leaseSec: number } = { leaseSec: 60 }) {
+  return {
+    /** Idempotent on (event, channel, target): planning the same event twice inserts nothing. */
+    async plan(rows: NewDelivery[]): Promise<number> {
+      if (rows.length === 0) return 0;
+      const inserted = await db('deliveries')
+        .insert(
+          rows.map((r) => ({
+            id: newId('delivery'),
+            org_id: r.org,
+            decision_id: r.decisionId,
+            event_id: r.eventId,
+            kind: r.kind,
+            channel: r.channel,
+            target: r.target,
+            payload: JSON.stringify(r.payload),
+            status: 'pending',
+            max_attempts: r.maxAttempts,
+          })),
+        )
+        .onConflict(['event_id', 'channel', 'target'])
+        .ignore()
+        .returning('id');
+      return inserted.length;
+    },
+
+    /**
+     * Claims due deliveries: a lease (not a held transaction) marks them taken, so the
+     * send happens outside any transaction and a crashed worker's rows come back after
+     * the lease. Replicas claim disjoint rows (SKIP LOCKED).
+     */
+    async claim(limit: number): Promise<DeliveryRow[]> {
+      const r = await db.raw(
+        `UPDATE deliveries SET lease_until = now() + (? * interval '1 second'), attempts = attempts + 1
+          WHERE id IN (
+            SELECT id FROM deliveries
+             WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
+             ORDER BY next_attempt_at
+             LIMIT ? FOR UPDATE SKIP LOCKED)
+          RETURNING id, org_id, decision_id, event_id, kind, channel, target, payload, attempts, max_attempts`,
+        [opts.leaseSec, limit],
+      );
+      return r.rows as DeliveryRow[];
+    },
+
+    async sent(id: string, detail?: string): Promise<void> {
+      await db('deliveries').where({ id }).update({ status: 'sent', sent_at: db.fn.now(), lease_until: null, last_error: detail ? null : null });
+    },
+
+    async skipped(id: string, reason: string): Promise<void> {
+      await db('deliveries').where({ id }).update({ status: 'skipped', last_error: reason, lease_until: null });
+    },
+
+    async failed(id: string, error: string, retryInMs: number | null): Promise<void> {
+      if (retryInMs === null) {
+        await db('deliveries').where({ id }).update({ status: 'failed', last_error: error.slice(0, 2000), lease_until: null });
+        return;
+      }
+      await db('deliveries')
+        .where({ id })
+        .update({ last_error: error.slice(0, 2000), lease_until: null, next_attempt_at: db.raw(`now() + (? * interval '1 millisecond')`, [retryInMs]) });
+    },
+
+    async forDecision(org: string, decisionId: string) {
+      return db('deliveries').where({ org_id: org, decision_id: decisionId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+    },
+  };
+}
+export type DeliveriesStore = ReturnType<typeof createDeliveriesStore>;
