@@ -1,0 +1,80 @@
+import { describe, expect, it } from '@jest/globals';
+import type { ResolvedApprover } from '@approvals/shared';
+import { escalationTarget, initialTargets, orderedTargets, retryDelayMs } from '../src/domain/plan';
+import { answerableByLink, renderEmail, summarizeBlock } from '../src/providers/people';
+
+const approver = (over: Partial<ResolvedApprover> = {}): ResolvedApprover => ({
+  email: 'ann@example.com',
+  approverId: 'apr_1',
+  registered: true,
+  disabled: false,
+  channels: [
+    { channel: 'email', endpoint: 'ann@example.com', status: 'verified', verifiedAt: null },
+    { channel: 'sms', endpoint: '+15550100', status: 'verified', verifiedAt: null },
+    { channel: 'webhook', endpoint: 'https://hooks.example.com/ann', status: 'pending', verifiedAt: null },
+    { channel: 'chatA', endpoint: 'U123', status: 'verified', verifiedAt: null },
+  ],
+  methods: [],
+  ...over,
+});
+
+describe('delivery planning', () => {
+  it('uses only verified channels, route order first', () => {
+    expect(orderedTargets(approver(), { channels: ['sms', 'email'] })).toEqual([
+      { channel: 'sms', target: '+15550100' },
+      { channel: 'email', target: 'ann@example.com' },
+      { channel: 'chatA', target: 'U123' },
+    ]);
+  });
+
+  it('fans out to every verified channel, or starts escalation with the first', () => {
+    expect(initialTargets(approver(), null).map((t) => t.channel)).toEqual(['email', 'sms', 'chatA']);
+    expect(initialTargets(approver(), { channels: ['chatA', 'email'], strategy: 'escalate', escalateAfterSec: 60 })).toEqual([{ channel: 'chatA', target: 'U123' }]);
+    expect(escalationTarget(approver(), { channels: ['chatA', 'email'], strategy: 'escalate' }, 1)).toEqual({ channel: 'email', target: 'ann@example.com' });
+    expect(escalationTarget(approver(), { channels: ['chatA', 'email'], strategy: 'escalate' }, 9)).toBeUndefined();
+  });
+
+  it('skips a disabled approver entirely', () => {
+    expect(initialTargets(approver({ disabled: true }), null)).toEqual([]);
+    expect(escalationTarget(approver({ disabled: true }), null, 1)).toBeUndefined();
+  });
+
+  it('backs off exponentially with a cap', () => {
+    expect([1, 2, 3, 4].map((a) => retryDelayMs(a, 1000))).toEqual([1000, 2000, 4000, 8000]);
+    expect(retryDelayMs(40, 1000)).toBe(600_000);
+  });
+});
+
+describe('email content', () => {
+  const base = {
+    id: 'dec_1',
+    status: 'PENDING',
+    context: { title: 'Ship <v2>', prompt: 'Deploy now?', blocks: [{ kind: 'fields', fields: [{ label: 'Env', value: 'prod' }] }] },
+    responseSpec: null,
+    requiresSignature: false,
+    esign: null,
+    expiresAt: '2026-11-22T10:00:00.000Z',
+  } as never;
+
+  it('offers approve/reject links only for yes/no decisions without a signature', () => {
+    expect(answerableByLink(base)).toBe(true);
+    expect(answerableByLink({ ...(base as object), responseSpec: { type: 'text' } } as never)).toBe(false);
+    expect(answerableByLink({ ...(base as object), requiresSignature: true } as never)).toBe(false);
+  });
+
+  it('renders subject, escaped HTML, summarized blocks and links', () => {
+    const m = renderEmail({ d: base, kind: 'notify', links: { approve: 'https://x/a', reject: 'https://x/r' }, appUrl: 'https://x/app/decisions/dec_1' });
+    expect(m.subject).toBe('Approval needed: Ship <v2>');
+    expect(m.html).toContain('Ship &lt;v2&gt;');
+    expect(m.html).not.toContain('<v2>');
+    expect(m.text).toContain('- Env: prod');
+    expect(m.text).toContain('Approve: https://x/a');
+    expect(renderEmail({ d: base, kind: 'remind', appUrl: 'u' }).subject).toBe('Reminder: Ship <v2>');
+  });
+
+  it('summarizes each block kind in one line', () => {
+    expect(summarizeBlock({ kind: 'diff', before: 'a', after: 'b' })).toBe('change: a → b');
+    expect(summarizeBlock({ kind: 'tool_call', tool: 'refund', args: { id: 1 } })).toBe('tool refund {"id":1}');
+    expect(summarizeBlock({ kind: 'ai_output', model: 'm', output: 'x'.repeat(400) })).toHaveLength(3 + 300 + 1);
+  });
+});

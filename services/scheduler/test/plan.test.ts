@@ -1,0 +1,42 @@
+import { describe, expect, it } from '@jest/globals';
+import { planTimers } from '../src/domain/plan';
+
+const created = {
+  decisionId: 'dec_1',
+  policy: null,
+  approvers: ['a@x.com'],
+  assigneeEmail: null,
+  externalRunId: 'r',
+  stepRef: 's',
+  workflowRef: null,
+  engine: 'engineA',
+  title: null,
+  createdAt: '2026-11-22T00:00:00.000Z',
+  expiresAt: '2026-11-22T00:00:04.000Z',
+  timeoutSec: 4,
+  route: null,
+  requiresSignature: false,
+};
+
+describe('timer planning', () => {
+  it('arms the expiry at expiresAt and one reminder at 75% of the timeout', () => {
+    expect(planTimers(created).map((t) => [t.kind, t.dueAt.toISOString()])).toEqual([
+      ['expire', '2026-11-22T00:00:04.000Z'],
+      ['remind', '2026-11-22T00:00:03.000Z'],
+    ]);
+  });
+
+  it('arms nothing for a decision that waits indefinitely', () => {
+    expect(planTimers({ ...created, expiresAt: null, timeoutSec: null })).toEqual([]);
+  });
+
+  it('arms one escalation step per further channel, before the expiry', () => {
+    const t = planTimers({ ...created, expiresAt: '2026-11-22T00:10:00.000Z', timeoutSec: 600, route: { channels: ['chatA', 'email', 'sms'], strategy: 'escalate', escalateAfterSec: 120 } });
+    expect(t.filter((x) => x.kind === 'escalate').map((x) => [x.step, x.dueAt.toISOString(), x.data.channel])).toEqual([
+      [1, '2026-11-22T00:02:00.000Z', 'email'],
+      [2, '2026-11-22T00:04:00.000Z', 'sms'],
+    ]);
+    const late = planTimers({ ...created, route: { channels: ['chatA', 'email'], strategy: 'escalate', escalateAfterSec: 10 } });
+    expect(late.filter((x) => x.kind === 'escalate')).toEqual([]);
+  });
+});

@@ -1,0 +1,152 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client } from 'pg';
+import { Bus, EVENT, ManualClock, createLogger } from '@approvals/shared';
+import { createTestDatabase, startTestNats, waitFor, type TestDatabase, type TestNats } from '@approvals/shared/testing';
+import { startScheduler, type RunningScheduler } from '../src/app';
+import { SchedulerEnv } from '../src/config';
+
+/**
+ * The scheduler on real PostgreSQL and NATS with an injected clock: tests move time
+ * instead of sleeping. Timer events are read from the scheduler's outbox, where firing
+ * writes them in the same transaction that marks the timer fired.
+ */
+describe('scheduler timers', () => {
+  let db: TestDatabase;
+  let nats: TestNats;
+  let pg: Client;
+  let bus: Bus;
+  const running: RunningScheduler[] = [];
+  const log = createLogger('test', 'silent');
+
+  beforeAll(async () => {
+    db = await createTestDatabase('sched');
+    nats = await startTestNats();
+    pg = new Client({ connectionString: db.url });
+    await pg.connect();
+    bus = await Bus.connect({ url: nats.url, name: 'sched-test', log });
+  });
+  afterEach(async () => {
+    for (const s of running.splice(0)) await s.stop();
+  });
+  afterAll(async () => {
+    await bus?.close();
+    await pg?.end();
+    await nats?.stop();
+    await db?.drop();
+  });
+
+  const start = async (clock: ManualClock, pollMs = 60_000) => {
+    const s = await startScheduler(SchedulerEnv.parse({ DATABASE_URL: db.url, NATS_URL: nats.url, LOG_LEVEL: 'silent', SCHEDULER_POLL_MS: String(pollMs) }), { clock, log });
+    running.push(s);
+    return s;
+  };
+
+  /** Publishes evt.decision.created the way the decisions service does (outbox envelope). */
+  let seq = 0;
+  const created = async (decisionId: string, createdAt: Date, timeoutSec: number) => {
+    const id = `evt_created_${++seq}_${Date.now()}`;
+    const env = {
+      id,
+      type: EVENT.decisionCreated,
+      org: 'org_t',
+      occurredAt: createdAt.toISOString(),
+      data: {
+        decisionId,
+        policy: null,
+        approvers: ['a@x.com'],
+        assigneeEmail: null,
+        externalRunId: decisionId,
+        stepRef: 's',
+        workflowRef: null,
+        engine: 'api',
+        title: null,
+        createdAt: createdAt.toISOString(),
+        expiresAt: new Date(createdAt.getTime() + timeoutSec * 1000).toISOString(),
+        timeoutSec,
+        route: null,
+        requiresSignature: false,
+      },
+    };
+    await bus.js.publish(EVENT.decisionCreated, new TextEncoder().encode(JSON.stringify(env)), { msgID: id });
+  };
+
+  const timers = async (ref: string) => (await pg.query('SELECT kind, fired_at, cancelled_at FROM scheduler.timers WHERE ref = $1 ORDER BY kind', [ref])).rows;
+  const firedEvents = async (ref: string) =>
+    (await pg.query(`SELECT subject FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' = $1 ORDER BY seq`, [ref])).rows.map((r) => r.subject);
+
+  it('arms on decision.created, never fires early, fires exactly at due time', async () => {
+    const clock = new ManualClock(new Date('2030-01-01T00:00:00Z'));
+    const s = await start(clock);
+    await created('dec_a', clock.now(), 100);
+    await waitFor(async () => (await timers('dec_a')).length === 2, { what: 'timers armed' });
+
+    clock.advance(74_999);
+    expect(await s.ticker.tick()).toBe(0);
+    clock.advance(1);
+    expect(await s.ticker.tick()).toBe(1);
+    expect(await firedEvents('dec_a')).toEqual([EVENT.timerRemindDue]);
+    clock.advance(24_999);
+    expect(await s.ticker.tick()).toBe(0);
+    clock.advance(1);
+    expect(await s.ticker.tick()).toBe(1);
+    expect(await firedEvents('dec_a')).toEqual([EVENT.timerRemindDue, EVENT.timerExpireDue]);
+    clock.advance(60_000);
+    expect(await s.ticker.tick()).toBe(0); // fired timers never fire again
+  });
+
+  it('two replicas fire each of 300 due timers exactly once', async () => {
+    const clock = new ManualClock(new Date('2031-01-01T00:00:00Z'));
+    const [a, b] = [await start(clock), await start(clock)];
+    await pg.query(
+      `INSERT INTO scheduler.timers (id, org_id, kind, ref, step, due_at)
+       SELECT 'tmr_rep_' || g, 'org_t', 'expire', 'dec_rep_' || g, 0, $1::timestamptz - g * interval '1 millisecond' FROM generate_series(1, 300) g`,
+      [clock.now()],
+    );
+    const counts = await Promise.all([a.ticker.tick(), b.ticker.tick(), a.ticker.tick(), b.ticker.tick()]);
+    expect(counts.reduce((x, y) => x + y, 0)).toBe(300);
+    const r = await pg.query(`SELECT envelope->'data'->>'decisionId' AS ref, count(*) AS n FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' LIKE 'dec_rep_%' GROUP BY 1`);
+    expect(r.rows).toHaveLength(300);
+    expect(r.rows.every((x) => Number(x.n) === 1)).toBe(true);
+  });
+
+  it('a timer that came due while the scheduler was down fires at the next start', async () => {
+    const clock = new ManualClock(new Date('2032-01-01T00:00:00Z'));
+    let s = await start(clock);
+    await created('dec_down', clock.now(), 10);
+    await waitFor(async () => (await timers('dec_down')).length === 2, { what: 'armed' });
+    await s.stop();
+    running.splice(running.indexOf(s), 1);
+    clock.advance(60_000);
+    s = await start(clock, 50);
+    await waitFor(async () => (await firedEvents('dec_down')).length === 2, { what: 'fired after restart' });
+    expect((await firedEvents('dec_down')).sort()).toEqual([EVENT.timerExpireDue, EVENT.timerRemindDue].sort());
+  });
+
+  it('a resolution disarms what has not fired', async () => {
+    const clock = new ManualClock(new Date('2033-01-01T00:00:00Z'));
+    const s = await start(clock);
+    await created('dec_resolved', clock.now(), 10);
+    await waitFor(async () => (await timers('dec_resolved')).length === 2, { what: 'armed' });
+    const id = `evt_resolved_${Date.now()}`;
+    await bus.js.publish(
+      EVENT.decisionResolved,
+      new TextEncoder().encode(JSON.stringify({ id, type: EVENT.decisionResolved, org: 'org_t', occurredAt: clock.now().toISOString(), data: { decisionId: 'dec_resolved' } })),
+      { msgID: id },
+    );
+    await waitFor(async () => (await timers('dec_resolved')).every((t) => t.cancelled_at !== null), { what: 'disarmed' });
+    clock.advance(3600_000);
+    expect(await s.ticker.tick()).toBe(0);
+    expect(await firedEvents('dec_resolved')).toEqual([]);
+  });
+
+  it('a near timer wakes the loop without waiting a whole poll interval', async () => {
+    // Real time here: a 60 s poll interval, and a timer due in 300 ms must still fire promptly.
+    const s = await startScheduler(SchedulerEnv.parse({ DATABASE_URL: db.url, NATS_URL: nats.url, LOG_LEVEL: 'silent', SCHEDULER_POLL_MS: '60000' }), { log });
+    running.push(s);
+    await new Promise((r) => setTimeout(r, 300)); // the loop is now asleep for up to 60 s
+    await created('dec_near', new Date(Date.now() - 700), 1); // expires 300 ms from now
+    const t0 = Date.now();
+    await waitFor(async () => (await firedEvents('dec_near')).includes(EVENT.timerExpireDue), { timeoutMs: 5000, what: 'expiry fired' });
+    expect(Date.now() - t0).toBeLessThan(3000);
+  });
+});
