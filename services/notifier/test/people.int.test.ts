@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Bus, NotifierEndpoints, createLogger } from '@approvals/shared';
+import { waitFor } from '@approvals/shared/testing';
+import { startStack, type Stack } from '../../../test/helpers/stack';
+import { startRecorder } from '../../../test/helpers/third-parties';
+
+describe('contact methods and push devices', () => {
+  let stack: Stack;
+  let org: string;
+  let apiKey: string;
+  let me: string;
+  let other: string;
+  beforeAll(async () => {
+    stack = await startStack({ label: 'people', services: ['gateway', 'notifier'] });
+    ({ org, apiKey } = await stack.newOrg());
+    me = stack.session({ org, email: 'me@example.com', sub: 'usr_me' });
+    other = stack.session({ org, email: 'other@example.com', sub: 'usr_other' });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('reads empty contact methods, replaces them with PUT, keeps them per person', async () => {
+    expect((await stack.http('GET', '/v1/contact-methods/', { token: me })).body).toEqual({ email: null, sms: null, chatA: null, pushEnabled: false, updatedAt: null });
+    const put = await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { email: 'Me@Example.com', sms: '+15550100', pushEnabled: true } });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ email: 'me@example.com', sms: '+15550100', chatA: null, pushEnabled: true });
+    const again = await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { chatA: 'U1' } });
+    expect(again.body).toMatchObject({ email: null, sms: null, chatA: 'U1', pushEnabled: false });
+    expect((await stack.http('GET', '/v1/contact-methods/', { token: other })).body.chatA).toBeNull();
+  });
+
+  it('refuses bad contact methods and API keys', async () => {
+    expect((await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { email: 'not-an-email' } })).status).toBe(400);
+    expect((await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { pager: '1' } })).status).toBe(400);
+    expect((await stack.http('GET', '/v1/contact-methods/', { token: apiKey })).status).toBe(403);
+  });
+
+  it('registers devices idempotently, revokes softly, and reactivates on re-registration', async () => {
+    const first = await stack.http('POST', '/v1/push-devices/', { token: me, body: { token: 'tok-1', platform: 'ios', deviceName: 'Phone' } });
+    expect(first.status).toBe(201);
+    expect(first.body).toMatchObject({ platform: 'ios', deviceName: 'Phone', revokedAt: null, created: true, reactivated: false });
+    const again = await stack.http('POST', '/v1/push-devices/', { token: me, body: { token: 'tok-1', platform: 'ios' } });
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ id: first.body.id, created: false, reactivated: false });
+    expect((await stack.http('GET', '/v1/push-devices/', { token: me })).body.devices).toHaveLength(1);
+
+    const revoked = await stack.http('DELETE', `/v1/push-devices/${first.body.id}`, { token: me });
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.revokedAt).not.toBeNull();
+    expect((await stack.http('DELETE', `/v1/push-devices/${first.body.id}`, { token: me })).status).toBe(200);
+    expect((await stack.http('DELETE', `/v1/push-devices/${first.body.id}`, { token: other })).status).toBe(404);
+
+    const back = await stack.http('POST', '/v1/push-devices/', { token: me, body: { token: 'tok-1', platform: 'ios' } });
+    expect(back.status).toBe(200);
+    expect(back.body).toMatchObject({ id: first.body.id, reactivated: true, revokedAt: null });
+    expect((await stack.http('POST', '/v1/push-devices/', { token: me, body: { token: 'x', platform: 'windows' } })).status).toBe(400);
+    expect((await stack.http('POST', '/v1/push-devices/', { token: me, body: { platform: 'ios' } })).status).toBe(400);
+  });
+});
+
+describe('notifications on people channels', () => {
+  let stack: Stack;
+  let hooks: Awaited<ReturnType<typeof startRecorder>>;
+  let bus: Bus;
+  let org: string;
+  let admin: string;
+  let apiKey: string;
+  beforeAll(async () => {
+    hooks = await startRecorder();
+    stack = await startStack({
+      label: 'channels',
+      services: ['gateway', 'policies', 'decisions', 'notifier'],
+      env: { SMS_PROVIDER_URL: `${hooks.url}/sms`, DELIVERY_POLL_MS: '50', WEBHOOK_SIGNING_SECRET: 'a-webhook-secret-of-length' },
+    });
+    ({ org, admin, apiKey } = await stack.newOrg());
+    bus = await Bus.connect({ url: stack.nats.url, name: 'channels-test', log: createLogger('t', 'silent') });
+  });
+  afterAll(async () => {
+    await bus?.close();
+    await stack?.stop();
+    await hooks?.stop();
+  });
+
+  it('reaches each approver on their verified channels; unverified ones and disabled approvers get nothing; chat is a recorded skip', async () => {
+    const reg = async (email: string, channels: Array<{ channel: string; endpoint: string }>) =>
+      (await stack.http('POST', '/v1/approvers/', { token: admin, body: { email, channels } })).body.id as string;
+    const ann = await reg('ann@example.com', [
+      { channel: 'webhook', endpoint: `${hooks.url}/ann-hook` },
+      { channel: 'sms', endpoint: '+15550100' },
+      { channel: 'chatA', endpoint: 'U_ANN' },
+    ]);
+    for (const channel of ['webhook', 'sms', 'chatA']) {
+      await stack.http('POST', `/v1/approvers/${ann}/verify`, { token: admin, body: { channel, status: 'verified' } });
+    }
+    await reg('bob@example.com', [{ channel: 'webhook', endpoint: `${hooks.url}/bob-hook` }]); // left pending
+    const cy = await reg('cy@example.com', [{ channel: 'sms', endpoint: '+15550199' }]);
+    await stack.http('POST', `/v1/approvers/${cy}/verify`, { token: admin, body: { channel: 'sms', status: 'verified' } });
+    await stack.http('POST', `/v1/approvers/${cy}/disable`, { token: admin });
+
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { engine: 'api', externalRunId: 'run-ch', stepRef: 's', approvers: ['ann@example.com', 'bob@example.com', 'cy@example.com'], context: { title: 'Rotate keys' } },
+    });
+    expect(res.status).toBe(201);
+    const id = res.body.decisionId;
+    const done = async () => (await bus.call(NotifierEndpoints.deliveries, { org, decisionId: id })).deliveries;
+    await waitFor(async () => {
+      const d = await done();
+      return d.length > 0 && d.every((x) => x.status !== 'pending');
+    }, { timeoutMs: 15_000, what: 'deliveries settled' });
+    const byTarget = Object.fromEntries((await done()).map((d) => [`${d.channel}:${d.target}`, d.status]));
+    expect(byTarget).toEqual({
+      [`webhook:${hooks.url}/ann-hook`]: 'sent',
+      'sms:+15550100': 'sent',
+      'chatA:U_ANN': 'skipped',
+      'email:ann@example.com': 'skipped', // no SMTP_URL in this stack: a recorded skip
+      'email:bob@example.com': 'skipped',
+    });
+    const hook = hooks.requests.find((r) => r.path === '/ann-hook')!;
+    expect(hook.body).toMatchObject({ type: 'decision.created', data: { id, status: 'PENDING' } });
+    expect(hook.headers['webhook-signature']).toMatch(/^v1,/);
+    const sms = hooks.requests.find((r) => r.path === '/sms')!;
+    expect(sms.body).toMatchObject({ to: '+15550100', body: expect.stringContaining('Rotate keys') });
+    expect(hooks.requests.some((r) => r.path === '/bob-hook')).toBe(false);
+    expect(hooks.requests.some((r) => r.body?.to === '+15550199')).toBe(false);
+  });
+});
