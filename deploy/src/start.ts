@@ -26,6 +26,9 @@ function formatLine(name: string, color: string, raw: string): string {
 }
 
 export async function main(): Promise<void> {
+  // A closed terminal or pipe (EPIPE/EIO on write) must not abort the shutdown half way
+  // and leave nats-server or PostgreSQL running: output is best effort.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   const infra = await provideInfra(say);
   const port = Number(process.env.PORT ?? 8080);
   const baseUrl = process.env.PUBLIC_BASE_URL ?? `http://localhost:${port}`;
@@ -58,6 +61,7 @@ export async function main(): Promise<void> {
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGHUP', () => void shutdown('SIGHUP')); // the terminal was closed
 
   const health = await waitHealthy(`http://127.0.0.1:${port}`, 120_000, () => shuttingDown);
   if (!health.ok && !shuttingDown) say(`not healthy after 120 s; last health answer: ${health.last}`);

@@ -40,7 +40,7 @@ export async function main(args: string[]): Promise<number> {
       chmodSync(dir, 0o755);
       const port = await freePort();
       say(`starting embedded PostgreSQL on ${port}`);
-      const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'data'), port, persistent: false });
+      const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'data'), port, persistent: false, callerHandlesSignals: true });
       stops.push(async () => {
         await pg.stop();
         rmSync(dir, { recursive: true, force: true });
@@ -57,6 +57,7 @@ export async function main(args: string[]): Promise<number> {
       const forward = (sig: NodeJS.Signals) => child.kill(sig);
       process.on('SIGINT', forward);
       process.on('SIGTERM', forward);
+      process.on('SIGHUP', forward);
       child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
     });
   } finally {

@@ -154,6 +154,8 @@ export function runMain(name: string, start: () => Promise<{ stop(): Promise<voi
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // A closed terminal: stop as cleanly as on Ctrl-C instead of dying mid-request.
+  process.on('SIGHUP', () => shutdown('SIGHUP'));
   starting.catch((err) => {
     if (err instanceof ConfigError) {
       process.stderr.write(`${name}: ${err.message}\n`);

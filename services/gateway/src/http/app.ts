@@ -51,6 +51,14 @@ export function createApp(deps: AppDeps) {
       logger: deps.log,
       genReqId: (req) => (req as { id?: string }).id!,
       autoLogging: { ignore: (req) => req.url === '/health' },
+      // Action-link tokens are credentials until used: never write them to logs.
+      serializers: {
+        req: (req: { url?: string; query?: Record<string, unknown> }) => ({
+          ...req,
+          url: req.url?.replace(/([?&]token=)[^&]*/g, '$1[redacted]'),
+          query: req.query && 'token' in req.query ? { ...req.query, token: '[redacted]' } : req.query,
+        }),
+      },
       customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug'),
     }),
   );

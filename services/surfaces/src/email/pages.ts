@@ -1,0 +1,319 @@
+import type { DecisionView, RawHttpReply } from '@approvals/shared';
+import type { LinkAction } from './token-store';
+
+/**
+ * The pages behind email action links: small, self-contained HTML (inline style, no
+ * script, no external asset), every value escaped. They are shown to people who clicked
+ * a link in a mail, so each says plainly what happened and what (if anything) to do.
+ */
+
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/html; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-frame-options': 'DENY',
+  'referrer-policy': 'no-referrer',
+  'x-content-type-options': 'nosniff',
+  'x-robots-tag': 'noindex, nofollow',
+  // Nothing loads from anywhere; the only thing the page may do is post its own form.
+  'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
+};
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** HTML-escapes text for element content and quoted attribute values. */
+export function esc(value: unknown): string {
+  return String(value ?? '').replace(/[&<>"']/g, (c) => ESCAPES[c]!);
+}
+
+const clip = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
+
+const STYLE = `
+*{box-sizing:border-box}
+body{margin:0;padding:24px 12px;background:#f4f5f7;color:#1f2328;font:15px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+main{max-width:640px;margin:0 auto;background:#fff;border:1px solid #d8dee4;border-radius:8px;padding:24px}
+h1{font-size:20px;margin:0 0 12px}
+h2{font-size:15px;margin:20px 0 8px}
+p{margin:8px 0}
+.muted{color:#59636e;font-size:13px}
+.prompt{white-space:pre-wrap}
+.block{border-top:1px solid #eaeef2;padding:8px 0}
+.block h3{font-size:13px;margin:0 0 4px;color:#59636e;text-transform:uppercase;letter-spacing:.03em}
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;padding:8px;border-radius:6px;margin:4px 0;font-size:13px}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:4px 12px;margin:4px 0}
+dt{color:#59636e}dd{margin:0;word-break:break-word}
+.notice{padding:12px;border-radius:6px;background:#f6f8fa;border:1px solid #d8dee4}
+.notice.ok{background:#dafbe1;border-color:#aceebb}
+.notice.warn{background:#fff8c5;border-color:#eed888}
+.notice.bad{background:#ffebe9;border-color:#ffcecb}
+form{margin:20px 0 0}
+button{font:inherit;font-weight:600;padding:10px 20px;border-radius:6px;border:1px solid transparent;cursor:pointer;color:#fff}
+button.approve{background:#1f883d}button.reject{background:#cf222e}
+`;
+
+export interface Page {
+  status: number;
+  heading: string;
+  /** Trusted HTML: every caller builds it from esc()'d values. */
+  html: string;
+  extraHeaders?: Record<string, string>;
+}
+
+export function render(p: Page): RawHttpReply {
+  const body = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex, nofollow">
+<meta name="referrer" content="no-referrer">
+<title>${esc(p.heading)}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<main>
+<h1>${esc(p.heading)}</h1>
+${p.html}
+</main>
+</body>
+</html>
+`;
+  return { status: p.status, headers: { ...PAGE_HEADERS, ...(p.extraHeaders ?? {}) }, body };
+}
+
+const STATUS_WORD: Record<string, string> = {
+  PENDING: 'pending',
+  APPROVED: 'approved',
+  REJECTED: 'rejected',
+  EXPIRED: 'expired',
+  CANCELLED: 'cancelled',
+};
+export const statusWord = (s: string) => STATUS_WORD[s] ?? s.toLowerCase();
+const ACTION_WORD: Record<LinkAction, { verb: string; noun: string; label: string }> = {
+  approve: { verb: 'approve', noun: 'approval', label: 'Approve' },
+  reject: { verb: 'reject', noun: 'rejection', label: 'Reject' },
+};
+
+// ---- decision summary
+
+interface ContextLike {
+  title?: unknown;
+  prompt?: unknown;
+  blocks?: unknown;
+}
+
+const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v : null);
+
+export function decisionTitle(d: Pick<DecisionView, 'id' | 'context'> | null, fallbackId: string): string {
+  const ctx = (d?.context ?? null) as ContextLike | null;
+  return str(ctx?.title) ?? `Decision ${d?.id ?? fallbackId}`;
+}
+
+const MAX_BLOCKS = 20;
+const MAX_TEXT = 1500;
+
+function json(v: unknown): string {
+  try {
+    return JSON.stringify(v, null, 2) ?? '';
+  } catch {
+    return '';
+  }
+}
+
+/** One block of `context.blocks` as a short, escaped summary. Unknown kinds are skipped. */
+function renderBlock(b: unknown): string {
+  if (!b || typeof b !== 'object') return '';
+  const block = b as Record<string, unknown>;
+  const heading = (fallback: string) => `<h3>${esc(str(block.title) ?? fallback)}</h3>`;
+  switch (block.kind) {
+    case 'text':
+      return `<div class="block">${heading('Note')}<p class="prompt">${esc(clip(String(block.text ?? ''), MAX_TEXT))}</p></div>`;
+    case 'fields': {
+      const fields = Array.isArray(block.fields) ? (block.fields as Array<Record<string, unknown>>).slice(0, 50) : [];
+      const rows = fields.map((f) => `<dt>${esc(clip(String(f?.label ?? ''), 200))}</dt><dd>${esc(clip(String(f?.value ?? ''), 500))}</dd>`).join('');
+      return `<div class="block">${heading('Details')}<dl>${rows}</dl></div>`;
+    }
+    case 'tool_call':
+      return `<div class="block">${heading('Tool call')}<p><strong>${esc(clip(String(block.tool ?? ''), 200))}</strong></p><pre>${esc(clip(json(block.args), MAX_TEXT))}</pre></div>`;
+    case 'diff':
+      return `<div class="block">${heading('Change')}<p class="muted">Before</p><pre>${esc(clip(String(block.before ?? ''), MAX_TEXT))}</pre><p class="muted">After</p><pre>${esc(clip(String(block.after ?? ''), MAX_TEXT))}</pre></div>`;
+    case 'ai_output': {
+      const model = str(block.model);
+      return `<div class="block">${heading('AI output')}${model ? `<p class="muted">Model: ${esc(clip(model, 200))}</p>` : ''}<pre>${esc(clip(String(block.output ?? ''), MAX_TEXT))}</pre></div>`;
+    }
+    default:
+      return '';
+  }
+}
+
+/** Title is the page heading; this is the prompt, the blocks and the deadline. */
+function renderSummary(d: DecisionView): string {
+  const ctx = (d.context ?? null) as ContextLike | null;
+  const parts: string[] = [];
+  const prompt = str(ctx?.prompt);
+  if (prompt) parts.push(`<p class="prompt">${esc(clip(prompt, 4000))}</p>`);
+  const blocks = Array.isArray(ctx?.blocks) ? (ctx!.blocks as unknown[]) : [];
+  if (blocks.length) {
+    const shown = blocks.slice(0, MAX_BLOCKS).map(renderBlock).join('');
+    const more = blocks.length > MAX_BLOCKS ? `<p class="muted">and ${blocks.length - MAX_BLOCKS} more item(s), shown in the app.</p>` : '';
+    parts.push(`<h2>Context</h2>${shown}${more}`);
+  }
+  if (d.expiresAt) parts.push(`<p class="muted">Open until ${esc(formatTime(d.expiresAt))}.</p>`);
+  return parts.join('\n');
+}
+
+function formatTime(iso: string): string {
+  const t = Date.parse(iso);
+  return Number.isNaN(t) ? iso : `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+const notice = (kind: 'ok' | 'warn' | 'bad' | 'info', html: string) => `<div class="notice ${kind === 'info' ? '' : kind}">${html}</div>`;
+
+function voteForm(token: string, action: LinkAction, label: string): string {
+  const t = esc(token);
+  // Relative action: the same URL (query included), whatever prefix a proxy put in front.
+  return `<form method="post" action="act?token=${encodeURIComponent(token)}">
+<input type="hidden" name="token" value="${t}">
+<button type="submit" class="${action}">${esc(label)}</button>
+</form>`;
+}
+
+// ---- GET pages
+
+export function confirmPage(d: DecisionView, action: LinkAction, email: string, token: string): RawHttpReply {
+  const a = ACTION_WORD[action];
+  return render({
+    status: 200,
+    heading: decisionTitle(d, d.id),
+    html: `${renderSummary(d)}
+${notice('info', `<p>You are about to <strong>${esc(a.verb)}</strong> this decision as <strong>${esc(email)}</strong>.</p><p class="muted">Nothing is recorded until you press the button.</p>`)}
+${voteForm(token, action, `${a.label} as ${email}`)}`,
+  });
+}
+
+export function notApproverPage(d: DecisionView, email: string): RawHttpReply {
+  return render({
+    status: 200,
+    heading: decisionTitle(d, d.id),
+    html: notice('bad', `<p><strong>${esc(email)}</strong> is not an approver of this decision, so this link cannot record a vote.</p><p class="muted">Only the people named on the decision when it was created can answer it.</p>`),
+  });
+}
+
+export function notPendingPage(d: DecisionView | null, decisionId: string, status: string, httpStatus = 200): RawHttpReply {
+  return render({
+    status: httpStatus,
+    heading: decisionTitle(d, decisionId),
+    html: notice('warn', `<p>This decision is no longer pending: it is <strong>${esc(status)}</strong> (${esc(statusWord(status))}).</p><p class="muted">Votes are closed; nothing was recorded.</p>`),
+  });
+}
+
+export function signatureOnlyPage(d: DecisionView | null, decisionId: string, httpStatus = 200): RawHttpReply {
+  return render({
+    status: httpStatus,
+    heading: decisionTitle(d, decisionId),
+    html: notice('warn', `<p>This decision requires a signed document: only the signature decides it.</p><p class="muted">Approve or reject by signing (or declining) the document; this link cannot record a vote.</p>`),
+  });
+}
+
+export function needsAnswerPage(d: DecisionView | null, decisionId: string, httpStatus = 200): RawHttpReply {
+  return render({
+    status: httpStatus,
+    heading: decisionTitle(d, decisionId),
+    html: notice('warn', `<p>Approving this decision needs an answer (a choice or a text) that an email link cannot carry.</p><p class="muted">Answer it in the app. Nothing was recorded.</p>`),
+  });
+}
+
+// ---- token pages
+
+const USED_RESULT_TEXT: Record<string, string> = {
+  recorded: 'your vote was recorded',
+  not_an_approver: 'it was refused: the person is not an approver of the decision',
+  already_voted: 'a vote had already been recorded for this person',
+  not_pending: 'the decision was no longer pending',
+  signature_required: 'the decision can only be decided by its signature',
+  needs_answer: 'the decision needs an answer that a link cannot carry',
+  decision_gone: 'the decision no longer exists',
+};
+
+export function usedPage(usedResult: string | null): RawHttpReply {
+  const kind = usedResult?.split(':', 1)[0] ?? '';
+  const what = USED_RESULT_TEXT[kind];
+  return render({
+    status: 410,
+    heading: 'This link has already been used',
+    html: notice('warn', `<p>Each action link works once${what ? `; when it was used, ${esc(what)}` : ''}.</p><p class="muted">Nothing was changed this time.</p>`),
+  });
+}
+
+export function expiredPage(): RawHttpReply {
+  return render({
+    status: 410,
+    heading: 'This link has expired',
+    html: notice('warn', `<p>Action links stop working when the decision's time runs out.</p><p class="muted">Nothing was changed.</p>`),
+  });
+}
+
+export function invalidLinkPage(): RawHttpReply {
+  return render({
+    status: 400,
+    heading: 'This link is not valid',
+    html: notice('bad', `<p>The link is incomplete or has been altered. Open it again from the original email, making sure it is not cut off.</p><p class="muted">Nothing was changed.</p>`),
+  });
+}
+
+export function decisionGonePage(): RawHttpReply {
+  return render({
+    status: 410,
+    heading: 'This decision no longer exists',
+    html: notice('warn', `<p>The decision this link points to could not be found.</p><p class="muted">Nothing was changed.</p>`),
+  });
+}
+
+/** A passing failure: the token was not spent, so the same link (or this button) works again. */
+export function tryAgainPage(retry: { token: string; action: LinkAction } | null): RawHttpReply {
+  const form = retry ? voteForm(retry.token, retry.action, 'Try again') : '';
+  return render({
+    status: 503,
+    heading: 'Please try again',
+    html: `${notice('bad', `<p>We could not reach the approval service just now. Nothing was recorded and your link still works.</p>`)}
+${form}`,
+    extraHeaders: { 'retry-after': '5' },
+  });
+}
+
+// ---- POST result pages
+
+export interface Tally {
+  approvals: number;
+  rejections: number;
+  approvalsRequired: number;
+  rejectionsRequired: number;
+}
+
+export function recordedPage(d: DecisionView | null, decisionId: string, action: LinkAction, email: string, status: string, tally: Tally): RawHttpReply {
+  const a = ACTION_WORD[action];
+  const outcome =
+    status === 'PENDING'
+      ? `<p>The decision is still <strong>PENDING</strong>: ${tally.approvals} of ${tally.approvalsRequired} approval(s), ${tally.rejections} of ${tally.rejectionsRequired} rejection(s).</p>`
+      : `<p>The decision is now <strong>${esc(status)}</strong> (${esc(statusWord(status))}).</p>`;
+  return render({
+    status: 200,
+    heading: decisionTitle(d, decisionId),
+    html: notice('ok', `<p>Your ${esc(a.noun)} was recorded, as <strong>${esc(email)}</strong>.</p>${outcome}`),
+  });
+}
+
+export function refusedNotApproverPage(d: DecisionView | null, decisionId: string, email: string): RawHttpReply {
+  return render({
+    status: 403,
+    heading: decisionTitle(d, decisionId),
+    html: notice('bad', `<p><strong>${esc(email)}</strong> is not an approver of this decision: the vote was not counted.</p>`),
+  });
+}
+
+export function alreadyVotedPage(d: DecisionView | null, decisionId: string, email: string): RawHttpReply {
+  return render({
+    status: 409,
+    heading: decisionTitle(d, decisionId),
+    html: notice('warn', `<p><strong>${esc(email)}</strong> has already voted on this decision. Each person votes once; nothing was changed.</p>`),
+  });
+}

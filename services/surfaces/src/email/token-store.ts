@@ -1,0 +1,76 @@
+import type { Knex } from '@approvals/shared';
+
+export type LinkAction = 'approve' | 'reject';
+
+export interface ActionTokenRow {
+  id: string;
+  org_id: string;
+  decision_id: string;
+  approver_email: string;
+  action: LinkAction;
+  expires_at: Date;
+  created_at: Date;
+  used_at: Date | null;
+  used_result: string | null;
+}
+
+/**
+ * A claim whose vote never reported back (the process died between the claim and the
+ * result) is released after this long. A vote request gives up after VOTE_TIMEOUT_MS,
+ * so a claim this old with no result has no request behind it any more; the decisions
+ * service's one-vote-per-reviewer rule keeps a retry from counting twice anyway.
+ */
+export const STALE_CLAIM_MS = 2 * 60_000;
+
+export type TokenState = 'usable' | 'used' | 'expired';
+
+/** What a link is worth at `now`. A used token stays "used" after it would have expired. */
+export function tokenState(row: ActionTokenRow, now: Date): TokenState {
+  if (row.used_at) {
+    if (row.used_result !== null) return 'used';
+    if (row.used_at.getTime() > now.getTime() - STALE_CLAIM_MS) return 'used';
+  }
+  if (row.expires_at.getTime() <= now.getTime()) return 'expired';
+  return 'usable';
+}
+
+export function createTokenStore(db: Knex) {
+  const table = () => db<ActionTokenRow>('action_tokens');
+  return {
+    async insert(rows: Array<Omit<ActionTokenRow, 'used_at' | 'used_result'>>): Promise<void> {
+      await table().insert(rows);
+    },
+
+    async find(id: string): Promise<ActionTokenRow | undefined> {
+      return table().where({ id }).first();
+    },
+
+    /**
+     * Takes the token for one vote: a single conditional UPDATE, so of any number of
+     * concurrent POSTs exactly one gets the row back (the others wait on the row lock,
+     * re-check the condition and find it used). Returns undefined when the token is
+     * used, expired or gone.
+     */
+    async claim(id: string, now: Date): Promise<ActionTokenRow | undefined> {
+      const stale = new Date(now.getTime() - STALE_CLAIM_MS);
+      const rows = await table()
+        .where({ id })
+        .andWhere('expires_at', '>', now)
+        .andWhere((q) => q.whereNull('used_at').orWhere((s) => s.whereNull('used_result').andWhere('used_at', '<=', stale)))
+        .update({ used_at: now, used_result: null })
+        .returning('*');
+      return rows[0] as ActionTokenRow | undefined;
+    },
+
+    /** Gives a claim back (the vote failed for a passing reason): only our own claim. */
+    async release(id: string, claimedAt: Date): Promise<void> {
+      await table().where({ id, used_at: claimedAt }).whereNull('used_result').update({ used_at: null });
+    },
+
+    /** Keeps the token used and notes what the vote came to. */
+    async settle(id: string, claimedAt: Date, result: string): Promise<void> {
+      await table().where({ id, used_at: claimedAt }).update({ used_result: result });
+    },
+  };
+}
+export type TokenStore = ReturnType<typeof createTokenStore>;

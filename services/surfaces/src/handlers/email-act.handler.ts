@@ -1,0 +1,206 @@
+import { AppError, DecisionsEndpoints, type Bus, type Clock, type DecisionView, type Logger, type RawCallback, type RawHttpReply } from '@approvals/shared';
+import { signToken, newTokenId, verifyToken } from '../email/tokens';
+import { tokenState, type ActionTokenRow, type LinkAction, type TokenStore } from '../email/token-store';
+import * as pages from '../email/pages';
+import type { CallbackRoute } from './callback.handler';
+
+export const EMAIL_ACT_PATH = '/v1/surfaces/email/act';
+/** Links of a decision without a deadline. */
+export const NO_EXPIRY_LINK_TTL_MS = 30 * 24 * 3600 * 1000;
+/** How long a vote may take before the page says "try again" (and the claim is given back). */
+export const VOTE_TIMEOUT_MS = 15_000;
+const PEEK_TIMEOUT_MS = 5_000;
+
+export interface EmailLinkDeps {
+  store: TokenStore;
+  bus: Bus;
+  clock: Clock;
+  log: Logger;
+  secret: string;
+  publicBaseUrl: string;
+}
+
+/** svc.surfaces.mint_links: one token row per action, one link per action. */
+export function createMintLinksHandler(deps: Pick<EmailLinkDeps, 'store' | 'clock' | 'secret' | 'publicBaseUrl'>) {
+  const base = deps.publicBaseUrl.replace(/\/+$/, '');
+  return async (req: { org: string; decisionId: string; approverEmail: string; actions: LinkAction[]; expiresAt: string | null }) => {
+    const now = deps.clock.now();
+    const email = req.approverEmail.trim().toLowerCase();
+    if (!email) throw new AppError('invalid_request', 'approverEmail is empty', { issues: [{ path: 'approverEmail', message: 'required' }] });
+    if (!req.org || !req.decisionId) throw new AppError('invalid_request', 'org and decisionId are required');
+    let expiresAt: Date;
+    if (req.expiresAt === null) expiresAt = new Date(now.getTime() + NO_EXPIRY_LINK_TTL_MS);
+    else {
+      const t = Date.parse(req.expiresAt);
+      if (Number.isNaN(t)) throw new AppError('invalid_request', 'expiresAt is not a date', { issues: [{ path: 'expiresAt', message: 'not an ISO date' }] });
+      expiresAt = new Date(t);
+    }
+    const rows = [...new Set(req.actions)].map((action) => ({
+      id: newTokenId(),
+      org_id: req.org,
+      decision_id: req.decisionId,
+      approver_email: email,
+      action,
+      expires_at: expiresAt,
+      created_at: now,
+    }));
+    await deps.store.insert(rows);
+    const links: Record<string, string> = {};
+    for (const r of rows) links[r.action] = `${base}${EMAIL_ACT_PATH}?token=${encodeURIComponent(signToken(deps.secret, r.id))}`;
+    return { links };
+  };
+}
+
+type TokenFrom = { ok: true; token: string } | { ok: false };
+
+/** The token from the query and (for POST) an urlencoded form body; both must agree. */
+function tokenFrom(req: RawCallback, readBody: boolean): TokenFrom {
+  const found = new Set<string>();
+  const q = req.query.token;
+  for (const v of Array.isArray(q) ? q : q === undefined ? [] : [q]) if (typeof v === 'string') found.add(v);
+  if (readBody && req.bodyBase64) {
+    const type = (req.headers['content-type'] ?? '').toLowerCase();
+    if (type.startsWith('application/x-www-form-urlencoded')) {
+      const form = new URLSearchParams(Buffer.from(req.bodyBase64, 'base64').toString('utf8'));
+      for (const v of form.getAll('token')) found.add(v);
+    }
+  }
+  if (found.size !== 1) return { ok: false };
+  return { ok: true, token: [...found][0]! };
+}
+
+const lower = (s: string) => s.trim().toLowerCase();
+
+/** Approving a select or text decision needs a responseValue a link cannot carry. */
+function approvalNeedsAnswer(spec: unknown): boolean {
+  const s = spec as { type?: string; min?: number } | null;
+  if (!s || !s.type || s.type === 'approval') return false;
+  if (s.type === 'select') return (s.min ?? 1) !== 0;
+  return s.type === 'text';
+}
+
+const isTransient = (err: unknown) => !(err instanceof AppError) || err.transient || err.code === 'internal';
+
+/**
+ * GET shows what the link would do and a confirm button; it never votes, because mail
+ * scanners and link previews follow GET links. POST spends the token and votes.
+ */
+export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute; post: CallbackRoute } {
+  const { store, bus, clock, log, secret } = deps;
+
+  /** Signature, then row. Undefined means "not a valid link" (400). */
+  async function load(token: string): Promise<ActionTokenRow | undefined> {
+    const check = verifyToken(secret, token);
+    if (!check.ok) {
+      log.info({ reason: check.reason }, 'email action link refused');
+      return undefined;
+    }
+    const row = await store.find(check.id);
+    if (!row) log.warn({ tokenId: check.id }, 'email action link with a valid signature and no row');
+    return row;
+  }
+
+  const peek = (row: ActionTokenRow, timeoutMs = PEEK_TIMEOUT_MS) => bus.call(DecisionsEndpoints.peek, { org: row.org_id, id: row.decision_id }, { timeoutMs });
+
+  async function show(req: RawCallback): Promise<RawHttpReply> {
+    const from = tokenFrom(req, false);
+    if (!from.ok) return pages.invalidLinkPage();
+    const row = await load(from.token);
+    if (!row) return pages.invalidLinkPage();
+    const now = clock.now();
+    const state = tokenState(row, now);
+    if (state === 'used') return pages.usedPage(row.used_result);
+    if (state === 'expired') return pages.expiredPage();
+    let d: DecisionView;
+    try {
+      d = await peek(row);
+    } catch (err) {
+      if (err instanceof AppError && err.code === 'not_found') return pages.decisionGonePage();
+      throw err;
+    }
+    if (!d.approvers.map(lower).includes(lower(row.approver_email))) return pages.notApproverPage(d, row.approver_email);
+    if (d.status !== 'PENDING') return pages.notPendingPage(d, d.id, d.status);
+    // Past its deadline but not yet expired by the timer: a vote would expire it.
+    if (d.expiresAt && Date.parse(d.expiresAt) <= now.getTime()) return pages.notPendingPage(d, d.id, 'EXPIRED');
+    if (d.requiresSignature) return pages.signatureOnlyPage(d, d.id);
+    if (row.action === 'approve' && approvalNeedsAnswer(d.responseSpec)) return pages.needsAnswerPage(d, d.id);
+    return pages.confirmPage(d, row.action, row.approver_email, from.token);
+  }
+
+  async function act(req: RawCallback): Promise<RawHttpReply> {
+    const from = tokenFrom(req, true);
+    if (!from.ok) return pages.invalidLinkPage();
+    const row = await load(from.token);
+    if (!row) return pages.invalidLinkPage();
+    const now = clock.now();
+    const claimed = await store.claim(row.id, now);
+    if (!claimed) {
+      const current = (await store.find(row.id)) ?? row;
+      return tokenState(current, clock.now()) === 'expired' ? pages.expiredPage() : pages.usedPage(current.used_result);
+    }
+    const who = claimed.approver_email;
+    const decisionId = claimed.decision_id;
+    let outcome: { result: string; page: (d: DecisionView | null) => RawHttpReply };
+    try {
+      const r = await bus.call(
+        DecisionsEndpoints.surfaceVote,
+        { org: claimed.org_id, decisionId, voterEmail: who, surface: 'email', decision: claimed.action },
+        { timeoutMs: VOTE_TIMEOUT_MS },
+      );
+      outcome = { result: `recorded:${r.status}`, page: (d) => pages.recordedPage(d, decisionId, claimed.action, who, r.status, r.tally) };
+    } catch (err) {
+      if (isTransient(err)) {
+        // Nothing definitive happened (or we cannot know): give the token back so the
+        // person can retry. A vote that did land makes the retry answer "already voted".
+        await store.release(claimed.id, now).catch((e) => log.error({ err: e, tokenId: claimed.id }, 'could not release an email link claim'));
+        log.warn({ err, tokenId: claimed.id, decisionId }, 'email link vote failed; claim released');
+        return pages.tryAgainPage({ token: from.token, action: claimed.action });
+      }
+      const e = err as AppError;
+      switch (e.code) {
+        case 'not_an_approver':
+          outcome = { result: 'not_an_approver', page: (d) => pages.refusedNotApproverPage(d, decisionId, who) };
+          break;
+        case 'already_voted':
+          outcome = { result: 'already_voted', page: (d) => pages.alreadyVotedPage(d, decisionId, who) };
+          break;
+        case 'not_pending': {
+          const status = typeof e.details.status === 'string' ? e.details.status : 'closed';
+          outcome = { result: `not_pending:${status}`, page: (d) => pages.notPendingPage(d, decisionId, status, 409) };
+          break;
+        }
+        case 'signature_required':
+          outcome = { result: 'signature_required', page: (d) => pages.signatureOnlyPage(d, decisionId, 409) };
+          break;
+        case 'not_found':
+          outcome = { result: 'decision_gone', page: () => pages.decisionGonePage() };
+          break;
+        case 'invalid_request':
+          outcome = { result: 'needs_answer', page: (d) => pages.needsAnswerPage(d, decisionId, 409) };
+          break;
+        default:
+          // A definitive refusal this page has no words for: keep the token spent, say so plainly.
+          outcome = { result: `refused:${e.code}`, page: () => pages.usedPage(null) };
+      }
+    }
+    await store.settle(claimed.id, now, outcome.result).catch((e) => log.error({ err: e, tokenId: claimed.id }, 'could not store an email link result'));
+    log.info({ tokenId: claimed.id, decisionId, result: outcome.result }, 'email action link used');
+    // The decision's title for the result page; the vote is done, so a failure here only costs the title.
+    const d = outcome.result === 'decision_gone' ? null : await peek(claimed, 3_000).catch(() => null);
+    return outcome.page(d);
+  }
+
+  /** A failure of our own (database, bus) is a page that says "try again", never a JSON 500. */
+  const guard =
+    (fn: (req: RawCallback) => Promise<RawHttpReply>): CallbackRoute =>
+    async (req) => {
+      try {
+        return await fn(req);
+      } catch (err) {
+        log.error({ err, route: req.route }, 'email action link failed');
+        return pages.tryAgainPage(null);
+      }
+    };
+
+  return { get: guard(show), post: guard(act) };
+}

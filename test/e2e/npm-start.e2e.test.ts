@@ -1,0 +1,203 @@
+import { afterAll, describe, expect, it } from '@jest/globals';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '@approvals/shared/infra';
+import { createTestDatabase, waitFor, type TestDatabase } from '@approvals/shared/testing';
+
+/**
+ * `npm start` as a user runs it: the real entry (`deploy/local/start.js`) as a child
+ * process with its own nats-server, the six services as separate processes, then the
+ * admin CLI against the same database and data folder, and Ctrl-C at the end.
+ */
+const ROOT = join(__dirname, '..', '..');
+const START = join(ROOT, 'deploy', 'local', 'start.js');
+const ADMIN = join(ROOT, 'deploy', 'local', 'admin.js');
+const SERVICES = ['gateway', 'decisions', 'policies', 'notifier', 'surfaces', 'scheduler'];
+
+function processGroupAlive(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function distinctFreePorts(n: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < n) ports.add(await freePort());
+  return [...ports];
+}
+
+interface Started {
+  proc: ChildProcess;
+  pid: number;
+  env: NodeJS.ProcessEnv;
+  port: number;
+  baseUrl: string;
+  dataDir: string;
+  output(): string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const launched: Started[] = [];
+
+/** `node deploy/local/start.js` in a process group of its own, with a fresh data folder. */
+async function launch(extraEnv: Record<string, string>): Promise<Started> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'approvals-npm-start-'));
+  const [port, natsPort] = await distinctFreePorts(2);
+  const env: NodeJS.ProcessEnv = { ...process.env, APPROVALS_DATA_DIR: dataDir, PORT: String(port), EMBEDDED_NATS_PORT: String(natsPort), LOG_LEVEL: 'warn', ...extraEnv };
+  for (const k of ['NATS_URL', 'AUTH_JWT_SECRET', 'PUBLIC_BASE_URL', 'NODE_ENV']) delete env[k]; // jest sets NODE_ENV; a user's shell does not
+  if (!extraEnv.DATABASE_URL) delete env.DATABASE_URL;
+  // detached: its own process group, so afterAll can kill the supervisor, the services and nats-server at once.
+  const proc = spawn(process.execPath, [START], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const collect = (b: Buffer) => {
+    output += b.toString();
+  };
+  proc.stdout!.on('data', collect);
+  proc.stderr!.on('data', collect);
+  const started: Started = {
+    proc,
+    pid: proc.pid!,
+    env,
+    port,
+    baseUrl: `http://127.0.0.1:${port}`,
+    dataDir,
+    output: () => output,
+    exited: new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal }))),
+  };
+  launched.push(started);
+  return started;
+}
+
+async function http(baseUrl: string, method: string, path: string, token?: string) {
+  const res = await fetch(`${baseUrl}${path}`, { method, headers: token ? { authorization: `Bearer ${token}` } : {} });
+  const text = await res.text();
+  let body: any = text;
+  try {
+    body = text ? JSON.parse(text) : undefined;
+  } catch {
+    /* keep the text */
+  }
+  return { status: res.status, body };
+}
+
+/** Polls /health until 200 with every service; fails with the output when start exits or the time runs out. */
+async function waitUp(s: Started, timeoutMs = 90_000) {
+  let exitedEarly: number | null = null;
+  const health = await waitFor(
+    async () => {
+      if (s.proc.exitCode !== null) {
+        exitedEarly = s.proc.exitCode;
+        return { status: 0, body: undefined };
+      }
+      const res = await http(s.baseUrl, 'GET', '/health').catch(() => undefined);
+      return res?.status === 200 ? res : undefined;
+    },
+    { timeoutMs, intervalMs: 250, what: 'GET /health 200' },
+  ).catch((err: Error) => {
+    throw new Error(`${err.message}\n--- npm start output ---\n${s.output().slice(-4000)}`);
+  });
+  expect({ exitedEarly, output: exitedEarly === null ? '' : s.output().slice(-4000) }).toEqual({ exitedEarly: null, output: '' });
+  expect(health.body.status).toBe('ok');
+  for (const name of SERVICES) expect({ name, ...health.body.services[name] }).toMatchObject({ name, ok: true });
+  await waitFor(() => s.output().includes(`Approvals is up: http://localhost:${s.port}`), { timeoutMs: 10_000, what: 'the base URL in the output' });
+}
+
+/** Sends SIGINT (to the start process, or to its whole group like Ctrl-C in a terminal) and checks a clean stop. */
+async function interruptAndCheck(s: Started, target: 'process' | 'group') {
+  process.kill(target === 'group' ? -s.pid : s.pid, 'SIGINT');
+  let timer: NodeJS.Timeout | undefined;
+  const result = await Promise.race([s.exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), 30_000)))]);
+  clearTimeout(timer);
+  const failed = result === 'timeout' || result.code !== 0;
+  expect({ result, tail: failed ? s.output().slice(-4000) : '' }).toEqual({ result: { code: 0, signal: null }, tail: '' });
+  expect(s.output()).toMatch(/\[start\] stopped/);
+  // nothing listens any more: fetch itself fails
+  expect(await http(s.baseUrl, 'GET', '/health').then((r) => r.status, (err: Error) => err.name)).toBe('TypeError');
+  // the services and nats-server (same process group) are gone too
+  await waitFor(() => !processGroupAlive(s.pid), { timeoutMs: 5000, what: 'every process of npm start to exit' });
+  expect(existsSync(join(s.dataDir, 'runtime.json'))).toBe(false);
+}
+
+afterAll(async () => {
+  for (const s of launched) {
+    if (processGroupAlive(s.pid)) {
+      try {
+        process.kill(-s.pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+    rmSync(s.dataDir, { recursive: true, force: true });
+  }
+});
+
+describe('npm start (process level)', () => {
+  let db: TestDatabase | undefined;
+  afterAll(async () => {
+    // The processes must be gone before the database can be dropped.
+    for (const s of launched) if (processGroupAlive(s.pid)) process.kill(-s.pid, 'SIGKILL');
+    await db?.drop().catch(() => undefined);
+  });
+
+  it('with DATABASE_URL: starts its own NATS, serves, works with the admin CLI, stops cleanly on SIGINT', async () => {
+    db = await createTestDatabase('npmstart');
+    const s = await launch({ DATABASE_URL: db.url });
+    const get = (path: string, token?: string) => http(s.baseUrl, 'GET', path, token);
+    /** Runs the admin CLI the way `npm run -s admin -- …` does; the last stdout line is the answer. */
+    const admin = (args: string[]) => {
+      const r = spawnSync(process.execPath, [ADMIN, ...args], { cwd: ROOT, env: { ...s.env, ADMIN_SKIP_BUILD: '1' }, encoding: 'utf8', timeout: 30_000 });
+      if (r.status !== 0) throw new Error(`admin ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
+      const lines = r.stdout.trim().split('\n');
+      return lines[lines.length - 1];
+    };
+
+    // ---- up: /health 200 with every service, and the base URL printed
+    await waitUp(s);
+    // secrets, the NATS store and the runtime file went to the data folder given
+    expect(existsSync(join(s.dataDir, 'secrets.json'))).toBe(true);
+    expect(existsSync(join(s.dataDir, 'nats'))).toBe(true);
+    expect(JSON.parse(readFileSync(join(s.dataDir, 'runtime.json'), 'utf8'))).toMatchObject({ baseUrl: `http://localhost:${s.port}`, pid: s.pid });
+    expect(s.output()).toContain(`nats-server with JetStream on 127.0.0.1:${s.env.EMBEDDED_NATS_PORT}`);
+    expect(s.output()).not.toMatch(/embedded PostgreSQL/);
+
+    // ---- bootstrap: one JSON line, the key works on a worker route
+    const boot = JSON.parse(admin(['bootstrap', '--org', 'e2e-org', '--email', 'admin@e2e.test']));
+    expect(boot).toEqual({ orgId: 'e2e-org', sessionToken: expect.any(String), apiKey: expect.stringMatching(/^ak_/) });
+    expect(await get('/v1/worker/policies', boot.apiKey)).toEqual({ status: 200, body: { policies: [] } });
+    // the bootstrap session is signed with the secret npm start uses: an admin session
+    expect((await get('/v1/api-keys/', boot.sessionToken)).status).toBe(200);
+
+    // ---- session: an admin token
+    const session = admin(['session', '--org', 'e2e-org', '--email', 'x@e2e.test', '--role', 'admin']);
+    expect(session).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    const keys = await get('/v1/api-keys/', session);
+    expect(keys.status).toBe(200);
+    const bootKey = keys.body.apiKeys.find((k: { prefix: string }) => boot.apiKey.startsWith(`${k.prefix}_`));
+    expect(bootKey).toMatchObject({ name: 'bootstrap', revokedAt: null });
+
+    // ---- revoke: the very next worker call is 401
+    const revoked = await http(s.baseUrl, 'DELETE', `/v1/api-keys/${bootKey.id}`, session);
+    expect(revoked.status).toBe(200);
+    expect(revoked.body.revokedAt).toEqual(expect.any(String));
+    const after = await get('/v1/worker/policies', boot.apiKey);
+    expect(after.status).toBe(401);
+    expect(after.body.error).toBe('unauthorized');
+
+    // ---- SIGINT to the start process: exit 0 within 30 s, nothing left running
+    await interruptAndCheck(s, 'process');
+  }, 150_000);
+
+  it('without DATABASE_URL: embedded PostgreSQL in the data folder, and Ctrl-C (SIGINT to the whole group) stops everything with exit 0', async () => {
+    const [pgPort] = await distinctFreePorts(1);
+    const s = await launch({ EMBEDDED_PG_PORT: String(pgPort) });
+    await waitUp(s);
+    expect(s.output()).toContain(`embedded PostgreSQL on 127.0.0.1:${pgPort} (data in ${join(s.dataDir, 'pg')})`);
+    expect(existsSync(join(s.dataDir, 'pg', 'PG_VERSION'))).toBe(true);
+    await interruptAndCheck(s, 'group');
+  }, 150_000);
+});
