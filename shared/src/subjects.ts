@@ -64,6 +64,7 @@ export const SUBJECT = {
     surfaceVote: 'svc.decisions.surface_vote',
     usage: 'svc.decisions.usage',
     peek: 'svc.decisions.peek',
+    wait: 'svc.decisions.wait',
     echo: 'svc.decisions.echo',
   },
   workflows: {

@@ -8,6 +8,7 @@ import { createDecisionActions } from './handlers/decision-actions';
 import { createDecisionReads, createWorkflows } from './handlers/decision-reads';
 import { registerDecisionHandlers } from './handlers/index';
 import { migrations } from './migrations/index';
+import { Waiters } from './handlers/waiters';
 
 export const DECISIONS_VERSION = '0.1.0';
 
@@ -24,6 +25,8 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
     outbox: true,
     setup: async (ctx) => {
       const quota = config.DECISION_QUOTA_PER_MONTH;
+      const waiters = new Waiters({ bus: ctx.bus, log: ctx.log });
+      waiters.start();
       const actions = createDecisionActions({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, fetchImpl: opts.fetchImpl });
       registerDecisionHandlers(ctx.host, {
         create: createDecisionOpener({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota }),
@@ -31,9 +34,12 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
         reads: createDecisionReads({ db: ctx.db, tallyOf: actions.tallyOf, defaultMonthlyQuota: quota }),
         workflows: createWorkflows({ db: ctx.db }),
         now: () => ctx.clock.now(),
+        waiters,
       });
       ctx.consume(timerExpireConsumer(actions.expire));
+      const stopWaiters = () => waiters.stop();
       for (const c of timerStepConsumers(createLifecycle({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, log: ctx.log }))) ctx.consume(c);
+      return { beforeStop: async () => stopWaiters() };
     },
   });
 }

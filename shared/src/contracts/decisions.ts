@@ -196,6 +196,7 @@ export const SessionListQuery = z.strictObject({
   offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
 });
 export const WorkflowsQuery = z.strictObject({ assignee: z.string().max(320).optional() });
+export const WaitQuery = z.strictObject({ timeoutSec: z.coerce.number().int().min(1).max(120).default(30) });
 
 export const VerifyQuery = z.strictObject({
   factsHash: FactsHash.optional(),
@@ -275,6 +276,14 @@ export const WorkflowView = z.object({
 });
 export const RegisterReply = z.object({ id: z.string(), version: z.number(), created: z.boolean() });
 
+export const RunBody = z.strictObject({
+  workflowId: z.string().min(1).max(200),
+  input: z.record(z.string(), z.unknown()).optional(),
+  idempotencyKey: z.string().min(1).max(200).optional(),
+  timeoutSec: z.number().int().positive().max(2147483647).optional(),
+});
+export const RunReply = z.object({ runId: z.string(), workflowId: z.string(), duplicate: z.boolean() });
+
 export const UsageReply = z.object({ period: z.string(), decisions: z.number(), limit: z.number().nullable() });
 
 export const DecisionsEndpoints = {
@@ -303,6 +312,7 @@ export const DecisionsEndpoints = {
   vote: endpoint(SUBJECT.decisions.vote, forwarded({ params: IdParams, body: DecideBody }), DecideReply),
   surfaceVote: endpoint(SUBJECT.decisions.surfaceVote, SurfaceVoteRequest, DecideReply),
   usage: endpoint(SUBJECT.decisions.usage, forwarded({}), UsageReply),
+  wait: endpoint(SUBJECT.decisions.wait, forwarded({ params: IdParams, query: WaitQuery }), DecisionView),
   /** Internal read for surfaces and the notifier (no principal): the record as read back. */
   peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string() }), DecisionView),
 };
@@ -311,4 +321,5 @@ export const WorkflowsEndpoints = {
   register: endpoint(SUBJECT.workflows.register, forwarded({ body: WorkflowDefinition }), RegisterReply),
   list: endpoint(SUBJECT.workflows.list, forwarded({}), z.object({ workflows: z.array(WorkflowView) })),
   get: endpoint(SUBJECT.workflows.get, forwarded({ params: IdParams }), WorkflowView),
+  startRun: endpoint(SUBJECT.workflows.startRun, forwarded({ body: RunBody }), RunReply),
 };

@@ -1,4 +1,4 @@
-import { AppError, canonicalize, sha256Hex, type DecisionStatus, type Knex } from '@approvals/shared';
+import { AppError, EVENT, canonicalize, enqueueEvents, isUniqueViolation, newId, sha256Hex, type DecisionStatus, type Knex } from '@approvals/shared';
 import { quotaPeriod } from '../domain/decision';
 import { toView, type DecisionRow } from '../store/decision.row';
 import { evidenceView } from './decision-actions';
@@ -126,6 +126,42 @@ export function createWorkflows(deps: { db: Knex }) {
     },
     async list(org: string) {
       return { workflows: (await db('workflows').where({ org_id: org }).orderBy('id')).map(view) };
+    },
+    /**
+     * Fires the engine event for a registered workflow (through the notifier, from the
+     * outbox). The idempotency key makes a repeat return the first run and fire nothing.
+     */
+    async startRun(org: string, actor: string, b: { workflowId: string; input?: Record<string, unknown>; idempotencyKey?: string; timeoutSec?: number }) {
+      const wf = await db('workflows').where({ org_id: org, id: b.workflowId }).first();
+      if (!wf) throw new AppError('not_found', `workflow ${b.workflowId} is not registered`);
+      const existing = async () =>
+        b.idempotencyKey ? db('runs').where({ org_id: org, idempotency_key: b.idempotencyKey }).first('id', 'workflow_id') : undefined;
+      const before = await existing();
+      if (before) return { runId: before.id as string, workflowId: before.workflow_id as string, duplicate: true };
+      const runId = newId('run');
+      try {
+        await db.transaction(async (trx) => {
+          await trx('runs').insert({
+            id: runId,
+            org_id: org,
+            workflow_id: b.workflowId,
+            engine: wf.engine,
+            idempotency_key: b.idempotencyKey ?? null,
+            input: JSON.stringify(b.input ?? {}),
+            timeout_sec: b.timeoutSec ?? null,
+            requested_by: actor,
+          });
+          await enqueueEvents(trx, [
+            { subject: EVENT.runRequested, org, data: { runId, workflowId: b.workflowId, engine: wf.engine, input: b.input ?? {}, timeoutSec: b.timeoutSec ?? null } },
+          ]);
+        });
+      } catch (err) {
+        // Two requests with one key at once: the loser answers with the winner's run.
+        const winner = isUniqueViolation(err) ? await existing() : undefined;
+        if (winner) return { runId: winner.id as string, workflowId: winner.workflow_id as string, duplicate: true };
+        throw err;
+      }
+      return { runId, workflowId: b.workflowId, duplicate: false };
     },
     async get(org: string, id: string) {
       const r = await db('workflows').where({ org_id: org, id }).first();

@@ -4,6 +4,7 @@ import type { createDecisionReads, createWorkflows } from './decision-reads';
 import type { createDecisionOpener } from './create-decision';
 
 interface Parts {
+  waiters: import('./waiters').Waiters;
   create: ReturnType<typeof createDecisionOpener>;
   actions: ReturnType<typeof createDecisionActions>;
   reads: ReturnType<typeof createDecisionReads>;
@@ -57,6 +58,17 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
   );
   host.handle(E.usage, async (r) => x.reads.usage(r.org, x.now()));
   host.handle(E.peek, async (r) => x.reads.workerGet(r.org, r.id));
+  // Long poll: answer as soon as the decision leaves PENDING, or at the deadline still PENDING.
+  host.handle(E.wait, async (r) => {
+    const deadline = Date.now() + r.query.timeoutSec * 1000;
+    for (;;) {
+      const d = await x.reads.workerGet(r.org, r.params.id);
+      const left = deadline - Date.now();
+      if (d.status !== 'PENDING' || left <= 0) return d;
+      // Re-check at least every 5 s in case a wake-up event was missed.
+      await x.waiters.wait(r.params.id, Math.min(left, 5000));
+    }
+  });
 
   host.handle(WorkflowsEndpoints.register, async (r) => {
     const out = await x.workflows.register(r.org, r.body);
@@ -64,4 +76,5 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
   });
   host.handle(WorkflowsEndpoints.list, async (r) => x.workflows.list(r.org));
   host.handle(WorkflowsEndpoints.get, async (r) => x.workflows.get(r.org, r.params.id));
+  host.handle(WorkflowsEndpoints.startRun, async (r) => withStatus(202, await x.workflows.startRun(r.org, actorOf(r.principal), r.body)));
 }

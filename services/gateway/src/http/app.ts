@@ -120,7 +120,7 @@ export function createApp(deps: AppDeps) {
         return;
       }
       if (route.target.kind === 'forward') {
-        const reply = await deps.bus.request(route.target.endpoint, { ...forwarded, source: policySource(req) } as never);
+        const reply = await deps.bus.request(route.target.endpoint, { ...forwarded, source: policySource(req) } as never, { timeoutMs: route.timeoutMs });
         res.status(reply.status ?? route.successStatus ?? 200).json(reply.data);
         return;
       }

@@ -52,6 +52,8 @@ export interface RouteDef {
   adminOnly?: boolean;
   /** Error code an API key gets on a session route (default `forbidden`). */
   apiKeyRefusal?: 'forbidden' | 'not_an_approver';
+  /** NATS request timeout for forwarded routes (long polls need more than the default). */
+  timeoutMs?: number;
   target: RouteTarget;
 }
 

@@ -51,6 +51,9 @@ import {
   WorkflowView,
   WorkflowsEndpoints,
   WorkflowsQuery,
+  WaitQuery,
+  RunBody,
+  RunReply,
   ContactMethods,
   ContactMethodsView,
   DeviceIdParams,
@@ -128,6 +131,12 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       response: z.object({ decisions: z.array(DecisionView) }),
     }),
     fwd('get', '/v1/worker/decisions/{id}', 'worker', 'decisions', 'Decision status for polling', D.workerGet, { ...idParams, response: DecisionView }),
+    fwd('get', '/v1/worker/decisions/{id}/wait', 'worker', 'decisions', 'Long poll: answers as soon as the decision is no longer PENDING, or at the end of the wait (still PENDING)', D.wait, {
+      ...idParams,
+      query: WaitQuery,
+      response: DecisionView,
+      timeoutMs: 130_000,
+    }),
     fwd('get', '/v1/worker/decisions/{id}/verify', 'worker', 'decisions', 'Verify an approval against the action facts (read-only, always 200)', D.verify, {
       ...idParams,
       query: VerifyQuery,
@@ -228,7 +237,11 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     fwd('post', '/v1/approvers/{id}/enable', 'session', 'approvers', 'Enable an approver (idempotent)', A.enable, { params: ApproverIdParams, response: ApproverView }),
 
     // ---- runs, directory, notifications
-    ni('post', '/v1/runs/', 'either', 'runs', 'Fire the external engine event for a registered workflow', ISSUE_AGENTS),
+    fwd('post', '/v1/runs/', 'either', 'runs', 'Fire the external engine event for a registered workflow (202; a repeated idempotencyKey fires once)', W.startRun, {
+      body: RunBody,
+      response: RunReply,
+      successStatus: 202,
+    }),
     fwd('get', '/v1/directory/actor', 'session', 'directory', 'Display label of a user, approver or API key id', DirectoryEndpoints.actor, {
       query: DirectoryQuery,
       response: DirectoryReply,

@@ -7,6 +7,7 @@ import type { DeliveriesStore, NewDelivery } from '../store/deliveries.store';
 export const NOTIFY_MAX_ATTEMPTS = 12;
 export const RESUME_MAX_ATTEMPTS = 100;
 
+const RunRequested = z.object({ runId: z.string(), workflowId: z.string(), engine: z.string(), input: z.record(z.string(), z.unknown()) });
 const StepData = z.object({ decisionId: z.string(), to: z.array(z.string()), step: z.number().optional(), route: z.unknown().optional() });
 
 function parse<T>(schema: z.ZodType<T>, event: EventEnvelope): T {
@@ -28,6 +29,14 @@ export function notifierConsumers(deps: { store: DeliveriesStore; bus: Bus; wake
   };
 
   return [
+    {
+      durable: DURABLE.notifierRunRequested,
+      filterSubject: EVENT.runRequested,
+      handler: async (event: EventEnvelope) => {
+        const d = parse(RunRequested, event);
+        await plan([{ org: event.org, decisionId: d.runId, eventId: event.id, kind: 'run', channel: d.engine, target: d.engine, payload: { workflowId: d.workflowId, runId: d.runId, input: d.input }, maxAttempts: RESUME_MAX_ATTEMPTS }]);
+      },
+    },
     {
       durable: DURABLE.notifierDecisionCreated,
       filterSubject: EVENT.decisionCreated,

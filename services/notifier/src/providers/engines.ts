@@ -19,7 +19,8 @@ export function engineProviders(config: NotifierConfig): ChannelProvider[] {
       async send(d) {
         if (!config.ENGINE_A_URL || !config.ENGINE_A_EVENT_KEY) return skipped('engineA');
         const url = `${config.ENGINE_A_URL.replace(/\/$/, '')}/e/${encodeURIComponent(config.ENGINE_A_EVENT_KEY)}`;
-        await postJson(url, { name: 'approval/decision.resolved', id: d.event_id, data: resumePayload(d) });
+        const name = d.kind === 'run' ? 'approval/run.requested' : 'approval/decision.resolved';
+        await postJson(url, { name, id: d.event_id, data: resumePayload(d) });
         return { status: 'sent' };
       },
     },
@@ -28,7 +29,13 @@ export function engineProviders(config: NotifierConfig): ChannelProvider[] {
       async send(d) {
         if (!config.ENGINE_B_URL) return skipped('engineB');
         const p = resumePayload(d);
-        const url = `${config.ENGINE_B_URL.replace(/\/$/, '')}/api/v1/namespaces/${encodeURIComponent(config.ENGINE_B_NAMESPACE)}/workflows/${encodeURIComponent(String(p.externalRunId))}/signal/approval-resolved`;
+        const ns = `${config.ENGINE_B_URL.replace(/\/$/, '')}/api/v1/namespaces/${encodeURIComponent(config.ENGINE_B_NAMESPACE)}`;
+        if (d.kind === 'run') {
+          // Start the workflow with the run id as its workflow id, so a repeat is refused by Temporal too.
+          await postJson(`${ns}/workflows/${encodeURIComponent(String(p.runId))}`, { workflowType: { name: p.workflowId }, input: [p.input ?? {}], requestId: d.event_id }, { 'idempotency-key': d.event_id });
+          return { status: 'sent' };
+        }
+        const url = `${ns}/workflows/${encodeURIComponent(String(p.externalRunId))}/signal/approval-resolved`;
         await postJson(url, { input: [p] }, { 'idempotency-key': d.event_id });
         return { status: 'sent' };
       },
@@ -38,8 +45,12 @@ export function engineProviders(config: NotifierConfig): ChannelProvider[] {
       async send(d) {
         if (!config.ENGINE_TRIGGER_URL) return skipped('trigger');
         const p = resumePayload(d);
-        const url = `${config.ENGINE_TRIGGER_URL.replace(/\/$/, '')}/api/v1/waitpoints/tokens/${encodeURIComponent(String(p.stepRef))}/complete`;
         const auth: Record<string, string> = config.ENGINE_TRIGGER_SECRET ? { authorization: `Bearer ${config.ENGINE_TRIGGER_SECRET}` } : {};
+        if (d.kind === 'run') {
+          await postJson(`${config.ENGINE_TRIGGER_URL.replace(/\/$/, '')}/api/v1/tasks/${encodeURIComponent(String(p.workflowId))}/trigger`, { payload: p.input ?? {}, options: { idempotencyKey: d.event_id } }, { ...auth, 'idempotency-key': d.event_id });
+          return { status: 'sent' };
+        }
+        const url = `${config.ENGINE_TRIGGER_URL.replace(/\/$/, '')}/api/v1/waitpoints/tokens/${encodeURIComponent(String(p.stepRef))}/complete`;
         await postJson(url, { data: p }, { ...auth, 'idempotency-key': d.event_id });
         return { status: 'sent' };
       },
@@ -49,7 +60,7 @@ export function engineProviders(config: NotifierConfig): ChannelProvider[] {
       async send(d) {
         if (!config.ENGINE_BUNDLED_URL) return skipped('bundled');
         if (!config.ENGINE_BUNDLED_SECRET) throw new DeliveryError('ENGINE_BUNDLED_SECRET is not set: refusing to send an unsigned webhook', true);
-        const body = JSON.stringify({ type: 'decision.resolved', data: resumePayload(d) });
+        const body = JSON.stringify({ type: d.kind === 'run' ? 'run.requested' : 'decision.resolved', data: resumePayload(d) });
         const headers = signStandardWebhook(config.ENGINE_BUNDLED_SECRET, d.event_id, Math.floor(Date.now() / 1000), body);
         await postJson(config.ENGINE_BUNDLED_URL, undefined, headers, body);
         return { status: 'sent' };
@@ -57,6 +68,7 @@ export function engineProviders(config: NotifierConfig): ChannelProvider[] {
     },
     // Decisions opened by agents (MCP) or plain API callers have no engine to resume: they poll.
     { channel: 'mcp', send: async () => ({ status: 'skipped', reason: 'mcp callers read the verdict with await_decision / check_decision' }) },
+    // (runs are only started for registered workflows, whose engines are the four above)
     { channel: 'api', send: async () => ({ status: 'skipped', reason: 'api callers poll the decision' }) },
   ];
 }

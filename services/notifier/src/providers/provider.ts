@@ -5,7 +5,8 @@ export interface DeliveryRow {
   org_id: string;
   decision_id: string;
   event_id: string;
-  kind: 'notify' | 'remind' | 'escalate' | 'resume';
+  /** `run`: the engine event that starts a workflow run (decision_id holds the run id). */
+  kind: 'notify' | 'remind' | 'escalate' | 'resume' | 'run';
   channel: string;
   target: string;
   payload: Record<string, unknown>;

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { waitFor } from '@approvals/shared/testing';
+import { startStack, type Stack } from '../../../test/helpers/stack';
+import { startRecorder } from '../../../test/helpers/third-parties';
+
+describe('long-poll wait and workflow runs', () => {
+  let stack: Stack;
+  let engine: Awaited<ReturnType<typeof startRecorder>>;
+  let org: string;
+  let apiKey: string;
+  let admin: string;
+
+  beforeAll(async () => {
+    engine = await startRecorder();
+    stack = await startStack({
+      label: 'runswait',
+      services: ['gateway', 'policies', 'decisions', 'notifier'],
+      env: { ENGINE_A_URL: engine.url, ENGINE_A_EVENT_KEY: 'k1', DELIVERY_POLL_MS: '50' },
+    });
+    ({ org, apiKey, admin } = await stack.newOrg());
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await engine?.stop();
+  });
+
+  const open = async (run: string) => {
+    const r = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { engine: 'api', externalRunId: run, stepRef: 's', approvers: ['w@example.com'] } });
+    expect(r.status).toBe(201);
+    return r.body.decisionId as string;
+  };
+
+  describe('GET /v1/worker/decisions/{id}/wait', () => {
+    it('answers as soon as the decision resolves, not at the end of the wait', async () => {
+      const id = await open('run-wait-1');
+      const t0 = Date.now();
+      const waiting = stack.http('GET', `/v1/worker/decisions/${id}/wait?timeoutSec=30`, { token: apiKey });
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await stack.http('POST', `/v1/decisions/${id}/decide`, { token: stack.session({ org, email: 'w@example.com' }), body: { decision: 'approve', note: 'go' } })).status).toBe(200);
+      const res = await waiting;
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ id, status: 'APPROVED', decidedBy: 'w@example.com', note: 'go' });
+      expect(Date.now() - t0).toBeLessThan(10_000);
+    });
+
+    it('answers PENDING when the wait ends', async () => {
+      const id = await open('run-wait-2');
+      const t0 = Date.now();
+      const res = await stack.http('GET', `/v1/worker/decisions/${id}/wait?timeoutSec=1`, { token: apiKey });
+      expect(res.body.status).toBe('PENDING');
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(1000);
+    });
+
+    it('answers at once for a resolved decision, and validates its input', async () => {
+      const id = await open('run-wait-3');
+      await stack.http('POST', `/v1/worker/decisions/${id}/cancel`, { token: apiKey });
+      const t0 = Date.now();
+      expect((await stack.http('GET', `/v1/worker/decisions/${id}/wait?timeoutSec=60`, { token: apiKey })).body.status).toBe('CANCELLED');
+      expect(Date.now() - t0).toBeLessThan(2000);
+      expect((await stack.http('GET', `/v1/worker/decisions/${id}/wait?timeoutSec=0`, { token: apiKey })).status).toBe(400);
+      expect((await stack.http('GET', `/v1/worker/decisions/${id}/wait?timeoutSec=121`, { token: apiKey })).status).toBe(400);
+      expect((await stack.http('GET', `/v1/worker/decisions/dec_nope/wait?timeoutSec=1`, { token: apiKey })).status).toBe(404);
+    });
+  });
+
+  describe('POST /v1/runs/', () => {
+    it('fires the engineA event for a registered workflow, once per idempotency key', async () => {
+      expect((await stack.http('POST', '/v1/worker/register', { token: apiKey, body: { id: 'onboarding', steps: [{ id: 'a' }] } })).status).toBe(200);
+      const first = await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'onboarding', input: { user: 'u1' }, idempotencyKey: 'idem-1' } });
+      expect(first.status).toBe(202);
+      expect(first.body).toMatchObject({ runId: expect.stringMatching(/^run_/), workflowId: 'onboarding' });
+      const again = await stack.http('POST', '/v1/runs/', { token: admin, body: { workflowId: 'onboarding', input: { user: 'u1' }, idempotencyKey: 'idem-1' } });
+      expect(again.status).toBe(202);
+      expect(again.body.runId).toBe(first.body.runId);
+
+      const req = await waitFor(() => engine.requests.find((r) => r.body?.data?.runId === first.body.runId), { what: 'engineA run event' });
+      expect(req.path).toBe('/e/k1');
+      expect(req.body).toEqual({ name: 'approval/run.requested', id: expect.any(String), data: { workflowId: 'onboarding', runId: first.body.runId, input: { user: 'u1' } } });
+      await new Promise((r) => setTimeout(r, 500));
+      expect(engine.requests.filter((r) => r.body?.data?.runId === first.body.runId)).toHaveLength(1);
+    });
+
+    it('concurrent requests with one key start one run', async () => {
+      const all = await Promise.all(Array.from({ length: 8 }, () => stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'onboarding', idempotencyKey: 'idem-race' } })));
+      expect(all.every((r) => r.status === 202)).toBe(true);
+      expect(new Set(all.map((r) => r.body.runId)).size).toBe(1);
+    });
+
+    it('refuses an unknown workflow with 404 and a bad body with 400', async () => {
+      expect((await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'nope' } })).status).toBe(404);
+      expect((await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: '' } })).status).toBe(400);
+      expect((await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'onboarding', timeoutSec: 0 } })).status).toBe(400);
+      expect((await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'onboarding', extra: 1 } })).status).toBe(400);
+    });
+  });
+});
