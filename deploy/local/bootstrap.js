@@ -21,8 +21,10 @@ function ensureInstalled() {
   const missing = needed.some((p) => !existsSync(join(root, 'node_modules', p)));
   const stale = existsSync(marker) && existsSync(join(root, 'package-lock.json')) && statSync(join(root, 'package-lock.json')).mtimeMs > statSync(marker).mtimeMs + 1000;
   if (missing || stale) {
-    console.error('[setup] installing packages (npm ci)…');
-    run('npm', existsSync(join(root, 'package-lock.json')) ? ['ci', '--no-audit', '--no-fund'] : ['install', '--no-audit', '--no-fund']);
+    // npm install follows package-lock.json; npm ci would refuse a lockfile that omits
+    // other platforms' optional binaries, which this npm writes.
+    console.error('[setup] installing packages (npm install)…');
+    run('npm', ['install', '--no-audit', '--no-fund']);
   }
 }
 
