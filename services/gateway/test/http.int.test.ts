@@ -250,8 +250,8 @@ describe('gateway HTTP behaviour', () => {
 
     it('answers 501 not_implemented, never 404, on routes not built yet', async () => {
       const checks: Array<[string, string, string]> = [
-        ['POST', '/v1/runs/', org.apiKey],
-        ['POST', '/v1/runs/', org.admin],
+        ['POST', '/v1/integrations/chatA/test', org.admin],
+        ['GET', '/v1/integrations/chatB', org.admin],
         ['GET', '/v1/usage/', org.admin],
         ['PUT', '/v1/settings/esign', org.admin],
         ['GET', '/v1/integrations/chatA/channels', org.admin],
@@ -274,7 +274,7 @@ describe('gateway HTTP behaviour', () => {
         }
       }
       // the explicit picks above are among them
-      expect(pending.map((o) => `${o.method} ${o.path}`)).toEqual(expect.arrayContaining(['post /v1/runs/', 'get /v1/usage/', 'put /v1/settings/esign']));
+      expect(pending.map((o) => `${o.method} ${o.path}`)).toEqual(expect.arrayContaining(['post /v1/integrations/chatA/test', 'get /v1/usage/', 'put /v1/settings/esign']));
       for (const { method, path, description } of pending) {
         const tokens = /Session or API key/.test(description)
           ? [org.apiKey, org.admin]
