@@ -9,6 +9,7 @@ module.exports = {
   },
   moduleNameMapper: {
     '^@approvals/shared$': '<rootDir>/shared/src/index.ts',
+    '^@approvals/client$': '<rootDir>/shared/client/src/index.ts',
     '^@approvals/shared/(testing|infra)$': '<rootDir>/shared/src/$1/index.ts',
   },
   testTimeout: 60000,

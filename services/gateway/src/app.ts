@@ -65,6 +65,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         rateLimitPerIpPerMin: config.RATE_LIMIT_PER_IP_PER_MIN,
         publicBaseUrl: config.PUBLIC_BASE_URL,
         trustProxy: config.TRUST_PROXY,
+        selfUrl: () => `http://127.0.0.1:${port}`,
       });
       await new Promise<void>((resolve, reject) => {
         server = app.listen(config.PORT, config.HOST, (err?: Error) => (err ? reject(err) : resolve()));

@@ -9,6 +9,7 @@ import { invalidRequest, toErrorResponse, zodIssues } from './errors';
 import { buildOpenApi, renderDocsPage } from './openapi';
 import { RateLimiter } from './rate-limit';
 import type { LocalRequest, RouteDef } from './route';
+import { mountMcp } from './mcp';
 
 export interface AppDeps {
   routes: RouteDef[];
@@ -21,6 +22,8 @@ export interface AppDeps {
   rateLimitPerIpPerMin: number;
   publicBaseUrl: string;
   trustProxy?: string;
+  /** This gateway's own address (the MCP tools call the worker API through it). */
+  selfUrl: () => string;
 }
 
 type Req = Request & { auth?: Authenticated };
@@ -80,6 +83,8 @@ export function createApp(deps: AppDeps) {
     res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
     res.type('html').send(docsPage);
   });
+
+  mountMcp(app, { authenticate: deps.authenticate, selfUrl: deps.selfUrl, log: deps.log, bodyLimitBytes: deps.bodyLimitBytes });
 
   const rawParser = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
   const jsonParser = express.json({ limit: deps.bodyLimitBytes, strict: false });

@@ -1,0 +1,98 @@
+#!/usr/bin/env node
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { ApprovalsClient, CLIENT_VERSION } from './client';
+import { createApprovalsMcpServer } from './mcp';
+import { applyPolicies } from './policies-apply';
+
+const USAGE = `approvals ${CLIENT_VERSION}
+
+Usage:
+  approvals mcp                                  run the MCP server (agent tools) over stdio
+  approvals policies apply <folder> [--dry-run]  preview, then upsert every *.json policy in <folder>
+
+Environment:
+  APPROVALS_URL      base URL of the approvals API (for example http://localhost:8080)
+  APPROVALS_API_KEY  an API key (ak_…); policies apply needs one with policies:write
+`;
+
+class UsageError extends Error {}
+
+function clientFromEnv(command: string): ApprovalsClient {
+  const missing = ['APPROVALS_URL', 'APPROVALS_API_KEY'].filter((v) => !process.env[v]);
+  if (missing.length) {
+    throw new UsageError(
+      `approvals ${command}: ${missing.join(' and ')} ${missing.length > 1 ? 'are' : 'is'} not set.\n` +
+        'Set APPROVALS_URL to the base URL of the approvals API (for example http://localhost:8080)\n' +
+        'and APPROVALS_API_KEY to an API key (ak_…) of your organisation.',
+    );
+  }
+  try {
+    return new ApprovalsClient({ baseUrl: process.env.APPROVALS_URL!, apiKey: process.env.APPROVALS_API_KEY! });
+  } catch (err) {
+    throw new UsageError(`approvals ${command}: ${(err as Error).message}`);
+  }
+}
+
+async function runMcp(): Promise<void> {
+  const client = clientFromEnv('mcp');
+  const server = createApprovalsMcpServer(client);
+  const transport = new StdioServerTransport();
+  let closing = false;
+  const close = (code: number) => {
+    if (closing) return;
+    closing = true;
+    server.close().finally(() => process.exit(code));
+  };
+  process.stdin.on('end', () => close(0));
+  process.stdin.on('close', () => close(0));
+  process.on('SIGINT', () => close(0));
+  process.on('SIGTERM', () => close(0));
+  await server.connect(transport);
+  // stdout carries the protocol: diagnostics go to stderr only.
+  process.stderr.write(`approvals mcp: serving ${client.baseUrl} over stdio\n`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [cmd, ...rest] = argv;
+  if (!cmd || cmd === 'help' || cmd === '--help' || cmd === '-h') {
+    process.stdout.write(USAGE);
+    return cmd ? 0 : 2;
+  }
+  if (cmd === '--version' || cmd === '-v') {
+    process.stdout.write(`${CLIENT_VERSION}\n`);
+    return 0;
+  }
+  if (cmd === 'mcp') {
+    if (rest.length) throw new UsageError(`approvals mcp takes no arguments (got ${rest.join(' ')})`);
+    await runMcp();
+    return -1; // keep running
+  }
+  if (cmd === 'policies' && rest[0] === 'apply') {
+    const args = rest.slice(1);
+    const dryRun = args.includes('--dry-run');
+    const unknown = args.filter((a) => a.startsWith('-') && a !== '--dry-run');
+    const positional = args.filter((a) => !a.startsWith('-'));
+    if (unknown.length) throw new UsageError(`approvals policies apply: unknown option ${unknown.join(', ')}`);
+    if (positional.length !== 1) throw new UsageError('approvals policies apply: give exactly one folder');
+    const client = clientFromEnv('policies apply');
+    const result = await applyPolicies(client, positional[0]!, { dryRun });
+    return result.ok ? 0 : 1;
+  }
+  throw new UsageError(`approvals: unknown command "${argv.join(' ')}"`);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (err) => {
+    if (err instanceof UsageError) {
+      process.stderr.write(`${err.message}\n\n${USAGE}`);
+      process.exitCode = 2;
+      return;
+    }
+    const e = err as NodeJS.ErrnoException;
+    process.stderr.write(`approvals: ${e.code === 'ENOENT' || e.code === 'ENOTDIR' ? e.message : (e.stack ?? String(e))}\n`);
+    process.exitCode = 1;
+  },
+);

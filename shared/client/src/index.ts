@@ -1,0 +1,14 @@
+export { ApprovalsClient, CLIENT_VERSION, type ApprovalsClientOptions, type CallOptions, type RawResponse, type WaitOptions } from './client';
+export { ApprovalsError, ApprovalRefusedError, RETRYABLE_STATUSES, isApprovalsError, type ApprovalsErrorInit } from './errors';
+export { canonicalize, factsHash, FACTS_HASH_PATTERN } from './jcs';
+export {
+  awaitApproval,
+  verifyAndConsume,
+  type AwaitApprovalOptions,
+  type AwaitApprovalResult,
+  type RetryOptions,
+  type VerifyAndConsumeOptions,
+} from './await';
+export { createApprovalsMcpServer } from './mcp';
+export { applyPolicies, type ApplyPoliciesOptions, type ApplyPoliciesResult, type ApplyPolicyOutcome } from './policies-apply';
+export type * from './types';
