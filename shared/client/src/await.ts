@@ -41,21 +41,36 @@ export interface AwaitApprovalOptions {
   onOpened?: (opened: CreateDecisionResult) => void;
 }
 
-export interface AwaitApprovalResult {
-  /** True only for APPROVED (or when no approval was needed); EXPIRED, REJECTED and CANCELLED are false. */
-  approved: boolean;
+interface VerdictFields {
   decidedBy: string | null;
   note: string | null;
-  /** Final status; null when no decision was needed (`approvalNeeded: false`). */
-  status: DecisionStatus | null;
-  decisionId: string | null;
   /** The approved text: the reviewer's edit if any, otherwise the proposed output. */
   output: unknown;
   responseValue: unknown;
-  approvalNeeded: boolean;
-  /** The decision as last read back (absent when no approval was needed). */
-  decision?: Decision;
 }
+
+/**
+ * The verdict. `approved` is true only for APPROVED (or when no approval was needed);
+ * REJECTED, EXPIRED and CANCELLED are false. Narrow on `approvalNeeded` to get a
+ * `decisionId` to consume.
+ */
+export type AwaitApprovalResult =
+  | (VerdictFields & {
+      approvalNeeded: true;
+      approved: boolean;
+      status: DecisionStatus;
+      decisionId: string;
+      /** The decision as last read back. */
+      decision: Decision;
+    })
+  | (VerdictFields & {
+      /** The policy gate answered that no approval is needed: no decision exists. */
+      approvalNeeded: false;
+      approved: true;
+      status: null;
+      decisionId: null;
+      decision?: undefined;
+    });
 
 /**
  * Opens a decision for a workflow step and waits for the verdict.
@@ -96,8 +111,8 @@ export async function awaitApproval(client: ApprovalsClient, opts: AwaitApproval
   const pollSeconds = opts.pollSeconds ?? 30;
   for (;;) {
     const d = await retry(() => client.waitDecision(id, { timeoutSec: pollSeconds, signal: opts.signal }));
-    if (hash !== undefined && d.factsHash && d.factsHash !== hash) {
-      // The same run/step was opened earlier for other facts: this approval is not for them.
+    if (hash !== undefined && d.factsHash !== undefined && d.factsHash !== hash) {
+      // The same run/step was opened earlier for other facts (or for none): this approval is not for them.
       throw new ApprovalsError({
         status: 409,
         code: 'facts_mismatch',

@@ -285,7 +285,7 @@ export class ApprovalsClient {
     opts.signal?.throwIfAborted();
     const timeoutMs = opts.timeoutMs ?? this.timeoutMs;
     const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout;
+    const signal = opts.signal ? anySignal(opts.signal, timeout) : timeout;
     let res: Response;
     let text: string;
     try {
@@ -338,6 +338,20 @@ function parseRetryAfter(v: string | null): number | undefined {
 function stripUndefined<T extends Record<string, unknown>>(o: T): T {
   for (const k of Object.keys(o)) if (o[k] === undefined) delete o[k];
   return o;
+}
+
+/** AbortSignal.any (Node 20.3+), with a fallback for older Node 20 releases. */
+function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {
+  if (typeof AbortSignal.any === 'function') return AbortSignal.any([a, b]);
+  const ac = new AbortController();
+  for (const s of [a, b]) {
+    if (s.aborted) {
+      ac.abort(s.reason);
+      break;
+    }
+    s.addEventListener('abort', () => ac.abort(s.reason), { once: true });
+  }
+  return ac.signal;
 }
 
 /** Sleeps `ms`, or rejects with the signal's reason when it aborts. */

@@ -112,7 +112,7 @@ const AwaitInput = {
     .min(1)
     .max(600)
     .optional()
-    .describe('How long to wait at most, 1 to 600 seconds (default 60). When the time is up the result has status PENDING: call await_decision again.'),
+    .describe('How long to wait at most, 1 to 600 seconds (default 50, under the 60 s request timeout of most MCP clients). When the time is up the result has status PENDING: call await_decision again.'),
 };
 
 const ResultShape = {
@@ -246,7 +246,7 @@ export function createApprovalsMcpServer(client: ApprovalsClient): McpServer {
       title: 'Wait for a human decision',
       description:
         'Wait for the verdict on a decision opened with request_decision. Returns as soon as a person has answered ' +
-        '(APPROVED or REJECTED) or the decision EXPIRED or was CANCELLED, or after max_wait_seconds (default 60) with ' +
+        '(APPROVED or REJECTED) or the decision EXPIRED or was CANCELLED, or after max_wait_seconds (default 50) with ' +
         'status PENDING; then call it again to keep waiting. Only APPROVED means go ahead; decidedBy and note say who ' +
         'answered and why.',
       inputSchema: AwaitInput,
@@ -255,21 +255,29 @@ export function createApprovalsMcpServer(client: ApprovalsClient): McpServer {
     },
     async (args, extra) => {
       try {
-        const deadline = Date.now() + (args.max_wait_seconds ?? 60) * 1000;
+        const maxWait = args.max_wait_seconds ?? 50;
+        const started = Date.now();
+        const deadline = started + maxWait * 1000;
         const progressToken = extra._meta?.progressToken;
-        // With a progress token, wait in shorter slices and report progress so a client
-        // that resets its request timeout on progress keeps waiting.
-        const slice = progressToken !== undefined ? 20 : 120;
+        // With a progress token, wait in 5 s slices and report progress after each, so a
+        // client that resets its request timeout on progress keeps waiting.
+        const slice = progressToken !== undefined ? 5 : 120;
+        const report = async (status: string) => {
+          if (progressToken === undefined) return;
+          const waited = Math.round((Date.now() - started) / 1000);
+          await extra
+            .sendNotification({
+              method: 'notifications/progress',
+              params: { progressToken, progress: waited, total: maxWait, message: `decision ${args.decision_id} is still ${status} after ${waited} s` },
+            })
+            .catch(() => undefined);
+        };
         let d: Decision;
-        for (let n = 0; ; n++) {
+        for (;;) {
           const left = deadline - Date.now();
           d = await client.waitDecision(args.decision_id, { timeoutSec: Math.max(1, Math.min(slice, Math.ceil(left / 1000))), signal: extra.signal });
           if (d.status !== 'PENDING' || Date.now() >= deadline - 250) break;
-          if (progressToken !== undefined) {
-            await extra
-              .sendNotification({ method: 'notifications/progress', params: { progressToken, progress: n + 1, message: 'still PENDING' } })
-              .catch(() => undefined);
-          }
+          await report(d.status);
         }
         return ok(d);
       } catch (err) {

@@ -198,12 +198,7 @@ describe('ApprovalsClient against the real system', () => {
     it('startRun posts to /v1/runs/ (202 with a runId; an unknown workflow is 404)', async () => {
       const def = { id: uniq('wf'), steps: [{ id: 'a' }] };
       await client.registerWorkflow(def);
-      const r = await client.startRun({ workflowId: def.id, input: { x: 1 }, idempotencyKey: uniq('idem') }).catch((e: unknown) => e);
-      if (r instanceof ApprovalsError && r.status === 501) {
-        // The runs route is not built on this server yet: the client reports it as the API said.
-        expect(r.code).toBe('not_implemented');
-        return;
-      }
+      const r = await client.startRun({ workflowId: def.id, input: { x: 1 }, idempotencyKey: uniq('idem') });
       expect(r).toMatchObject({ runId: expect.any(String), workflowId: def.id });
       await expect(client.startRun({ workflowId: 'no-such-workflow' })).rejects.toMatchObject({ status: 404, retryable: false });
     });
@@ -266,7 +261,7 @@ describe('ApprovalsClient against the real system', () => {
       expect((await short.waitDecision(decisionId!, { timeoutSec: 3 })).status).toBe('PENDING');
 
       const ac = new AbortController();
-      const p = client.waitDecision(decisionId!, { timeoutSec: 20, signal: ac.signal });
+      const p = client.waitDecision(decisionId!, { timeoutSec: 5, signal: ac.signal });
       setTimeout(() => ac.abort(new Error('stop waiting')), 200);
       await expect(p).rejects.toThrow('stop waiting');
 

@@ -1,0 +1,306 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, unlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ApprovalsClient } from '@approvals/client';
+import { startStack, type Stack } from '../../../test/helpers/stack';
+import { decide } from './helpers';
+
+/** Built by `tsc -b` before the suite runs (npm test builds first). */
+const CLI = join(__dirname, '..', 'dist', 'cli.js');
+const REV = 'rev@example.com';
+
+/** Runs the CLI as a child process (asynchronously: the stack answers from this process). */
+function runCli(args: string[], env: Record<string, string | undefined>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const childEnv: Record<string, string> = {};
+    for (const [k, v] of Object.entries({ PATH: process.env.PATH, ...env })) if (v !== undefined) childEnv[k] = v;
+    const child = spawn(process.execPath, [CLI, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => (stdout += c));
+    child.stderr.on('data', (c) => (stderr += c));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('approvals CLI', () => {
+  let stack: Stack;
+  let org: string;
+  let apiKey: string;
+  let client: ApprovalsClient;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    stack = await startStack({ label: 'client-cli' });
+    ({ org, apiKey } = await stack.newOrg());
+    client = new ApprovalsClient({ baseUrl: stack.baseUrl, apiKey });
+    env = { APPROVALS_URL: stack.baseUrl, APPROVALS_API_KEY: apiKey };
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  describe('policies apply', () => {
+    let dir: string;
+    beforeAll(() => {
+      dir = mkdtempSync(join(tmpdir(), 'approvals-policies-'));
+    });
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+    const write = (file: string, body: unknown) => writeFileSync(join(dir, file), typeof body === 'string' ? body : JSON.stringify(body, null, 2));
+    const versions = async (key: string) => (await stack.http('GET', `/v1/worker/policies/${key}/versions`, { token: apiKey })).body.versions;
+
+    it('creates every policy with source repository, then a second run reports no change and adds no version', async () => {
+      write('refunds.json', { key: 'refunds', name: 'Refunds', defaults: { approvers: ['a@example.com', 'b@example.com'], approvalsRequired: 1 }, timeoutSec: 3600 });
+      write('deploys.json', { name: 'deploys', description: 'Production deploys', defaults: { approvers: [REV] } });
+      write('README.md', 'not a policy');
+
+      const first = await runCli(['policies', 'apply', dir], env);
+      expect({ code: first.code, stderr: first.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(first.stdout).toContain('deploys (deploys.json): new policy, v1');
+      expect(first.stdout).toContain('refunds (refunds.json): new policy, v1');
+      expect(first.stdout).toContain('  + approver a@example.com');
+      expect(first.stdout).toContain('  + approver b@example.com');
+      expect(first.stdout).toContain('  timeoutSec: (unset) → 3600');
+      expect(first.stdout).toContain('refunds: applied, now v1');
+      expect(first.stdout).toMatch(/2 policies: 2 created, 0 updated, .*0 unchanged, 0 refused/);
+
+      for (const key of ['refunds', 'deploys']) {
+        const v = await versions(key);
+        expect(v).toHaveLength(1);
+        expect(v[0]).toMatchObject({ number: 1, source: 'repository' });
+      }
+      expect(await client.getPolicy('deploys')).toMatchObject({ name: 'deploys', description: 'Production deploys', defaults: { approvers: [REV] } });
+
+      const second = await runCli(['policies', 'apply', dir], env);
+      expect(second.code).toBe(0);
+      expect(second.stdout).toContain('deploys (deploys.json): no change (v1)');
+      expect(second.stdout).toContain('refunds (refunds.json): no change (v1)');
+      expect(second.stdout).not.toContain('applied');
+      expect(second.stdout).toMatch(/2 policies: 0 created, 0 updated, .*2 unchanged, 0 refused/);
+      expect(await versions('refunds')).toHaveLength(1);
+      expect(await versions('deploys')).toHaveLength(1);
+    });
+
+    it('--dry-run prints the diff of a change and writes nothing; applying writes v2', async () => {
+      write('refunds.json', { key: 'refunds', name: 'Refunds', defaults: { approvers: ['a@example.com', 'c@example.com'], approvalsRequired: 2 }, timeoutSec: 3600 });
+      const dry = await runCli(['policies', 'apply', dir, '--dry-run'], env);
+      expect(dry.code).toBe(0);
+      expect(dry.stdout).toContain('refunds (refunds.json): v1 → v2');
+      expect(dry.stdout).toContain('  + approver c@example.com');
+      expect(dry.stdout).toContain('  - approver b@example.com');
+      expect(dry.stdout).toContain('  defaults.approvalsRequired: 1 → 2');
+      expect(dry.stdout).toContain('deploys (deploys.json): no change (v1)');
+      expect(dry.stdout).toContain('nothing written');
+      expect(await versions('refunds')).toHaveLength(1);
+
+      const real = await runCli(['policies', 'apply', dir], env);
+      expect(real.code).toBe(0);
+      expect(real.stdout).toContain('refunds: applied, now v2');
+      const v = await versions('refunds');
+      expect(v.map((x: { number: number; source: string }) => [x.number, x.source]).sort()).toEqual([
+        [1, 'repository'],
+        [2, 'repository'],
+      ]);
+    });
+
+    it('a label-only change is applied without a new version', async () => {
+      write('deploys.json', { name: 'deploys', description: 'Production deploys (all regions)', defaults: { approvers: [REV] } });
+      const r = await runCli(['policies', 'apply', dir], env);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain('deploys (deploys.json): labels only, stays v1');
+      expect(r.stdout).toContain('  description: "Production deploys" → "Production deploys (all regions)"');
+      expect(await versions('deploys')).toHaveLength(1);
+      expect((await client.getPolicy('deploys')).description).toBe('Production deploys (all regions)');
+    });
+
+    it('a refused policy prints the error, applies nothing and exits 1', async () => {
+      write('refunds.json', { key: 'refunds', name: 'Refunds', defaults: { approvers: ['a@example.com'], approvalsRequired: 1 }, timeoutSec: 3600 });
+      write('zz-bad.json', { key: 'bad', name: 'Bad', defaults: { approvers: ['a@example.com'], approvalsRequired: 5 } });
+      write('zz-broken.json', '{ not json');
+      const r = await runCli(['policies', 'apply', dir], env);
+      expect(r.code).toBe(1);
+      expect(r.stdout).toContain('refunds (refunds.json): v2 → v3');
+      expect(r.stdout).toMatch(/bad \(zz-bad\.json\): refused: unsatisfiable_policy: /);
+      expect(r.stdout).toMatch(/\(no key\) \(zz-broken\.json\): refused: invalid_file: /);
+      expect(r.stdout).toContain('2 of 4 policies refused: nothing applied');
+      expect(await versions('refunds')).toHaveLength(2);
+      expect((await stack.http('GET', '/v1/worker/policies/bad', { token: apiKey })).status).toBe(404);
+      unlinkSync(join(dir, 'zz-bad.json'));
+      unlinkSync(join(dir, 'zz-broken.json'));
+    });
+
+    it('a key without policies:write is refused (exit 1); bad usage and missing configuration exit 2', async () => {
+      const { apiKey: readOnly } = await stack.newOrg({ roles: ['decisions:write'] });
+      const r = await runCli(['policies', 'apply', dir], { APPROVALS_URL: stack.baseUrl, APPROVALS_API_KEY: readOnly });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toMatch(/refused: forbidden: /);
+
+      const noEnv = await runCli(['policies', 'apply', dir], {});
+      expect(noEnv.code).toBe(2);
+      expect(noEnv.stderr).toContain('APPROVALS_URL and APPROVALS_API_KEY are not set');
+      const noFolder = await runCli(['policies', 'apply'], env);
+      expect(noFolder.code).toBe(2);
+      expect(noFolder.stderr).toContain('give exactly one folder');
+      const missing = await runCli(['policies', 'apply', join(dir, 'nope')], env);
+      expect(missing.code).toBe(1);
+      expect(missing.stderr).toContain('ENOENT');
+      const unknown = await runCli(['frobnicate'], env);
+      expect(unknown.code).toBe(2);
+    });
+  });
+
+  describe('mcp over stdio', () => {
+    let mcp: Client;
+    let transport: StdioClientTransport;
+
+    beforeAll(async () => {
+      transport = new StdioClientTransport({ command: process.execPath, args: [CLI, 'mcp'], env, stderr: 'pipe' });
+      mcp = new Client({ name: 'client-test', version: '1.0.0' });
+      await mcp.connect(transport);
+    });
+    afterAll(async () => {
+      await mcp?.close();
+    });
+
+    const call = async (name: string, args: Record<string, unknown>) => {
+      const r = await mcp.callTool({ name, arguments: args });
+      return r as { isError?: boolean; content: Array<{ type: string; text: string }>; structuredContent?: Record<string, any> };
+    };
+
+    it('refuses to start without APPROVALS_URL and APPROVALS_API_KEY', async () => {
+      const r = await runCli(['mcp'], { APPROVALS_URL: stack.baseUrl });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain('APPROVALS_API_KEY is not set');
+      expect(r.stdout).toBe('');
+    });
+
+    it('lists the three tools, with a description on every input field', async () => {
+      const { tools } = await mcp.listTools();
+      expect(tools.map((t) => t.name).sort()).toEqual(['await_decision', 'check_decision', 'request_decision']);
+      for (const t of tools) {
+        expect(t.description!.length).toBeGreaterThan(80);
+        expect(t.outputSchema).toBeDefined();
+        const props = (t.inputSchema.properties ?? {}) as Record<string, { description?: string }>;
+        for (const [name, p] of Object.entries(props)) expect({ tool: t.name, name, described: Boolean(p.description) }).toEqual({ tool: t.name, name, described: true });
+      }
+      const req = tools.find((t) => t.name === 'request_decision')!;
+      expect(req.inputSchema.required?.slice().sort()).toEqual(['question', 'timeout_minutes', 'title']);
+      expect(Object.keys(req.inputSchema.properties!)).toEqual(expect.arrayContaining(['policy', 'approvers', 'context', 'run_id']));
+    });
+
+    it('request_decision → reviewer approves over HTTP → await_decision answers APPROVED; check_decision the same', async () => {
+      const opened = await call('request_decision', {
+        title: 'Delete the staging database',
+        question: 'May I drop the staging database `stg-eu-1`? It is unused since March.',
+        timeout_minutes: 30,
+        approvers: [REV],
+        context: { aiReasoning: 'No connections for 90 days.', data: { db: 'stg-eu-1' }, ticket: 'OPS-12' },
+      });
+      expect(opened.isError).toBeFalsy();
+      const s = opened.structuredContent!;
+      expect(s).toMatchObject({ status: 'PENDING', resolved: false, decidedBy: null, note: null, policy_version: null, policy_version_id: null });
+      expect(JSON.parse(opened.content[0]!.text)).toEqual(s);
+      const id = s.decision_id as string;
+
+      const d = await client.getDecision(id);
+      expect(d).toMatchObject({ engine: 'mcp', stepRef: 'decision', approvers: [REV] });
+      expect(d.externalRunId).toMatch(/^mcp-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+      expect(d.context).toMatchObject({
+        title: 'Delete the staging database',
+        prompt: 'May I drop the staging database `stg-eu-1`? It is unused since March.',
+        aiReasoning: 'No connections for 90 days.',
+        data: { db: 'stg-eu-1' },
+        extra: { ticket: 'OPS-12' },
+      });
+      const ttl = Date.parse(d.expiresAt!) - Date.parse(d.createdAt);
+      expect(Math.abs(ttl - 30 * 60_000)).toBeLessThan(5000);
+
+      // The wait ends first: PENDING.
+      const t0 = Date.now();
+      const pending = await call('await_decision', { decision_id: id, max_wait_seconds: 1 });
+      expect(pending.structuredContent).toMatchObject({ decision_id: id, status: 'PENDING', resolved: false });
+      expect(Date.now() - t0).toBeLessThan(8000);
+
+      await decide(stack, org, REV, id, 'approve', 'drop it');
+      const done = await call('await_decision', { decision_id: id });
+      expect(done.isError).toBeFalsy();
+      expect(done.structuredContent).toMatchObject({ decision_id: id, status: 'APPROVED', resolved: true, decidedBy: REV, note: 'drop it', policy_version: null, policy_version_id: null });
+      expect(JSON.parse(done.content[0]!.text)).toEqual(done.structuredContent);
+
+      const checked = await call('check_decision', { decision_id: id });
+      expect(checked.structuredContent).toEqual(done.structuredContent);
+    });
+
+    it('await_decision returns as soon as the reviewer answers during the wait', async () => {
+      const opened = await call('request_decision', { title: 'Send the newsletter', question: 'Send it to 20,000 people now?', timeout_minutes: 10, approvers: [REV] });
+      const id = opened.structuredContent!.decision_id as string;
+      const waiting = call('await_decision', { decision_id: id, max_wait_seconds: 45 });
+      await new Promise((r) => setTimeout(r, 500));
+      const t0 = Date.now();
+      await decide(stack, org, REV, id, 'reject', 'not today');
+      const r = await waiting;
+      expect(Date.now() - t0).toBeLessThan(10_000);
+      expect(r.structuredContent).toMatchObject({ status: 'REJECTED', decidedBy: REV, note: 'not today' });
+    });
+
+    it('await_decision reports progress while it waits, so a client that resets its timeout on progress keeps waiting', async () => {
+      const opened = await call('request_decision', { title: 'Rotate keys', question: 'Rotate the signing keys?', timeout_minutes: 10, approvers: [REV] });
+      const id = opened.structuredContent!.decision_id as string;
+      const progress: number[] = [];
+      const t0 = Date.now();
+      const r = (await mcp.callTool({ name: 'await_decision', arguments: { decision_id: id, max_wait_seconds: 13 } }, undefined, {
+        timeout: 7000,
+        resetTimeoutOnProgress: true,
+        onprogress: (p) => void progress.push(p.progress),
+      })) as { structuredContent?: Record<string, unknown> };
+      expect(r.structuredContent).toMatchObject({ decision_id: id, status: 'PENDING' });
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(12_000);
+      expect(progress.length).toBeGreaterThanOrEqual(2);
+    }, 30_000);
+
+    it('under a policy: the policy owns the timeout, and the policy version is reported', async () => {
+      await client.upsertPolicy({ key: 'prod-changes', name: 'Prod changes', defaults: { approvers: [REV] }, timeoutSec: 7200 });
+      const opened = await call('request_decision', { title: 'Restart prod', question: 'Restart the API pods?', timeout_minutes: 5, policy: 'prod-changes' });
+      expect(opened.isError).toBeFalsy();
+      expect(opened.structuredContent).toMatchObject({ status: 'PENDING', policy_version: 1, policy_version_id: expect.any(String) });
+      const d = await client.getDecision(opened.structuredContent!.decision_id);
+      expect(Math.abs(Date.parse(d.expiresAt!) - Date.parse(d.createdAt) - 7200_000)).toBeLessThan(5000);
+    });
+
+    it('run_id makes request_decision idempotent', async () => {
+      const args = { title: 'Pay invoice', question: 'Pay invoice 77?', timeout_minutes: 60, approvers: [REV], run_id: 'task-77' };
+      const a = await call('request_decision', args);
+      const b = await call('request_decision', args);
+      expect(b.structuredContent!.decision_id).toBe(a.structuredContent!.decision_id);
+      expect((await client.getDecision(a.structuredContent!.decision_id)).externalRunId).toBe('task-77');
+    });
+
+    it('API errors come back as tool errors with the API code and message', async () => {
+      const unknown = await call('request_decision', { title: 't', question: 'q', timeout_minutes: 1, policy: 'no-such-policy' });
+      expect(unknown.isError).toBe(true);
+      expect(JSON.parse(unknown.content[0]!.text)).toMatchObject({ error: 'unknown_policy', status: 422, message: expect.any(String), details: { policy: 'no-such-policy' } });
+
+      const nobody = await call('request_decision', { title: 't', question: 'q', timeout_minutes: 1 });
+      expect(nobody.isError).toBe(true);
+      expect(JSON.parse(nobody.content[0]!.text)).toMatchObject({ error: 'approver_required' });
+
+      const missing = await call('check_decision', { decision_id: 'dec_missing' });
+      expect(missing.isError).toBe(true);
+      expect(JSON.parse(missing.content[0]!.text)).toMatchObject({ error: 'not_found', status: 404 });
+      const missingWait = await call('await_decision', { decision_id: 'dec_missing', max_wait_seconds: 1 });
+      expect(JSON.parse(missingWait.content[0]!.text)).toMatchObject({ error: 'not_found' });
+
+      const invalid = await call('request_decision', { question: 'q', timeout_minutes: 1, approvers: ['not-an-email'] });
+      expect(invalid.isError).toBe(true);
+      expect(invalid.content[0]!.text).toMatch(/title|approvers/);
+      const tooLong = await call('await_decision', { decision_id: 'x', max_wait_seconds: 601 });
+      expect(tooLong.isError).toBe(true);
+    });
+  });
+});
