@@ -400,6 +400,11 @@ describe('opening a decision: request schema and policy gate', () => {
       const externalRunId = run('empty');
       expectError(await create({ externalRunId, stepRef: 's', policy: 'empty-one' }), 422, { error: 'approver_required', policy: 'empty-one' });
       await expectNothingStored(externalRunId, 's');
+      // saved as a draft, but check and the policy view say no decision can open under it
+      const check = await stack.http('POST', '/v1/worker/policies/check', { token: apiKey, body: { keys: ['empty-one'] } });
+      expect(check.body).toEqual({ ok: false, results: [{ key: 'empty-one', status: 'unsatisfiable', reason: expect.stringMatching(/names no approvers/), approversToVerify: [] }] });
+      const view = await stack.http('GET', '/v1/policies/empty-one', { token: admin });
+      expect(view.body.warnings).toEqual([{ code: 'no_approvers', message: expect.stringMatching(/approver_required/) }]);
     });
 
     it('a signature policy without esign: 422 artifact_required; with esign the decision requires the signature', async () => {

@@ -274,6 +274,34 @@ describe('gateway authentication (HS256 sessions, API keys, scopes)', () => {
       expect(validated.body.error).toBe('invalid_request');
     });
 
+    it('a key with only policies:write can read and apply policies but cannot open, read or act on decisions, workflows or runs', async () => {
+      const created = await stack.http('POST', '/v1/api-keys/', { token: org.admin, body: { name: 'policy ci', roles: ['policies:write'] } });
+      expect(created.status).toBe(201);
+      const key = created.body.key;
+      const before = await pg.query('select count(*)::int as n from decisions.decisions where org_id = $1', [org.org]);
+      for (const [method, path, body] of [
+        ['POST', '/v1/worker/decisions', { externalRunId: 'run-policy-key', stepRef: 's1', approvers: [org.adminEmail] }],
+        ['GET', '/v1/worker/decisions', undefined],
+        ['GET', '/v1/worker/decisions/dec_x', undefined],
+        ['GET', '/v1/worker/decisions/dec_x/wait?timeoutSeconds=1', undefined],
+        ['GET', `/v1/worker/decisions/dec_x/verify?factsHash=${'0'.repeat(64)}`, undefined],
+        ['POST', '/v1/worker/decisions/dec_x/consume', { factsHash: '0'.repeat(64) }],
+        ['POST', '/v1/worker/decisions/dec_x/cancel', undefined],
+        ['POST', '/v1/worker/register', { id: 'wf', version: '1', steps: [] }],
+        ['POST', '/v1/runs/', { workflowId: 'wf', input: {} }],
+      ] as const) {
+        const res = await stack.http(method, path, { token: key, body });
+        expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 403, body: { error: 'forbidden', message: expect.stringMatching(/decisions:write/) } });
+      }
+      const after = await pg.query('select count(*)::int as n from decisions.decisions where org_id = $1', [org.org]);
+      expect(after.rows[0].n).toBe(before.rows[0].n);
+      // policy reads and writes still work with it
+      const list = await stack.http('GET', '/v1/worker/policies', { token: key });
+      expect(list.status).toBe(200);
+      const saved = await stack.http('POST', '/v1/worker/policies', { token: key, body: { key: 'ci-only', name: 'CI only', defaults: { approvers: [org.adminEmail] } } });
+      expect([200, 201]).toContain(saved.status);
+    });
+
     it('a member session on the API key routes is 403 forbidden', async () => {
       const member = stack.session({ org: org.org, email: 'member@example.com', role: 'member' });
       for (const [method, path, body] of [

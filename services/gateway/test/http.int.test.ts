@@ -195,6 +195,42 @@ describe('gateway HTTP behaviour', () => {
       }
     });
 
+    it('refuses a lone UTF-16 surrogate escape anywhere in a body with 400, storing nothing; a well-formed pair passes', async () => {
+      const org = await stack.newOrg(); // its own: the decision list below must hold only this test's
+      const surrogateIssue = (path: string) => ({ path, message: expect.stringMatching(/lone UTF-16 surrogate/) });
+      const raw = (method: string, path: string, json: string, token = org.apiKey) =>
+        stack.http(method, path, { token, rawBody: json, headers: { 'content-type': 'application/json' } });
+
+      const opened = await stack.http('POST', '/v1/worker/decisions', { token: org.apiKey, body: { externalRunId: 'run-surrogate', stepRef: 's', approvers: [org.adminEmail] } });
+      expect(opened.status).toBe(201);
+      const id = opened.body.decisionId;
+      for (const [method, path, json, where, token] of [
+        ['POST', '/v1/worker/decisions', '{"externalRunId":"run-\\ud800","stepRef":"s","approvers":["a@example.com"]}', 'body.externalRunId', org.apiKey],
+        ['POST', '/v1/worker/decisions', '{"externalRunId":"r2","stepRef":"s","workflowRef":"x\\udc00y","approvers":["a@example.com"]}', 'body.workflowRef', org.apiKey],
+        ['POST', '/v1/worker/decisions', '{"externalRunId":"r3","stepRef":"s","context":{"data":{"\\ud800k":1}},"approvers":["a@example.com"]}', 'body.context.data', org.apiKey],
+        ['POST', `/v1/worker/decisions/${id}/cancel`, '{"note":"\\ud800"}', 'body.note', org.apiKey],
+        ['POST', `/v1/decisions/${id}/decide`, '{"decision":"approve","note":"\\ud800"}', 'body.note', org.admin],
+        ['POST', `/v1/decisions/${id}/evidence`, '{"kind":"note","body":"\\udfff"}', 'body.body', org.admin],
+        ['PUT', `/v1/decisions/${id}/output`, '{"content":"\\ud800"}', 'body.content', org.admin],
+        ['POST', '/v1/approvers/', '{"email":"s@example.com","name":"\\ud800"}', 'body.name', org.admin],
+        ['POST', '/v1/policies/', '{"key":"surrogate","name":"bad \\ud800 name"}', 'body.name', org.admin],
+      ] as const) {
+        const res = await raw(method, path, json, token);
+        expect({ path, json, status: res.status }).toEqual({ path, json, status: 400 });
+        expect(res.body).toMatchObject({ error: 'invalid_request', issues: [surrogateIssue(where)] });
+      }
+      const all = await stack.http('GET', '/v1/decisions/', { token: org.admin });
+      expect(all.body.decisions.map((d: { id: string }) => d.id)).toEqual([id]);
+      const still = await stack.http('GET', `/v1/worker/decisions/${id}`, { token: org.apiKey });
+      expect(still.body).toMatchObject({ status: 'PENDING' });
+      expect((await stack.http('GET', '/v1/policies/surrogate', { token: org.admin })).status).toBe(404);
+
+      const emoji = await raw('POST', '/v1/policies/', '{"key":"emoji","name":"ship it \\ud83d\\ude80"}', org.admin);
+      expect(emoji.status).toBe(201);
+      expect(emoji.body.key).toBe('emoji');
+      expect((await stack.http('GET', '/v1/policies/emoji', { token: org.admin })).body.name).toBe('ship it 🚀');
+    });
+
     it('refuses it before forwarding to a service', async () => {
       const res = await stack.http('POST', '/v1/worker/policies/check', { token: org.apiKey, body: { keys: ['ok', 'a\u0000b'] } });
       expect(res.status).toBe(400);

@@ -190,9 +190,13 @@ export function createApp(deps: AppDeps) {
 /** Deepest JSON nesting a request may carry (V8's JSON.stringify fails near 4000, JSON.parse takes any). */
 export const MAX_JSON_DEPTH = 64;
 
+/** A UTF-16 surrogate half with no partner: JSON allows the escape, UTF-8 cannot encode it. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
- * PostgreSQL text and jsonb cannot hold U+0000. Refusing it here keeps a stray NUL in a
- * title or id from ever reaching a service as a 500. Nesting past MAX_JSON_DEPTH is
+ * PostgreSQL text and jsonb cannot hold U+0000, and UTF-8 cannot encode a lone surrogate
+ * (`"\ud800"`): refusing both here keeps them from ever reaching a service as a 500 or
+ * being silently rewritten to U+FFFD (which would change a facts hash). Nesting past MAX_JSON_DEPTH is
  * refused too: it parses, but cannot be forwarded or stored (a 5xx later).
  */
 function inputIssues(location: string, value: unknown): { path: string; message: string }[] {
@@ -210,6 +214,7 @@ function inputIssues(location: string, value: unknown): { path: string; message:
     const [v, where, depth] = todo.pop()!;
     if (typeof v === 'string') {
       if (v.includes('\u0000')) out.push({ path: pathOf(where), message: 'must not contain the NUL character (U+0000)' });
+      else if (LONE_SURROGATE.test(v)) out.push({ path: pathOf(where), message: 'must be well-formed Unicode (lone UTF-16 surrogate escape)' });
     } else if (v && typeof v === 'object' && depth >= MAX_JSON_DEPTH) {
       out.push({ path: pathOf(where), message: `nested more than ${MAX_JSON_DEPTH} levels deep` });
     } else if (Array.isArray(v)) {
@@ -217,6 +222,7 @@ function inputIssues(location: string, value: unknown): { path: string; message:
     } else if (v && typeof v === 'object') {
       for (const [k, child] of Object.entries(v).reverse()) {
         if (k.includes('\u0000')) out.push({ path: pathOf(where), message: 'field names must not contain U+0000' });
+        else if (LONE_SURROGATE.test(k)) out.push({ path: pathOf(where), message: 'field names must be well-formed Unicode (lone UTF-16 surrogate escape)' });
         todo.push([child, { key: k, up: where }, depth + 1]);
       }
     }

@@ -111,15 +111,20 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
   const W = WorkflowsEndpoints;
   const idParams = { params: IdParams };
   const N = NotifierEndpoints;
+  // Every worker route that opens, reads or acts on decisions, workflows and runs needs the
+  // role decisions:write; policy reads accept any key (policy-as-code CI reads what it applies).
+  const DW = { apiKeyRole: 'decisions:write' } as const;
 
   return [
     // ---- worker scope (API key)
     fwd('post', '/v1/worker/register', 'worker', 'workflows', 'Register a workflow definition (idempotent upsert by id)', W.register, {
+      ...DW,
       body: WorkflowDefinition,
       response: RegisterReply,
       description: 'Answers 200 `{id, version, created}`.',
     }),
     fwd('post', '/v1/worker/decisions', 'worker', 'decisions', 'Open a decision', D.create, {
+      ...DW,
       body: DecisionRequest,
       response: CreateReply,
       successStatus: 201,
@@ -127,28 +132,33 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
         '201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision.',
     }),
     fwd('get', '/v1/worker/decisions', 'worker', 'decisions', "The agent's inbox, newest first", D.workerList, {
+      ...DW,
       query: WorkerListQuery,
       response: z.object({ decisions: z.array(DecisionView) }),
     }),
-    fwd('get', '/v1/worker/decisions/{id}', 'worker', 'decisions', 'Decision status for polling', D.workerGet, { ...idParams, response: DecisionView }),
+    fwd('get', '/v1/worker/decisions/{id}', 'worker', 'decisions', 'Decision status for polling', D.workerGet, { ...DW, ...idParams, response: DecisionView }),
     fwd('get', '/v1/worker/decisions/{id}/wait', 'worker', 'decisions', 'Long poll: answers as soon as the decision is no longer PENDING, or at the end of the wait (still PENDING)', D.wait, {
+      ...DW,
       ...idParams,
       query: WaitQuery,
       response: DecisionView,
       timeoutMs: 130_000,
     }),
     fwd('get', '/v1/worker/decisions/{id}/verify', 'worker', 'decisions', 'Verify an approval against the action facts (read-only, always 200)', D.verify, {
+      ...DW,
       ...idParams,
       query: VerifyQuery,
       response: VerifyReply,
     }),
     fwd('post', '/v1/worker/decisions/{id}/consume', 'worker', 'decisions', 'Consume an approval exactly once', D.consume, {
+      ...DW,
       ...idParams,
       body: ConsumeBody,
       response: ConsumeReply,
       description: 'A refusal answers 409 `{consumed: false, reason}` (404 for not_found) with the error fields `error` and `message`.',
     }),
     fwd('post', '/v1/worker/decisions/{id}/cancel', 'worker', 'decisions', 'Cancel a pending decision', D.cancel, {
+      ...DW,
       ...idParams,
       body: CancelBody,
       bodyOptional: true,
@@ -238,6 +248,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
 
     // ---- runs, directory, notifications
     fwd('post', '/v1/runs/', 'either', 'runs', 'Fire the external engine event for a registered workflow (202; a repeated idempotencyKey fires once)', W.startRun, {
+      ...DW,
       body: RunBody,
       response: RunReply,
       successStatus: 202,

@@ -33,6 +33,8 @@ export interface PolicyDeps {
 }
 
 const unknownPolicy = (key: string) => new AppError('unknown_policy', `policy "${key}" does not exist or is archived`, { policy: key });
+/** A policy may be saved naming nobody (a draft), but no decision can open under it. */
+const NO_APPROVERS = 'the policy names no approvers: decisions under it are refused with approver_required';
 const notFound = (key: string) => new AppError('not_found', `policy "${key}" not found`);
 
 export function createPolicyLogic(deps: PolicyDeps) {
@@ -80,6 +82,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
     const s = checkSatisfiable(def, resolved);
     const warnings = s.disabled.map((email) => ({ code: 'approver_disabled', approver: email, message: `approver ${email} is disabled` }));
     if (!s.ok) warnings.push({ code: 'unsatisfiable', approver: undefined as never, message: s.problems.join('; ') });
+    if (approverSet(def).length === 0) warnings.push({ code: 'no_approvers', approver: undefined as never, message: NO_APPROVERS });
     const v: PolicyView = {
       id: policy.id,
       key: policy.key,
@@ -299,6 +302,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
           const cur = await policies.current(org, key);
           if (!cur) return { key, status: 'missing' as const, reason: `policy "${key}" does not exist or is archived` };
           const s = checkSatisfiable(cur.version.definition, await resolveApprovers(org, cur.version.definition));
+          if (s.ok && approverSet(cur.version.definition).length === 0) return { key, status: 'unsatisfiable' as const, reason: NO_APPROVERS, approversToVerify: [] };
           if (s.ok) return { key, status: 'ok' as const };
           return { key, status: 'unsatisfiable' as const, reason: s.problems.join('; '), approversToVerify: s.approversToVerify };
         }),
