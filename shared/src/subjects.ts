@@ -111,6 +111,7 @@ export const EVENT = {
   timerEscalateDue: 'evt.timer.escalate_due',
   timerRetentionDue: 'evt.timer.retention_due',
   runRequested: 'evt.run.requested',
+  notificationSent: 'evt.notification.sent',
   test: 'evt.test.ping',
 } as const;
 export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
@@ -126,6 +127,7 @@ export const DURABLE = {
   decisionsTimerRemind: 'decisions-timer-remind',
   decisionsTimerEscalate: 'decisions-timer-escalate',
   decisionsTimerRetention: 'decisions-timer-retention',
+  decisionsNotificationSent: 'decisions-notification-sent',
   notifierDecisionCreated: 'notifier-decision-created',
   notifierDecisionResolved: 'notifier-decision-resolved',
   notifierDecisionReminded: 'notifier-decision-reminded',

@@ -126,6 +126,12 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
     const full = await stack.http('GET', `/v1/decisions/${id}`, { token: session });
     expect(full.body.timeline.filter((t: { type: string }) => t.type === 'reminded')).toHaveLength(1);
     expect(full.body.timeline.filter((t: { type: string }) => t.type === 'expired')).toHaveLength(1);
+    // the first notice and the reminder went out by email: both are on the timeline
+    await waitFor(async () => {
+      const again = await stack.http('GET', `/v1/decisions/${id}`, { token: session });
+      const sent = again.body.timeline.filter((t: { type: string }) => t.type === 'notified').map((t: { kind: string; channel: string; to: string }) => `${t.kind}:${t.channel}:${t.to}`);
+      return sent.sort().join() === 'notify:email:cat@example.com,remind:email:cat@example.com';
+    }, { timeoutMs: 10_000, what: 'notified entries for the notice and the reminder' });
   });
 
   it('two scheduler replicas fire each timer once', async () => {

@@ -1,6 +1,7 @@
 import { createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
+import { notificationSentConsumer } from './consumers/notification-sent.consumer';
 import { timerStepConsumers } from './consumers/timer-steps.consumer';
 import { createLifecycle } from './handlers/lifecycle';
 import { createDecisionOpener } from './handlers/create-decision';
@@ -37,6 +38,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
         waiters,
       });
       ctx.consume(timerExpireConsumer(actions.expire));
+      ctx.consume(notificationSentConsumer(ctx.db));
       const stopWaiters = () => waiters.stop();
       for (const c of timerStepConsumers(createLifecycle({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, log: ctx.log }))) ctx.consume(c);
       return { beforeStop: async () => stopWaiters() };

@@ -23,6 +23,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
     natsUrl: config.NATS_URL,
     schema: 'notifier',
     migrations,
+    outbox: true,
     log: opts.log ?? createLogger('notifier', config.LOG_LEVEL),
     clock: opts.clock,
     setup: async (ctx) => {

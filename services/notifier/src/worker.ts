@@ -68,7 +68,7 @@ export class DeliveryWorker {
     const ctx = { decision: () => (cached ??= this.deps.bus.call(DecisionsEndpoints.peek, { org: d.org_id, id: d.decision_id })) };
     try {
       const r = await provider.send(d, ctx);
-      if (r.status === 'sent') await store.sent(d.id, r.detail);
+      if (r.status === 'sent') await store.sent(d.id);
       else await store.skipped(d.id, r.reason);
     } catch (err) {
       const permanent = err instanceof DeliveryError && err.permanent;

@@ -70,7 +70,7 @@ describe('notifications on people channels', () => {
     hooks = await startRecorder();
     stack = await startStack({
       label: 'channels',
-      services: ['gateway', 'policies', 'decisions', 'notifier'],
+      services: ['gateway', 'policies', 'decisions', 'notifier', 'scheduler'],
       env: { SMS_PROVIDER_URL: `${hooks.url}/sms`, DELIVERY_POLL_MS: '50', WEBHOOK_SIGNING_SECRET: 'a-webhook-secret-of-length' },
     });
     ({ org, admin, apiKey } = await stack.newOrg());
@@ -124,5 +124,42 @@ describe('notifications on people channels', () => {
     expect(sms.body).toMatchObject({ to: '+15550100', body: expect.stringContaining('Rotate keys') });
     expect(hooks.requests.some((r) => r.path === '/bob-hook')).toBe(false);
     expect(hooks.requests.some((r) => r.body?.to === '+15550199')).toBe(false);
+
+    // The decision's timeline records each notification that went out, and only those.
+    const notified = await waitFor(async () => {
+      const full = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
+      const entries = full.body.timeline.filter((t: { type: string }) => t.type === 'notified');
+      return entries.length >= 2 ? entries : null;
+    }, { timeoutMs: 10_000, what: 'notified timeline entries' });
+    expect(notified.map((t: { channel: string }) => t.channel).sort()).toEqual(['sms', 'webhook']);
+    for (const t of notified) {
+      expect(t).toEqual({ type: 'notified', actor: null, at: expect.any(String), channel: expect.any(String), kind: 'notify', to: 'ann@example.com', deliveryId: expect.stringMatching(/^dlv_/) });
+    }
+    const created = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
+    expect(created.body.timeline[0].type).toBe('created');
+  });
+
+  it('reminds the assignee of an ad-hoc decision on every verified channel, and records it', async () => {
+    const reg = await stack.http('POST', '/v1/approvers/', {
+      token: admin,
+      body: { email: 'dee@example.com', channels: [{ channel: 'webhook', endpoint: `${hooks.url}/dee-hook` }] },
+    });
+    await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { channel: 'webhook', status: 'verified' } });
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { engine: 'api', externalRunId: 'run-remind', stepRef: 's', approvers: ['dee@example.com'], assigneeEmail: 'dee@example.com', timeoutSec: 4, context: { title: 'Remind me' } },
+    });
+    expect(res.status).toBe(201);
+    const id = res.body.decisionId;
+    const reminder = await waitFor(() => hooks.requests.find((r) => r.path === '/dee-hook' && r.body?.type === 'decision.reminded'), { timeoutMs: 10_000, what: 'reminder webhook' });
+    expect(reminder.body).toMatchObject({ data: { id } });
+    expect(hooks.requests.filter((r) => r.path === '/dee-hook' && r.body?.type === 'decision.created')).toHaveLength(1);
+    const kinds = await waitFor(async () => {
+      const full = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
+      const k = full.body.timeline.filter((t: { type: string }) => t.type === 'notified').map((t: { kind: string; channel: string }) => `${t.kind}:${t.channel}`);
+      return k.includes('remind:webhook') ? k : null;
+    }, { timeoutMs: 10_000, what: 'remind recorded' });
+    expect(kinds.filter((k: string) => k === 'remind:webhook')).toHaveLength(1);
+    expect(kinds).toContain('notify:webhook');
   });
 });

@@ -25,6 +25,17 @@ export const DecisionCreatedData = z.object({
 });
 export type DecisionCreatedData = z.infer<typeof DecisionCreatedData>;
 
+/** A notification (created, reminder, escalation) reached an approver's channel. */
+export const NotificationSentData = z.object({
+  decisionId: z.string(),
+  deliveryId: z.string(),
+  kind: z.enum(['notify', 'remind', 'escalate']),
+  channel: z.string(),
+  approver: z.string().nullable(),
+  sentAt: z.string(),
+});
+export type NotificationSentData = z.infer<typeof NotificationSentData>;
+
 export const DecisionResolvedData = z.object({
   decisionId: z.string(),
   policy: DecisionPolicyRef,

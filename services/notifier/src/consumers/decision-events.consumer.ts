@@ -1,6 +1,6 @@
 import { ApproversEndpoints, DURABLE, DecisionCreatedData, DecisionResolvedData, EVENT, PoisonMessage, type Bus, type EventEnvelope } from '@approvals/shared';
 import { z } from 'zod';
-import { escalationTarget, initialTargets, orderedTargets, type Route } from '../domain/plan';
+import { escalationTarget, initialTargets, type Route } from '../domain/plan';
 import type { DeliveriesStore, NewDelivery } from '../store/deliveries.store';
 
 /** People notifications give up after a day of retries; engine resumes keep going for days. */
@@ -60,10 +60,11 @@ export function notifierConsumers(deps: { store: DeliveriesStore; bus: Bus; wake
         const route = (d.route ?? null) as Route | null;
         const rows: NewDelivery[] = [];
         for (const a of await lookup(event.org, d.to)) {
-          if (a.disabled) continue;
-          // A reminder goes where the person is reached first: their first channel.
-          const t = orderedTargets(a, route)[0];
-          if (t) rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'remind', channel: t.channel, target: t.target, payload: { approver: a.email }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
+          // A reminder reaches the person the way the first notice did: every verified
+          // channel (fanout), or the first channel of an escalate route.
+          for (const t of initialTargets(a, route)) {
+            rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'remind', channel: t.channel, target: t.target, payload: { approver: a.email }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
+          }
         }
         await plan(rows);
       },

@@ -1,4 +1,4 @@
-import { newId, type Knex } from '@approvals/shared';
+import { EVENT, enqueueEvents, newId, type Knex, type NotificationSentData } from '@approvals/shared';
 import type { DeliveryRow } from '../providers/provider';
 
 export interface NewDelivery {
@@ -11,6 +11,9 @@ export interface NewDelivery {
   payload: Record<string, unknown>;
   maxAttempts: number;
 }
+
+/** Deliveries that reach a person; `resume` and `run` go to workflow engines. */
+const PERSON_KINDS = new Set(['notify', 'remind', 'escalate']);
 
 /**
  * `leaseSec`: how long a claimed delivery is reserved; a worker that dies mid-send gives
@@ -61,8 +64,30 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number } = { l
       return r.rows as DeliveryRow[];
     },
 
-    async sent(id: string, detail?: string): Promise<void> {
-      await db('deliveries').where({ id }).update({ status: 'sent', sent_at: db.fn.now(), lease_until: null, last_error: detail ? null : null });
+    /**
+     * Marks a delivery sent. A notification to a person (not an engine call) also emits
+     * evt.notification.sent in the same transaction: the decision's `notified` timeline
+     * entry. Only the first mark counts, so a lease that ran out mid-send and a second
+     * send by another replica still record one entry.
+     */
+    async sent(id: string): Promise<void> {
+      await db.transaction(async (trx) => {
+        const [row] = await trx('deliveries')
+          .where({ id })
+          .whereNot({ status: 'sent' })
+          .update({ status: 'sent', sent_at: trx.fn.now(), lease_until: null, last_error: null })
+          .returning(['org_id', 'decision_id', 'kind', 'channel', 'payload', 'sent_at']);
+        if (!row || !PERSON_KINDS.has(row.kind)) return;
+        const data: NotificationSentData = {
+          decisionId: row.decision_id,
+          deliveryId: id,
+          kind: row.kind,
+          channel: row.channel,
+          approver: typeof row.payload?.approver === 'string' ? row.payload.approver : null,
+          sentAt: new Date(row.sent_at).toISOString(),
+        };
+        await enqueueEvents(trx, [{ subject: EVENT.notificationSent, org: row.org_id, data }]);
+      });
     },
 
     async skipped(id: string, reason: string): Promise<void> {

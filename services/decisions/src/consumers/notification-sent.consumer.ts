@@ -1,0 +1,27 @@
+import { DURABLE, EVENT, NotificationSentData, PoisonMessage, type EventEnvelope, type Knex } from '@approvals/shared';
+
+/**
+ * evt.notification.sent (from the notifier) → a `notified` timeline entry
+ * `{channel, kind, to, deliveryId}` at the time of the send. Idempotent: one entry per
+ * delivery (unique index), so a redelivered event writes nothing. The entry is appended
+ * whatever the decision's status: a notification sent just before a vote resolved it
+ * still happened. A decision of another org, or none, is ignored.
+ */
+export function notificationSentConsumer(db: Knex) {
+  return {
+    durable: DURABLE.decisionsNotificationSent,
+    filterSubject: EVENT.notificationSent,
+    handler: async (event: EventEnvelope) => {
+      const parsed = NotificationSentData.safeParse(event.data);
+      if (!parsed.success) throw new PoisonMessage(`${event.type} payload does not parse: ${parsed.error.message}`);
+      const d = parsed.data;
+      const data = { channel: d.channel, kind: d.kind, to: d.approver, deliveryId: d.deliveryId };
+      await db.raw(
+        `INSERT INTO timeline (decision_id, type, actor, at, data)
+         SELECT id, 'notified', NULL, ?, ?::jsonb FROM decisions WHERE id = ? AND org_id = ?
+         ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = 'notified' DO NOTHING`,
+        [new Date(d.sentAt), JSON.stringify(data), d.decisionId, event.org],
+      );
+    },
+  };
+}
