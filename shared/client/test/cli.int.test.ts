@@ -304,3 +304,39 @@ describe('approvals CLI', () => {
     });
   });
 });
+
+describe('the approvals bin', () => {
+  const ROOT = join(__dirname, '..', '..', '..');
+  const run = (file: string): Promise<{ code: number | null; stdout: string; stderr: string }> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(file, [], { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c) => (stdout += c));
+      child.stderr.on('data', (c) => (stderr += c));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+
+  it('is linked by npm install as node_modules/.bin/approvals (so `npx approvals` works in the repository) and runs the CLI', async () => {
+    const r = await run(join(ROOT, 'node_modules', '.bin', 'approvals'));
+    expect(r.code).toBe(2); // no command: usage
+    expect(r.stdout + r.stderr).toMatch(/approvals mcp/);
+    expect(r.stdout + r.stderr).toMatch(/approvals policies apply/);
+  });
+
+  it('explains what to do when the client is not built yet, instead of a stack trace', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'approvals-bin-'));
+    try {
+      const { mkdirSync, copyFileSync, chmodSync } = await import('node:fs');
+      mkdirSync(join(dir, 'bin'));
+      copyFileSync(join(__dirname, '..', 'bin', 'approvals.js'), join(dir, 'bin', 'approvals.js'));
+      chmodSync(join(dir, 'bin', 'approvals.js'), 0o755);
+      const r = await run(join(dir, 'bin', 'approvals.js'));
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/not built yet/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
