@@ -20,6 +20,7 @@ export const ERROR_STATUS = {
   consume_refused: 409,
   model_not_configured: 409,
   signature_required: 409,
+  idempotency_key_reused: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   unknown_policy: 422,

@@ -86,6 +86,27 @@ describe('long-poll wait and workflow runs', () => {
       expect(new Set(all.map((r) => r.body.runId)).size).toBe(1);
     });
 
+    it('refuses a key reused for a different request with 409 idempotency_key_reused, starting nothing', async () => {
+      expect((await stack.http('POST', '/v1/worker/register', { token: apiKey, body: { id: 'offboarding', steps: [{ id: 'a' }] } })).status).toBe(200);
+      const first = await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'onboarding', input: { user: 'u2', n: 1 }, idempotencyKey: 'idem-reuse' } });
+      expect(first.status).toBe(202);
+      // key order does not matter: the same input is the same request
+      const same = await stack.http('POST', '/v1/runs/', { token: apiKey, body: { idempotencyKey: 'idem-reuse', input: { n: 1, user: 'u2' }, workflowId: 'onboarding' } });
+      expect(same.status).toBe(202);
+      expect(same.body.runId).toBe(first.body.runId);
+      for (const body of [
+        { workflowId: 'offboarding', input: { user: 'u2', n: 1 }, idempotencyKey: 'idem-reuse' },
+        { workflowId: 'onboarding', input: { user: 'u3', n: 1 }, idempotencyKey: 'idem-reuse' },
+        { workflowId: 'onboarding', input: { user: 'u2', n: 1 }, idempotencyKey: 'idem-reuse', timeoutSec: 60 },
+      ]) {
+        const res = await stack.http('POST', '/v1/runs/', { token: apiKey, body });
+        expect(res.status).toBe(409);
+        expect(res.body).toEqual({ error: 'idempotency_key_reused', message: expect.stringContaining('idem-reuse'), runId: first.body.runId, workflowId: 'onboarding' });
+      }
+      await new Promise((r) => setTimeout(r, 500));
+      expect(engine.requests.filter((r) => r.body?.data?.workflowId === 'offboarding')).toHaveLength(0);
+    });
+
     it('refuses an unknown workflow with 404 and a bad body with 400', async () => {
       expect((await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'nope' } })).status).toBe(404);
       expect((await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: '' } })).status).toBe(400);

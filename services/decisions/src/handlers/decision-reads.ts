@@ -135,9 +135,21 @@ export function createWorkflows(deps: { db: Knex }) {
       const wf = await db('workflows').where({ org_id: org, id: b.workflowId }).first();
       if (!wf) throw new AppError('not_found', `workflow ${b.workflowId} is not registered`);
       const existing = async () =>
-        b.idempotencyKey ? db('runs').where({ org_id: org, idempotency_key: b.idempotencyKey }).first('id', 'workflow_id') : undefined;
+        b.idempotencyKey ? db('runs').where({ org_id: org, idempotency_key: b.idempotencyKey }).first('id', 'workflow_id', 'input', 'timeout_sec') : undefined;
+      // A repeat is the same request: a key reused for another workflow, input or timeout
+      // is a caller bug, refused rather than answered with a run it did not ask for.
+      const repeatOf = (run: { id: string; workflow_id: string; input: unknown; timeout_sec: number | null }) => {
+        const same = run.workflow_id === b.workflowId && canonicalize(run.input ?? {}) === canonicalize(b.input ?? {}) && (run.timeout_sec ?? null) === (b.timeoutSec ?? null);
+        if (!same) {
+          throw new AppError('idempotency_key_reused', `idempotencyKey "${b.idempotencyKey}" was already used for a different run request (run ${run.id} of workflow ${run.workflow_id})`, {
+            runId: run.id,
+            workflowId: run.workflow_id,
+          });
+        }
+        return { runId: run.id, workflowId: run.workflow_id, duplicate: true };
+      };
       const before = await existing();
-      if (before) return { runId: before.id as string, workflowId: before.workflow_id as string, duplicate: true };
+      if (before) return repeatOf(before);
       const runId = newId('run');
       try {
         await db.transaction(async (trx) => {
@@ -158,7 +170,7 @@ export function createWorkflows(deps: { db: Knex }) {
       } catch (err) {
         // Two requests with one key at once: the loser answers with the winner's run.
         const winner = isUniqueViolation(err) ? await existing() : undefined;
-        if (winner) return { runId: winner.id as string, workflowId: winner.workflow_id as string, duplicate: true };
+        if (winner) return repeatOf(winner);
         throw err;
       }
       return { runId, workflowId: b.workflowId, duplicate: false };

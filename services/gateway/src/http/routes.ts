@@ -252,6 +252,8 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       body: RunBody,
       response: RunReply,
       successStatus: 202,
+      description:
+        'A repeat with the same `idempotencyKey` and the same request answers 202 with the first run and fires nothing; the key reused for another workflow, input or timeout is 409 `idempotency_key_reused` with the first `runId` and `workflowId`.',
     }),
     fwd('get', '/v1/directory/actor', 'session', 'directory', 'Display label of a user, approver or API key id', DirectoryEndpoints.actor, {
       query: DirectoryQuery,
