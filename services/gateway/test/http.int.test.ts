@@ -449,6 +449,25 @@ describe('gateway HTTP behaviour', () => {
       expect(spec.paths['/webhooks/billing'].post.security).toEqual([]);
     });
 
+    it('documents every success status a route answers, the headers it reads, HTML pages and /mcp', () => {
+      const codes = (path: string, method: string) => Object.keys(spec.paths[path][method].responses).filter((c) => c !== 'default').sort();
+      expect(codes('/v1/worker/decisions', 'post')).toEqual(['200', '201']);
+      expect(codes('/v1/worker/policies', 'post')).toEqual(['200', '201']);
+      expect(codes('/v1/policies/', 'post')).toEqual(['200', '201']);
+      expect(codes('/v1/approvers/', 'post')).toEqual(['200', '201']);
+      expect(codes('/v1/push-devices/', 'post')).toEqual(['200', '201']);
+      expect(codes('/v1/runs/', 'post')).toEqual(['202']);
+      const device = spec.paths['/v1/push-devices/'].post.responses['201'].content['application/json'].schema;
+      expect(Object.keys(device.properties)).toEqual(expect.arrayContaining(['id', 'created', 'reactivated']));
+      expect(spec.paths['/v1/worker/policies'].post.parameters).toContainEqual(expect.objectContaining({ name: 'X-Policy-Source', in: 'header' }));
+      const act = spec.paths['/v1/surfaces/email/act'].get;
+      expect(Object.keys(act.responses).sort()).toEqual(['200', '400', '410', '503']);
+      expect(Object.keys(act.responses['200'].content)).toEqual(['text/html']);
+      expect(act.parameters).toContainEqual(expect.objectContaining({ name: 'token', in: 'query' }));
+      expect(spec.paths['/mcp'].post).toMatchObject({ security: [{ bearer: [] }], description: expect.stringContaining('decisions:write') });
+      expect(spec.paths['/v1/worker/decisions'].post.description).toContain('decisions:write');
+    });
+
     it('serves a readable HTML reference at /docs', async () => {
       const res = await stack.http('GET', '/docs');
       expect(res.status).toBe(200);

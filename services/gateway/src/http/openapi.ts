@@ -49,6 +49,9 @@ function parameters(route: RouteDef) {
   for (const [name, s] of Object.entries(qshape)) {
     out.push({ name, in: 'query', required: !s.safeParse(undefined).success, schema: jsonSchema(s, 'input') });
   }
+  for (const h of route.headers ?? []) {
+    out.push({ name: h.name, in: 'header', required: false, description: h.description, schema: h.enum ? { type: 'string', enum: h.enum } : { type: 'string' } });
+  }
   return out;
 }
 
@@ -59,6 +62,20 @@ const SCOPE_TEXT: Record<RouteDef['scope'], string> = {
   public: 'No authentication.',
   callback: 'No bearer token: the owning service verifies the provider signature over the raw body.',
 };
+
+const ERROR_RESPONSE = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+
+function responsesOf(r: RouteDef): Record<string, unknown> {
+  if (r.htmlResponses) {
+    const html = { 'text/html': { schema: { type: 'string' } } };
+    return Object.fromEntries(Object.entries(r.htmlResponses).map(([code, when]) => [code, { description: when, content: html }]));
+  }
+  const content = { 'application/json': { schema: r.response ? jsonSchema(r.response, 'output') : { type: 'object' } } };
+  const out: Record<string, unknown> = { [String(r.successStatus ?? 200)]: { description: 'Success', content } };
+  for (const [code, when] of Object.entries(r.otherStatuses ?? {})) out[code] = { description: when, content };
+  out.default = ERROR_RESPONSE;
+  return out;
+}
 
 /** OpenAPI 3.1 generated from the same zod schemas the gateway validates with. */
 export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
@@ -72,13 +89,7 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
         .join(' '),
       operationId: `${r.method}_${r.path.replace(/[{}]/g, '').replace(/[^a-zA-Z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
       parameters: parameters(r),
-      responses: {
-        [String(r.successStatus ?? 200)]: {
-          description: 'Success',
-          content: { 'application/json': { schema: r.response ? jsonSchema(r.response, 'output') : { type: 'object' } } },
-        },
-        default: { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
-      },
+      responses: responsesOf(r),
     };
     if (r.scope === 'worker' || r.scope === 'session' || r.scope === 'either') op.security = [{ bearer: [] }];
     else op.security = [];
@@ -105,6 +116,27 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
         },
       ]),
     ),
+  };
+  // MCP (Streamable HTTP, JSON-RPC 2.0): mounted beside the route table.
+  paths['/mcp'] = {
+    post: {
+      tags: ['agents'],
+      summary: 'MCP server for agents (Streamable HTTP, stateless): the tools request_decision, await_decision and check_decision',
+      description:
+        'JSON-RPC 2.0 messages of the Model Context Protocol. Send `Accept: application/json, text/event-stream`. Each tool calls the worker API with the caller\'s key, so it needs the role `decisions:write`. API key only (a session is 403). GET and DELETE answer 405: there are no server-initiated streams or sessions.',
+      operationId: 'post_mcp',
+      parameters: [],
+      security: [{ bearer: [] }],
+      requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 request, notification or batch' } } } },
+      responses: {
+        '200': {
+          description: 'The JSON-RPC response, as JSON or as one server-sent event',
+          content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
+        },
+        '202': { description: 'A notification or response was accepted (no body)' },
+        default: ERROR_RESPONSE,
+      },
+    },
   };
   return {
     openapi: '3.1.0',

@@ -46,6 +46,12 @@ export interface RouteDef {
   bodyOptional?: boolean;
   response?: z.ZodType;
   successStatus?: number;
+  /** Other success statuses with the same body, and when they are answered. */
+  otherStatuses?: Record<number, string>;
+  /** Request headers the route reads (documented as header parameters). */
+  headers?: Array<{ name: string; description: string; enum?: string[] }>;
+  /** A route answering HTML pages (email links): status → when. */
+  htmlResponses?: Record<number, string>;
   /** API key role required (worker scope). */
   apiKeyRole?: ApiKeyRole;
   /** Session role admin required. */

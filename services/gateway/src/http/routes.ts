@@ -128,6 +128,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       body: DecisionRequest,
       response: CreateReply,
       successStatus: 201,
+      otherStatuses: { 200: 'No approval needed (`reason: "not_required"`), or (externalRunId, stepRef) already has a decision (`reason: "existing"`)' },
       description:
         '201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision.',
     }),
@@ -174,6 +175,8 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       body: PolicyUpsertBody,
       response: UpsertReply,
       apiKeyRole: 'policies:write',
+      otherStatuses: { 201: 'The policy was created, or an archived one restored' },
+      headers: [{ name: 'X-Policy-Source', description: '`repository` records the new version\'s source as repository (policy as code); anything else, or none, is `api`.', enum: ['repository', 'api'] }],
       description: 'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed.',
     }),
     fwd('get', '/v1/worker/policies', 'worker', 'policies', 'Policy keys and labels', P.list, {
@@ -221,7 +224,12 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     fwd('get', '/v1/policies/', 'session', 'policies', 'Policies of the org with usage and warnings', P.list, {
       response: z.object({ policies: z.array(PolicyView) }),
     }),
-    fwd('post', '/v1/policies/', 'session', 'policies', 'Upsert a policy (422 when unsatisfiable)', P.upsert, { body: PolicyUpsertBody, response: UpsertReply }),
+    fwd('post', '/v1/policies/', 'session', 'policies', 'Upsert a policy (422 when unsatisfiable)', P.upsert, {
+      body: PolicyUpsertBody,
+      response: UpsertReply,
+      otherStatuses: { 201: 'The policy was created, or an archived one restored' },
+      description: 'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed. The version source is `dashboard`.',
+    }),
     fwd('get', '/v1/policies/{key}', 'session', 'policies', 'One policy', P.get, { ...keyParams, response: PolicyView }),
     fwd('put', '/v1/policies/{key}', 'session', 'policies', 'Replace the definition of an existing policy (404 when absent)', P.update, {
       ...keyParams,
@@ -234,6 +242,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     fwd('post', '/v1/approvers/', 'session', 'approvers', 'Register an approver (idempotent per email; 201 when created)', A.register, {
       body: ApproverRegisterBody,
       response: ApproverRegisterReply,
+      otherStatuses: { 201: 'The approver was created (`created: true`)' },
     }),
     fwd('get', '/v1/approvers/', 'session', 'approvers', 'Approvers with verification state', A.list, { response: z.object({ approvers: z.array(ApproverView) }) }),
     fwd('get', '/v1/approvers/{id}', 'session', 'approvers', 'One approver', A.get, { params: ApproverIdParams, response: ApproverView }),
@@ -266,7 +275,9 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     }),
     fwd('post', '/v1/push-devices/', 'session', 'notifications', 'Register a push device (idempotent on user and token; reactivates a revoked one)', N.pushDeviceRegister, {
       body: PushDeviceBody,
-      response: PushDeviceView,
+      response: N.pushDeviceRegister.reply,
+      successStatus: 201,
+      otherStatuses: { 200: 'Already registered for this person (`created: false`; `reactivated: true` when it had been revoked)' },
     }),
     fwd('get', '/v1/push-devices/', 'session', 'notifications', "The caller's push devices", N.pushDeviceList, { response: z.object({ devices: z.array(PushDeviceView) }) }),
     fwd('delete', '/v1/push-devices/{id}', 'session', 'notifications', 'Revoke a push device (soft, idempotent)', N.pushDeviceRevoke, { params: DeviceIdParams, response: PushDeviceView }),
@@ -274,8 +285,27 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     // ---- callbacks (raw body forwarded for signature checks)
     cb('/webhooks/identity', 'webhooks', 'Identity provider webhook (Svix-style signature)'),
     cb('/webhooks/billing', 'webhooks', 'Billing webhook (Stripe-Signature)'),
-    cb('/v1/surfaces/email/act', 'surfaces', 'Email action link: confirmation page', 'get'),
-    cb('/v1/surfaces/email/act', 'surfaces', 'Email action link: record the vote'),
+    {
+      ...cb('/v1/surfaces/email/act', 'surfaces', 'Email action link: confirmation page (HTML; following the link records nothing)', 'get'),
+      query: z.object({ token: z.string().describe('the single-use action token from the mail (it names the decision, the approver and the action)') }),
+      htmlResponses: {
+        200: 'A page asking to confirm the vote, or saying the decision is no longer pending',
+        400: 'The link is malformed',
+        410: 'The link was used already, has expired, or its decision is gone',
+        503: 'Could not be checked right now: try again',
+      },
+    },
+    {
+      ...cb('/v1/surfaces/email/act', 'surfaces', 'Email action link: record the vote (HTML form POST)'),
+      htmlResponses: {
+        200: 'The vote was recorded (or the decision was no longer pending)',
+        400: 'The link or form is malformed',
+        403: 'The link belongs to someone who is not an approver of the decision',
+        409: 'This approver already voted',
+        410: 'The link was used already, has expired, or its decision is gone',
+        503: 'Could not be recorded right now: try again',
+      },
+    },
     cb('/v1/surfaces/chatA/interactivity', 'surfaces', 'chatA (Slack) interactivity'),
     cb('/v1/surfaces/chatA/events', 'surfaces', 'chatA (Slack) Events API'),
     cb('/v1/surfaces/chatB/interactions', 'surfaces', 'chatB (Discord) interactions endpoint'),
