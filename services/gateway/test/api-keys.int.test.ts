@@ -8,7 +8,8 @@ const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const KEY = /^ak_[A-Za-z0-9_-]{8}_[A-Za-z0-9_-]{43}$/;
 
 /** A route that only authenticates: any API key of any role reaches it (and gets past auth). */
-const workerProbe = (s: Stack, key: string) => s.http('GET', '/v1/worker/decisions/dec_probe', { token: key });
+// A worker route any key may call (policy reads take every role): 404 once the key is accepted.
+const workerProbe = (s: Stack, key: string) => s.http('GET', '/v1/worker/policies/probe', { token: key });
 const isAccepted = (status: number) => status !== 401 && status !== 403;
 
 describe('API keys', () => {

@@ -143,6 +143,56 @@ describe('gateway HTTP behaviour', () => {
       }
     });
 
+    it('answers 415 unsupported_media_type for a body that is not JSON, creating nothing', async () => {
+      const res = await stack.http('POST', '/v1/api-keys/', { token: org.admin, rawBody: 'name=plain', headers: { 'content-type': 'text/plain' } });
+      expect(res.status).toBe(415);
+      expect(res.body).toEqual({ error: 'unsupported_media_type', message: expect.stringMatching(/application\/json.*text\/plain/) });
+      const form = await stack.http('POST', '/v1/worker/decisions', { token: org.apiKey, rawBody: 'externalRunId=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      expect(form.status).toBe(415);
+      const listed = await stack.http('GET', '/v1/api-keys/', { token: org.admin });
+      expect(listed.body.apiKeys.map((k: { name: string }) => k.name)).not.toContain('plain');
+      // a JSON body with a charset parameter is JSON
+      const ok = await stack.http('POST', '/v1/api-keys/', { token: org.admin, rawBody: '{"name":"charset"}', headers: { 'content-type': 'application/json; charset=utf-8' } });
+      expect(ok.status).toBe(201);
+    });
+
+    it('answers 400 with issues for a path that does not percent-decode and a body that does not inflate', async () => {
+      const path = await stack.http('GET', '/v1/policies/%E0%A4%A', { token: org.admin });
+      expect(path.status).toBe(400);
+      expect(path.body).toEqual({ error: 'invalid_request', message: expect.any(String), issues: [{ path: 'params', message: expect.any(String) }] });
+      const gzip = await stack.http('POST', '/v1/api-keys/', { token: org.admin, rawBody: 'definitely not gzip', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+      expect(gzip.status).toBe(400);
+      expect(gzip.body).toEqual({ error: 'invalid_request', message: expect.any(String), issues: [{ path: 'body', message: expect.any(String) }] });
+    });
+
+    it('refuses query parameters and bodies on routes that take none, instead of ignoring them', async () => {
+      for (const [method, path, token] of [
+        ['GET', '/v1/policies/?foo=1', org.admin],
+        ['GET', '/v1/approvers/?foo=1', org.admin],
+        ['GET', '/v1/api-keys/?foo=1', org.admin],
+        ['GET', '/v1/worker/policies?foo=1', org.apiKey],
+        ['GET', '/v1/worker/policies/anything/versions?foo=1', org.apiKey],
+      ] as const) {
+        const res = await stack.http(method, path, { token });
+        expect({ path, status: res.status }).toEqual({ path, status: 400 });
+        expect(res.body).toMatchObject({ error: 'invalid_request', issues: [{ path: 'query', message: expect.stringMatching(/foo/) }] });
+      }
+      const created = await stack.http('POST', '/v1/api-keys/', { token: org.admin, body: { name: 'to rotate' } });
+      const rotate = await stack.http('POST', `/v1/api-keys/${created.body.id}/rotate`, { token: org.admin, body: { name: 'renamed' } });
+      expect(rotate.status).toBe(400);
+      expect(rotate.body).toMatchObject({ error: 'invalid_request', issues: [{ path: 'body', message: expect.stringMatching(/takes no request body/) }] });
+      // the key still works: the refused rotate did nothing
+      const row = (await stack.http('GET', '/v1/api-keys/', { token: org.admin })).body.apiKeys.find((k: { id: string }) => k.id === created.body.id);
+      expect(row).toMatchObject({ name: 'to rotate', revokedAt: null });
+      // an empty JSON object is no body
+      const emptyOk = await stack.http('POST', `/v1/api-keys/${created.body.id}/rotate`, { token: org.admin, body: {} });
+      expect(emptyOk.status).toBe(200);
+      const reg = await stack.http('POST', '/v1/approvers/', { token: org.admin, body: { email: 'nobody-body@example.com' } });
+      const disable = await stack.http('POST', `/v1/approvers/${reg.body.id}/disable`, { token: org.admin, body: { reason: 'x' } });
+      expect(disable.status).toBe(400);
+      expect((await stack.http('GET', `/v1/approvers/${reg.body.id}`, { token: org.admin })).body.disabledAt ?? null).toBeNull();
+    });
+
     it('names an unknown top-level field', async () => {
       const res = await stack.http('POST', '/v1/api-keys/', { token: org.admin, body: { name: 'k', isAdmin: true, scopes: ['*'] } });
       expect(res.status).toBe(400);

@@ -117,6 +117,7 @@ export function createApp(deps: AppDeps) {
       if (route.target.kind === 'notImplemented') {
         throw new AppError('not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet (planned with ${route.target.plannedIn})`);
       }
+      refuseNonJsonBody(req);
       const input = validate(route, req);
       const forwarded: LocalRequest = { requestId: String(req.id), principal: principal.principal, org: principal.org, ...input };
       if (route.target.kind === 'local') {
@@ -161,10 +162,16 @@ export function createApp(deps: AppDeps) {
     const issues = [...inputIssues('query', req.query), ...inputIssues('body', req.body), ...inputIssues('params', req.params)];
     const params = (route.params ?? z.object({}).catchall(z.string())).safeParse(req.params);
     if (!params.success) issues.push(...zodIssues('params', params.error));
-    const query = (route.query ?? z.object({}).catchall(z.unknown())).safeParse(req.query ?? {});
+    // A route without a query schema takes no query parameters, and one without a body
+    // schema no body (an empty `{}` is tolerated): input that would be ignored is refused.
+    const query = (route.query ?? z.strictObject({})).safeParse(req.query ?? {});
     if (!query.success) issues.push(...zodIssues('query', query.error));
     let body: unknown = undefined;
-    if (route.body) {
+    if (!route.body) {
+      const raw = req.body;
+      const empty = raw === undefined || (typeof raw === 'object' && raw !== null && !Array.isArray(raw) && Object.keys(raw).length === 0);
+      if (!empty) issues.push({ path: 'body', message: `${req.method} ${route.path} takes no request body` });
+    } else {
       const raw = req.body;
       const absent = raw === undefined || raw === null || (typeof raw === 'object' && !Array.isArray(raw) && Object.keys(raw).length === 0 && !req.header('content-length'));
       if (absent && route.bodyOptional) body = undefined;
@@ -228,6 +235,15 @@ function inputIssues(location: string, value: unknown): { path: string; message:
     }
   }
   return out.slice(0, 10);
+}
+
+/** A body the JSON parser skipped (another content type) would be read as "no body": say why instead. */
+function refuseNonJsonBody(req: Req): void {
+  const length = req.header('content-length');
+  const hasBody = req.header('transfer-encoding') !== undefined || (length !== undefined && length !== '0');
+  if (hasBody && !req.is('application/json')) {
+    throw new AppError('unsupported_media_type', `request bodies must be JSON (Content-Type: application/json), not ${req.header('content-type') ?? 'unspecified'}`);
+  }
 }
 
 function policySource(req: Req): 'dashboard' | 'api' | 'repository' {

@@ -30,7 +30,16 @@ export function toErrorResponse(err: unknown, log: Logger, requestId?: string): 
   if (e?.type === 'entity.parse.failed') return { status: 400, body: { error: 'invalid_request', message: 'request body is not valid JSON', issues: [{ path: 'body', message: 'not valid JSON' }] } };
   if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return { status: 415, body: { error: 'unsupported_media_type', message: e.message ?? 'unsupported encoding' } };
   const status = e?.status ?? e?.statusCode;
-  if (typeof status === 'number' && status >= 400 && status < 500) return { status, body: { error: 'invalid_request', message: e.message ?? 'bad request' } };
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const message = e.message ?? 'bad request';
+    if (status === 413) return { status, body: { error: 'payload_too_large', message } };
+    if (status === 415) return { status, body: { error: 'unsupported_media_type', message } };
+    if (status !== 400) return { status, body: { error: 'invalid_request', message } };
+    // A path that does not percent-decode (router), a body that does not inflate or read
+    // (body-parser): malformed requests, named like every other 400.
+    const path = /decode param/i.test(message) ? 'params' : 'body';
+    return { status, body: { error: 'invalid_request', message: `${path}: ${message}`, issues: [{ path, message }] } };
+  }
   const errorId = newId('error');
   log.error({ err, errorId, requestId }, 'unhandled error');
   return { status: 500, body: { error: 'internal', message: 'internal error', errorId } };
