@@ -102,10 +102,19 @@ describe('verify and consume', () => {
       expect((await verify(id)).body).toEqual({ valid: true, decisionId: id, status: 'APPROVED' });
     });
 
-    it('a malformed factsHash is 400, not 200', async () => {
+    it('a malformed factsHash matches nothing: 200 facts_mismatch (verify always answers 200); an oversized id is not_found', async () => {
       const id = await approvedDecision();
-      expectInvalid(await verify(id, { factsHash: HASH.toUpperCase() }));
-      expectInvalid(await verify(id, { factsHash: 'abc' }));
+      for (const factsHash of [HASH.toUpperCase(), 'abc', '', 'x'.repeat(1000)]) {
+        const res = await verify(id, { factsHash });
+        expect({ factsHash, status: res.status, body: res.body }).toEqual({ factsHash, status: 200, body: { valid: false, reason: 'facts_mismatch', decisionId: id, status: 'APPROVED' } });
+      }
+      const long = `dec_${'x'.repeat(500)}`;
+      expect((await verify(long)).body).toEqual({ valid: false, reason: 'not_found', decisionId: long });
+    });
+
+    it('an unknown query parameter is still 400: a misspelled check is never skipped and read as valid', async () => {
+      const id = await approvedDecision();
+      expectInvalid(await verify(id, { facts_hash: OTHER_HASH }));
     });
 
     it('verify changes nothing: verify twice, then consume still works, then verify says consumed', async () => {

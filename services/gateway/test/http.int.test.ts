@@ -207,6 +207,11 @@ describe('gateway HTTP behaviour', () => {
         ['limit=abc', 'query.limit'],
         ['limit=0', 'query.limit'],
         ['limit=201', 'query.limit'],
+        ['limit=0x10', 'query.limit'],
+        ['limit=1e1', 'query.limit'],
+        ['limit=+5', 'query.limit'],
+        ['limit=%2010', 'query.limit'],
+        ['limit=010', 'query.limit'],
         ['sort=asc', 'query'],
       ]) {
         const res = await stack.http('GET', `/v1/audit/?${qs}`, { token: org.admin });

@@ -418,7 +418,11 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
         { ...viewB, usage: { pending: 0, lastUsedAt: null } },
         { ...viewA, usage: { pending: 0, lastUsedAt: null } },
       ]);
-      for (const p of session.body.policies) expect(p.warnings).toEqual([]);
+      // the draft naming nobody carries the no_approvers warning; the other none
+      expect(session.body.policies.map((p: { key: string; warnings: unknown[] }) => [p.key, p.warnings])).toEqual([
+        ['a-first', [{ code: 'no_approvers', message: expect.stringMatching(/names no approvers/) }]],
+        ['b-second', []],
+      ]);
 
       // Another org's list does not show them; scopes are enforced.
       const mine = await stack.http('GET', '/v1/worker/policies', { token: apiKey });

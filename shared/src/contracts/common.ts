@@ -1,5 +1,13 @@
 import { z } from 'zod';
 
+/**
+ * An integer from a query or path string, written plainly in decimal: `0x1`, `1e0`, `+1`,
+ * ` 1` and `01` are refused (z.coerce would take them). A number passes too: services
+ * re-parse what the gateway already parsed. Bounds are the caller's: `.pipe(z.number()…)`.
+ */
+export const decimalInt = (bounds: z.ZodNumber) =>
+  z.union([z.number(), z.string().regex(/^(0|[1-9][0-9]{0,15})$/, 'must be a whole number in decimal digits').transform(Number)]).pipe(bounds);
+
 export const ApiKeyRole = z.enum(['decisions:write', 'policies:write']);
 export type ApiKeyRole = z.infer<typeof ApiKeyRole>;
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SUBJECT } from '../subjects';
 import { FACTS_HASH_PATTERN } from '../jcs';
-import { EchoReply, EchoRequest, Email, forwarded } from './common';
+import { EchoReply, EchoRequest, Email, decimalInt, forwarded } from './common';
 import { endpoint } from './endpoint';
 import { PolicyKey } from './policies';
 
@@ -186,20 +186,26 @@ export const SessionDecisionView = DecisionView.extend({
 export const IdParams = z.strictObject({ id: z.string().min(1).max(100) });
 export const WorkerListQuery = z.strictObject({
   status: DecisionStatus.optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  limit: decimalInt(z.number().int().min(1).max(200)).default(50),
 });
 export const SessionListQuery = z.strictObject({
   status: DecisionStatus.optional(),
   assignee: z.string().max(320).optional(),
   workflowRef: z.string().max(1000).optional(),
-  limit: z.coerce.number().int().min(1).max(200).default(50),
-  offset: z.coerce.number().int().min(0).max(1_000_000).default(0),
+  limit: decimalInt(z.number().int().min(1).max(200)).default(50),
+  offset: decimalInt(z.number().int().min(0).max(1_000_000)).default(0),
 });
 export const WorkflowsQuery = z.strictObject({ assignee: z.string().max(320).optional() });
-export const WaitQuery = z.strictObject({ timeoutSec: z.coerce.number().int().min(1).max(120).default(30) });
+export const WaitQuery = z.strictObject({ timeoutSec: decimalInt(z.number().int().min(1).max(120)).default(30) });
 
+/**
+ * Verify always answers 200 `{valid, reason?}`: a factsHash that is not a SHA-256 can
+ * match nothing (facts_mismatch) and an id too long to exist is not_found. Unknown
+ * parameters stay a 400: a misspelled check must never be skipped and read as valid.
+ */
+export const VerifyParams = z.strictObject({ id: z.string().min(1).max(1000) });
 export const VerifyQuery = z.strictObject({
-  factsHash: FactsHash.optional(),
+  factsHash: z.string().max(1000).optional(),
   workflowRef: z.string().max(1000).optional(),
   stepRef: z.string().max(1000).optional(),
 });
@@ -291,7 +297,7 @@ export const DecisionsEndpoints = {
   create: endpoint(SUBJECT.decisions.create, forwarded({ body: DecisionRequest }), CreateReply),
   workerList: endpoint(SUBJECT.decisions.workerList, forwarded({ query: WorkerListQuery }), z.object({ decisions: z.array(DecisionView) })),
   workerGet: endpoint(SUBJECT.decisions.workerGet, forwarded({ params: IdParams }), DecisionView),
-  verify: endpoint(SUBJECT.decisions.verify, forwarded({ params: IdParams, query: VerifyQuery }), VerifyReply),
+  verify: endpoint(SUBJECT.decisions.verify, forwarded({ params: VerifyParams, query: VerifyQuery }), VerifyReply),
   consume: endpoint(SUBJECT.decisions.consume, forwarded({ params: IdParams, body: ConsumeBody }), ConsumeReply),
   cancel: endpoint(SUBJECT.decisions.cancel, forwarded({ params: IdParams, body: CancelBody.optional() }), CancelReply),
   list: endpoint(

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { SUBJECT } from '../subjects';
-import { Email, EchoReply, EchoRequest, forwarded } from './common';
+import { Email, EchoReply, EchoRequest, decimalInt, forwarded } from './common';
 import { endpoint } from './endpoint';
 
 export const POLICY_KEY_PATTERN = /^[a-z0-9]+(?:[-_.][a-z0-9]+)*$/;
@@ -156,8 +156,8 @@ export const PreviewReply = z.object({
 });
 
 export const KeyParams = z.strictObject({ key: PathKey });
-export const VersionParams = z.strictObject({ key: PathKey, n: z.coerce.number().int().positive() });
-export const CompareQuery = z.strictObject({ from: z.coerce.number().int().positive(), to: z.coerce.number().int().positive() });
+export const VersionParams = z.strictObject({ key: PathKey, n: decimalInt(z.number().int().positive().max(2_147_483_647)) });
+export const CompareQuery = z.strictObject({ from: decimalInt(z.number().int().positive().max(2_147_483_647)), to: decimalInt(z.number().int().positive().max(2_147_483_647)) });
 export const DeleteQuery = z.strictObject({ force: z.enum(['true', 'false']).optional() });
 export const CheckBody = z.strictObject({ keys: z.array(PathKey).min(1).max(100) });
 

@@ -1,9 +1,10 @@
+import { decimalInt } from '@approvals/shared';
 import { z } from 'zod';
 import type { AccessStore } from '../store/access.store';
 import type { LocalRequest, LocalResult } from '../http/route';
 
 export const AuditQuery = z.strictObject({
-  limit: z.coerce.number().int().min(1).max(200).default(50),
+  limit: decimalInt(z.number().int().min(1).max(200)).default(50),
   before: z.string().max(100).optional(),
   action: z.string().max(100).optional(),
 });

@@ -37,6 +37,7 @@ import {
   EvidenceItem,
   EvidenceView,
   IdParams,
+  VerifyParams,
   OutputDraft,
   RefineBody,
   RefineReply,
@@ -147,7 +148,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     }),
     fwd('get', '/v1/worker/decisions/{id}/verify', 'worker', 'decisions', 'Verify an approval against the action facts (read-only, always 200)', D.verify, {
       ...DW,
-      ...idParams,
+      params: VerifyParams,
       query: VerifyQuery,
       response: VerifyReply,
     }),
