@@ -377,6 +377,13 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
 
         // settings are admin-only
         expect((await stack.http('PUT', '/v1/settings/llm', { token: member, body })).status).toBe(403);
+        // the model is reached over http(s) only
+        for (const baseUrl of ['file:///etc/passwd', 'ftp://models.example.com/v1']) {
+          const bad = await stack.http('PUT', '/v1/settings/llm', { token: other.admin, body: { ...body, baseUrl } });
+          expect(bad.status).toBe(400);
+          expect(bad.body.issues).toContainEqual({ path: 'body.baseUrl', message: expect.stringMatching(/http\(s\)/) });
+        }
+        expect((await stack.http('GET', '/v1/settings/llm', { token: other.admin })).body.configured).toBe(false);
 
         const put = await stack.http('PUT', '/v1/settings/llm', { token: other.admin, body });
         expect(put.status).toBe(200);

@@ -121,6 +121,11 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       ['a channel without its name', { email: 'a@example.com', channels: [{ endpoint: 'x' }] }, 'body.channels.0.channel'],
       ['an unknown method surface', { email: 'a@example.com', methods: [{ surface: 'pigeon' }] }, 'body.methods.0.surface'],
       ['an unknown field', { email: 'a@example.com', disabled: false }, 'body'],
+      ['a webhook endpoint that is not http(s)', { email: 'a@example.com', channels: [{ channel: 'webhook', endpoint: 'file:///etc/passwd' }] }, 'body.channels.0.endpoint'],
+      ['a webhook endpoint that is not a URL', { email: 'a@example.com', channels: [{ channel: 'webhook', endpoint: 'hooks.example.com' }] }, 'body.channels.0.endpoint'],
+      ['an sms endpoint that is not E.164', { email: 'a@example.com', channels: [{ channel: 'sms', endpoint: '555-0100' }] }, 'body.channels.0.endpoint'],
+      ['a phone endpoint that is too short', { email: 'a@example.com', channels: [{ channel: 'phone', endpoint: '+1' }] }, 'body.channels.0.endpoint'],
+      ['an email channel endpoint that is not an address', { email: 'a@example.com', channels: [{ channel: 'email', endpoint: 'nope' }] }, 'body.channels.0.endpoint'],
     ])('refuses %s (400)', async (_label, body, path) => {
       expectInvalid(await register(body), path);
     });
@@ -134,7 +139,7 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
   describe('list and get', () => {
     it('lists every approver of the org with verification state, by email', async () => {
       const other = await stack.newOrg();
-      const b = await register({ email: 'bob@example.com', channels: [{ channel: 'phone', endpoint: '+1' }] }, other.admin);
+      const b = await register({ email: 'bob@example.com', channels: [{ channel: 'phone', endpoint: '+15550142' }] }, other.admin);
       const a = await register({ email: 'alice@example.com' }, other.admin);
       const res = await stack.http('GET', '/v1/approvers/', { token: other.admin });
       expect(res.status).toBe(200);
@@ -142,7 +147,7 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       expect(res.body).toEqual({ approvers: [strip(a.body), strip(b.body)] });
       expect(res.body.approvers[1].channels).toEqual([
         { channel: 'email', endpoint: 'bob@example.com', status: 'verified', verifiedAt: expect.stringMatching(ISO) },
-        { channel: 'phone', endpoint: '+1', status: 'pending', verifiedAt: null },
+        { channel: 'phone', endpoint: '+15550142', status: 'pending', verifiedAt: null },
       ]);
     });
 
@@ -195,6 +200,8 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       expectInvalid(await verify(reg.body.id, { channel: 'fax' }), 'body.channel');
       expectInvalid(await verify(reg.body.id, { surface: 'esign', resolvedRef: '' }), 'body.resolvedRef');
       expectInvalid(await verify(reg.body.id, { channel: 'sms', other: 1 }), 'body');
+      expectInvalid(await verify(reg.body.id, { channel: 'webhook', endpoint: 'ftp://example.com/hook' }), 'body.endpoint', /http\(s\)/);
+      expectInvalid(await verify(reg.body.id, { channel: 'sms', endpoint: 'call me' }), 'body.endpoint', /E\.164/);
       expectError(await verify('apr_missing', { channel: 'sms' }), 404, 'not_found');
       // Nothing changed.
       const after = await getApprover(reg.body.id);

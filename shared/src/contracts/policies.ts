@@ -170,7 +170,21 @@ export const CheckResult = z.object({
 export const CheckReply = z.object({ ok: z.boolean(), results: z.array(CheckResult) });
 
 // ---- approvers
-export const ChannelInput = z.strictObject({ channel: Channel, endpoint: z.string().min(1).max(2000).optional() });
+const HTTP_URL = /^https?:\/\/[^\s/?#]+[^\s]*$/i;
+const PHONE = /^\+[1-9][0-9]{3,14}$/;
+/** What an endpoint must look like for the channels whose form is known (chat ids are opaque). */
+export function channelEndpointProblem(channel: string, endpoint: string): string | null {
+  if (channel === 'webhook' && !HTTP_URL.test(endpoint)) return 'a webhook endpoint must be an http(s) URL';
+  if ((channel === 'sms' || channel === 'phone') && !PHONE.test(endpoint)) return `a ${channel} endpoint must be a phone number in E.164 form (+ and 4 to 15 digits)`;
+  if (channel === 'email' && !z.email().safeParse(endpoint).success) return 'an email endpoint must be an email address';
+  return null;
+}
+export const ChannelInput = z
+  .strictObject({ channel: Channel, endpoint: z.string().min(1).max(2000).optional() })
+  .superRefine((c, ctx) => {
+    const problem = c.endpoint === undefined ? null : channelEndpointProblem(c.channel, c.endpoint);
+    if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['endpoint'] });
+  });
 export const MethodInput = z.strictObject({ surface: Surface, resolvedRef: z.string().min(1).max(2000).optional() });
 
 export const ApproverRegisterBody = z.strictObject({
@@ -189,7 +203,11 @@ export const ApproverVerifyBody = z
     resolvedRef: z.string().min(1).max(2000).optional(),
     status: z.enum(['verified', 'failed']).optional(),
   })
-  .refine((b) => (b.channel ? 1 : 0) + (b.surface ? 1 : 0) === 1, { message: 'name exactly one of channel or surface', path: ['channel'] });
+  .refine((b) => (b.channel ? 1 : 0) + (b.surface ? 1 : 0) === 1, { message: 'name exactly one of channel or surface', path: ['channel'] })
+  .superRefine((b, ctx) => {
+    const problem = b.channel && b.endpoint !== undefined ? channelEndpointProblem(b.channel, b.endpoint) : null;
+    if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['endpoint'] });
+  });
 
 export const ApproverView = z.object({
   id: z.string(),
