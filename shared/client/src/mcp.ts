@@ -168,13 +168,34 @@ function ok(d: Decision): CallToolResult {
   return { content: [{ type: 'text', text: JSON.stringify(s) }], structuredContent: s };
 }
 
-function toolError(err: unknown): CallToolResult {
+/** HTTP body paths of request_decision → the tool's own argument names, longest first. */
+const REQUEST_ARG_PATHS: Array<[string, string]> = [
+  ['body.context.title', 'title'],
+  ['body.context.prompt', 'question'],
+  ['body.context', 'context'],
+  ['body.externalRunId', 'run_id'],
+  ['body.timeoutSec', 'timeout_minutes'],
+  ['body.approvers', 'approvers'],
+  ['body.policy', 'policy'],
+];
+
+/** Rewrites `body.…` paths in a validation error so the agent reads its own argument names. */
+function renameArgs(text: string, paths: Array<[string, string]>): string {
+  let out = text;
+  for (const [from, to] of paths) out = out.split(from).join(to);
+  return out;
+}
+
+function toolError(err: unknown, argPaths: Array<[string, string]> = []): CallToolResult {
   let payload: Record<string, unknown>;
   if (err instanceof ApprovalsError) {
     const details = err.body && typeof err.body === 'object' ? { ...(err.body as Record<string, unknown>) } : {};
     delete details.error;
     delete details.message;
-    payload = { error: err.code, message: err.message, status: err.status, ...(Object.keys(details).length ? { details } : {}) };
+    if (Array.isArray(details.issues) && argPaths.length) {
+      details.issues = (details.issues as Array<{ path?: string; message?: string }>).map((i) => ({ ...i, path: renameArgs(String(i.path ?? ''), argPaths) }));
+    }
+    payload = { error: err.code, message: renameArgs(err.message, argPaths), status: err.status, ...(Object.keys(details).length ? { details } : {}) };
     if (err.retryable) payload.retryable = true;
   } else {
     payload = { error: 'client_error', message: err instanceof Error ? err.message : String(err) };
@@ -235,7 +256,7 @@ export function createApprovalsMcpServer(client: ApprovalsClient): McpServer {
         }
         return ok(await client.getDecision(opened.decisionId));
       } catch (err) {
-        return toolError(err);
+        return toolError(err, REQUEST_ARG_PATHS);
       }
     },
   );

@@ -302,6 +302,15 @@ describe('approvals CLI', () => {
       const tooLong = await call('await_decision', { decision_id: 'x', max_wait_seconds: 601 });
       expect(tooLong.isError).toBe(true);
     });
+
+    it('server-side validation errors name the tool arguments, not the HTTP body fields', async () => {
+      const res = await call('request_decision', { title: 't', question: 'q', timeout_minutes: 1, approvers: [REV], run_id: 'run\u0000id' });
+      expect(res.isError).toBe(true);
+      const payload = JSON.parse(res.content[0]!.text);
+      expect(payload).toMatchObject({ error: 'invalid_request', status: 400, details: { issues: [{ path: 'run_id', message: expect.stringMatching(/U\+0000/) }] } });
+      expect(payload.message).toMatch(/^run_id/);
+      expect(res.content[0]!.text).not.toContain('externalRunId');
+    });
   });
 });
 
