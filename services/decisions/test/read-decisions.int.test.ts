@@ -432,6 +432,29 @@ describe('workflow definitions', () => {
     expect(got.body).toMatchObject({ id: 'refunds', name: 'Refunds', version: 2, engine: 'engineB', steps: [{ id: 'a' }] });
   });
 
+  it('never moves a workflow back: an older version is 409 conflict with currentVersion and changes nothing', async () => {
+    const res = await register({ id: 'refunds', name: 'Stale', version: 1, steps: [{ id: 'old' }] });
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 409,
+      body: { error: 'conflict', message: expect.stringMatching(/version 2.*version 1 is older/), currentVersion: 2 },
+    });
+    const got = await stack.http('GET', '/v1/workflows/refunds', { token: admin });
+    expect(got.body).toMatchObject({ name: 'Refunds', version: 2, steps: [{ id: 'a' }] });
+  });
+
+  it('refuses a step graph no engine could run: duplicate ids, unknown or self dependencies, cycles', async () => {
+    expectInvalid(await register({ id: 'graph', steps: [{ id: 'a' }, { id: 'a' }] }), 'body.steps.1.id');
+    expectInvalid(await register({ id: 'graph', steps: [{ id: 'a', dependsOn: ['ghost'] }] }), 'body.steps.0.dependsOn.0');
+    expectInvalid(await register({ id: 'graph', steps: [{ id: 'a', dependsOn: ['a'] }] }), 'body.steps.0.dependsOn.0');
+    const cycle = await register({ id: 'graph', steps: [{ id: 'a', dependsOn: ['c'] }, { id: 'b', dependsOn: ['a'] }, { id: 'c', dependsOn: ['b'] }] });
+    expectInvalid(cycle, 'body.steps');
+    expect(cycle.body.message).toMatch(/cycle: (a → c → b → a|c → b → a → c|b → a → c → b)/);
+    expect((await stack.http('GET', '/v1/workflows/graph', { token: admin })).status).toBe(404);
+    // a diamond is not a cycle
+    const diamond = await register({ id: 'graph', steps: [{ id: 'a' }, { id: 'b', dependsOn: ['a'] }, { id: 'c', dependsOn: ['a'] }, { id: 'd', dependsOn: ['b', 'c'] }] });
+    expect(diamond.status).toBe(200);
+  });
+
   it('the largest version the store holds is accepted', async () => {
     const res = await register({ id: 'big-version', version: 2147483647, steps: [{ id: 'a' }] });
     expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { id: 'big-version', version: 2147483647, created: true } });
@@ -446,7 +469,7 @@ describe('workflow definitions', () => {
     const dash = await stack.http('POST', '/v1/workflows/', { token: admin, body: { id: 'from-dashboard', steps: [{ id: 'x' }] } });
     expect({ status: dash.status, body: dash.body }).toEqual({ status: 200, body: { id: 'from-dashboard', version: 1, created: true } });
     const list = await stack.http('GET', '/v1/workflows/', { token: admin });
-    expect(list.body.workflows.map((w: { id: string }) => w.id)).toEqual(['big-version', 'from-dashboard', 'refunds', 'wf-bundled', 'wf-engineA', 'wf-engineB', 'wf-trigger']);
+    expect(list.body.workflows.map((w: { id: string }) => w.id)).toEqual(['big-version', 'from-dashboard', 'graph', 'refunds', 'wf-bundled', 'wf-engineA', 'wf-engineB', 'wf-trigger']);
   });
 
   it('refuses a bad definition with 400', async () => {

@@ -270,7 +270,56 @@ export const WorkflowDefinition = z.strictObject({
   version: z.number().int().positive().max(INT4_MAX).default(1),
   engine: Engine.default('engineA'),
   steps: z.array(WorkflowStep).max(500),
+}).superRefine((def, ctx) => {
+  // A step graph an engine can run: unique ids, dependencies on steps that exist, no cycle.
+  const index = new Map<string, number>();
+  def.steps.forEach((s, i) => {
+    if (index.has(s.id)) ctx.addIssue({ code: 'custom', path: ['steps', i, 'id'], message: `duplicate step id "${s.id}" (also steps.${index.get(s.id)})` });
+    else index.set(s.id, i);
+  });
+  def.steps.forEach((s, i) =>
+    (s.dependsOn ?? []).forEach((dep, j) => {
+      if (dep === s.id) ctx.addIssue({ code: 'custom', path: ['steps', i, 'dependsOn', j], message: `step "${s.id}" depends on itself` });
+      else if (!index.has(dep)) ctx.addIssue({ code: 'custom', path: ['steps', i, 'dependsOn', j], message: `step "${s.id}" depends on "${dep}", which is not a step of this workflow` });
+    }),
+  );
+  if (def.steps.every((s) => (s.dependsOn ?? []).every((d) => d !== s.id && index.has(d)))) {
+    const cycle = findCycle(def.steps);
+    if (cycle) ctx.addIssue({ code: 'custom', path: ['steps'], message: `the steps depend on each other in a cycle: ${cycle.join(' → ')}` });
+  }
 });
+
+/** A dependency cycle among steps (ids, first repeated at the end), or null. Iterative DFS. */
+function findCycle(steps: Array<{ id: string; dependsOn?: string[] }>): string[] | null {
+  const deps = new Map(steps.map((s) => [s.id, [...new Set(s.dependsOn ?? [])]]));
+  const state = new Map<string, 1 | 2>(); // 1 on the current path, 2 done
+  for (const start of deps.keys()) {
+    if (state.has(start)) continue;
+    const path: string[] = [];
+    const stack: Array<{ id: string; next: number }> = [{ id: start, next: 0 }];
+    state.set(start, 1);
+    path.push(start);
+    while (stack.length) {
+      const top = stack[stack.length - 1]!;
+      const list = deps.get(top.id) ?? [];
+      if (top.next < list.length) {
+        const dep = list[top.next++]!;
+        const st = state.get(dep);
+        if (st === 1) return [...path.slice(path.indexOf(dep)), dep];
+        if (st === undefined) {
+          state.set(dep, 1);
+          path.push(dep);
+          stack.push({ id: dep, next: 0 });
+        }
+      } else {
+        state.set(top.id, 2);
+        path.pop();
+        stack.pop();
+      }
+    }
+  }
+  return null;
+}
 export const WorkflowView = z.object({
   id: z.string(),
   name: z.string().nullable(),

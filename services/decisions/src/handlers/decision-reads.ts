@@ -106,6 +106,13 @@ export function createWorkflows(deps: { db: Knex }) {
     async register(org: string, def: { id: string; name?: string; version: number; engine: string; steps: unknown[] }) {
       const hash = sha256Hex(canonicalize(def));
       return db.transaction(async (trx) => {
+        // A registration never moves a workflow back: an older version is a stale deploy.
+        const current = await trx('workflows').where({ org_id: org, id: def.id }).forUpdate().first('version');
+        if (current && current.version > def.version) {
+          throw new AppError('conflict', `workflow ${def.id} is at version ${current.version}; version ${def.version} is older and was not registered`, {
+            currentVersion: current.version,
+          });
+        }
         const inserted = await trx('workflows')
           .insert({ org_id: org, id: def.id, name: def.name ?? null, version: def.version, engine: def.engine, steps: JSON.stringify(def.steps), definition_hash: hash })
           .onConflict(['org_id', 'id'])

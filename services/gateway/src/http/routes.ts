@@ -122,7 +122,8 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       ...DW,
       body: WorkflowDefinition,
       response: RegisterReply,
-      description: 'Answers 200 `{id, version, created}`.',
+      description:
+        'Answers 200 `{id, version, created}`. Step ids are unique and `dependsOn` names steps of the same workflow without a cycle (else 400). A version older than the registered one is 409 `conflict` with `currentVersion`.',
     }),
     fwd('post', '/v1/worker/decisions', 'worker', 'decisions', 'Open a decision', D.create, {
       ...DW,
