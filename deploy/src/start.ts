@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { launchServices, waitHealthy } from './processes';
-import { localJwtSecret, provideInfra, RUNTIME_FILE, writeRuntime } from './dev-env';
+import { localJwtSecret, portFree, provideInfra, RUNTIME_FILE, writeRuntime } from './dev-env';
 
 const COLORS = ['\x1b[36m', '\x1b[33m', '\x1b[35m', '\x1b[32m', '\x1b[34m', '\x1b[31m'];
 const RESET = '\x1b[0m';
@@ -29,8 +29,11 @@ export async function main(): Promise<void> {
   // A closed terminal or pipe (EPIPE/EIO on write) must not abort the shutdown half way
   // and leave nats-server or PostgreSQL running: output is best effort.
   for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
-  const infra = await provideInfra(say);
   const port = Number(process.env.PORT ?? 8080);
+  if (!(await portFree(port))) {
+    throw new Error(`port ${port} is already in use (another \`npm start\`?): stop that, or choose another port with PORT=…`);
+  }
+  const infra = await provideInfra(say);
   const baseUrl = process.env.PUBLIC_BASE_URL ?? `http://localhost:${port}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,

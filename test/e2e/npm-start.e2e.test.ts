@@ -45,8 +45,8 @@ interface Started {
 const launched: Started[] = [];
 
 /** `node deploy/local/start.js` in a process group of its own, with a fresh data folder. */
-async function launch(extraEnv: Record<string, string>): Promise<Started> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'approvals-npm-start-'));
+async function launch(extraEnv: Record<string, string>, sharedDataDir?: string): Promise<Started> {
+  const dataDir = sharedDataDir ?? mkdtempSync(join(tmpdir(), 'approvals-npm-start-'));
   const [port, natsPort] = await distinctFreePorts(2);
   const env: NodeJS.ProcessEnv = { ...process.env, APPROVALS_DATA_DIR: dataDir, PORT: String(port), EMBEDDED_NATS_PORT: String(natsPort), LOG_LEVEL: 'warn', ...extraEnv };
   for (const k of ['NATS_URL', 'AUTH_JWT_SECRET', 'PUBLIC_BASE_URL', 'NODE_ENV']) delete env[k]; // jest sets NODE_ENV; a user's shell does not
@@ -198,6 +198,19 @@ describe('npm start (process level)', () => {
     await waitUp(s);
     expect(s.output()).toContain(`embedded PostgreSQL on 127.0.0.1:${pgPort} (data in ${join(s.dataDir, 'pg')})`);
     expect(existsSync(join(s.dataDir, 'pg', 'PG_VERSION'))).toBe(true);
+
+    // A second npm start on the same port, or from the same data folder, says why it cannot run
+    // (exit 1) and leaves the first one serving.
+    const samePort = await launch({ EMBEDDED_PG_PORT: String(pgPort), PORT: String(s.port) });
+    expect(await samePort.exited).toEqual({ code: 1, signal: null });
+    expect(samePort.output()).toContain(`port ${s.port} is already in use`);
+    const [otherPort, otherPg, otherNats] = await distinctFreePorts(3);
+    const sameData = await launch({ EMBEDDED_PG_PORT: String(otherPg), PORT: String(otherPort), EMBEDDED_NATS_PORT: String(otherNats) }, s.dataDir);
+    launched.splice(launched.indexOf(sameData), 1); // shares the first one's folder: not removed twice
+    expect(await sameData.exited).toEqual({ code: 1, signal: null });
+    expect(sameData.output()).toMatch(/PostgreSQL \(pid \d+\) is already running on .*another `npm start`/);
+    expect((await http(s.baseUrl, 'GET', '/health')).status).toBe(200);
+
     await interruptAndCheck(s, 'group');
   }, 150_000);
 });
