@@ -364,6 +364,23 @@ describe('gateway authentication with RS256 from a JWKS', () => {
     jwt.sign(claims, key, { algorithm: 'RS256', keyid: KID, issuer: ISSUER, audience: AUDIENCE, ...(claims.exp === undefined ? { expiresIn: 600 } : {}), ...opts });
   const claimsFor = (org: string, role = 'admin') => ({ sub: 'idp|user-1', email: 'Idp.User@example.com', org, role });
 
+  it('answers 503 unavailable (not 401) while the JWKS cannot be fetched, and still takes HS256 sessions', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const s = createServer();
+      s.listen(0, '127.0.0.1', () => {
+        const port = (s.address() as AddressInfo).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const down = await stack.startService('gateway', { AUTH_JWKS_URL: `http://127.0.0.1:${closed}/jwks.json`, AUTH_JWT_ISSUER: ISSUER, AUTH_JWT_AUDIENCE: AUDIENCE });
+    const org = uniqueOrg('jwksdown');
+    const res = await stack.http('GET', '/v1/api-keys/', { token: rs256(claimsFor(org)), baseUrl: down.url! });
+    expect(res.status).toBe(503);
+    expect(res.body).toEqual({ error: 'unavailable', message: expect.stringMatching(/signing keys could not be fetched/) });
+    const hs = await stack.http('GET', '/v1/api-keys/', { token: stack.session({ org, email: 'a@example.com', role: 'admin' }), baseUrl: down.url! });
+    expect(hs.status).toBe(200);
+  });
+
   it('accepts an RS256 token with the right issuer and audience', async () => {
     const org = uniqueOrg('rs');
     const res = await stack.http('GET', '/v1/api-keys/', { token: rs256(claimsFor(org)), baseUrl: replicaUrl });

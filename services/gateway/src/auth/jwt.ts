@@ -37,7 +37,7 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
     if (jwks && !force) return jwks;
     if (force && Date.now() - lastFetch < 10_000 && jwks) return jwks;
     lastFetch = Date.now();
-    const res = await (opts.fetchImpl ?? fetch)(opts.jwksUrl!);
+    const res = await (opts.fetchImpl ?? fetch)(opts.jwksUrl!, { signal: AbortSignal.timeout(5000) });
     if (!res.ok) throw new Error(`JWKS fetch failed: ${res.status}`);
     const body = (await res.json()) as { keys?: Array<Record<string, unknown>> };
     const map = new Map<string, KeyObject>();
@@ -49,9 +49,19 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
     return map;
   }
 
+  /**
+   * The provider's keys. When they cannot be fetched at all the token cannot be judged:
+   * 503 (try again), not 401 (which would tell a client its valid token is bad). A failed
+   * refresh keeps the keys already cached.
+   */
   async function keyFor(kid: string | undefined): Promise<KeyObject | undefined> {
-    let keys = await loadJwks(false);
-    if (!keys.has(kid ?? '')) keys = await loadJwks(true);
+    let keys: Map<string, KeyObject>;
+    try {
+      keys = await loadJwks(false);
+    } catch (err) {
+      throw new AppError('unavailable', `the identity provider's signing keys could not be fetched; try again (${(err as Error).message})`);
+    }
+    if (!keys.has(kid ?? '')) keys = await loadJwks(true).catch(() => keys);
     return keys.get(kid ?? '') ?? (keys.size === 1 && !kid ? [...keys.values()][0] : undefined);
   }
 
