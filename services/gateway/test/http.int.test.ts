@@ -329,13 +329,25 @@ describe('gateway HTTP behaviour', () => {
         ['GET', '/nope', undefined],
         ['GET', '/v1/nothing-here', org.admin],
         ['POST', '/v1/worker/unknown', org.apiKey],
-        ['PATCH', '/v1/api-keys/', org.admin],
         ['GET', '/v2/decisions/', org.admin],
       ] as const) {
         const res = await stack.http(method, path, { token });
         expect(res.status).toBe(404);
         expect(res.headers.get('content-type')).toMatch(/application\/json/);
         expect(res.body).toEqual({ error: 'not_found', message: expect.stringContaining(path) });
+      }
+    });
+
+    it('answers 405 method_not_allowed with Allow on a known path, before authentication, changing nothing', async () => {
+      for (const [method, path, allow] of [
+        ['PATCH', '/v1/api-keys/', 'POST, GET, HEAD'],
+        ['DELETE', '/v1/worker/decisions', 'POST, GET, HEAD'],
+        ['PUT', '/v1/worker/decisions/dec_x/consume', 'POST'],
+        ['POST', '/v1/decisions/workflows', 'GET, HEAD'],
+      ] as const) {
+        const res = await stack.http(method, path, { token: org.admin });
+        expect({ path, status: res.status, allow: res.headers.get('allow') }).toEqual({ path, status: 405, allow });
+        expect(res.body).toEqual({ error: 'method_not_allowed', message: expect.stringContaining(allow) });
       }
     });
 

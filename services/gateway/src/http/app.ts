@@ -134,6 +134,22 @@ export function createApp(deps: AppDeps) {
     });
   }
 
+  // A known path with a method it does not take: 405 with the methods it does take.
+  const methodsByPath = new Map<string, Set<string>>();
+  for (const r of deps.routes) {
+    const set = methodsByPath.get(r.path) ?? new Set<string>();
+    set.add(r.method.toUpperCase());
+    if (r.method === 'get') set.add('HEAD');
+    methodsByPath.set(r.path, set);
+  }
+  for (const [path, methods] of methodsByPath) {
+    const allow = [...methods].join(', ');
+    app.all(toExpressPath(path), (req: Req, res) => {
+      res.setHeader('Allow', allow);
+      res.status(405).json({ error: 'method_not_allowed', message: `${req.method} is not allowed on ${path}; allowed: ${allow}` });
+    });
+  }
+
   async function authorize(route: RouteDef, req: Req): Promise<Authenticated> {
     const auth = await deps.authenticate(req.header('authorization'));
     req.auth = auth;
