@@ -128,6 +128,7 @@ export const DURABLE = {
   decisionsTimerEscalate: 'decisions-timer-escalate',
   decisionsTimerRetention: 'decisions-timer-retention',
   decisionsNotificationSent: 'decisions-notification-sent',
+  surfacesTimerRetention: 'surfaces-timer-retention',
   notifierDecisionCreated: 'notifier-decision-created',
   notifierDecisionResolved: 'notifier-decision-resolved',
   notifierDecisionReminded: 'notifier-decision-reminded',

@@ -1,4 +1,4 @@
-import { SurfacesEndpoints, createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { DURABLE, EVENT, SurfacesEndpoints, createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
@@ -6,6 +6,8 @@ import { EMAIL_ACT_PATH, createEmailActRoutes, createMintLinksHandler } from './
 import { createTokenStore } from './email/token-store';
 
 export const SURFACES_VERSION = '0.1.0';
+/** Expired action tokens are kept this long (the page still says "expired"), then deleted. */
+export const TOKEN_GRACE_DAYS = 30;
 
 export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger; clock?: Clock } = {}): Promise<RunningService> {
   return startService({
@@ -30,6 +32,15 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
           [`POST ${EMAIL_ACT_PATH}`]: email.post,
         }),
       );
+      // The scheduler's daily retention tick also clears long-expired action tokens.
+      ctx.consume({
+        durable: DURABLE.surfacesTimerRetention,
+        filterSubject: EVENT.timerRetentionDue,
+        handler: async () => {
+          const purged = await store.purgeExpired(ctx.clock.now(), TOKEN_GRACE_DAYS);
+          if (purged > 0) ctx.log.info({ purged }, 'expired action tokens deleted');
+        },
+      });
     },
   });
 }

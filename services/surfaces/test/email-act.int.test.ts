@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from 'pg';
 import { Bus, SurfacesEndpoints, createLogger } from '@approvals/shared';
 import { startStack, type HttpResult, type Stack } from '../../../test/helpers/stack';
+import { waitFor } from '@approvals/shared/testing';
 
 const A = 'ana@links.example.com';
 const B = 'ben@links.example.com';
@@ -500,6 +501,28 @@ describe('surfaces: email action links', () => {
       const res = await post(links.approve!);
       expectPage(res, 200);
       expect((await read(id)).status).toBe('APPROVED');
+    });
+  });
+
+  describe('retention', () => {
+    it('the daily retention tick deletes tokens expired more than 30 days ago, and only those', async () => {
+      const row = (id: string, expiresDaysAgo: number) =>
+        pg.query(
+          `insert into surfaces.action_tokens (id, org_id, decision_id, approver_email, action, expires_at) values ($1, 'org_ret', 'dec_ret', 'a@example.com', 'approve', now() - make_interval(days => $2))`,
+          [id, expiresDaysAgo],
+        );
+      await row('tok_ret_old', 31);
+      await row('tok_ret_recent', 29);
+      await row('tok_ret_live', -5);
+      const eventId = `evt_ret_${Date.now()}`;
+      await bus.js.publish(
+        'evt.timer.retention_due',
+        JSON.stringify({ id: eventId, type: 'evt.timer.retention_due', org: '*', occurredAt: new Date().toISOString(), data: {} }),
+        { msgID: eventId },
+      );
+      const left = async () => (await pg.query(`select id from surfaces.action_tokens where id like 'tok_ret_%' order by id`)).rows.map((r) => r.id);
+      await waitFor(async () => (await left()).length === 2, { timeoutMs: 10_000, what: 'old token purged' });
+      expect(await left()).toEqual(['tok_ret_live', 'tok_ret_recent']);
     });
   });
 });

@@ -71,6 +71,13 @@ export function createTokenStore(db: Knex) {
     async settle(id: string, claimedAt: Date, result: string): Promise<void> {
       await table().where({ id, used_at: claimedAt }).update({ used_result: result });
     },
+
+    /** Forgets tokens expired longer than `graceDays` ago (their links then read as invalid). */
+    async purgeExpired(now: Date, graceDays: number): Promise<number> {
+      return table()
+        .where('expires_at', '<', new Date(now.getTime() - graceDays * 24 * 3600 * 1000))
+        .del();
+    },
   };
 }
 export type TokenStore = ReturnType<typeof createTokenStore>;
