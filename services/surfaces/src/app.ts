@@ -22,7 +22,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
     outbox: false,
     setup: async (ctx) => {
       const store = createTokenStore(ctx.db);
-      const links = { store, bus: ctx.bus, clock: ctx.clock, log: ctx.log, secret: config.SURFACES_LINK_SECRET, publicBaseUrl: config.PUBLIC_BASE_URL };
+      const links = { store, bus: ctx.bus, clock: ctx.clock, log: ctx.log, secret: config.SURFACES_LINK_SECRET, previousSecrets: config.SURFACES_LINK_SECRET_PREVIOUS, publicBaseUrl: config.PUBLIC_BASE_URL };
       ctx.host.handle(SurfacesEndpoints.mintLinks, createMintLinksHandler(links));
       const email = createEmailActRoutes(links);
       ctx.host.handle(

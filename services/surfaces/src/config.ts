@@ -18,6 +18,13 @@ export function deriveLinkSecret(authJwtSecret: string): string {
 export const SurfacesEnv = BaseServiceEnv.extend({
   /** HMAC-SHA256 key for email action link tokens (16+ characters). */
   SURFACES_LINK_SECRET: optionalSecret('SURFACES_LINK_SECRET must be at least 16 characters'),
+  /**
+   * Secrets links were signed with before a rotation, comma-separated (16+ characters
+   * each): still accepted when checking a link, never used to sign one.
+   */
+  SURFACES_LINK_SECRET_PREVIOUS: z
+    .preprocess((v) => (v === '' || v === undefined ? [] : String(v).split(',').map((s) => s.trim()).filter(Boolean)), z.array(z.string().min(16, 'each SURFACES_LINK_SECRET_PREVIOUS entry must be at least 16 characters')))
+    .default([]),
   /** Only read to derive SURFACES_LINK_SECRET when that is unset. */
   AUTH_JWT_SECRET: optionalSecret('AUTH_JWT_SECRET must be at least 16 characters'),
 }).transform((env, ctx) => {

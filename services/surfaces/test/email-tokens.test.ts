@@ -41,6 +41,19 @@ describe('email link tokens', () => {
     expect(verifyToken(SECRET, signToken(SECRET, id))).toEqual({ ok: true, id });
   });
 
+  it('during a rotation, links signed with a previous secret still verify; new ones use the current secret', () => {
+    const OLD = 'the-secret-before-rotation';
+    const id = newTokenId();
+    const mailedBefore = signToken(OLD, id);
+    expect(verifyToken([SECRET, OLD], mailedBefore)).toEqual({ ok: true, id });
+    expect(verifyToken([SECRET], mailedBefore)).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(verifyToken([SECRET, OLD], signToken(SECRET, id))).toEqual({ ok: true, id });
+    const base = { ...BASE, SURFACES_LINK_SECRET: SECRET };
+    expect(surfacesConfigFromEnv({ ...base, SURFACES_LINK_SECRET_PREVIOUS: `${OLD}, another-old-secret-xx` }).SURFACES_LINK_SECRET_PREVIOUS).toEqual([OLD, 'another-old-secret-xx']);
+    expect(surfacesConfigFromEnv(base).SURFACES_LINK_SECRET_PREVIOUS).toEqual([]);
+    expect(() => surfacesConfigFromEnv({ ...base, SURFACES_LINK_SECRET_PREVIOUS: 'short' })).toThrow(/SURFACES_LINK_SECRET_PREVIOUS/);
+  });
+
   it('ids are random', () => {
     const ids = new Set(Array.from({ length: 1000 }, newTokenId));
     expect(ids.size).toBe(1000);

@@ -31,13 +31,16 @@ export type TokenCheck = { ok: true; id: string } | { ok: false; reason: 'malfor
  * base64url text (not as decoded bytes), so a signature whose last character differs
  * only in the unused padding bits is refused too: one token has exactly one spelling.
  */
-export function verifyToken(secret: string, token: string): TokenCheck {
+export function verifyToken(secrets: string | readonly string[], token: string): TokenCheck {
   if (token.length > TOKEN_MAX_LENGTH) return { ok: false, reason: 'malformed' };
   const m = TOKEN.exec(token);
   if (!m) return { ok: false, reason: 'malformed' };
   const [, id, given] = m;
-  const expected = Buffer.from(mac(secret, id!), 'utf8');
   const actual = Buffer.from(given!, 'utf8');
-  if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return { ok: false, reason: 'bad_signature' };
-  return { ok: true, id: id! };
+  // The current secret and, during a rotation, the previous ones: links already mailed keep working.
+  for (const secret of typeof secrets === 'string' ? [secrets] : secrets) {
+    const expected = Buffer.from(mac(secret, id!), 'utf8');
+    if (expected.length === actual.length && timingSafeEqual(expected, actual)) return { ok: true, id: id! };
+  }
+  return { ok: false, reason: 'bad_signature' };
 }

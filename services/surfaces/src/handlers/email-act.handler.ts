@@ -16,7 +16,10 @@ export interface EmailLinkDeps {
   bus: Bus;
   clock: Clock;
   log: Logger;
+  /** Signs new links. */
   secret: string;
+  /** Also accepted when checking a link (a rotation in progress). */
+  previousSecrets?: readonly string[];
   publicBaseUrl: string;
 }
 
@@ -90,7 +93,7 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
 
   /** Signature, then row. Undefined means "not a valid link" (400). */
   async function load(token: string): Promise<ActionTokenRow | undefined> {
-    const check = verifyToken(secret, token);
+    const check = verifyToken([secret, ...(deps.previousSecrets ?? [])], token);
     if (!check.ok) {
       log.info({ reason: check.reason }, 'email action link refused');
       return undefined;
