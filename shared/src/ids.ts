@@ -26,6 +26,7 @@ export const ID_PREFIX = {
   audit: 'aud',
   token: 'tok',
   error: 'err',
+  blob: 'blob',
 } as const;
 export type IdKind = keyof typeof ID_PREFIX;
 

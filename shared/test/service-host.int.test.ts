@@ -26,6 +26,8 @@ const StrictEndpoint = endpoint('svc.scheduler.test_strict', z.object({ count: z
 /** The same subject as StrictEndpoint, with a schema loose enough to send what the server refuses. */
 const LooseStrictEndpoint = endpoint(StrictEndpoint.subject, z.unknown(), z.unknown());
 const NobodyEndpoint = endpoint('svc.nobody.echo', z.object({}), z.object({}));
+/** Echoes a big string back `times` times: replies far over NATS's 1 MiB max_payload. */
+const BigEndpoint = endpoint('svc.scheduler.test_big', z.object({ text: z.string(), times: z.number().int() }), z.object({ parts: z.array(z.string()), length: z.number() }));
 
 function setupTestEndpoints(ctx: ServiceContext) {
   ctx.host.handle(FailEndpoint, async (req) => {
@@ -43,6 +45,7 @@ function setupTestEndpoints(ctx: ServiceContext) {
     }
   });
   ctx.host.handle(StrictEndpoint, async (req) => ({ echoed: `${req.name}x${req.count}` }));
+  ctx.host.handle(BigEndpoint, async (req) => ({ parts: Array.from({ length: req.times }, () => req.text), length: req.text.length }));
 }
 
 describe('startService + ServiceHost request/reply (real NATS and Postgres)', () => {
@@ -106,6 +109,23 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
     await a.stop();
     const replies = await Promise.all(Array.from({ length: 10 }, (_, i) => client.call(EchoEndpoints.scheduler, { message: `m${i}` })));
     expect(new Set(replies.map((r) => r.instance))).toEqual(new Set([b.ctx.host.instanceId]));
+  });
+
+  it('carries requests and replies larger than max_payload through the object store, and leaves nothing behind', async () => {
+    await start(freshSchema());
+    const text = 'x'.repeat(1_500_000) + 'é'; // over 1 MiB on its own
+    const reply = await client.call(BigEndpoint, { text, times: 3 }, { timeoutMs: 20_000 });
+    expect(reply.length).toBe(text.length);
+    expect(reply.parts).toHaveLength(3);
+    expect(reply.parts.every((p) => p === text)).toBe(true);
+    // small messages still go inline, and the service keeps answering
+    expect((await client.call(StrictEndpoint, { count: 2, name: 'n' })).echoed).toBe('nx2');
+    // every large body was read once and deleted
+    const { Objm } = await import('@nats-io/obj');
+    const os = await new Objm(client.nc).open('bus-large');
+    const left: string[] = [];
+    for (const info of await os.list()) if (!info.deleted) left.push(info.name);
+    expect(left).toEqual([]);
   });
 
   it('an AppError thrown in a handler reaches the caller as an AppError with the same code, message and details', async () => {

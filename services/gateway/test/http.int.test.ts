@@ -129,6 +129,42 @@ describe('gateway HTTP behaviour', () => {
       expect(huge.body.error).toBe('payload_too_large');
     });
 
+    it('serves replies and forwards bodies larger than one NATS message (1 MiB): big decisions, lists of them, big callbacks', async () => {
+      const own = await stack.newOrg();
+      const payload = 'p'.repeat(700_000);
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const res = await stack.http('POST', '/v1/worker/decisions', {
+          token: own.apiKey,
+          body: { externalRunId: `big-${i}`, stepRef: 's', approvers: [own.adminEmail], context: { title: `big ${i}`, payload: { blob: payload } } },
+        });
+        expect(res.status).toBe(201);
+        ids.push(res.body.decisionId);
+      }
+      const list = await stack.http('GET', '/v1/worker/decisions?limit=50', { token: own.apiKey });
+      expect(list.status).toBe(200);
+      expect(list.body.decisions.map((d: { id: string }) => d.id).sort()).toEqual([...ids].sort());
+      expect(list.body.decisions.every((d: { context: { payload: { blob: string } } }) => d.context.payload.blob === payload)).toBe(true);
+      const session = await stack.http('GET', '/v1/decisions/', { token: own.admin });
+      expect(session.status).toBe(200);
+      expect(session.body.total).toBe(3);
+
+      // evidence past 1 MiB in total on one decision
+      for (let i = 0; i < 12; i++) {
+        const ev = await stack.http('POST', `/v1/decisions/${ids[0]}/evidence`, { token: own.admin, body: { kind: 'note', title: `n${i}`, body: `${i}`.padEnd(100_000, 'b') } });
+        expect(ev.status).toBe(201);
+      }
+      const one = await stack.http('GET', `/v1/decisions/${ids[0]}`, { token: own.admin });
+      expect(one.status).toBe(200);
+      expect(one.body.evidence).toHaveLength(12);
+      expect((await stack.http('GET', `/v1/decisions/${ids[0]}/evidence`, { token: own.admin })).body.evidence).toHaveLength(12);
+
+      // a callback body near the HTTP limit reaches its service, which answers it (a bad link: 400 page)
+      const form = await stack.http('POST', '/v1/surfaces/email/act', { rawBody: `token=${'a'.repeat(900_000)}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      expect(form.status).toBe(400);
+      expect(form.headers.get('content-type')).toMatch(/text\/html/);
+    });
+
     it('answers 413 on a raw callback route too', async () => {
       const res = await stack.http('POST', '/v1/surfaces/chatA/events', { rawBody: Buffer.alloc(MiB + 10, 0x61), headers: { 'content-type': 'text/plain' } });
       expect(res.status).toBe(413);

@@ -7,6 +7,7 @@ import { WireReply, type EndpointDef } from '../contracts/endpoint';
 import { AppError, isErrorCode } from '../errors';
 import type { Logger } from '../logger';
 import { EVENTS_SUBJECTS, STREAM_EVENTS } from '../subjects';
+import { LargePayloads } from './large';
 
 export interface BusOptions {
   url: string;
@@ -39,6 +40,8 @@ export function decodeJson(data: Uint8Array): unknown {
  */
 export class Bus {
   readonly js: JetStreamClient;
+  /** Request and reply bodies over the server's max_payload travel through the object store. */
+  readonly large: LargePayloads;
   private jsmPromise?: Promise<JetStreamManager>;
 
   private constructor(
@@ -47,6 +50,7 @@ export class Bus {
     private readonly requestTimeoutMs: number,
   ) {
     this.js = jetstream(nc);
+    this.large = new LargePayloads(nc);
   }
 
   static async connect(opts: BusOptions): Promise<Bus> {
@@ -106,9 +110,11 @@ export class Bus {
     const payload = checked.data;
     let raw: Uint8Array;
     try {
-      const msg = await this.nc.request(ep.subject, encodeJson(payload), { timeout: opts.timeoutMs ?? this.requestTimeoutMs });
-      raw = msg.data;
+      const body = await this.large.wrap(encodeJson(payload));
+      const msg = await this.nc.request(ep.subject, body, { timeout: opts.timeoutMs ?? this.requestTimeoutMs });
+      raw = await this.large.unwrap(msg.data);
     } catch (err) {
+      if (err instanceof AppError) throw err;
       throw toTransportError(ep.subject, err);
     }
     const wire = WireReply.parse(decodeJson(raw));

@@ -59,7 +59,11 @@ export class ServiceHost {
           this.log.error({ err, subject: ep.subject }, 'endpoint subscription failed');
           return;
         }
-        const p = this.dispatch(ep, handler, msg).finally(() => this.inflight.delete(p));
+        // dispatch answers every request itself; this catch only keeps a failure to
+        // answer (the connection closing under it) from taking the process down.
+        const p = this.dispatch(ep, handler, msg)
+          .catch((e: unknown) => this.log.error({ err: e, subject: ep.subject }, 'could not answer a request'))
+          .finally(() => this.inflight.delete(p));
         this.inflight.add(p);
       },
       metadata: { subject: ep.subject },
@@ -70,8 +74,9 @@ export class ServiceHost {
     let reply: unknown;
     try {
       let body: unknown;
+      const data = await this.bus.large.unwrap(msg.data);
       try {
-        body = decodeJson(msg.data);
+        body = decodeJson(data);
       } catch {
         throw new AppError('invalid_request', 'request is not JSON');
       }
@@ -86,7 +91,15 @@ export class ServiceHost {
     } catch (err) {
       reply = errorReply(err, this.log, ep.subject);
     }
-    if (msg.reply) msg.respond(encodeJson(reply));
+    if (!msg.reply) return;
+    try {
+      msg.respond(await this.bus.large.wrap(encodeJson(reply)));
+    } catch (err) {
+      // Never leave the caller waiting for a timeout: answer with an error that fits.
+      const errorId = newId('error');
+      this.log.error({ err, subject: ep.subject, errorId }, 'could not send the reply');
+      msg.respond(encodeJson({ ok: false, error: { code: 'unavailable', message: 'the reply could not be sent; try again', details: { errorId } } }));
+    }
   }
 
   /** Stops taking requests, then waits for the ones in flight to answer. */
