@@ -1,4 +1,7 @@
 import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
+import type { RegExpEngine } from 'ajv/dist/types';
+import ret, { types as ReTypes } from 'ret';
+import { Script, createContext } from 'node:vm';
 import { canonicalize } from './jcs';
 
 /**
@@ -12,6 +15,123 @@ export class InvalidContextSchema extends Error {
   override name = 'InvalidContextSchema';
 }
 
+/**
+ * The contract could not be evaluated against this data: a pattern ran past the time
+ * budget, or the schema could not be compiled or run (one saved before these checks).
+ * The decision is refused (no approval can be shown to meet the contract).
+ */
+export class ContractUnavailable extends Error {
+  override name = 'ContractUnavailable';
+}
+
+/** Wall-clock budget for checking one request's data against a contract. */
+export const CONTRACT_BUDGET_MS = 250;
+
+/**
+ * Regular expressions from policies are other people's code: every `pattern` runs in a
+ * vm with a timeout (V8 interrupts a backtracking regex there), against one budget per
+ * validation. Saving a policy also refuses patterns with nested quantifiers, the usual
+ * shape of catastrophic backtracking, so the budget is a second line of defence.
+ */
+let deadline = Number.POSITIVE_INFINITY;
+const REGEX_TEST = new Script('re.test(s)');
+const regexContext = createContext({ re: /$^/, s: '' }) as { re: RegExp; s: string };
+
+class PatternTooExpensive extends Error {}
+
+const guardedRegExp: RegExpEngine = Object.assign(
+  (pattern: string, flags: string) => {
+    const re = new RegExp(pattern, flags);
+    return {
+      // Ajv keys its pattern cache by toString(): each pattern must name itself.
+      toString: () => re.toString(),
+      test(s: string): boolean {
+        // Outside a budget (Ajv checking a schema against its meta-schema): our own patterns.
+        if (deadline === Number.POSITIVE_INFINITY) return re.test(s);
+        const left = deadline - Date.now();
+        if (left <= 0) throw new PatternTooExpensive();
+        regexContext.re = re;
+        regexContext.s = s;
+        try {
+          return REGEX_TEST.runInContext(regexContext, { timeout: Math.max(1, Math.ceil(left)) }) as boolean;
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw new PatternTooExpensive();
+          throw err;
+        } finally {
+          regexContext.s = '';
+        }
+      },
+    };
+  },
+  { code: 'new RegExp' },
+);
+
+/**
+ * True when a regular expression can backtrack catastrophically in the common way: a
+ * repeated group with an unbounded repetition inside it, or an unbounded repetition of a
+ * group that repeats (`(a+)+`, `(\w+\s?)*`, `(a+){2,9}`). Fully bounded nesting
+ * (`(?:[ ]?[0-9A-Z]{4}){3,7}`, `([a-z0-9]{1,63}\.){0,20}`) is allowed. A pattern the
+ * tokenizer cannot read is left to Ajv (which refuses invalid ones) and to the budget.
+ */
+export function catastrophicPattern(pattern: string): boolean {
+  let root: unknown;
+  try {
+    root = ret(pattern);
+  } catch {
+    return false;
+  }
+  type Node = { type: number; stack?: Node[]; options?: Node[][]; value?: unknown; min?: number; max?: number | null };
+  const unbounded = (n: Node) => n.max === null || n.max === undefined || n.max === Infinity || n.max > 1000;
+  // Per node: is it inside a repetition that repeats (max > 1), and inside an unbounded one?
+  const todo: Array<[Node, boolean, boolean]> = [[root as Node, false, false]];
+  while (todo.length) {
+    const [n, insideRepeated, insideUnbounded] = todo.pop()!;
+    if (n.type === ReTypes.REPETITION) {
+      const repeats = (n.max ?? Infinity) > 1;
+      if (repeats && (insideUnbounded || (insideRepeated && unbounded(n)))) return true;
+      todo.push([n.value as Node, insideRepeated || repeats, insideUnbounded || unbounded(n)]);
+    } else if (n.type === ReTypes.ROOT || n.type === ReTypes.GROUP) {
+      for (const c of n.stack ?? []) todo.push([c, insideRepeated, insideUnbounded]);
+      for (const alt of n.options ?? []) for (const c of alt) todo.push([c, insideRepeated, insideUnbounded]);
+    }
+  }
+  return false;
+}
+
+/** The patterns of a schema (`pattern` values, `patternProperties` keys) that could backtrack catastrophically. */
+function unsafePatterns(schema: unknown): string[] {
+  const out: string[] = [];
+  const todo: unknown[] = [schema];
+  while (todo.length) {
+    const v = todo.pop();
+    if (Array.isArray(v)) todo.push(...v);
+    else if (v && typeof v === 'object') {
+      for (const [k, child] of Object.entries(v)) {
+        if (k === 'pattern' && typeof child === 'string') {
+          if (catastrophicPattern(child)) out.push(child);
+        } else if (k === 'patternProperties' && child && typeof child === 'object' && !Array.isArray(child)) {
+          for (const p of Object.keys(child)) if (catastrophicPattern(p)) out.push(p);
+          todo.push(...Object.values(child));
+        } else todo.push(child);
+      }
+    }
+  }
+  return out;
+}
+
+/** Values run through a fresh validator at save time: a schema that recurses without end fails on them. */
+const PROBES: unknown[] = [{}, { a: 1 }, [], null, 0, 'x', true];
+
+function withBudget<T>(ms: number, fn: () => T): T {
+  const previous = deadline;
+  deadline = Date.now() + ms;
+  try {
+    return fn();
+  } finally {
+    deadline = previous;
+  }
+}
+
 export function compileContextSchema(schema: Record<string, unknown>): ValidateFunction {
   const key = canonicalize(schema);
   const hit = cache.get(key);
@@ -19,15 +139,27 @@ export function compileContextSchema(schema: Record<string, unknown>): ValidateF
   let fn: ValidateFunction;
   // One Ajv per schema: a shared instance registers schemas by `$id`, so two policies (or
   // two versions) with the same `$id` and different content would collide.
-  const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false });
+  const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false, code: { regExp: guardedRegExp } });
   try {
     // Strict meta-schema check first, so "type": "strin" is refused instead of ignored.
     if (!ajv.validateSchema(schema)) {
       throw new InvalidContextSchema(ajv.errorsText(ajv.errors, { dataVar: 'contextSchema' }));
     }
+    const unsafe = unsafePatterns(schema);
+    if (unsafe.length) {
+      throw new InvalidContextSchema(
+        `pattern ${unsafe.map((p) => JSON.stringify(p)).join(', ')} can take exponential time: a repeated group holds an unbounded repetition; bound both (for example ([a-z0-9]{1,63}\\.){0,20} instead of ([a-z0-9]+\\.)*)`,
+      );
+    }
     fn = ajv.compile(schema);
+    // A schema can compile and still recurse forever on any value ({"$ref": "#"}).
+    withBudget(CONTRACT_BUDGET_MS, () => {
+      for (const probe of PROBES) fn(probe);
+    });
   } catch (err) {
     if (err instanceof InvalidContextSchema) throw err;
+    if (err instanceof RangeError) throw new InvalidContextSchema('the schema refers to itself without end (a $ref cycle that never reaches a value)');
+    if (err instanceof PatternTooExpensive) throw new InvalidContextSchema('a pattern takes too long to evaluate');
     throw new InvalidContextSchema((err as Error).message);
   }
   if (cache.size > 1000) cache.clear();
@@ -53,10 +185,24 @@ function describe(e: ErrorObject): string {
   return `${where}: ${e.message ?? e.keyword}`;
 }
 
-/** Violations of the contract by `context.data` (empty when satisfied). */
+/**
+ * Violations of the contract by `context.data` (empty when satisfied). Throws
+ * ContractUnavailable when the contract cannot be evaluated for this data.
+ */
 export function checkContextContract(schema: Record<string, unknown>, data: Record<string, unknown> | undefined | null): string[] {
-  const validate = compileContextSchema(schema);
-  if (validate(plainValues(data))) return [];
+  let validate: ValidateFunction;
+  try {
+    validate = compileContextSchema(schema);
+  } catch (err) {
+    throw new ContractUnavailable(`the policy's contextSchema is not usable: ${(err as Error).message}`);
+  }
+  try {
+    if (withBudget(CONTRACT_BUDGET_MS, () => validate(plainValues(data)))) return [];
+  } catch (err) {
+    if (err instanceof PatternTooExpensive) throw new ContractUnavailable(`checking context.data against the contract took longer than ${CONTRACT_BUDGET_MS} ms (a pattern is too expensive for this data)`);
+    if (err instanceof RangeError) throw new ContractUnavailable('the contract recurses without end on this data');
+    throw err;
+  }
   return (validate.errors ?? []).map(describe);
 }
 

@@ -348,6 +348,30 @@ describe('opening a decision: request schema and policy gate', () => {
       await expectNothingStored(externalRunId, 's');
     });
 
+    it('a contract that would hang or recurse is refused at save (400); an expensive pattern is cut off per request (422, fast), and the service keeps serving', async () => {
+      for (const contextSchema of [
+        { type: 'object', properties: { code: { type: 'string', pattern: '(a+)+$' } } },
+        { $ref: '#' },
+        { $schema: 'https://json-schema.org/draft/2020-12/schema', $dynamicRef: '#meta', $dynamicAnchor: 'meta' },
+      ]) {
+        const saved = await upsertPolicy({ key: 'hazard', name: 'hazard', defaults: { approvers: [approver] }, contextSchema });
+        expect({ contextSchema, status: saved.status }).toEqual({ contextSchema, status: 400 });
+        expect(saved.body.issues).toEqual([{ path: 'body.contextSchema', message: expect.any(String) }]);
+        expect(saved.body.message).not.toMatch(/Maximum call stack/);
+      }
+      // a pattern the save check lets through, slow for some input: refused within the budget
+      const slow = await upsertPolicy({ key: 'slow-pattern', name: 'slow', defaults: { approvers: [approver] }, contextSchema: { type: 'object', properties: { code: { type: 'string', pattern: '^(a|a)*b$' } } } });
+      expect(slow.status).toBe(201);
+      const ok = await create({ externalRunId: run(), stepRef: 's', policy: 'slow-pattern', context: { data: { code: 'aab' } } });
+      expect(ok.status).toBe(201);
+      const t0 = Date.now();
+      const cut = await create({ externalRunId: run('slow'), stepRef: 's', policy: 'slow-pattern', context: { data: { code: 'a'.repeat(40) } } });
+      expectError(cut, 422, { error: 'context_contract_violation', policy: 'slow-pattern', violations: [expect.stringMatching(/took longer than 250 ms/)] });
+      expect(Date.now() - t0).toBeLessThan(5000);
+      const mismatch = await create({ externalRunId: run(), stepRef: 's', policy: 'slow-pattern', context: { data: { code: 'zz' } } });
+      expectError(mismatch, 422, { error: 'context_contract_violation', policy: 'slow-pattern', violations: ['code: must match pattern "^(a|a)*b$"'] });
+    });
+
     it('context contract is checked before the fields owned by the policy', async () => {
       const res = await create({ externalRunId: run(), stepRef: 's', policy: contractKey, approvers: ['x@example.com'] });
       expectError(res, 422, { error: 'context_contract_violation', policy: contractKey, violations: ['amount: is required'] });

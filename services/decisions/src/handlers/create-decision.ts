@@ -3,6 +3,7 @@ import {
   EVENT,
   PoliciesEndpoints,
   actorOf,
+  ContractUnavailable,
   checkContextContract,
   enqueueEvents,
   floorMatches,
@@ -79,7 +80,17 @@ export function createDecisionOpener(deps: CreateDeps) {
     const def = policy.definition;
     const key = policy.key;
     if (def.contextSchema) {
-      const violations = checkContextContract(def.contextSchema, b.context?.data);
+      let violations: string[];
+      try {
+        violations = checkContextContract(def.contextSchema, b.context?.data);
+      } catch (err) {
+        // Not shown to meet the contract: refused like a violation, saying why.
+        if (!(err instanceof ContractUnavailable)) throw err;
+        throw new AppError('context_contract_violation', `context.data could not be checked against the contract of policy "${key}": ${err.message}`, {
+          policy: key,
+          violations: [err.message],
+        });
+      }
       if (violations.length) {
         throw new AppError('context_contract_violation', `context.data does not satisfy the contract of policy "${key}": ${violations.join('; ')}`, {
           policy: key,

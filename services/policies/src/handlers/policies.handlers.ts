@@ -35,6 +35,19 @@ export interface PolicyDeps {
 const unknownPolicy = (key: string) => new AppError('unknown_policy', `policy "${key}" does not exist or is archived`, { policy: key });
 /** A policy may be saved naming nobody (a draft), but no decision can open under it. */
 const NO_APPROVERS = 'the policy names no approvers: decisions under it are refused with approver_required';
+/**
+ * A contract saved before today's checks (an unsafe pattern, a self-reference) no longer
+ * compiles: every decision under it is refused, so lists and check say so.
+ */
+function contextSchemaProblem(def: PolicyDefinition): string | null {
+  if (!def.contextSchema) return null;
+  try {
+    compileContextSchema(def.contextSchema);
+    return null;
+  } catch (err) {
+    return `the contextSchema is not usable, so every decision under this policy is refused: ${(err as Error).message}`;
+  }
+}
 const notFound = (key: string) => new AppError('not_found', `policy "${key}" not found`);
 
 export function createPolicyLogic(deps: PolicyDeps) {
@@ -83,6 +96,8 @@ export function createPolicyLogic(deps: PolicyDeps) {
     const warnings = s.disabled.map((email) => ({ code: 'approver_disabled', approver: email, message: `approver ${email} is disabled` }));
     if (!s.ok) warnings.push({ code: 'unsatisfiable', approver: undefined as never, message: s.problems.join('; ') });
     if (approverSet(def).length === 0) warnings.push({ code: 'no_approvers', approver: undefined as never, message: NO_APPROVERS });
+    const schemaProblem = contextSchemaProblem(def);
+    if (schemaProblem) warnings.push({ code: 'invalid_context_schema', approver: undefined as never, message: schemaProblem });
     const v: PolicyView = {
       id: policy.id,
       key: policy.key,
@@ -303,6 +318,8 @@ export function createPolicyLogic(deps: PolicyDeps) {
           if (!cur) return { key, status: 'missing' as const, reason: `policy "${key}" does not exist or is archived` };
           const s = checkSatisfiable(cur.version.definition, await resolveApprovers(org, cur.version.definition));
           if (s.ok && approverSet(cur.version.definition).length === 0) return { key, status: 'unsatisfiable' as const, reason: NO_APPROVERS, approversToVerify: [] };
+          const schemaProblem = contextSchemaProblem(cur.version.definition);
+          if (s.ok && schemaProblem) return { key, status: 'unsatisfiable' as const, reason: schemaProblem, approversToVerify: [] };
           if (s.ok) return { key, status: 'ok' as const };
           return { key, status: 'unsatisfiable' as const, reason: s.problems.join('; '), approversToVerify: s.approversToVerify };
         }),
