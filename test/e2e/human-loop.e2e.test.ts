@@ -102,6 +102,21 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
     expect(resumesFor(id)).toHaveLength(1);
   });
 
+  it("a link mailed to an approver's other verified mailbox votes as the approver", async () => {
+    const admin = stack.session({ org, email: 'admin@example.com', role: 'admin' });
+    const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: 'henry@example.com' } });
+    expect(reg.status).toBe(201);
+    const verified = await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { channel: 'email', endpoint: 'henry.private@example.com' } });
+    expect(verified.status).toBe(200);
+    const id = await open({ externalRunId: 'run-other-mailbox', stepRef: 's', approvers: ['henry@example.com'], context: { title: 'Other mailbox' } });
+    const [mail] = await waitFor(() => (mailsTo('henry.private@example.com', 'Other mailbox').length ? mailsTo('henry.private@example.com', 'Other mailbox') : null), { timeoutMs: 15_000, what: 'mail to the private mailbox' });
+    const approve = actionLinks(mail).approve!;
+    const token = new URL(approve).searchParams.get('token')!;
+    const confirm = await stack.http('POST', local(approve), { rawBody: `token=${encodeURIComponent(token)}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    expect(confirm.status).toBe(200);
+    expect(await read(id)).toMatchObject({ status: 'APPROVED', decidedBy: 'henry@example.com' });
+  });
+
   it('a 4 s timeout reminds near 3 s, expires near 4 s, and resumes with approved: false', async () => {
     const t0 = Date.now();
     const id = await open({ externalRunId: 'run-timeout', stepRef: 's', approvers: ['cat@example.com'], assigneeEmail: 'cat@example.com', timeoutSec: 4, context: { title: 'Timeout case' } });

@@ -66,8 +66,15 @@ describe('notifications on people channels', () => {
   let org: string;
   let admin: string;
   let apiKey: string;
+  /** While true, eve's webhook answers 500 (the notifier retries). */
+  let failEve = false;
   beforeAll(async () => {
-    hooks = await startRecorder();
+    hooks = await startRecorder((r, res) => {
+      if (r.path !== '/eve-hook' || !failEve) return false;
+      res.writeHead(500);
+      res.end('down');
+      return true;
+    });
     stack = await startStack({
       label: 'channels',
       services: ['gateway', 'policies', 'decisions', 'notifier', 'scheduler'],
@@ -161,5 +168,25 @@ describe('notifications on people channels', () => {
     }, { timeoutMs: 10_000, what: 'remind recorded' });
     expect(kinds.filter((k: string) => k === 'remind:webhook')).toHaveLength(1);
     expect(kinds).toContain('notify:webhook');
+  });
+
+  it('a notice still retrying when the decision resolves is dropped (skipped), not sent late', async () => {
+    const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: 'eve@example.com', channels: [{ channel: 'webhook', endpoint: `${hooks.url}/eve-hook` }] } });
+    await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { channel: 'webhook', status: 'verified' } });
+    failEve = true;
+    const res = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { engine: 'api', externalRunId: 'run-late', stepRef: 's', approvers: ['eve@example.com'] } });
+    const id = res.body.decisionId;
+    await waitFor(() => hooks.requests.some((r) => r.path === '/eve-hook' && r.body?.data?.id === id), { timeoutMs: 10_000, what: 'first (failed) webhook attempt' });
+    const eve = stack.session({ org, email: 'eve@example.com' });
+    expect((await stack.http('POST', `/v1/decisions/${id}/decide`, { token: eve, body: { decision: 'reject' } })).status).toBe(200);
+    failEve = false;
+    const hook = await waitFor(async () => {
+      const d = (await bus.call(NotifierEndpoints.deliveries, { org, decisionId: id })).deliveries.find((x) => x.channel === 'webhook');
+      return d && d.status !== 'pending' ? d : null;
+    }, { timeoutMs: 15_000, what: 'the webhook delivery settled' });
+    expect(hook).toMatchObject({ status: 'skipped', lastError: 'decision is REJECTED' });
+    expect(hooks.requests.filter((r) => r.path === '/eve-hook' && r.body?.data?.id === id).every((r) => r.body.data.status === 'PENDING')).toBe(true);
+    const timeline = (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body.timeline;
+    expect(timeline.filter((t: { type: string }) => t.type === 'notified')).toEqual([]);
   });
 });

@@ -82,6 +82,12 @@ ${expires ? `<p style="color:#666;font-size:13px">${esc(expires)}</p>` : ''}
   return { subject, text, html };
 }
 
+/** The approver a delivery is for (planned with the row), else its address. */
+function approverOf(row: DeliveryRow): string {
+  const a = (row.payload as { approver?: unknown }).approver;
+  return typeof a === 'string' ? a : row.target;
+}
+
 export function peopleProviders(config: NotifierConfig, deps: { bus: Bus }): ChannelProvider[] {
   let transport: Transporter | undefined;
   const mailer = () => (transport ??= nodemailer.createTransport(config.SMTP_URL!));
@@ -97,7 +103,9 @@ export function peopleProviders(config: NotifierConfig, deps: { bus: Bus }): Cha
         let links: Record<string, string> | undefined;
         if (answerableByLink(d)) {
           links = (
-            await deps.bus.call(SurfacesEndpoints.mintLinks, { org: row.org_id, decisionId: d.id, approverEmail: row.target, actions: ['approve', 'reject'], expiresAt: d.expiresAt })
+            // Bound to the approver (who votes), not to the address the mail goes to: an
+            // approver's verified email channel may be another mailbox.
+            await deps.bus.call(SurfacesEndpoints.mintLinks, { org: row.org_id, decisionId: d.id, approverEmail: approverOf(row), actions: ['approve', 'reject'], expiresAt: d.expiresAt })
           ).links;
         }
         const mail = renderEmail({ d, kind: row.kind, links, appUrl: appUrl(d) });
@@ -117,6 +125,7 @@ export function peopleProviders(config: NotifierConfig, deps: { bus: Bus }): Cha
       channel: 'webhook',
       async send(row, ctx) {
         const d = await ctx.decision();
+        if (d.status !== 'PENDING') return { status: 'skipped', reason: `decision is ${d.status}` };
         const body = JSON.stringify({ type: `decision.${row.kind === 'notify' ? 'created' : row.kind === 'remind' ? 'reminded' : 'escalated'}`, data: d });
         const headers = signStandardWebhook(config.WEBHOOK_SIGNING_SECRET, row.id, Math.floor(Date.now() / 1000), body);
         await postJson(row.target, undefined, headers, body);
@@ -128,6 +137,7 @@ export function peopleProviders(config: NotifierConfig, deps: { bus: Bus }): Cha
       async send(row, ctx) {
         if (!config.SMS_PROVIDER_URL) return { status: 'skipped', reason: 'SMS_PROVIDER_URL is not configured' };
         const d = await ctx.decision();
+        if (d.status !== 'PENDING') return { status: 'skipped', reason: `decision is ${d.status}` };
         const title = contextOf(d).title ?? d.id;
         await postJson(config.SMS_PROVIDER_URL, { to: row.target, body: `Approval needed: ${title}. Open ${appUrl(d)}`, idempotencyKey: row.id });
         return { status: 'sent' };
@@ -138,6 +148,7 @@ export function peopleProviders(config: NotifierConfig, deps: { bus: Bus }): Cha
       async send(row, ctx) {
         if (!config.PHONE_PROVIDER_URL) return { status: 'skipped', reason: 'PHONE_PROVIDER_URL is not configured' };
         const d = await ctx.decision();
+        if (d.status !== 'PENDING') return { status: 'skipped', reason: `decision is ${d.status}` };
         await postJson(config.PHONE_PROVIDER_URL, { to: row.target, message: `An approval is waiting for you: ${contextOf(d).title ?? 'a decision'}.`, idempotencyKey: row.id });
         return { status: 'sent' };
       },
