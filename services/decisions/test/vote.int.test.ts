@@ -349,6 +349,18 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
       expect({ refinedOutput: d.refinedOutput, output: d.output }).toEqual({ refinedOutput: null, output: null });
     });
 
+    it('only the decision\'s approvers may change or refine the draft: anyone else (an admin too) is 403 not_an_approver, nothing changes', async () => {
+      const id = await open({ proposedOutput: proposed });
+      const admin = stack.session({ org, email: 'boss@vote.example.com', role: 'admin' });
+      for (const token of [outsider, admin]) {
+        expectError(await stack.http('PUT', `/v1/decisions/${id}/output`, { token, body: { content: 'transfer everything' } }), 403, 'not_an_approver');
+        expectError(await stack.http('POST', `/v1/decisions/${id}/refine`, { token, body: { feedback: 'make it worse' } }), 403, 'not_an_approver');
+      }
+      const d = await readDecision(stack, a, id);
+      expect({ refinedOutput: d.refinedOutput, output: d.output }).toEqual({ refinedOutput: null, output: proposed });
+      expect(d.timeline.map((t: { type: string }) => t.type)).toEqual(['created']);
+    });
+
     it('a malformed draft is 400', async () => {
       const id = await open({ proposedOutput: proposed });
       expectInvalid(await stack.http('PUT', `/v1/decisions/${id}/output`, { token: a, body: { title: 'no content' } }));

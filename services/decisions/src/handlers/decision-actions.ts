@@ -277,6 +277,7 @@ export function createDecisionActions(deps: ActionDeps) {
       const out = await db.transaction(async (trx) => {
         const d = await lockDecision(trx, org, id);
         if (!d) throw notFound();
+        requireApprover(d, actor, 'edit its draft');
         const closed = await closedStatus(trx, d, now);
         if (closed) return { closed };
         if (!d.proposed_output) throw new AppError('conflict', 'this decision carries no proposedOutput to refine');
@@ -292,6 +293,7 @@ export function createDecisionActions(deps: ActionDeps) {
     async refine(org: string, id: string, actor: string, feedback: string) {
       const d: DecisionRow | undefined = await db('decisions').where({ org_id: org, id }).first();
       if (!d) throw notFound();
+      requireApprover(d, actor, 'refine its draft');
       if (d.status !== 'PENDING') throw notPending(d.status, 'its draft is final');
       if (d.expires_at && d.expires_at <= clock.now()) {
         // Past the deadline: expire it now (as a vote would) rather than ask the model.
@@ -316,6 +318,14 @@ export function createDecisionActions(deps: ActionDeps) {
       return { decisionId: id, draft, model: llm.model! };
     },
   };
+}
+
+/**
+ * The draft is what gets approved and goes to the engine as `output`: only the people who
+ * decide may change it (the reviewer's refined draft), like only they may vote.
+ */
+function requireApprover(d: DecisionRow, email: string, what: string): void {
+  if (!d.approvers.includes(email)) throw new AppError('not_an_approver', `${email} is not an approver of this decision and cannot ${what}`);
 }
 
 export function evidenceView(row: { id: string; item: Record<string, unknown>; added_by: string | null; added_at: Date; content_hash: string }) {

@@ -209,8 +209,8 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       ...idParams,
       response: z.object({ evidence: z.array(EvidenceView) }),
     }),
-    fwd('put', '/v1/decisions/{id}/output', 'session', 'decisions', "Save the reviewer's refined draft", D.saveOutput, { ...idParams, body: OutputDraft }),
-    fwd('post', '/v1/decisions/{id}/refine', 'session', 'decisions', 'Revise the draft with the configured model (commits nothing)', D.refine, {
+    fwd('put', '/v1/decisions/{id}/output', 'session', 'decisions', "Save the reviewer's refined draft (the decision's approvers only: 403 not_an_approver)", D.saveOutput, { ...idParams, body: OutputDraft }),
+    fwd('post', '/v1/decisions/{id}/refine', 'session', 'decisions', 'Revise the draft with the configured model (commits nothing; the decision\'s approvers only)', D.refine, {
       ...idParams,
       body: RefineBody,
       response: RefineReply,
