@@ -31,10 +31,11 @@ describe('opening a decision: request schema and policy gate', () => {
   let stack: Stack;
   let admin: string;
   let apiKey: string;
+  let orgId: string;
 
   beforeAll(async () => {
     stack = await startStack({ label: 'decopen', services: ['gateway', 'policies', 'decisions'] });
-    ({ admin, apiKey } = await stack.newOrg());
+    ({ admin, apiKey, org: orgId } = await stack.newOrg());
   });
   afterAll(async () => {
     await stack?.stop();
@@ -584,6 +585,37 @@ describe('opening a decision: request schema and policy gate', () => {
       expectError(await create({ externalRunId, stepRef: 's' }), 422, { error: 'approver_required' });
       expectError(await create({ externalRunId, stepRef: 's', required: false }), 422, { error: 'approver_required' });
       await expectNothingStored(externalRunId, 's');
+    });
+
+    it('a disabled approver cannot answer an ad-hoc decision: left out of the set, counted out of the quorum, refused as assignee', async () => {
+      const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: 'zoe@example.com' } });
+      expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/disable`, { token: admin })).status).toBe(200);
+
+      const alone = run('zoe-alone');
+      expectError(await create({ externalRunId: alone, stepRef: 's', approvers: ['zoe@example.com'] }), 422, { error: 'approver_required', message: expect.stringMatching(/disabled/) });
+      await expectNothingStored(alone, 's');
+      expectError(await create({ externalRunId: run(), stepRef: 's', approvers: ['zoe@example.com', 'amy@example.com'], approvalsRequired: 2 }), 422, {
+        error: 'unsatisfiable_policy',
+        required: 2,
+        available: 1,
+        field: 'approvalsRequired',
+      });
+      expectError(await create({ externalRunId: run(), stepRef: 's', approvers: ['amy@example.com'], assigneeEmail: 'zoe@example.com' }), 422, { error: 'approver_required', message: expect.stringMatching(/zoe@example.com is a disabled approver/) });
+
+      const mixed = await create({ externalRunId: run(), stepRef: 's', approvers: ['zoe@example.com', 'amy@example.com'] });
+      expect(mixed.status).toBe(201);
+      expect((await workerGet(mixed.body.decisionId)).body.approvers).toEqual(['amy@example.com']);
+      const zoe = stack.session({ org: orgId, email: 'zoe@example.com' });
+      expectError(await stack.http('POST', `/v1/decisions/${mixed.body.decisionId}/decide`, { token: zoe, body: { decision: 'approve' } }), 403, { error: 'not_an_approver' });
+
+      // under a policy, a disabled approver cannot be the assignee either
+      expect((await upsertPolicy({ key: 'with-zoe', name: 'with zoe', defaults: { approvers: ['amy@example.com', 'zoe@example.com'] } })).status).toBe(201);
+      expectError(await create({ externalRunId: run(), stepRef: 's', policy: 'with-zoe', assigneeEmail: 'zoe@example.com' }), 422, {
+        error: 'field_owned_by_policy',
+        policy: 'with-zoe',
+        fields: ['assigneeEmail'],
+        message: expect.stringMatching(/zoe@example.com is disabled/),
+      });
     });
 
     it('required:false ad-hoc: 200 not_required and no decision', async () => {

@@ -1,5 +1,6 @@
 import {
   AppError,
+  ApproversEndpoints,
   EVENT,
   PoliciesEndpoints,
   actorOf,
@@ -104,8 +105,11 @@ export function createDecisionOpener(deps: CreateDeps) {
     }
     const named = policy.approvers.map((a) => a.email);
     if (named.length === 0) throw new AppError('approver_required', `policy "${key}" lists no approvers`, { policy: key });
-    if (b.assigneeEmail && !named.includes(b.assigneeEmail)) {
-      throw new AppError('field_owned_by_policy', `assigneeEmail ${b.assigneeEmail} is not one of the approvers of policy "${key}"`, {
+    // The assignee is reminded: it must be someone who can answer (enabled).
+    const answering = policy.approvers.filter((a) => !a.disabled).map((a) => a.email);
+    if (b.assigneeEmail && !answering.includes(b.assigneeEmail)) {
+      const why = named.includes(b.assigneeEmail) ? 'is disabled' : `is not one of the approvers of policy "${key}"`;
+      throw new AppError('field_owned_by_policy', `assigneeEmail ${b.assigneeEmail} ${why}`, {
         policy: key,
         fields: ['assigneeEmail'],
       });
@@ -141,17 +145,26 @@ export function createDecisionOpener(deps: CreateDeps) {
     };
   }
 
-  function adHocGate(b: DecisionRequest): Gate | 'not_required' {
+  async function adHocGate(org: string, b: DecisionRequest): Promise<Gate | 'not_required'> {
     if (b.policyVersion !== undefined) {
       throw new AppError('invalid_request', 'policyVersion pins a policy: send it with policy', { issues: [{ path: 'body.policyVersion', message: 'needs policy' }] });
     }
-    const approvers = [...new Set([...(b.approvers ?? []), ...(b.assigneeEmail ? [b.assigneeEmail] : [])])];
-    if (approvers.length === 0) throw new AppError('approver_required', 'name approvers (or an assigneeEmail), or use a policy');
+    const named = [...new Set([...(b.approvers ?? []), ...(b.assigneeEmail ? [b.assigneeEmail] : [])])];
+    if (named.length === 0) throw new AppError('approver_required', 'name approvers (or an assigneeEmail), or use a policy');
+    // A disabled approver cannot answer, here as under a policy: left out of the set.
+    const { approvers: resolved } = await bus.call(ApproversEndpoints.lookup, { org, emails: named });
+    const disabled = new Set(resolved.filter((a) => a.disabled).map((a) => a.email));
+    const approvers = named.filter((e) => !disabled.has(e));
+    if (b.assigneeEmail && disabled.has(b.assigneeEmail)) {
+      throw new AppError('approver_required', `assigneeEmail ${b.assigneeEmail} is a disabled approver: name someone who can answer`);
+    }
+    if (approvers.length === 0) throw new AppError('approver_required', `every approver named is disabled (${[...disabled].join(', ')})`);
     const approvalsRequired = b.approvalsRequired ?? 1;
     const rejectionsRequired = b.rejectionsRequired ?? 1;
     for (const [field, n] of [['approvalsRequired', approvalsRequired], ['rejectionsRequired', rejectionsRequired]] as const) {
       if (n > approvers.length) {
-        throw new AppError('unsatisfiable_policy', `${field} is ${n} but only ${approvers.length} approver(s) are named`, { required: n, available: approvers.length, field });
+        const note = disabled.size ? ` (disabled, not counted: ${[...disabled].join(', ')})` : '';
+        throw new AppError('unsatisfiable_policy', `${field} is ${n} but only ${approvers.length} approver(s) can answer${note}`, { required: n, available: approvers.length, field });
       }
     }
     if (b.required === false) return 'not_required';
@@ -188,7 +201,7 @@ export function createDecisionOpener(deps: CreateDeps) {
     const existing = await findExisting(org, b);
     if (existing) return existingReply(existing);
 
-    const gate = b.policy ? await policyGate(org, b) : adHocGate(b);
+    const gate = b.policy ? await policyGate(org, b) : await adHocGate(org, b);
     if (gate === 'not_required') return { status: 200, body: { approvalNeeded: false, reason: 'not_required' } };
 
     const p = gate.policy;
