@@ -268,9 +268,18 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
         ],
       });
 
-      // Saving the solo policy again is refused while its only approver is disabled.
+      // Saving it unchanged (a redeploy) or renaming it stays safe: 200, no new version, still warned.
       const resave = await stack.http('POST', '/v1/policies/', { token: member, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } } });
-      expectError(resave, 422, 'unsatisfiable_policy', { required: 1, available: 0, disabledApprovers: [addr] });
+      expect({ status: resave.status, noop: resave.body.noop, version: resave.body.version }).toEqual({ status: 200, noop: true, version: 1 });
+      expect(resave.body.warnings).toEqual(soloView.body.warnings);
+      const preview = await stack.http('POST', '/v1/worker/policies/preview', { token: apiKey, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } } });
+      expect(preview.status).toBe(200);
+      expect(preview.body.preview.noop).toBe(true);
+      const renamed = await stack.http('PUT', `/v1/policies/${solo}`, { token: member, body: { name: 'Solo renamed' } });
+      expect({ status: renamed.status, version: renamed.body.version, name: renamed.body.name }).toEqual({ status: 200, version: 1, name: 'Solo renamed' });
+      // A change of content is checked: still refused while its only approver is disabled.
+      const changed = await stack.http('POST', '/v1/policies/', { token: member, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] }, timeoutSec: 60 } });
+      expectError(changed, 422, 'unsatisfiable_policy', { required: 1, available: 0, disabledApprovers: [addr] });
 
       await enable(reg.body.id);
       expect((await stack.http('GET', `/v1/policies/${solo}`, { token: member })).body.warnings).toEqual([]);

@@ -149,7 +149,12 @@ export function createPolicyLogic(deps: PolicyDeps) {
     },
     mode: 'upsert' | 'update',
   ) {
-    await validateForSave(args.org, args.key, args.def);
+    // Saving what is already there (a redeploy, a rename) is always safe, even when an
+    // approver has since been disabled: only a change of content is checked. The policy
+    // keeps reporting the problem in `warnings` and `check`.
+    const current = await policies.current(args.org, args.key);
+    const unchanged = current !== undefined && current.version.content_hash === contentHash(args.def);
+    if (!unchanged) await validateForSave(args.org, args.key, args.def);
     const result = await policies.save(
       {
         org: args.org,
@@ -217,10 +222,11 @@ export function createPolicyLogic(deps: PolicyDeps) {
     async preview(req: { org: string; body: PolicyUpsertBody }) {
       const b = req.body;
       const def = normalizeDefinition(b);
-      await validateForSave(req.org, b.key, def);
       const existing = await policies.find(req.org, b.key, { includeArchived: true });
       const current = existing ? await policies.version(existing.id, existing.current_version) : undefined;
       const changed = !current || current.content_hash !== contentHash(def);
+      // Refused for the same reasons a save is: an unchanged, live policy always saves.
+      if (changed || !existing || existing.archived_at) await validateForSave(req.org, b.key, def);
       const labels = diffValues(
         existing ? { name: existing.name, description: existing.description } : {},
         { name: b.name, description: b.description ?? null },
