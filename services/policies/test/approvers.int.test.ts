@@ -89,7 +89,10 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       expect(second.status).toBe(200);
       expect(second.body).toMatchObject({ id: first.body.id, email: addr, name: 'First', created: false });
       // It adds what was not known yet (pending) and keeps what was verified.
-      const third = await register({ email: addr, name: 'Renamed', channels: [{ channel: 'chatB', endpoint: 'D1' }, { channel: 'email', endpoint: 'other@example.com' }] });
+      // Another mailbox is not taken silently at registration (it is proven with verify).
+      expectInvalid(await register({ email: addr, channels: [{ channel: 'email', endpoint: 'other@example.com' }] }), 'body.channels.0.endpoint');
+      expectInvalid(await register({ email: addr, channels: [{ channel: 'chatB', endpoint: 'D1' }, { channel: 'chatB', endpoint: 'D2' }] }), 'body.channels.1.channel');
+      const third = await register({ email: addr, name: 'Renamed', channels: [{ channel: 'chatB', endpoint: 'D1' }, { channel: 'email', endpoint: addr.toUpperCase() }] });
       expect(third.status).toBe(200);
       expect(third.body).toMatchObject({ id: first.body.id, name: 'Renamed', created: false });
       expect(third.body.channels).toEqual([
@@ -202,6 +205,8 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       expectInvalid(await verify(reg.body.id, { channel: 'sms', other: 1 }), 'body');
       expectInvalid(await verify(reg.body.id, { channel: 'webhook', endpoint: 'ftp://example.com/hook' }), 'body.endpoint', /http\(s\)/);
       expectInvalid(await verify(reg.body.id, { channel: 'sms', endpoint: 'call me' }), 'body.endpoint', /E\.164/);
+      expectInvalid(await verify(reg.body.id, { surface: 'chatB', resolvedRef: 'U1', endpoint: 'x' }), 'body.endpoint', /surface takes resolvedRef/);
+      expectInvalid(await verify(reg.body.id, { channel: 'sms' }), 'body.endpoint', /no sms endpoint is known/);
       expectError(await verify('apr_missing', { channel: 'sms' }), 404, 'not_found');
       // Nothing changed.
       const after = await getApprover(reg.body.id);

@@ -203,7 +203,7 @@ export const WaitQuery = z.strictObject({ timeoutSec: decimalInt(z.number().int(
  * match nothing (facts_mismatch) and an id too long to exist is not_found. Unknown
  * parameters stay a 400: a misspelled check must never be skipped and read as valid.
  */
-export const VerifyParams = z.strictObject({ id: z.string().min(1).max(1000) });
+export const VerifyParams = z.strictObject({ id: z.string().min(1).max(16_384) });
 export const VerifyQuery = z.strictObject({
   factsHash: z.string().max(1000).optional(),
   workflowRef: z.string().max(1000).optional(),

@@ -187,13 +187,31 @@ export const ChannelInput = z
   });
 export const MethodInput = z.strictObject({ surface: Surface, resolvedRef: z.string().min(1).max(2000).optional() });
 
-export const ApproverRegisterBody = z.strictObject({
-  email: Email,
-  name: z.string().min(1).max(200).optional(),
-  identityUserId: z.string().min(1).max(200).optional(),
-  channels: z.array(ChannelInput).max(20).optional(),
-  methods: z.array(MethodInput).max(20).optional(),
-});
+export const ApproverRegisterBody = z
+  .strictObject({
+    email: Email,
+    name: z.string().min(1).max(200).optional(),
+    identityUserId: z.string().min(1).max(200).optional(),
+    channels: z.array(ChannelInput).max(20).optional(),
+    methods: z.array(MethodInput).max(20).optional(),
+  })
+  .superRefine((b, ctx) => {
+    // One endpoint per channel; the email channel is the approver's own address (another
+    // mailbox is proven with verify). Nothing given is silently dropped.
+    const seen = new Set<string>();
+    (b.channels ?? []).forEach((c, i) => {
+      if (seen.has(c.channel)) ctx.addIssue({ code: 'custom', path: ['channels', i, 'channel'], message: `${c.channel} is given twice: an approver has one endpoint per channel` });
+      seen.add(c.channel);
+      if (c.channel === 'email' && c.endpoint !== undefined && c.endpoint.toLowerCase() !== b.email) {
+        ctx.addIssue({ code: 'custom', path: ['channels', i, 'endpoint'], message: 'the email channel is the approver\'s own address; prove another mailbox with POST /v1/approvers/{id}/verify' });
+      }
+    });
+    const surfaces = new Set<string>();
+    (b.methods ?? []).forEach((m, i) => {
+      if (surfaces.has(m.surface)) ctx.addIssue({ code: 'custom', path: ['methods', i, 'surface'], message: `${m.surface} is given twice: an approver has one method per surface` });
+      surfaces.add(m.surface);
+    });
+  });
 export const ApproverIdParams = z.strictObject({ id: z.string().min(1).max(100) });
 export const ApproverVerifyBody = z
   .strictObject({
@@ -207,6 +225,8 @@ export const ApproverVerifyBody = z
   .superRefine((b, ctx) => {
     const problem = b.channel && b.endpoint !== undefined ? channelEndpointProblem(b.channel, b.endpoint) : null;
     if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['endpoint'] });
+    if (b.surface && b.endpoint !== undefined) ctx.addIssue({ code: 'custom', message: 'endpoint goes with a channel; a surface takes resolvedRef', path: ['endpoint'] });
+    if (b.channel && b.resolvedRef !== undefined) ctx.addIssue({ code: 'custom', message: 'resolvedRef goes with a surface; a channel takes endpoint', path: ['resolvedRef'] });
   });
 
 export const ApproverView = z.object({

@@ -178,7 +178,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       response: UpsertReply,
       apiKeyRole: 'policies:write',
       otherStatuses: { 201: 'The policy was created, or an archived one restored' },
-      headers: [{ name: 'X-Policy-Source', description: '`repository` records the new version\'s source as repository (policy as code); anything else, or none, is `api`.', enum: ['repository', 'api'] }],
+      headers: [{ name: 'X-Policy-Source', description: '`repository` (any case) records the new version\'s source as repository (policy as code); any other value, or none, records `api`.' }],
       description: 'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed.',
     }),
     fwd('get', '/v1/worker/policies', 'worker', 'policies', 'Policy keys and labels', P.list, {

@@ -1,4 +1,4 @@
-import { newId, type ApproverView, type Knex, type ResolvedApprover } from '@approvals/shared';
+import { AppError, newId, type ApproverView, type Knex, type ResolvedApprover } from '@approvals/shared';
 import { z } from 'zod';
 import type { ApproverRegisterBody, ApproverVerifyBody } from '@approvals/shared';
 
@@ -117,6 +117,15 @@ export function createApproversStore(db: Knex) {
         const status = input.status ?? 'verified';
         const verifiedAt = status === 'verified' ? trx.fn.now() : null;
         if (input.channel) {
+          // A verified channel with no address would be a promise nobody can keep.
+          if (input.endpoint === undefined && status === 'verified') {
+            const known = await trx('approver_channels').where({ approver_id: id, channel: input.channel }).first('endpoint');
+            if (!known?.endpoint) {
+              throw new AppError('invalid_request', `body.endpoint: no ${input.channel} endpoint is known for this approver: send the endpoint being verified`, {
+                issues: [{ path: 'body.endpoint', message: `required: no ${input.channel} endpoint is known for this approver` }],
+              });
+            }
+          }
           const values: Record<string, unknown> = { approver_id: id, channel: input.channel, status, verified_at: verifiedAt };
           if (input.endpoint !== undefined) values.endpoint = input.endpoint;
           await trx('approver_channels').insert(values).onConflict(['approver_id', 'channel']).merge();
