@@ -33,6 +33,7 @@ describe('contact methods and push devices', () => {
   it('refuses bad contact methods and API keys', async () => {
     expect((await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { email: 'not-an-email' } })).status).toBe(400);
     expect((await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { pager: '1' } })).status).toBe(400);
+    expect((await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { sms: 'hello' } })).status).toBe(400);
     expect((await stack.http('GET', '/v1/contact-methods/', { token: apiKey })).status).toBe(403);
   });
 

@@ -56,8 +56,9 @@ describe('email content', () => {
     expiresAt: '2026-11-22T10:00:00.000Z',
   } as never;
 
-  it('offers approve/reject links only for yes/no decisions without a signature', () => {
+  it('offers approve/reject links only for yes/no decisions without a signature or a draft', () => {
     expect(answerableByLink(base)).toBe(true);
+    expect(answerableByLink({ ...(base as object), proposedOutput: { content: 'Dear customer' } } as never)).toBe(false);
     expect(answerableByLink({ ...(base as object), responseSpec: { type: 'text' } } as never)).toBe(false);
     expect(answerableByLink({ ...(base as object), requiresSignature: true } as never)).toBe(false);
   });

@@ -5,7 +5,7 @@ import { endpoint } from './endpoint';
 
 export const ContactMethods = z.strictObject({
   email: Email.optional(),
-  sms: z.string().min(3).max(40).optional(),
+  sms: z.string().regex(/^\+[1-9][0-9]{3,14}$/, 'sms must be a phone number in E.164 form (+ and 4 to 15 digits)').optional(),
   chatA: z.string().min(1).max(200).optional(),
   pushEnabled: z.boolean().optional(),
 });

@@ -41,9 +41,14 @@ export function summarizeBlock(b: Record<string, unknown>): string {
 }
 
 /** Yes/no decisions can be answered from the mail; anything richer opens the app. */
+/**
+ * Yes/no decisions are answered from the mail. Anything richer opens the app (spec):
+ * a choice or typed answer, a signature, and a draft (proposedOutput), which is what
+ * gets approved and is shown and refined there, not in the mail.
+ */
 export function answerableByLink(d: DecisionView): boolean {
   const spec = d.responseSpec as { type?: string } | null;
-  return !d.requiresSignature && (!spec || spec.type === 'approval');
+  return !d.requiresSignature && (!spec || spec.type === 'approval') && d.proposedOutput == null;
 }
 
 export function renderEmail(args: { d: DecisionView; kind: DeliveryRow['kind']; links?: Record<string, string>; appUrl: string }) {
