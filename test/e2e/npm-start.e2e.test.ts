@@ -45,14 +45,16 @@ interface Started {
 const launched: Started[] = [];
 
 /** `node deploy/local/start.js` in a process group of its own, with a fresh data folder. */
-async function launch(extraEnv: Record<string, string>, sharedDataDir?: string): Promise<Started> {
+async function launch(extraEnv: Record<string, string>, sharedDataDir?: string, viaNpm = false): Promise<Started> {
   const dataDir = sharedDataDir ?? mkdtempSync(join(tmpdir(), 'approvals-npm-start-'));
   const [port, natsPort] = await distinctFreePorts(2);
   const env: NodeJS.ProcessEnv = { ...process.env, APPROVALS_DATA_DIR: dataDir, PORT: String(port), EMBEDDED_NATS_PORT: String(natsPort), LOG_LEVEL: 'warn', ...extraEnv };
   for (const k of ['NATS_URL', 'AUTH_JWT_SECRET', 'PUBLIC_BASE_URL', 'NODE_ENV']) delete env[k]; // jest sets NODE_ENV; a user's shell does not
   if (!extraEnv.DATABASE_URL) delete env.DATABASE_URL;
   // detached: its own process group, so afterAll can kill the supervisor, the services and nats-server at once.
-  const proc = spawn(process.execPath, [START], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = viaNpm
+    ? spawn('npm', ['start'], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, [START], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const collect = (b: Buffer) => {
     output += b.toString();
@@ -108,14 +110,15 @@ async function waitUp(s: Started, timeoutMs = 90_000) {
 }
 
 /** Sends SIGINT (to the start process, or to its whole group like Ctrl-C in a terminal) and checks a clean stop. */
-async function interruptAndCheck(s: Started, target: 'process' | 'group') {
-  process.kill(target === 'group' ? -s.pid : s.pid, 'SIGINT');
+async function interruptAndCheck(s: Started, target: 'process' | 'group', signal: NodeJS.Signals = 'SIGINT') {
+  process.kill(target === 'group' ? -s.pid : s.pid, signal);
   let timer: NodeJS.Timeout | undefined;
   const result = await Promise.race([s.exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), 30_000)))]);
   clearTimeout(timer);
   const failed = result === 'timeout' || result.code !== 0;
   expect({ result, tail: failed ? s.output().slice(-4000) : '' }).toEqual({ result: { code: 0, signal: null }, tail: '' });
   expect(s.output()).toMatch(/\[start\] stopped/);
+  if (signal !== 'SIGINT') expect(s.output()).toContain(`${signal}: stopping services`);
   // nothing listens any more: fetch itself fails
   expect(await http(s.baseUrl, 'GET', '/health').then((r) => r.status, (err: Error) => err.name)).toBe('TypeError');
   // the services and nats-server (same process group) are gone too
@@ -212,5 +215,12 @@ describe('npm start (process level)', () => {
     expect((await http(s.baseUrl, 'GET', '/health')).status).toBe(200);
 
     await interruptAndCheck(s, 'group');
+  }, 150_000);
+
+  it('`npm start` itself: SIGTERM to the npm process (what a supervisor sends) reaches start and stops everything', async () => {
+    const [pgPort] = await distinctFreePorts(1);
+    const s = await launch({ EMBEDDED_PG_PORT: String(pgPort) }, undefined, true);
+    await waitUp(s);
+    await interruptAndCheck(s, 'process', 'SIGTERM');
   }, 150_000);
 });
