@@ -61,7 +61,10 @@ export async function main(argv: string[]): Promise<void> {
       await store.ensureOrg(org);
       const sub = flags.sub ?? `usr_${email}`;
       await store.touchUser({ org, id: sub, email, role: 'admin' });
-      const { key } = await store.createApiKey({ org, name: flags.name ?? 'bootstrap', roles: ['decisions:write', 'policies:write'], createdBy: sub });
+      const roles = ['decisions:write', 'policies:write'] as const;
+      const { key, row } = await store.createApiKey({ org, name: flags.name ?? 'bootstrap', roles: [...roles], createdBy: sub });
+      // Like a key made over HTTP: every key's creation is in the org's audit log.
+      await store.appendAudit({ org, action: 'api_key.created', actor: sub, target: row.id, details: { roles: [...roles], via: 'admin bootstrap' } });
       const sessionToken = signSessionToken(secret, { sub, email, org, role: 'admin' }, Number(flags.ttl ?? 12 * 3600));
       process.stdout.write(`${JSON.stringify({ orgId: org, sessionToken, apiKey: key })}\n`);
     } finally {

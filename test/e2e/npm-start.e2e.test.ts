@@ -174,6 +174,9 @@ describe('npm start (process level)', () => {
     expect(await get('/v1/worker/policies', boot.apiKey)).toEqual({ status: 200, body: { policies: [] } });
     // the bootstrap session is signed with the secret npm start uses: an admin session
     expect((await get('/v1/api-keys/', boot.sessionToken)).status).toBe(200);
+    // and the key's creation is in the audit log, like any key's
+    const audit = await get('/v1/audit/', boot.sessionToken);
+    expect(audit.body.entries).toContainEqual(expect.objectContaining({ action: 'api_key.created', actor: 'usr_admin@e2e.test' }));
 
     // ---- session: an admin token
     const session = admin(['session', '--org', 'e2e-org', '--email', 'x@e2e.test', '--role', 'admin']);

@@ -50,6 +50,8 @@ export interface RouteDef {
   otherStatuses?: Record<number, string>;
   /** Request headers the route reads (documented as header parameters). */
   headers?: Array<{ name: string; description: string; enum?: string[] }>;
+  /** A callback whose adapter is not built yet: the owning service answers 501. */
+  callbackNotBuilt?: string;
   /** A route answering HTML pages (email links): status → when. */
   htmlResponses?: Record<number, string>;
   /** API key role required (worker scope). */
