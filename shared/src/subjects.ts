@@ -15,8 +15,6 @@ export const SUBJECT = {
   access: {
     echo: 'svc.access.echo',
     actorLabel: 'svc.access.actor_label',
-    audit: 'svc.access.audit',
-    settings: 'svc.access.settings',
     llmSettings: 'svc.access.llm_settings',
     retentionSettings: 'svc.access.retention_settings',
   },
@@ -105,7 +103,6 @@ export const EVENT = {
   decisionReminded: 'evt.decision.reminded',
   decisionEscalated: 'evt.decision.escalated',
   policyForceDeleted: 'evt.policy.force_deleted',
-  policySaved: 'evt.policy.saved',
   timerExpireDue: 'evt.timer.expire_due',
   timerRemindDue: 'evt.timer.remind_due',
   timerEscalateDue: 'evt.timer.escalate_due',
