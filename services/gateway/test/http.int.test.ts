@@ -322,6 +322,24 @@ describe('gateway HTTP behaviour', () => {
       expect((await stack.http('GET', '/v1/policies/emoji', { token: org.admin })).body.name).toBe('ship it 🚀');
     });
 
+    it('refuses bytes that are not UTF-8 and numbers beyond double range (both would be stored changed), creating nothing', async () => {
+      const own = await stack.newOrg();
+      const bad = Buffer.concat([Buffer.from('{"externalRunId":"utf8","stepRef":"s","approvers":["a@example.com"],"context":{"title":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}}')]);
+      const res = await stack.http('POST', '/v1/worker/decisions', { token: own.apiKey, rawBody: bad, headers: { 'content-type': 'application/json' } });
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ error: 'invalid_request', message: expect.stringMatching(/UTF-8/), issues: [{ path: 'body', message: 'not valid UTF-8' }] });
+      for (const n of ['1e400', '-1e400', '0.1e310']) {
+        const big = await stack.http('POST', '/v1/worker/decisions', {
+          token: own.apiKey,
+          rawBody: `{"externalRunId":"big-${n}","stepRef":"s","approvers":["a@example.com"],"context":{"payload":{"n":${n}}}}`,
+          headers: { 'content-type': 'application/json' },
+        });
+        expect({ n, status: big.status }).toEqual({ n, status: 400 });
+        expect(big.body.issues).toEqual([{ path: 'body.context.payload.n', message: expect.stringMatching(/out of range/) }]);
+      }
+      expect((await stack.http('GET', '/v1/decisions/', { token: own.admin })).body.total).toBe(0);
+    });
+
     it('refuses it before forwarding to a service', async () => {
       const res = await stack.http('POST', '/v1/worker/policies/check', { token: org.apiKey, body: { keys: ['ok', 'a\u0000b'] } });
       expect(res.status).toBe(400);

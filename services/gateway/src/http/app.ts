@@ -87,7 +87,19 @@ export function createApp(deps: AppDeps) {
   mountMcp(app, { authenticate: deps.authenticate, selfUrl: deps.selfUrl, log: deps.log, bodyLimitBytes: deps.bodyLimitBytes });
 
   const rawParser = express.raw({ type: () => true, limit: deps.bodyLimitBytes });
-  const jsonParser = express.json({ limit: deps.bodyLimitBytes, strict: false });
+  const jsonParser = express.json({
+    limit: deps.bodyLimitBytes,
+    strict: false,
+    // Bytes that are not UTF-8 would be decoded to U+FFFD, silently changing what was sent.
+    verify: (_req, _res, buf) => {
+      try {
+        STRICT_UTF8.decode(buf);
+      } catch {
+        // A plain error with a type: body-parser sets `status` on what is thrown here.
+        throw Object.assign(new Error('the request body is not valid UTF-8'), { type: 'body.invalid_utf8' });
+      }
+    },
+  });
 
   for (const route of deps.routes) {
     const path = toExpressPath(route.path);
@@ -213,6 +225,8 @@ export function createApp(deps: AppDeps) {
 /** Deepest JSON nesting a request may carry (V8's JSON.stringify fails near 4000, JSON.parse takes any). */
 export const MAX_JSON_DEPTH = 64;
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+
 /** A UTF-16 surrogate half with no partner: JSON allows the escape, UTF-8 cannot encode it. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -238,6 +252,9 @@ function inputIssues(location: string, value: unknown): { path: string; message:
     if (typeof v === 'string') {
       if (v.includes('\u0000')) out.push({ path: pathOf(where), message: 'must not contain the NUL character (U+0000)' });
       else if (LONE_SURROGATE.test(v)) out.push({ path: pathOf(where), message: 'must be well-formed Unicode (lone UTF-16 surrogate escape)' });
+    } else if (typeof v === 'number' && !Number.isFinite(v)) {
+      // 1e400 parses to Infinity, which JSON cannot carry on: it would be stored as null.
+      out.push({ path: pathOf(where), message: 'number is out of range (beyond double precision)' });
     } else if (v && typeof v === 'object' && depth >= MAX_JSON_DEPTH) {
       out.push({ path: pathOf(where), message: `nested more than ${MAX_JSON_DEPTH} levels deep` });
     } else if (Array.isArray(v)) {
