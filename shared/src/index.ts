@@ -10,3 +10,4 @@ export * from './runtime';
 export * from './bus/index';
 export * from './contracts/index';
 export * from './policy-contract';
+export * from './contract-checker';

@@ -178,7 +178,10 @@ export function plainValues(data: Record<string, unknown> | undefined | null): R
   return out;
 }
 
-function describe(e: ErrorObject): string {
+/** The part of an Ajv error a violation message is made from (it crosses a worker boundary). */
+export type ContractError = Pick<ErrorObject, 'instancePath' | 'keyword' | 'params' | 'message'>;
+
+export function describeContractError(e: ContractError): string {
   const where = e.instancePath ? e.instancePath.replace(/^\//, '').replace(/\//g, '.') : '(data)';
   if (e.keyword === 'required') return `${e.instancePath ? `${where}.` : ''}${(e.params as { missingProperty: string }).missingProperty}: is required`;
   if (e.keyword === 'additionalProperties') return `${where}: unexpected field ${(e.params as { additionalProperty: string }).additionalProperty}`;
@@ -203,7 +206,7 @@ export function checkContextContract(schema: Record<string, unknown>, data: Reco
     if (err instanceof RangeError) throw new ContractUnavailable('the contract recurses without end on this data');
     throw err;
   }
-  return (validate.errors ?? []).map(describe);
+  return (validate.errors ?? []).map(describeContractError);
 }
 
 export interface FloorConditionLike {

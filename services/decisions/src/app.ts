@@ -1,4 +1,4 @@
-import { createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { ContractChecker, createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer } from './consumers/notification-sent.consumer';
@@ -28,9 +28,10 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       const quota = config.DECISION_QUOTA_PER_MONTH;
       const waiters = new Waiters({ bus: ctx.bus, log: ctx.log });
       waiters.start();
+      const contracts = new ContractChecker({ workers: 2, budgetMs: 250, maxQueue: 64 });
       const actions = createDecisionActions({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, fetchImpl: opts.fetchImpl });
       registerDecisionHandlers(ctx.host, {
-        create: createDecisionOpener({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota }),
+        create: createDecisionOpener({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts }),
         actions,
         reads: createDecisionReads({ db: ctx.db, tallyOf: actions.tallyOf, defaultMonthlyQuota: quota }),
         workflows: createWorkflows({ db: ctx.db }),
@@ -41,7 +42,10 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       ctx.consume(notificationSentConsumer(ctx.db));
       const stopWaiters = () => waiters.stop();
       for (const c of timerStepConsumers(createLifecycle({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, log: ctx.log }))) ctx.consume(c);
-      return { beforeStop: async () => stopWaiters() };
+      return {
+        beforeStop: async () => stopWaiters(),
+        afterStop: () => contracts.close(),
+      };
     },
   });
 }

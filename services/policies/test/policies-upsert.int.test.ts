@@ -143,6 +143,15 @@ describe('policy upsert over HTTP', () => {
       expect((await stack.http('GET', '/v1/policies/', { token: member })).body.policies.map((p: { name: string }) => p.name)).not.toContain('UPPER');
     });
 
+    it('refuses a contextSchema over 64 KiB of JSON (compiling it would stall every service that checks it)', async () => {
+      const properties = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`field_${i}`, { type: 'string' }]));
+      const key = uniqueKey('bigschema');
+      expectInvalid(await post({ key, name: 'big', contextSchema: { type: 'object', properties } }), 'body.contextSchema', /at most 64 KiB/);
+      expect((await stack.http('GET', `/v1/policies/${key}`, { token: member })).status).toBe(404);
+      const small = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`field_${i}`, { type: 'string' }]));
+      expect((await post({ key, name: 'small', contextSchema: { type: 'object', properties: small } })).status).toBe(201);
+    });
+
     it('stores requiresSignature: true as given', async () => {
       const key = uniqueKey('sig');
       const signer = await verifiedSigner();

@@ -49,12 +49,18 @@ export const FloorCondition = z
   });
 export type FloorCondition = z.infer<typeof FloorCondition>;
 
+/** Largest contextSchema accepted (its JSON text): compiling a schema costs time in every service that checks it. */
+export const CONTEXT_SCHEMA_MAX_BYTES = 64 * 1024;
+const ContextSchemaInput = z
+  .record(z.string(), z.unknown())
+  .refine((s) => Buffer.byteLength(JSON.stringify(s)) <= CONTEXT_SCHEMA_MAX_BYTES, `a contextSchema is at most ${CONTEXT_SCHEMA_MAX_BYTES / 1024} KiB of JSON`);
+
 const policyBodyFields = {
   name: z.string().min(1).max(200),
   description: z.string().max(2000).nullable().optional(),
   defaults: PolicyDefaults.default({}),
   timeoutSec: PosInt().nullable().optional(),
-  contextSchema: z.record(z.string(), z.unknown()).nullable().optional(),
+  contextSchema: ContextSchemaInput.nullable().optional(),
   requiresSignature: z.boolean().optional(),
   floor: z.array(FloorCondition).max(50).nullable().optional(),
 };
@@ -78,7 +84,7 @@ export const PolicyUpdateBody = z.strictObject({
   description: z.string().max(2000).nullable().optional(),
   defaults: PolicyDefaults.optional(),
   timeoutSec: PosInt().nullable().optional(),
-  contextSchema: z.record(z.string(), z.unknown()).nullable().optional(),
+  contextSchema: ContextSchemaInput.nullable().optional(),
   requiresSignature: z.boolean().optional(),
   floor: z.array(FloorCondition).max(50).nullable().optional(),
 });

@@ -5,7 +5,7 @@ import {
   PoliciesEndpoints,
   actorOf,
   ContractUnavailable,
-  checkContextContract,
+  type ContractChecker,
   enqueueEvents,
   floorMatches,
   isUniqueViolation,
@@ -27,6 +27,8 @@ export interface CreateDeps {
   clock: Clock;
   /** Deployment default monthly decision quota per org; undefined = unlimited. */
   defaultMonthlyQuota?: number;
+  /** Checks context contracts off the event loop, under a time limit. */
+  contracts: ContractChecker;
 }
 
 /** What the policy gate fixes at creation. */
@@ -83,7 +85,7 @@ export function createDecisionOpener(deps: CreateDeps) {
     if (def.contextSchema) {
       let violations: string[];
       try {
-        violations = checkContextContract(def.contextSchema, b.context?.data);
+        violations = await deps.contracts.check(def.contextSchema, b.context?.data);
       } catch (err) {
         // Not shown to meet the contract: refused like a violation, saying why.
         if (!(err instanceof ContractUnavailable)) throw err;
