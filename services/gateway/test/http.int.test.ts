@@ -165,6 +165,27 @@ describe('gateway HTTP behaviour', () => {
       expect(form.headers.get('content-type')).toMatch(/text\/html/);
     });
 
+    it('stops a page of decisions early past 8 MiB; the next page continues from there, nothing is skipped', async () => {
+      const own = await stack.newOrg();
+      const payload = 'q'.repeat(900_000);
+      const ids: string[] = [];
+      for (let i = 0; i < 12; i++) {
+        const res = await stack.http('POST', '/v1/worker/decisions', { token: own.apiKey, body: { externalRunId: `page-${i}`, stepRef: 's', approvers: [own.adminEmail], context: { payload: { blob: payload } } } });
+        expect(res.status).toBe(201);
+        ids.push(res.body.decisionId);
+      }
+      const first = await stack.http('GET', '/v1/decisions/?limit=50', { token: own.admin });
+      expect(first.status).toBe(200);
+      expect(first.body.total).toBe(12);
+      expect(first.body.decisions.length).toBeGreaterThan(0);
+      expect(first.body.decisions.length).toBeLessThan(12);
+      const rest = await stack.http('GET', `/v1/decisions/?limit=50&offset=${first.body.decisions.length}`, { token: own.admin });
+      const seen = [...first.body.decisions, ...rest.body.decisions].map((d: { id: string }) => d.id);
+      expect(seen).toEqual([...ids].reverse()); // newest first, each once
+      const worker = await stack.http('GET', '/v1/worker/decisions?limit=200', { token: own.apiKey });
+      expect(worker.body.decisions.length).toBe(first.body.decisions.length);
+    });
+
     it('answers 413 on a raw callback route too', async () => {
       const res = await stack.http('POST', '/v1/surfaces/chatA/events', { rawBody: Buffer.alloc(MiB + 10, 0x61), headers: { 'content-type': 'text/plain' } });
       expect(res.status).toBe(413);

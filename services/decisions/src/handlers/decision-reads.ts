@@ -4,6 +4,24 @@ import { toView, type DecisionRow } from '../store/decision.row';
 import { evidenceView } from './decision-actions';
 import type { Tally } from '../domain/decision';
 
+/** Most a page of decisions may weigh (JSON): decisions carry contexts up to the 1 MiB body limit. */
+export const PAGE_BUDGET_BYTES = 8 * 1024 * 1024;
+
+/**
+ * A page stops early (never before its first decision) once it would pass
+ * PAGE_BUDGET_BYTES: a page of 200 decisions of 1 MiB each would be 200 MiB in memory
+ * in three processes. Fewer decisions than `limit` with more left (`offset + length <
+ * total`) means: ask for the next page from there.
+ */
+function withinPageBudget<T>(views: T[]): T[] {
+  let bytes = 0;
+  for (let i = 0; i < views.length; i++) {
+    bytes += Buffer.byteLength(JSON.stringify(views[i]));
+    if (bytes > PAGE_BUDGET_BYTES && i > 0) return views.slice(0, i);
+  }
+  return views;
+}
+
 export function createDecisionReads(deps: { db: Knex; tallyOf: (db: Knex, d: DecisionRow) => Promise<Tally>; defaultMonthlyQuota?: number }) {
   const { db } = deps;
   const find = async (org: string, id: string): Promise<DecisionRow> => {
@@ -26,7 +44,7 @@ export function createDecisionReads(deps: { db: Knex; tallyOf: (db: Knex, d: Dec
     async workerList(org: string, q: { status?: DecisionStatus; limit: number }) {
       const query = db('decisions').where({ org_id: org }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(q.limit);
       if (q.status) query.andWhere({ status: q.status });
-      return { decisions: ((await query) as DecisionRow[]).map(toView) };
+      return { decisions: withinPageBudget(((await query) as DecisionRow[]).map(toView)) };
     },
 
     async list(org: string, q: { status?: DecisionStatus; assignee?: string; workflowRef?: string; limit: number; offset: number }) {
@@ -38,7 +56,7 @@ export function createDecisionReads(deps: { db: Knex; tallyOf: (db: Knex, d: Dec
         base.clone().orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(q.limit).offset(q.offset),
         base.clone().count({ n: '*' }),
       ]);
-      return { decisions: (rows as DecisionRow[]).map(toView), limit: q.limit, offset: q.offset, total: Number(n) };
+      return { decisions: withinPageBudget((rows as DecisionRow[]).map(toView)), limit: q.limit, offset: q.offset, total: Number(n) };
     },
 
     async workflows(org: string, q: { assignee?: string }) {

@@ -195,7 +195,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     fwd('get', '/v1/worker/policies/{key}/versions/{n}', 'either', 'policies', 'One version of a policy', P.version, { params: VersionParams, response: VersionView }),
 
     // ---- decisions (session)
-    fwd('get', '/v1/decisions/', 'session', 'decisions', 'Decisions of the org, newest first', D.list, {
+    fwd('get', '/v1/decisions/', 'session', 'decisions', 'Decisions of the org, newest first (a page stops early past 8 MiB: continue from offset + its length)', D.list, {
       query: SessionListQuery,
       response: z.object({ decisions: z.array(DecisionView), limit: z.number(), offset: z.number(), total: z.number() }),
     }),
