@@ -15,10 +15,15 @@ const REV = 'rev@example.com';
 
 /** Runs the CLI as a child process (asynchronously: the stack answers from this process). */
 function runCli(args: string[], env: Record<string, string | undefined>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return runFile(process.execPath, [CLI, ...args], env);
+}
+
+/** Runs a program, collecting its output. */
+function runFile(file: string, args: string[], env: Record<string, string | undefined> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const childEnv: Record<string, string> = {};
     for (const [k, v] of Object.entries({ PATH: process.env.PATH, ...env })) if (v !== undefined) childEnv[k] = v;
-    const child = spawn(process.execPath, [CLI, ...args], { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(file, args, { env: childEnv, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -316,16 +321,7 @@ describe('approvals CLI', () => {
 
 describe('the approvals bin', () => {
   const ROOT = join(__dirname, '..', '..', '..');
-  const run = (file: string): Promise<{ code: number | null; stdout: string; stderr: string }> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(file, [], { env: { PATH: process.env.PATH ?? '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (c) => (stdout += c));
-      child.stderr.on('data', (c) => (stderr += c));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, stdout, stderr }));
-    });
+  const run = (file: string) => runFile(file, []);
 
   it('is linked by npm install as node_modules/.bin/approvals (so `npx approvals` works in the repository) and runs the CLI', async () => {
     const r = await run(join(ROOT, 'node_modules', '.bin', 'approvals'));
