@@ -195,6 +195,11 @@ describe('expiry, evidence and events', () => {
       expect(dup2.status).toBe(200);
       expect(dup2.body.id).toBe(first.body.id);
 
+      // a link reviewers may click is http(s), never javascript: or data:
+      for (const sourceUrl of ['javascript:alert(1)', 'data:text/html,<b>x</b>', 'tickets.example.com/42']) {
+        const bad = await add(id, { kind: 'link', sourceUrl });
+        expect({ sourceUrl, status: bad.status, issues: bad.body.issues }).toEqual({ sourceUrl, status: 400, issues: [{ path: 'body.sourceUrl', message: 'must be an http(s) URL' }] });
+      }
       const link = { kind: 'link', title: 'Ticket', sourceUrl: 'https://tickets.example.com/42', sourceRef: { id: 42 } };
       const second = await add(id, link);
       expect(second.status).toBe(201);

@@ -120,6 +120,14 @@ describe('gateway authentication (HS256 sessions, API keys, scopes)', () => {
       expectUnauthorized(res, new RegExp(claim));
     });
 
+    it.each([['a look-alike (Kelvin sign) email', '\u212Aate@example.com'], ['a non-address', 'not-an-email'], ['an address with spaces', 'a b@example.com']])(
+      'refuses a token whose email claim is %s (it could lower-case into another person)',
+      async (_label, email) => {
+        const res = await stack.http('GET', '/v1/api-keys/', { token: hs256(fullClaims(uniqueOrg('mail'), { email })) });
+        expectUnauthorized(res, /email/);
+      },
+    );
+
     it.each(['sub', 'email', 'org', 'name'])('refuses a signed token whose %s claim holds a NUL character, never with a 5xx', async (claim) => {
       const org = uniqueOrg('nul');
       const res = await stack.http('GET', '/v1/api-keys/', { token: hs256(fullClaims(org, { [claim]: claim === 'org' ? `${org}\u0000x` : 'x\u0000y@example.com' })) });

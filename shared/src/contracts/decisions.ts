@@ -13,6 +13,9 @@ export const FactsHash = z.string().regex(FACTS_HASH_PATTERN, 'factsHash must be
 /** Integers stored in PostgreSQL `integer` columns: larger values would fail as a 500 at insert. */
 const INT4_MAX = 2_147_483_647;
 
+/** A link shown to reviewers: http(s) only (never `javascript:` or `data:`). */
+const HttpUrl = z.string().max(2000).regex(/^https?:\/\/\S+$/i, 'must be an http(s) URL');
+
 const title = { title: z.string().optional() };
 export const Block = z.discriminatedUnion('kind', [
   z.strictObject({ kind: z.literal('text'), ...title, text: z.string().max(8000) }),
@@ -41,7 +44,7 @@ export const DecisionContext = z.strictObject({
   aiReasoning: z.string().max(8000).nullable().optional(),
   blocks: z.array(Block).max(100).optional(),
   payload: z.record(z.string(), z.unknown()).nullable().optional(),
-  sourceUrl: z.string().max(2000).nullable().optional(),
+  sourceUrl: HttpUrl.nullable().optional(),
   extra: z.record(z.string(), z.unknown()).optional(),
   /** Plain values or enriched `{value, src}`; the policy contract and floor see plain values. */
   data: z.record(z.string(), z.unknown()).optional(),
@@ -168,7 +171,7 @@ export const EvidenceItem = z.strictObject({
   kind: z.enum(['chatA_thread', 'email', 'document', 'link', 'note']),
   title: z.string().max(500).optional(),
   sourceSystem: z.string().max(200).optional(),
-  sourceUrl: z.string().max(2000).optional(),
+  sourceUrl: HttpUrl.optional(),
   body: z.string().max(100000).optional(),
   capturedAt: z.string().max(100).optional(),
   sourceRef: z.record(z.string(), z.unknown()).optional(),

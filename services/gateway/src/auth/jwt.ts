@@ -9,7 +9,9 @@ const claimText = () => z.string().refine((s) => !s.includes('\u0000'), 'must no
 /** Claims a session token must carry (interface-decisions: Sessions). */
 export const SessionClaims = z.object({
   sub: claimText().min(1),
-  email: claimText().min(3),
+  // An email address (ASCII, as approvers' are): a look-alike such as the Kelvin sign
+  // (U+212A) would otherwise lower-case into another person's address.
+  email: z.email().max(320),
   org: claimText().min(1),
   role: UserRole.default('member'),
   name: claimText().optional(),

@@ -106,10 +106,11 @@ export function peopleProviders(config: NotifierConfig, deps: { bus: Bus }): Cha
         const d = await ctx.decision();
         if (d.status !== 'PENDING') return { status: 'skipped', reason: `decision is ${d.status}` };
         let links: Record<string, string> | undefined;
-        if (answerableByLink(d)) {
+        // A link votes as the approver: it only goes to the approver's own address. Another
+        // mailbox (an email channel any org member may set) gets "open in app", where the
+        // vote needs a session as the approver.
+        if (answerableByLink(d) && row.target.toLowerCase() === approverOf(row)) {
           links = (
-            // Bound to the approver (who votes), not to the address the mail goes to: an
-            // approver's verified email channel may be another mailbox.
             await deps.bus.call(SurfacesEndpoints.mintLinks, { org: row.org_id, decisionId: d.id, approverEmail: approverOf(row), actions: ['approve', 'reject'], expiresAt: d.expiresAt })
           ).links;
         }
