@@ -4,6 +4,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { CLIENT_VERSION, type ApprovalsClient } from './client';
 import { ApprovalsError } from './errors';
+import { canonicalize } from './jcs';
 import type { Decision, DecisionContext, DecisionRequest } from './types';
 
 const INSTRUCTIONS = `Tools to get a human's decision before you act.
@@ -97,7 +98,7 @@ const RequestInput = {
     .min(1)
     .max(200)
     .optional()
-    .describe('Your own stable id for this request (e.g. a task id). Calling again with the same run_id returns the existing decision instead of opening a second one. Omit to open a new decision each time.'),
+    .describe('Your own stable id for this request (e.g. a task id). Calling again with the same run_id and the same request returns the existing decision (existing: true) instead of opening a second one; the same run_id with a different request is refused (run_id_reused), never answered with the earlier verdict. Omit to open a new decision each time.'),
 };
 
 const IdInput = {
@@ -126,6 +127,7 @@ const ResultShape = {
   expires_at: z.string().nullable().optional().describe('When the decision expires unanswered (ISO 8601), if it does.'),
   output: z.unknown().optional().describe('Approved text, when the request carried a draft.'),
   responseValue: z.unknown().optional().describe("The reviewer's answer, for choice or text questions."),
+  existing: z.boolean().optional().describe('True when run_id named a decision opened earlier for this same request: its status may already be final.'),
   message: z.string().describe('What to do next.'),
 };
 
@@ -163,8 +165,9 @@ function nextStep(d: Decision): string {
   }
 }
 
-function ok(d: Decision): CallToolResult {
+function ok(d: Decision, existing = false): CallToolResult {
   const s = summarize(d);
+  if (existing) s.existing = true;
   return { content: [{ type: 'text', text: JSON.stringify(s) }], structuredContent: s };
 }
 
@@ -254,7 +257,25 @@ export function createApprovalsMcpServer(client: ApprovalsClient): McpServer {
           // Tools never send `required: false`, so the server always opens (or finds) a decision.
           return toolError(new Error(`the server opened no decision (reason: ${opened.reason})`));
         }
-        return ok(await client.getDecision(opened.decisionId));
+        const d = await client.getDecision(opened.decisionId);
+        if (opened.reason !== 'existing') return ok(d);
+        // run_id found an earlier decision. Its verdict holds only for the same request: an
+        // approval of "refund 5 EUR" must never come back as the answer to "refund 5000 EUR".
+        const differs: string[] = [];
+        if (canonicalize(d.context ?? null) !== canonicalize(body.context)) differs.push('title, question or context');
+        if ((d.policy ?? null) !== (args.policy ?? null)) differs.push('policy');
+        if (args.approvers !== undefined && canonicalize([...new Set(args.approvers.map((e) => e.toLowerCase()))].sort()) !== canonicalize([...d.approvers].sort())) differs.push('approvers');
+        if (differs.length) {
+          return toolError(
+            new ApprovalsError({
+              status: 409,
+              code: 'run_id_reused',
+              message: `run_id "${body.externalRunId}" already belongs to decision ${d.id} (status ${d.status}), which asked something else (${differs.join(', ')} differ). Its verdict does not apply to this request: use a new run_id for a new request.`,
+              body: { decision_id: d.id, status: d.status },
+            }),
+          );
+        }
+        return ok(d, true);
       } catch (err) {
         return toolError(err, REQUEST_ARG_PATHS);
       }

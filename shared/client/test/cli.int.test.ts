@@ -283,7 +283,31 @@ describe('approvals CLI', () => {
       const a = await call('request_decision', args);
       const b = await call('request_decision', args);
       expect(b.structuredContent!.decision_id).toBe(a.structuredContent!.decision_id);
+      expect(b.structuredContent!.existing).toBe(true);
+      expect(a.structuredContent!.existing).toBeUndefined();
       expect((await client.getDecision(a.structuredContent!.decision_id)).externalRunId).toBe('task-77');
+    });
+
+    it('the same run_id for a different request is refused: an earlier approval never answers another action', async () => {
+      const first = { title: 'Refund 5 EUR', question: 'Refund 5 EUR to c_1?', timeout_minutes: 60, approvers: [REV], run_id: 'task-refund', context: { data: { amount: 5 } } };
+      const opened = await call('request_decision', first);
+      const id = opened.structuredContent!.decision_id;
+      expect((await decide(stack, org, REV, id, 'approve')).status).toBe('APPROVED');
+      for (const other of [
+        { ...first, title: 'Refund 5000 EUR', question: 'Refund 5000 EUR to c_999?' },
+        { ...first, context: { data: { amount: 5000 } } },
+        { ...first, approvers: ['someone.else@example.com'] },
+      ]) {
+        const res = await call('request_decision', other);
+        expect(res.isError).toBe(true);
+        const payload = JSON.parse(res.content[0]!.text);
+        expect(payload).toMatchObject({ error: 'run_id_reused', status: 409, details: { decision_id: id, status: 'APPROVED' } });
+        expect(payload.message).toMatch(/does not apply to this request/);
+        expect(res.structuredContent).toBeUndefined();
+      }
+      // the very same request still gets its verdict back
+      const again = await call('request_decision', first);
+      expect(again.structuredContent).toMatchObject({ decision_id: id, status: 'APPROVED', existing: true });
     });
 
     it('API errors come back as tool errors with the API code and message', async () => {
