@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { stat } from 'node:fs/promises';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ApprovalsClient, CLIENT_VERSION } from './client';
 import { createApprovalsMcpServer } from './mcp';
@@ -74,8 +75,11 @@ async function main(argv: string[]): Promise<number> {
     const positional = args.filter((a) => !a.startsWith('-'));
     if (unknown.length) throw new UsageError(`approvals policies apply: unknown option ${unknown.join(', ')}`);
     if (positional.length !== 1) throw new UsageError('approvals policies apply: give exactly one folder');
+    const folder = positional[0]!;
+    const isFolder = await stat(folder).then((s) => s.isDirectory(), () => false);
+    if (!isFolder) throw new UsageError(`approvals policies apply: ${folder} is not a folder`);
     const client = clientFromEnv('policies apply');
-    const result = await applyPolicies(client, positional[0]!, { dryRun });
+    const result = await applyPolicies(client, folder, { dryRun });
     return result.ok ? 0 : 1;
   }
   throw new UsageError(`approvals: unknown command "${argv.join(' ')}"`);

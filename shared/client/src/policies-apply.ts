@@ -129,7 +129,11 @@ function actionOf(p: PolicyPreview): ApplyPolicyOutcome['action'] {
 
 function describe(o: ApplyPolicyOutcome): string[] {
   const head = `${o.key ?? '(no key)'} (${o.file})`;
-  if (o.action === 'refused') return [`${head}: refused: ${o.error?.code}: ${o.error?.message}`];
+  if (o.action === 'refused') {
+    // The server could not be asked at all: not a refusal of the policy.
+    if (o.error?.code === 'network_error' || o.error?.code === 'timeout') return [`${head}: could not reach the server (${o.error.code}): ${o.error.message}`];
+    return [`${head}: refused: ${o.error?.code}: ${o.error?.message}`];
+  }
   const p = o.preview!;
   const lines: string[] = [];
   switch (o.action) {

@@ -153,8 +153,8 @@ describe('approvals CLI', () => {
       expect(noFolder.code).toBe(2);
       expect(noFolder.stderr).toContain('give exactly one folder');
       const missing = await runCli(['policies', 'apply', join(dir, 'nope')], env);
-      expect(missing.code).toBe(1);
-      expect(missing.stderr).toContain('ENOENT');
+      expect(missing.code).toBe(2);
+      expect(missing.stderr).toContain(`${join(dir, 'nope')} is not a folder`);
       const unknown = await runCli(['frobnicate'], env);
       expect(unknown.code).toBe(2);
     });
