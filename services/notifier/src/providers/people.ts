@@ -3,6 +3,7 @@ import { SurfacesEndpoints, type Bus, type DecisionView } from '@approvals/share
 import type { NotifierConfig } from '../config';
 import { postJson, type ChannelProvider, type DeliveryRow } from './provider';
 import { signStandardWebhook } from './standard-webhooks';
+import { assertPublicTarget } from './targets';
 
 const esc = (s: unknown) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
@@ -133,6 +134,7 @@ export function peopleProviders(config: NotifierConfig, deps: { bus: Bus }): Cha
         const d = await ctx.decision();
         if (d.status !== 'PENDING') return { status: 'skipped', reason: `decision is ${d.status}` };
         const body = JSON.stringify({ type: `decision.${row.kind === 'notify' ? 'created' : row.kind === 'remind' ? 'reminded' : 'escalated'}`, data: d });
+        await assertPublicTarget(row.target, config.WEBHOOK_ALLOW_PRIVATE_TARGETS);
         const headers = signStandardWebhook(config.WEBHOOK_SIGNING_SECRET, row.id, Math.floor(Date.now() / 1000), body);
         await postJson(row.target, undefined, headers, body);
         return { status: 'sent' };
