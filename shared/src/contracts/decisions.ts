@@ -88,7 +88,7 @@ export type ResponseSpec = z.infer<typeof ResponseSpec>;
 export const EsignAttachment = z.strictObject({
   envelopeId: z.string().min(1).max(200),
   accountId: z.string().max(200).optional(),
-  documentUrl: z.url({ protocol: /^https?$/, error: 'documentUrl must be an http(s) URL' }).max(2000).optional(),
+  documentUrl: z.string().max(2000).pipe(z.url({ protocol: /^https?$/, error: 'documentUrl must be an http(s) URL' })).optional(),
 });
 
 export const DecisionRequest = z.strictObject({

@@ -4,7 +4,7 @@ import type { LocalRequest, LocalResult } from '../http/route';
 
 export const LlmSettingsBody = z.strictObject({
   /** An OpenAI-compatible API base, e.g. https://api.example.com/v1 (POST {baseUrl}/chat/completions). */
-  baseUrl: z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL' }).max(2000),
+  baseUrl: z.string().max(2000).pipe(z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL' })),
   model: z.string().min(1).max(200),
   /** Write-only: never read back. Omit to keep the stored key. */
   apiKey: z.string().min(1).max(4000).optional(),
