@@ -317,12 +317,15 @@ describe('gateway authentication (HS256 sessions, API keys, scopes)', () => {
         ['POST', '/v1/api-keys/', { name: 'mine' }],
         ['DELETE', `/v1/api-keys/${org.keyId}`, undefined],
         ['POST', `/v1/api-keys/${org.keyId}/rotate`, undefined],
-        ['GET', '/v1/audit/', undefined],
       ] as const) {
         const res = await stack.http(method, path, { token: member, body });
         expect(res.status).toBe(403);
         expect(res.body).toEqual({ error: 'forbidden', message: expect.stringMatching(/admin/) });
       }
+      // the audit log is open to every member (interface-decisions: admin only for keys, settings, forced deletes)
+      const audit = await stack.http('GET', '/v1/audit/', { token: member });
+      expect(audit.status).toBe(200);
+      expect(audit.body.entries).toEqual(expect.any(Array));
       // the key still works: neither the refused DELETE nor the refused rotate did anything
       const row = await pg.query('select revoked_at, rotated_at from access.api_keys where id = $1', [org.keyId]);
       expect(row.rows).toEqual([{ revoked_at: null, rotated_at: null }]);

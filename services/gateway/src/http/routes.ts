@@ -373,7 +373,8 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       method: 'get',
       path: '/v1/audit/',
       scope: 'session',
-      adminOnly: true,
+      // interface-decisions: admin only for API keys, settings and forced deletes; the
+      // audit log, like the rest of session scope, is open to every member of the org.
       tag: 'audit',
       summary: 'Audit log of the org, newest first',
       query: AuditQuery,
