@@ -178,6 +178,23 @@ describe('npm start (process level)', () => {
     const audit = await get('/v1/audit/', boot.sessionToken);
     expect(audit.body.entries).toContainEqual(expect.objectContaining({ action: 'api_key.created', actor: 'usr_admin@e2e.test' }));
 
+    // a context contract is checked by the built decisions process (in its worker threads)
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${s.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${boot.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      return { status: res.status, body: (await res.json()) as any };
+    };
+    const policy = await post('/v1/worker/policies', {
+      key: 'refunds',
+      name: 'Refunds',
+      defaults: { approvers: ['admin@e2e.test'] },
+      contextSchema: { type: 'object', properties: { amount: { type: 'number' } }, required: ['amount'] },
+    });
+    expect(policy.status).toBe(201);
+    const refused = await post('/v1/worker/decisions', { engine: 'api', externalRunId: 'r1', stepRef: 's', policy: 'refunds', context: { data: {} } });
+    expect(refused).toEqual({ status: 422, body: expect.objectContaining({ error: 'context_contract_violation', violations: ['amount: is required'] }) });
+    const opened = await post('/v1/worker/decisions', { engine: 'api', externalRunId: 'r1', stepRef: 's', policy: 'refunds', context: { data: { amount: 12 } } });
+    expect(opened.status).toBe(201);
+
     // ---- session: an admin token
     const session = admin(['session', '--org', 'e2e-org', '--email', 'x@e2e.test', '--role', 'admin']);
     expect(session).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
