@@ -1,6 +1,6 @@
 import { Worker } from 'node:worker_threads';
 import { canonicalize } from './jcs';
-import { ContractUnavailable, describeContractError, plainValues, type ContractError } from './policy-contract';
+import { CONTRACT_BUDGET_MS, ContractUnavailable, describeContractError, plainValues, type ContractError } from './policy-contract';
 
 /**
  * Runs inside each worker: compiles (cached by the schema's canonical form) and validates.
@@ -59,7 +59,6 @@ export class ContractChecker {
   private readonly slots: Slot[] = [];
   private nextId = 1;
   private closed = false;
-  private readonly keys = new WeakMap<object, string>();
 
   constructor(
     private readonly opts: { workers?: number; budgetMs?: number; maxQueue?: number } = {},
@@ -68,7 +67,7 @@ export class ContractChecker {
   }
 
   get budgetMs(): number {
-    return this.opts.budgetMs ?? 250;
+    return this.opts.budgetMs ?? CONTRACT_BUDGET_MS;
   }
 
   private spawn(): Slot {
@@ -96,17 +95,13 @@ export class ContractChecker {
   /** Violations of `schema` by the plain values of `data` (empty when satisfied). */
   async check(schema: Record<string, unknown>, data: Record<string, unknown> | undefined | null): Promise<string[]> {
     if (this.closed) throw new ContractUnavailable('the contract checker is stopped');
-    let key = this.keys.get(schema);
-    if (!key) {
-      key = canonicalize(schema);
-      this.keys.set(schema, key);
-    }
+    const key = canonicalize(schema); // names the compiled validator in the workers' caches
     const slot = this.slots.reduce((a, b) => (a.queue.length + (a.running ? 1 : 0) <= b.queue.length + (b.running ? 1 : 0) ? a : b));
     if (slot.queue.length >= (this.opts.maxQueue ?? 64)) {
       throw new ContractUnavailable('too many contract checks are waiting; try again shortly');
     }
     return new Promise<string[]>((resolve, reject) => {
-      slot.queue.push({ id: this.nextId++, key: key!, schema, data: plainValues(data), resolve, reject });
+      slot.queue.push({ id: this.nextId++, key, schema, data: plainValues(data), resolve, reject });
       void this.pump(slot);
     });
   }

@@ -1,7 +1,5 @@
 import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
-import type { RegExpEngine } from 'ajv/dist/types';
 import ret, { types as ReTypes } from 'ret';
-import { Script, createContext } from 'node:vm';
 import { canonicalize } from './jcs';
 
 /**
@@ -24,47 +22,8 @@ export class ContractUnavailable extends Error {
   override name = 'ContractUnavailable';
 }
 
-/** Wall-clock budget for checking one request's data against a contract. */
+/** Wall-clock budget for checking one request's data against a contract (see ContractChecker). */
 export const CONTRACT_BUDGET_MS = 250;
-
-/**
- * Regular expressions from policies are other people's code: every `pattern` runs in a
- * vm with a timeout (V8 interrupts a backtracking regex there), against one budget per
- * validation. Saving a policy also refuses patterns with nested quantifiers, the usual
- * shape of catastrophic backtracking, so the budget is a second line of defence.
- */
-let deadline = Number.POSITIVE_INFINITY;
-const REGEX_TEST = new Script('re.test(s)');
-const regexContext = createContext({ re: /$^/, s: '' }) as { re: RegExp; s: string };
-
-class PatternTooExpensive extends Error {}
-
-const guardedRegExp: RegExpEngine = Object.assign(
-  (pattern: string, flags: string) => {
-    const re = new RegExp(pattern, flags);
-    return {
-      // Ajv keys its pattern cache by toString(): each pattern must name itself.
-      toString: () => re.toString(),
-      test(s: string): boolean {
-        // Outside a budget (Ajv checking a schema against its meta-schema): our own patterns.
-        if (deadline === Number.POSITIVE_INFINITY) return re.test(s);
-        const left = deadline - Date.now();
-        if (left <= 0) throw new PatternTooExpensive();
-        regexContext.re = re;
-        regexContext.s = s;
-        try {
-          return REGEX_TEST.runInContext(regexContext, { timeout: Math.max(1, Math.ceil(left)) }) as boolean;
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw new PatternTooExpensive();
-          throw err;
-        } finally {
-          regexContext.s = '';
-        }
-      },
-    };
-  },
-  { code: 'new RegExp' },
-);
 
 /**
  * True when a regular expression can backtrack catastrophically in the common way: a
@@ -122,16 +81,6 @@ function unsafePatterns(schema: unknown): string[] {
 /** Values run through a fresh validator at save time: a schema that recurses without end fails on them. */
 const PROBES: unknown[] = [{}, { a: 1 }, [], null, 0, 'x', true];
 
-function withBudget<T>(ms: number, fn: () => T): T {
-  const previous = deadline;
-  deadline = Date.now() + ms;
-  try {
-    return fn();
-  } finally {
-    deadline = previous;
-  }
-}
-
 export function compileContextSchema(schema: Record<string, unknown>): ValidateFunction {
   const key = canonicalize(schema);
   const hit = cache.get(key);
@@ -139,7 +88,7 @@ export function compileContextSchema(schema: Record<string, unknown>): ValidateF
   let fn: ValidateFunction;
   // One Ajv per schema: a shared instance registers schemas by `$id`, so two policies (or
   // two versions) with the same `$id` and different content would collide.
-  const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false, code: { regExp: guardedRegExp } });
+  const ajv = new Ajv2020({ allErrors: true, strict: false, validateFormats: false });
   try {
     // Strict meta-schema check first, so "type": "strin" is refused instead of ignored.
     if (!ajv.validateSchema(schema)) {
@@ -153,13 +102,10 @@ export function compileContextSchema(schema: Record<string, unknown>): ValidateF
     }
     fn = ajv.compile(schema);
     // A schema can compile and still recurse forever on any value ({"$ref": "#"}).
-    withBudget(CONTRACT_BUDGET_MS, () => {
-      for (const probe of PROBES) fn(probe);
-    });
+    for (const probe of PROBES) fn(probe);
   } catch (err) {
     if (err instanceof InvalidContextSchema) throw err;
     if (err instanceof RangeError) throw new InvalidContextSchema('the schema refers to itself without end (a $ref cycle that never reaches a value)');
-    if (err instanceof PatternTooExpensive) throw new InvalidContextSchema('a pattern takes too long to evaluate');
     throw new InvalidContextSchema((err as Error).message);
   }
   if (cache.size > 1000) cache.clear();
@@ -186,27 +132,6 @@ export function describeContractError(e: ContractError): string {
   if (e.keyword === 'required') return `${e.instancePath ? `${where}.` : ''}${(e.params as { missingProperty: string }).missingProperty}: is required`;
   if (e.keyword === 'additionalProperties') return `${where}: unexpected field ${(e.params as { additionalProperty: string }).additionalProperty}`;
   return `${where}: ${e.message ?? e.keyword}`;
-}
-
-/**
- * Violations of the contract by `context.data` (empty when satisfied). Throws
- * ContractUnavailable when the contract cannot be evaluated for this data.
- */
-export function checkContextContract(schema: Record<string, unknown>, data: Record<string, unknown> | undefined | null): string[] {
-  let validate: ValidateFunction;
-  try {
-    validate = compileContextSchema(schema);
-  } catch (err) {
-    throw new ContractUnavailable(`the policy's contextSchema is not usable: ${(err as Error).message}`);
-  }
-  try {
-    if (withBudget(CONTRACT_BUDGET_MS, () => validate(plainValues(data)))) return [];
-  } catch (err) {
-    if (err instanceof PatternTooExpensive) throw new ContractUnavailable(`checking context.data against the contract took longer than ${CONTRACT_BUDGET_MS} ms (a pattern is too expensive for this data)`);
-    if (err instanceof RangeError) throw new ContractUnavailable('the contract recurses without end on this data');
-    throw err;
-  }
-  return (validate.errors ?? []).map(describeContractError);
 }
 
 export interface FloorConditionLike {

@@ -28,7 +28,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       const quota = config.DECISION_QUOTA_PER_MONTH;
       const waiters = new Waiters({ bus: ctx.bus, log: ctx.log });
       waiters.start();
-      const contracts = new ContractChecker({ workers: 2, budgetMs: 250, maxQueue: 64 });
+      const contracts = new ContractChecker({ workers: 2, maxQueue: 64 });
       const actions = createDecisionActions({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, fetchImpl: opts.fetchImpl });
       registerDecisionHandlers(ctx.host, {
         create: createDecisionOpener({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts }),

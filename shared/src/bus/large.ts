@@ -11,7 +11,7 @@ export const LARGE_BUCKET = 'bus-large';
 export const LARGE_TTL_MS = 10 * 60 * 1000;
 /** Room left under the server's max_payload for headers and protocol. */
 const HEADROOM = 32 * 1024;
-const MARKER_PREFIX = '{"$large":"';
+const MARKER = new TextEncoder().encode('{"$large":"');
 
 const enc = new TextEncoder();
 const dec = new TextDecoder();
@@ -52,9 +52,9 @@ export class LargePayloads {
 
   /** The body a message stands for. */
   async unwrap(data: Uint8Array): Promise<Uint8Array> {
-    if (data.length > 200 || data.length < MARKER_PREFIX.length) return data;
+    // Every message passes here: compare bytes, decode only a marker.
+    if (data.length > 200 || data.length < MARKER.length || MARKER.some((b, i) => data[i] !== b)) return data;
     const text = dec.decode(data);
-    if (!text.startsWith(MARKER_PREFIX)) return data;
     const name = (JSON.parse(text) as { $large?: unknown }).$large;
     if (typeof name !== 'string') return data;
     const os = await this.bucket();
