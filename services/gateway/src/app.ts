@@ -53,6 +53,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         jwksUrl: config.AUTH_JWKS_URL,
         issuer: config.AUTH_JWT_ISSUER,
         audience: config.AUTH_JWT_AUDIENCE,
+        maxAgeSec: config.AUTH_SESSION_MAX_AGE_SEC,
       });
       const app = createApp({
         routes: buildRoutes({ store, settings }),

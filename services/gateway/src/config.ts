@@ -11,6 +11,7 @@ export const GatewayEnv = BaseServiceEnv.extend({
   AUTH_JWKS_URL: z.string().url('AUTH_JWKS_URL must be a URL').optional(),
   AUTH_JWT_ISSUER: z.string().optional(),
   AUTH_JWT_AUDIENCE: z.string().optional(),
+  AUTH_SESSION_MAX_AGE_SEC: positiveInt('AUTH_SESSION_MAX_AGE_SEC', 12 * 3600),
   BODY_LIMIT_BYTES: positiveInt('BODY_LIMIT_BYTES', 1024 * 1024),
   RATE_LIMIT_PER_KEY_PER_MIN: positiveInt('RATE_LIMIT_PER_KEY_PER_MIN', 6000),
   RATE_LIMIT_PER_IP_PER_MIN: positiveInt('RATE_LIMIT_PER_IP_PER_MIN', 12000),

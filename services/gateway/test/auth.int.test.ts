@@ -91,10 +91,41 @@ describe('gateway authentication (HS256 sessions, API keys, scopes)', () => {
       expectUnauthorized(res);
     });
 
-    it('refuses an expired token', async () => {
-      const token = hs256({ ...fullClaims(uniqueOrg('expired')), exp: nowSec() - 30 }, stack.secret, {});
+    it('refuses an expired token (past the 60 s clock-skew tolerance)', async () => {
+      const token = hs256({ ...fullClaims(uniqueOrg('expired')), exp: nowSec() - 120 }, stack.secret, {});
       const res = await stack.http('GET', '/v1/api-keys/', { token });
       expectUnauthorized(res, /expired/i);
+    });
+
+    it('tolerates 60 s of clock skew on exp', async () => {
+      const token = hs256({ ...fullClaims(uniqueOrg('skew')), exp: nowSec() - 20 }, stack.secret, {});
+      expect((await stack.http('GET', '/v1/api-keys/', { token })).status).toBe(200);
+    });
+
+    it('refuses a token without exp: a session must end', async () => {
+      const token = hs256(fullClaims(uniqueOrg('noexp')), stack.secret, {});
+      expect(JSON.parse(Buffer.from(token.split('.')[1], 'base64url').toString()).exp).toBeUndefined();
+      expectUnauthorized(await stack.http('GET', '/v1/api-keys/', { token }), /exp/);
+    });
+
+    it('refuses a token whose lifetime exceeds the session cap (12 h by default)', async () => {
+      const org = uniqueOrg('longexp');
+      const tooFar = hs256({ ...fullClaims(org), exp: nowSec() + 13 * 3600 }, stack.secret, { noTimestamp: true });
+      expectUnauthorized(await stack.http('GET', '/v1/api-keys/', { token: tooFar }), /session limit/);
+      // issued 11 h ago for 13 h: still more than 12 h of lifetime, even though 2 h remain
+      const longLived = hs256({ ...fullClaims(org), iat: nowSec() - 11 * 3600, exp: nowSec() + 2 * 3600 }, stack.secret, {});
+      expectUnauthorized(await stack.http('GET', '/v1/api-keys/', { token: longLived }), /session limit/);
+      const fine = hs256({ ...fullClaims(org), exp: nowSec() + 11 * 3600 }, stack.secret, {});
+      expect((await stack.http('GET', '/v1/api-keys/', { token: fine })).status).toBe(200);
+    });
+
+    it('AUTH_SESSION_MAX_AGE_SEC sets the cap', async () => {
+      const short = await stack.startService('gateway', { AUTH_SESSION_MAX_AGE_SEC: '300' });
+      const org = uniqueOrg('cap');
+      const tenMin = hs256({ ...fullClaims(org), exp: nowSec() + 600 }, stack.secret, {});
+      expectUnauthorized(await stack.http('GET', '/v1/api-keys/', { token: tenMin, baseUrl: short.url! }), /300 s/);
+      const fourMin = hs256({ ...fullClaims(org), exp: nowSec() + 240 }, stack.secret, {});
+      expect((await stack.http('GET', '/v1/api-keys/', { token: fourMin, baseUrl: short.url! })).status).toBe(200);
     });
 
     it('refuses a token that is not valid yet (nbf in the future)', async () => {
@@ -195,7 +226,7 @@ describe('gateway authentication (HS256 sessions, API keys, scopes)', () => {
       expect((await pg.query('select id from access.orgs where id = $1', [org])).rowCount).toBe(0);
 
       // A refused token does not create it.
-      const expired = hs256({ ...fullClaims(org), exp: nowSec() - 30 }, stack.secret, {});
+      const expired = hs256({ ...fullClaims(org), exp: nowSec() - 120 }, stack.secret, {});
       expect((await stack.http('GET', '/v1/api-keys/', { token: expired })).status).toBe(401);
       expect((await pg.query('select id from access.orgs where id = $1', [org])).rowCount).toBe(0);
 
@@ -423,7 +454,7 @@ describe('gateway authentication with RS256 from a JWKS', () => {
   });
 
   it('refuses an expired RS256 token', async () => {
-    const token = rs256({ ...claimsFor(uniqueOrg('rsexp')), exp: nowSec() - 30 });
+    const token = rs256({ ...claimsFor(uniqueOrg('rsexp')), exp: nowSec() - 120 });
     expectUnauthorized(await stack.http('GET', '/v1/api-keys/', { token, baseUrl: replicaUrl }), /expired/);
   });
 

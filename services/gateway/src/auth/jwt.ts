@@ -1,5 +1,6 @@
-import jwt, { type JwtPayload } from 'jsonwebtoken';
-import { createPublicKey, type KeyObject } from 'node:crypto';
+import jwt from 'jsonwebtoken';
+import { createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
+import { createSecretKey } from 'node:crypto';
 import { z } from 'zod';
 import { AppError, UserRole } from '@approvals/shared';
 
@@ -18,85 +19,66 @@ export const SessionClaims = z.object({
 });
 export type SessionClaims = z.infer<typeof SessionClaims>;
 
+/** Clock difference tolerated between the token issuer and this gateway. */
+export const CLOCK_SKEW_SEC = 60;
+/** Default longest session a token may grant (AUTH_SESSION_MAX_AGE_SEC). */
+export const DEFAULT_SESSION_MAX_AGE_SEC = 12 * 3600;
+
 export interface JwtVerifierOptions {
   secret: string;
   jwksUrl?: string;
   issuer?: string;
   audience?: string;
-  fetchImpl?: typeof fetch;
+  /** Longest lifetime a token may grant, counted from now (and from `iat` when present). */
+  maxAgeSec?: number;
 }
 
 /**
  * HS256 tokens signed with AUTH_JWT_SECRET; with AUTH_JWKS_URL, also RS256 tokens from
- * the identity provider, whose keys are fetched by `kid` and cached (refetched once on
- * an unknown kid, so key rotation at the provider needs no restart).
+ * the identity provider. jose fetches the provider's keys, caches them, and refetches on
+ * an unknown `kid` (with a cooldown), so key rotation at the provider needs no restart.
+ *
+ * Every token must expire: a token without `exp` would be a credential for ever, and
+ * one whose `exp` lies further out than the session cap (default 12 h) is refused too,
+ * so a leaked long-lived token cannot outlive the policy. 60 s of clock skew is allowed.
  */
 export function createJwtVerifier(opts: JwtVerifierOptions) {
-  let jwks: Map<string, KeyObject> | undefined;
-  let lastFetch = 0;
-
-  async function loadJwks(force: boolean): Promise<Map<string, KeyObject>> {
-    if (jwks && !force) return jwks;
-    if (force && Date.now() - lastFetch < 10_000 && jwks) return jwks;
-    lastFetch = Date.now();
-    const res = await (opts.fetchImpl ?? fetch)(opts.jwksUrl!, { signal: AbortSignal.timeout(5000) });
-    if (!res.ok) throw new Error(`JWKS fetch failed: ${res.status}`);
-    const body = (await res.json()) as { keys?: Array<Record<string, unknown>> };
-    const map = new Map<string, KeyObject>();
-    for (const k of body.keys ?? []) {
-      if (k.kty !== 'RSA') continue;
-      map.set(String(k.kid ?? ''), createPublicKey({ key: k as never, format: 'jwk' }));
-    }
-    jwks = map;
-    return map;
-  }
-
-  /**
-   * The provider's keys. When they cannot be fetched at all the token cannot be judged:
-   * 503 (try again), not 401 (which would tell a client its valid token is bad). A failed
-   * refresh keeps the keys already cached.
-   */
-  async function keyFor(kid: string | undefined): Promise<KeyObject | undefined> {
-    let keys: Map<string, KeyObject>;
-    try {
-      keys = await loadJwks(false);
-    } catch (err) {
-      throw new AppError('unavailable', `the identity provider's signing keys could not be fetched; try again (${(err as Error).message})`);
-    }
-    if (!keys.has(kid ?? '')) keys = await loadJwks(true).catch(() => keys);
-    return keys.get(kid ?? '') ?? (keys.size === 1 && !kid ? [...keys.values()][0] : undefined);
-  }
+  const hsKey = createSecretKey(Buffer.from(opts.secret, 'utf8'));
+  const jwks: JWTVerifyGetKey | undefined = opts.jwksUrl
+    ? createRemoteJWKSet(new URL(opts.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 10_000 })
+    : undefined;
+  const maxAgeSec = opts.maxAgeSec ?? DEFAULT_SESSION_MAX_AGE_SEC;
 
   return async function verify(token: string): Promise<SessionClaims> {
-    let decoded: ReturnType<typeof jwt.decode>;
+    let alg: string | undefined;
     try {
-      // Throws (SyntaxError) on a `typ: JWT` header with a payload that is not JSON.
-      decoded = jwt.decode(token, { complete: true });
+      alg = decodeProtectedHeader(token).alg;
     } catch {
-      decoded = null;
+      throw new AppError('unauthorized', 'malformed token');
     }
-    if (!decoded || typeof decoded === 'string') throw new AppError('unauthorized', 'malformed token');
-    let payload: JwtPayload | string;
+    if (token.split('.').length !== 3) throw new AppError('unauthorized', 'malformed token');
+    let payload: JWTPayload;
     try {
-      if (decoded.header.alg === 'HS256') {
-        payload = jwt.verify(token, opts.secret, { algorithms: ['HS256'] });
-      } else if (decoded.header.alg === 'RS256' && opts.jwksUrl) {
-        const key = await keyFor(decoded.header.kid);
-        if (!key) throw new AppError('unauthorized', 'token signed with an unknown key');
-        payload = jwt.verify(token, key, {
+      if (alg === 'HS256') {
+        ({ payload } = await jwtVerify(token, hsKey, { algorithms: ['HS256'], clockTolerance: CLOCK_SKEW_SEC, requiredClaims: ['exp'] }));
+      } else if (alg === 'RS256' && jwks) {
+        ({ payload } = await jwtVerify(token, jwks, {
           algorithms: ['RS256'],
           issuer: opts.issuer,
           audience: opts.audience,
-        });
+          clockTolerance: CLOCK_SKEW_SEC,
+          requiredClaims: ['exp'],
+        }));
       } else {
-        throw new AppError('unauthorized', `token algorithm ${decoded.header.alg} is not accepted`);
+        throw new AppError('unauthorized', `token algorithm ${alg} is not accepted`);
       }
     } catch (err) {
-      if (err instanceof AppError) throw err;
-      const e = err as Error;
-      if (e.name === 'TokenExpiredError') throw new AppError('unauthorized', 'token expired');
-      if (e.name === 'JsonWebTokenError' || e.name === 'NotBeforeError') throw new AppError('unauthorized', `invalid token: ${e.message}`);
-      throw new AppError('unauthorized', 'token could not be verified');
+      throw toAuthError(err);
+    }
+    const nowSec = Math.floor(Date.now() / 1000);
+    const exp = payload.exp!;
+    if (exp > nowSec + maxAgeSec + CLOCK_SKEW_SEC || (typeof payload.iat === 'number' && exp - payload.iat > maxAgeSec + CLOCK_SKEW_SEC)) {
+      throw new AppError('unauthorized', `token lifetime exceeds the session limit of ${maxAgeSec} s`);
     }
     const claims = SessionClaims.safeParse(payload);
     if (!claims.success) {
@@ -107,7 +89,36 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
   };
 }
 
+const CLAIM_NAMES: Record<string, string> = { aud: 'audience', iss: 'issuer', nbf: 'not-before time (nbf)', iat: 'issued-at time (iat)', exp: 'expiry (exp)' };
+
+function toAuthError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  if (err instanceof joseErrors.JWTExpired) return new AppError('unauthorized', 'token expired');
+  if (err instanceof joseErrors.JWTClaimValidationFailed) {
+    if (err.reason === 'missing') return new AppError('unauthorized', `token lacks the required claim ${err.claim}`);
+    const what = CLAIM_NAMES[err.claim] ?? `${err.claim} claim`;
+    return new AppError('unauthorized', `invalid token: ${what} ${err.reason === 'check_failed' ? 'does not match' : 'is invalid'}`);
+  }
+  if (err instanceof joseErrors.JWKSNoMatchingKey) return new AppError('unauthorized', 'token signed with an unknown key');
+  // The provider's keys could not be fetched: the token cannot be judged. 503 (try again),
+  // not 401, which would tell a client its valid token is bad.
+  if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid || isFetchFailure(err)) {
+    return new AppError('unavailable', `the identity provider's signing keys could not be fetched; try again (${(err as Error).message})`);
+  }
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return new AppError('unauthorized', 'invalid token: signature verification failed');
+  if (err instanceof joseErrors.JWTInvalid && /Claims Set/.test(err.message)) return new AppError('unauthorized', 'invalid token: its claims are not a JSON object');
+  if (err instanceof joseErrors.JOSEError) return new AppError('unauthorized', `invalid token: ${err.message}`);
+  return new AppError('unauthorized', 'token could not be verified');
+}
+
+/** jose reports an unreachable JWKS endpoint or a non-2xx answer as a plain error or JOSEError subclass. */
+function isFetchFailure(err: unknown): boolean {
+  const e = err as { code?: string; name?: string; message?: string };
+  if (e?.code && /^(ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH)$/.test(e.code)) return true;
+  return e?.name === 'JOSEError' && /JSON Web Key Set HTTP response/.test(String(e.message));
+}
+
 /** Signs an HS256 session token (admin CLI and tests). */
-export function signSessionToken(secret: string, claims: { sub: string; email: string; org: string; role?: 'admin' | 'member'; name?: string }, expiresInSec = 12 * 3600): string {
+export function signSessionToken(secret: string, claims: { sub: string; email: string; org: string; role?: 'admin' | 'member'; name?: string }, expiresInSec = DEFAULT_SESSION_MAX_AGE_SEC): string {
   return jwt.sign({ ...claims, role: claims.role ?? 'member' }, secret, { algorithm: 'HS256', expiresIn: expiresInSec });
 }
