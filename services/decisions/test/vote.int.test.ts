@@ -154,6 +154,22 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
       expect(countType(d, 'vote')).toBe(1);
     });
 
+    it('retrying the vote that resolved a decision (reply lost) is already_voted with the recorded vote, not not_pending', async () => {
+      const id = await open({ responseSpec: SELECT });
+      const first = await decide(stack, a, id, { decision: 'approve', note: 'go', responseValue: ['ship'] });
+      expect(first.body.status).toBe('APPROVED');
+      // The reviewer never saw that answer and sends the same vote again.
+      const retry = await decide(stack, a, id, { decision: 'approve', note: 'go', responseValue: ['ship'] });
+      expectError(retry, 409, 'already_voted', {
+        status: 'APPROVED',
+        vote: { choice: 'approve', note: 'go', surface: 'inbox', responseValue: ['ship'], at: expect.stringMatching(ISO) },
+      });
+      // Someone else still learns that votes are closed.
+      expectError(await decide(stack, b, id, { decision: 'approve' }), 409, 'not_pending', { status: 'APPROVED' });
+      const d = await readDecision(stack, a, id);
+      expect(countType(d, 'vote')).toBe(1);
+    });
+
     it('a vote on an unknown decision is 404', async () => {
       expectError(await decide(stack, a, 'dec_doesnotexist', { decision: 'approve' }), 404, 'not_found');
     });

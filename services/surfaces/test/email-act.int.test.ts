@@ -266,9 +266,11 @@ describe('surfaces: email action links', () => {
       const d = await read(id);
       expect(d).toMatchObject({ status: 'REJECTED', decidedBy: B });
       expect(votes(d)).toEqual([expect.objectContaining({ actor: B, choice: 'reject', surface: 'email' })]);
-      // The approve link of the same person now finds the decision closed.
+      // The approve link of the same person says their vote is on record (and the outcome).
       const late = await post(links.approve!);
       expectPage(late, 409);
+      expect(late.text).toContain('already voted');
+      expect(late.text).toContain('The vote on record is <strong>reject</strong>');
       expect(late.text).toContain('REJECTED');
     });
 

@@ -68,6 +68,17 @@ async function closedStatus(trx: Knex.Transaction, d: DecisionRow, now: Date): P
   return null;
 }
 
+/** The vote a reviewer already cast, as an already_voted answer shows it. */
+function recordedVote(v: { choice: string; note: string | null; surface: string; response_value: unknown; created_at: Date }) {
+  return {
+    choice: v.choice,
+    note: v.note,
+    surface: v.surface,
+    ...(v.response_value === null || v.response_value === undefined ? {} : { responseValue: v.response_value }),
+    at: v.created_at.toISOString(),
+  };
+}
+
 const notPending = (status: DecisionRow['status'], what: string) => new AppError('not_pending', `the decision is ${status}; ${what}`, { status });
 
 export function createDecisionActions(deps: ActionDeps) {
@@ -97,15 +108,18 @@ export function createDecisionActions(deps: ActionDeps) {
           ]);
           return { kind: 'refused' as const, why };
         }
+        // Each reviewer votes once. Checked before the status, so a reviewer whose reply was
+        // lost and who retries the vote that resolved the decision learns that it counted
+        // (already_voted with the recorded vote), not just that votes are closed.
+        // (The row lock makes this check race-free; the unique index below is the second guard.)
+        const earlier = await trx('votes').where({ decision_id: d.id, voter: person.email }).first('choice', 'note', 'surface', 'response_value', 'created_at');
+        if (earlier) return { kind: 'already_voted' as const, vote: recordedVote(earlier), status: d.status };
         if (d.status === 'PENDING' && d.expires_at && d.expires_at <= now) {
           const expired = await expireInTx(trx, d, now, null);
           return { kind: 'not_pending' as const, status: expired?.status ?? d.status };
         }
         if (d.status !== 'PENDING') return { kind: 'not_pending' as const, status: d.status };
         if (d.requires_signature && person.surface !== 'esign') return { kind: 'signature_required' as const };
-        // Each reviewer votes once: a second attempt is already_voted whatever its body says.
-        // (The row lock makes this check race-free; the unique index below is the second guard.)
-        if (await trx('votes').where({ decision_id: d.id, voter: person.email }).first('id')) return { kind: 'already_voted' as const };
         const problem = responseValueProblem(d.response_spec as ResponseSpec | null, args.responseValue, args.choice);
         if (problem) return { kind: 'bad_value' as const, problem };
         const inserted = await trx('votes')
@@ -123,7 +137,7 @@ export function createDecisionActions(deps: ActionDeps) {
           .onConflict(['decision_id', 'voter'])
           .ignore()
           .returning('id');
-        if (inserted.length === 0) return { kind: 'already_voted' as const };
+        if (inserted.length === 0) return { kind: 'already_voted' as const, vote: null, status: d.status };
         const tally = await tallyOf(trx, d);
         await timeline(trx, d.id, 'vote', person.email, now, { choice: args.choice, note: args.note ?? null, surface: person.surface });
         const events: NewEvent[] = [
@@ -165,7 +179,10 @@ export function createDecisionActions(deps: ActionDeps) {
         case 'bad_value':
           throw new AppError('invalid_request', `body.responseValue: ${outcome.problem}`, { issues: [{ path: 'body.responseValue', message: outcome.problem }] });
         case 'already_voted':
-          throw new AppError('already_voted', `${actor} has already voted on this decision`);
+          throw new AppError('already_voted', `${actor} has already voted on this decision`, {
+            status: outcome.status,
+            ...(outcome.vote ? { vote: outcome.vote } : {}),
+          });
         case 'recorded': {
           const tally = outcome.tally;
           return { recorded: true as const, decisionId: args.id, status: outcome.status, tally };

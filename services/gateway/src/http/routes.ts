@@ -222,6 +222,8 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       ...idParams,
       body: DecideBody,
       response: DecideReply,
+      description:
+        'A second vote by the same reviewer is 409 `already_voted` with `status` and the recorded `vote` `{choice, note, surface, responseValue?, at}`, also when the decision has since resolved (a retry whose answer was lost learns that its vote counted). Anyone else voting on a resolved decision gets 409 `not_pending` with `status`.',
     }),
 
     // ---- policies (session)

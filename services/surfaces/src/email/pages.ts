@@ -310,10 +310,19 @@ export function refusedNotApproverPage(d: DecisionView | null, decisionId: strin
   });
 }
 
-export function alreadyVotedPage(d: DecisionView | null, decisionId: string, email: string): RawHttpReply {
+export function alreadyVotedPage(d: DecisionView | null, decisionId: string, email: string, vote?: { choice?: unknown; surface?: unknown }): RawHttpReply {
+  // A retry of a vote whose answer was lost lands here: say what was recorded, so the
+  // person knows their vote counted.
+  const recorded =
+    vote && (vote.choice === 'approve' || vote.choice === 'reject')
+      ? ` The vote on record is <strong>${vote.choice === 'approve' ? 'approve' : 'reject'}</strong>${typeof vote.surface === 'string' ? ` (${esc(vote.surface)})` : ''}.`
+      : '';
   return render({
     status: 409,
     heading: decisionTitle(d, decisionId),
-    html: notice('warn', `<p><strong>${esc(email)}</strong> has already voted on this decision. Each person votes once; nothing was changed.</p>`),
+    html: notice(
+      'warn',
+      `<p><strong>${esc(email)}</strong> has already voted on this decision.${recorded} Each person votes once; nothing was changed.${d && d.status !== 'PENDING' ? ` The decision is ${esc(d.status)}.` : ''}</p>`,
+    ),
   });
 }

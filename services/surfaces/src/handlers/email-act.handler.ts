@@ -165,7 +165,7 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
           outcome = { result: 'not_an_approver', page: (d) => pages.refusedNotApproverPage(d, decisionId, who) };
           break;
         case 'already_voted':
-          outcome = { result: 'already_voted', page: (d) => pages.alreadyVotedPage(d, decisionId, who) };
+          outcome = { result: 'already_voted', page: (d) => pages.alreadyVotedPage(d, decisionId, who, e.details.vote as { choice?: unknown; surface?: unknown } | undefined) };
           break;
         case 'not_pending': {
           const status = typeof e.details.status === 'string' ? e.details.status : 'closed';
