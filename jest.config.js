@@ -10,6 +10,7 @@ module.exports = {
   moduleNameMapper: {
     '^@approvals/shared$': '<rootDir>/shared/src/index.ts',
     '^@approvals/client$': '<rootDir>/shared/client/src/index.ts',
+    '^@approvals/client/(jcs|mcp)$': '<rootDir>/shared/client/src/$1.ts',
     '^@approvals/shared/(testing|infra)$': '<rootDir>/shared/src/$1/index.ts',
   },
   testTimeout: 60000,

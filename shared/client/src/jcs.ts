@@ -1,42 +1,53 @@
 import { createHash } from 'node:crypto';
+import serialize from 'canonicalize';
 
 /**
- * RFC 8785 JSON Canonicalization Scheme (JCS), self-contained so the client has no
- * dependency on the service code. Object keys are sorted by UTF-16 code units at every
- * level, no insignificant white space, numbers in ECMAScript shortest form (what
- * JSON.stringify produces for finite numbers), strings escaped as JSON.stringify does
- * (which matches RFC 8785). `undefined` members are dropped as JSON.stringify drops
- * them; non-finite numbers, bigints and strings with lone surrogates are refused, since
- * two parties could otherwise hash different things for "the same" facts.
+ * RFC 8785 JSON Canonicalization Scheme (JCS): the one implementation in this repository
+ * (the server re-exports it). Serialization is the `canonicalize` package, the RFC
+ * author's reference implementation: keys sorted by UTF-16 code units at every level, no
+ * insignificant white space, numbers in ECMAScript shortest form, strings escaped as
+ * JSON.stringify does.
  *
- * Must stay byte-for-byte equal to the server's `canonicalize` (the client tests check it).
+ * Before serializing, the value is checked for what JSON cannot carry, because two
+ * parties could otherwise hash different things for "the same" facts: non-finite
+ * numbers, bigints, symbols, functions and strings (or keys) with lone surrogates (RFC
+ * 8785 requires well-formed Unicode) are refused with a TypeError. `undefined` members
+ * are dropped and `undefined` array slots written as null, as JSON.stringify does.
  */
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
 export function canonicalize(value: unknown): string {
-  if (value === null) return 'null';
+  assertJson(value, 0);
+  return serialize(value) as string;
+}
+
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+/** Far deeper than any facts object; stops a cyclic or absurdly deep value before the stack does. */
+const MAX_DEPTH = 1000;
+
+function assertJson(value: unknown, depth: number): void {
+  if (depth > MAX_DEPTH) throw new TypeError(`canonicalize: nested deeper than ${MAX_DEPTH} levels (or cyclic)`);
   switch (typeof value) {
-    case 'boolean':
-      return value ? 'true' : 'false';
     case 'number':
       if (!Number.isFinite(value)) throw new TypeError('canonicalize: non-finite number');
-      return Object.is(value, -0) ? '0' : JSON.stringify(value);
+      return;
     case 'string':
       if (LONE_SURROGATE.test(value)) throw new TypeError('canonicalize: string has a lone surrogate (RFC 8785 requires well-formed Unicode)');
-      return JSON.stringify(value);
-    case 'bigint':
-      throw new TypeError('canonicalize: bigint is not JSON');
+      return;
+    case 'boolean':
+    case 'undefined':
+      return;
     case 'object': {
+      if (value === null) return;
+      const withToJson = value as { toJSON?: () => unknown };
+      if (typeof withToJson.toJSON === 'function') return assertJson(withToJson.toJSON(), depth + 1);
       if (Array.isArray(value)) {
-        return `[${value.map((v) => (v === undefined || typeof v === 'function' ? 'null' : canonicalize(v))).join(',')}]`;
+        for (const v of value) assertJson(v, depth + 1);
+        return;
       }
-      const maybeJson = value as { toJSON?: () => unknown };
-      if (typeof maybeJson.toJSON === 'function') return canonicalize(maybeJson.toJSON());
-      const obj = value as Record<string, unknown>;
-      const keys = Object.keys(obj)
-        .filter((k) => obj[k] !== undefined && typeof obj[k] !== 'function')
-        .sort(); // default sort compares UTF-16 code units, as RFC 8785 requires
-      return `{${keys.map((k) => `${canonicalize(k)}:${canonicalize(obj[k])}`).join(',')}}`;
+      for (const [k, v] of Object.entries(value)) {
+        assertJson(k, depth + 1);
+        assertJson(v, depth + 1);
+      }
+      return;
     }
     default:
       throw new TypeError(`canonicalize: ${typeof value} is not JSON`);

@@ -275,10 +275,17 @@ describe('ApprovalsClient against the real system', () => {
     });
 
     it('sends the API key, JSON and a user agent; uses the fetch it is given', async () => {
-      const { fetch: f, calls } = countingFetch();
+      const { fetch: f, calls, sent } = countingFetch();
       const c = new ApprovalsClient({ baseUrl: `${stack.baseUrl}/`, apiKey, fetch: f });
       await c.listPolicies();
       expect(calls).toEqual([{ method: 'GET', url: `${stack.baseUrl}/v1/worker/policies` }]);
+      expect(sent[0].headers).toMatchObject({ authorization: `Bearer ${apiKey}`, 'user-agent': expect.stringMatching(/^approvals-client\/\d+\.\d+\.\d+/) });
+      expect(sent[0].body).toBeUndefined();
+      // A call with a body sends it as JSON, with the same key and agent.
+      await c.checkPolicies(['no-such-policy']);
+      expect(calls[1]).toEqual({ method: 'POST', url: `${stack.baseUrl}/v1/worker/policies/check` });
+      expect(sent[1].headers).toMatchObject({ authorization: `Bearer ${apiKey}`, 'content-type': expect.stringMatching(/^application\/json/), 'user-agent': expect.stringMatching(/^approvals-client\//) });
+      expect(JSON.parse(sent[1].body!)).toEqual({ keys: ['no-such-policy'] });
       expect(() => new ApprovalsClient({ baseUrl: 'not a url', apiKey })).toThrow(TypeError);
       expect(() => new ApprovalsClient({ baseUrl: stack.baseUrl, apiKey: '' })).toThrow(TypeError);
     });

@@ -18,11 +18,16 @@ export async function decide(stack: Stack, org: string, email: string, id: strin
 /** A fetch that records every request it passes on. */
 export function countingFetch() {
   const calls: Array<{ method: string; url: string }> = [];
+  /** Headers and body of each call, in the same order as `calls`. */
+  const sent: Array<{ headers: Record<string, string>; body: string | undefined }> = [];
   const f: typeof fetch = async (input, init) => {
     calls.push({ method: init?.method ?? 'GET', url: String(input instanceof Request ? input.url : input) });
+    const headers: Record<string, string> = {};
+    new Headers(init?.headers).forEach((v, k) => (headers[k] = v));
+    sent.push({ headers, body: typeof init?.body === 'string' ? init.body : undefined });
     return fetch(input, init);
   };
-  return { fetch: f, calls };
+  return { fetch: f, calls, sent };
 }
 
 export async function waitUntil(what: string, cond: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {

@@ -24,7 +24,7 @@ describe('@approvals/client package', () => {
     expect(pkg).toMatchObject({ name: '@approvals/client', version: '0.1.0', main: 'dist/index.js', types: 'dist/index.d.ts', bin: { approvals: 'bin/approvals.js' } });
     expect(pkg.files).toEqual(expect.arrayContaining(['bin', 'dist']));
     expect(pkg.private).toBeUndefined();
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@modelcontextprotocol/sdk', 'zod']);
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@modelcontextprotocol/sdk', 'canonicalize', 'zod']);
   });
 
   it('runtime code imports only node builtins, its own files and declared dependencies (never @approvals/shared)', () => {
@@ -40,7 +40,11 @@ describe('@approvals/client package', () => {
     expect(src.some((s) => s.spec.includes('@approvals/'))).toBe(false);
   });
 
-  it('the bin starts with a node shebang', () => {
+  it('the bin that package.json declares exists and starts with a node shebang', () => {
+    const bin = (pkg as { bin: Record<string, string> }).bin.approvals;
+    expect(bin).toBe('bin/approvals.js');
+    expect(readFileSync(join(ROOT, bin), 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
+    // and the CLI it loads keeps its own shebang, for running dist/cli.js directly
     expect(readFileSync(join(ROOT, 'src', 'cli.ts'), 'utf8').startsWith('#!/usr/bin/env node\n')).toBe(true);
   });
 });
