@@ -198,6 +198,31 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
     expect(err.code).toBe('timeout');
   });
 
+  it('follows the services conventions: error replies carry Nats-Service-Error headers; $SRV.STATS shows real latency and errors', async () => {
+    const svc = await start(freshSchema());
+    // An error reply: headers with the HTTP-style code and the message, and our JSON body.
+    const raw = await client.nc.request(FailEndpoint.subject, new TextEncoder().encode(JSON.stringify({ mode: 'app' })), { timeout: 2000 });
+    expect(raw.headers?.get('Nats-Service-Error-Code')).toBe('409');
+    expect(raw.headers?.get('Nats-Service-Error')).toBe('conflict: the thing is in use');
+    expect(JSON.parse(new TextDecoder().decode(raw.data))).toMatchObject({ ok: false, error: { code: 'conflict' } });
+    // A success carries no error header.
+    const fine = await client.nc.request(FailEndpoint.subject, new TextEncoder().encode(JSON.stringify({ mode: 'ok' })), { timeout: 2000 });
+    expect(fine.headers?.get('Nats-Service-Error-Code') ?? '').toBe('');
+
+    await client.call(EchoEndpoints.scheduler, { message: 'slow', delayMs: 300 });
+    const stats = await client.nc.request(`$SRV.STATS.scheduler.${svc.ctx.host.serviceId}`, undefined, { timeout: 1000 });
+    const body = JSON.parse(new TextDecoder().decode(stats.data)) as {
+      endpoints: { subject: string; num_requests: number; num_errors: number; processing_time: number; average_processing_time: number; last_error?: string }[];
+    };
+    const echo = body.endpoints.find((e) => e.subject === EchoEndpoints.scheduler.subject)!;
+    expect(echo.num_requests).toBe(1);
+    // nanoseconds: the 300 ms the handler took, not the ~0 ms of its synchronous start
+    expect(echo.processing_time).toBeGreaterThanOrEqual(250_000_000);
+    expect(echo.average_processing_time).toBeGreaterThanOrEqual(250_000_000);
+    const fail = body.endpoints.find((e) => e.subject === FailEndpoint.subject)!;
+    expect(fail).toMatchObject({ num_requests: 2, num_errors: 1, last_error: 'conflict: the thing is in use' });
+  });
+
   it('stop() lets a request in flight finish and answer', async () => {
     const svc = await start(freshSchema());
     const pending = client.call(EchoEndpoints.scheduler, { message: 'in flight', delayMs: 500 });

@@ -1,8 +1,9 @@
+import { nanos } from '@nats-io/nats-core';
 import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { EndpointDef } from '../contracts/endpoint';
-import { AppError } from '../errors';
+import { AppError, httpStatusOf } from '../errors';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
 import { Bus, decodeJson, encodeJson } from './bus';
@@ -70,8 +71,20 @@ export class ServiceHost {
     });
   }
 
+  /**
+   * nats.js times only the synchronous part of a handler and counts only errors it throws;
+   * ours are async and answer errors as replies. This adds the rest of each request's time
+   * and every error reply to the endpoint's `$SRV.STATS` counters, so they show real
+   * latency and error counts.
+   */
+  private statsOf(subject: string): EndpointStats | undefined {
+    const handlers = (this.service as unknown as { handlers?: Array<{ subject: string; stats?: EndpointStats }> }).handlers;
+    return handlers?.find((h) => h.subject === subject)?.stats;
+  }
+
   private async dispatch<Req extends z.ZodType, Res extends z.ZodType>(ep: EndpointDef<Req, Res>, handler: Handler<Req, Res>, msg: ServiceMsg) {
-    let reply: unknown;
+    const started = Date.now();
+    let reply: { ok: true; status?: number; data: unknown } | ReturnType<typeof errorReply>;
     try {
       let body: unknown;
       const data = await this.bus.large.unwrap(msg.data);
@@ -91,9 +104,25 @@ export class ServiceHost {
     } catch (err) {
       reply = errorReply(err, this.log, ep.subject);
     }
+    const stats = this.statsOf(ep.subject);
+    if (stats) {
+      // countLatency (in the library's sync wrapper) already counted the request and ~0 ms.
+      stats.processing_time += nanos(Date.now() - started);
+      stats.average_processing_time = stats.num_requests > 0 ? Math.round(stats.processing_time / stats.num_requests) : 0;
+      if (!reply.ok) {
+        stats.num_errors++;
+        stats.last_error = `${reply.error.code}: ${reply.error.message}`;
+      }
+    }
     if (!msg.reply) return;
     try {
-      msg.respond(await this.bus.large.wrap(encodeJson(reply)));
+      const body = await this.bus.large.wrap(encodeJson(reply));
+      if (reply.ok) msg.respond(body);
+      else {
+        // The services convention (Nats-Service-Error-Code / Nats-Service-Error headers), with
+        // the JSON error body our Bus reads.
+        msg.respondError(httpStatusOf(reply.error.code), headerSafe(`${reply.error.code}: ${reply.error.message}`), body);
+      }
     } catch (err) {
       // Never leave the caller waiting for a timeout: answer with an error that fits.
       const errorId = newId('error');
@@ -109,7 +138,20 @@ export class ServiceHost {
   }
 }
 
-export function errorReply(err: unknown, log: Logger, subject: string) {
+interface EndpointStats {
+  num_requests: number;
+  num_errors: number;
+  processing_time: number;
+  average_processing_time: number;
+  last_error?: string;
+}
+
+/** A header value: one line, bounded. */
+function headerSafe(text: string): string {
+  return text.replace(/[\r\n]+/g, ' ').slice(0, 512);
+}
+
+export function errorReply(err: unknown, log: Logger, subject: string): { ok: false; error: { code: string; message: string; details: Record<string, unknown> } } {
   if (err instanceof AppError) {
     if (err.status >= 500) log.warn({ err, subject }, err.message);
     return { ok: false, error: { code: err.code, message: err.message, details: err.details } };
