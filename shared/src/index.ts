@@ -3,6 +3,7 @@ export * from './logger';
 export * from './ids';
 export * from './errors';
 export * from './jcs';
+export * from './html';
 export * from './subjects';
 export * from './clock';
 export * from './db';

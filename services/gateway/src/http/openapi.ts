@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { escapeHtml } from '@approvals/shared';
 import type { RouteDef } from './route';
 
 const ErrorBodySchema = {
@@ -155,7 +156,7 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
   };
 }
 
-const esc = (s: string) => s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const esc = escapeHtml;
 
 /** A readable, self-contained API reference (no CDN: it must work offline). */
 export function renderDocsPage(spec: ReturnType<typeof buildOpenApi>): string {

@@ -1,4 +1,4 @@
-import type { DecisionView, RawHttpReply } from '@approvals/shared';
+import { escapeHtml, type DecisionView, type RawHttpReply } from '@approvals/shared';
 import type { LinkAction } from './token-store';
 
 /**
@@ -18,12 +18,8 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
 };
 
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
 /** HTML-escapes text for element content and quoted attribute values. */
-export function esc(value: unknown): string {
-  return String(value ?? '').replace(/[&<>"']/g, (c) => ESCAPES[c]!);
-}
+export const esc = escapeHtml;
 
 const clip = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
 
