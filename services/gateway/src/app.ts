@@ -6,6 +6,7 @@ import type { GatewayConfig } from './config';
 import { auditConsumer } from './consumers/audit.consumer';
 import { createHealthCheck } from './health';
 import { createApp } from './http/app';
+import { createLimitedServer } from './http/connections';
 import { buildRoutes } from './http/routes';
 import { migrations } from './migrations/index';
 import { createAccessStore } from './store/access.store';
@@ -68,8 +69,24 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         trustProxy: config.TRUST_PROXY,
         selfUrl: () => `http://127.0.0.1:${port}`,
       });
+      server = createLimitedServer(
+        app,
+        {
+          perIp: config.HTTP_MAX_CONNECTIONS_PER_IP,
+          total: config.HTTP_MAX_CONNECTIONS,
+          headersTimeoutMs: config.HTTP_HEADERS_TIMEOUT_MS,
+          requestTimeoutMs: config.HTTP_REQUEST_TIMEOUT_MS,
+          keepAliveTimeoutMs: config.HTTP_KEEPALIVE_TIMEOUT_MS,
+          maxRequestsPerSocket: config.HTTP_MAX_REQUESTS_PER_SOCKET,
+        },
+        log,
+      );
       await new Promise<void>((resolve, reject) => {
-        server = app.listen(config.PORT, config.HOST, (err?: Error) => (err ? reject(err) : resolve()));
+        server!.once('error', reject);
+        server!.listen(config.PORT, config.HOST, () => {
+          server!.off('error', reject);
+          resolve();
+        });
       });
       const addr = server!.address();
       port = typeof addr === 'object' && addr ? addr.port : config.PORT;

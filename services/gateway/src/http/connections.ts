@@ -1,0 +1,85 @@
+import { createServer, type RequestListener, type Server } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Logger } from '@approvals/shared';
+
+export interface ConnectionLimits {
+  /** Open connections allowed from one peer address (the socket's, not X-Forwarded-For). */
+  perIp: number;
+  /** Open connections allowed in all. */
+  total: number;
+  /** Time a client has to send its request headers. */
+  headersTimeoutMs: number;
+  /** Time a client has to send its whole request (headers and body); answers may take longer. */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept. */
+  keepAliveTimeoutMs: number;
+  /** Requests served on one keep-alive connection before it is closed. */
+  maxRequestsPerSocket: number;
+  /** Seconds a refused client is told to wait. */
+  retryAfterSec?: number;
+}
+
+/**
+ * The gateway's HTTP server, hardened against connection exhaustion: every client must
+ * send its headers and its request within bounded times, and no peer (nor all peers
+ * together) may hold more than its share of sockets. A connection past a cap is answered
+ * at once with a plain 503 `unavailable` and `Retry-After`, then closed, instead of being
+ * left to exhaust file descriptors so that new clients are reset.
+ */
+export function createLimitedServer(app: RequestListener, limits: ConnectionLimits, log: Logger): Server {
+  // The HTTP machinery still parses a refused socket (it reads the handle directly): any
+  // request that arrives on one is dropped before it reaches the app.
+  const refused = new WeakSet<Socket>();
+  const server = createServer(
+    {
+      headersTimeout: Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs),
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // Node checks the two timeouts above on this interval (default 30 s).
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 2))),
+    },
+    (req, res) => {
+      if (refused.has(req.socket)) {
+        req.socket.destroy();
+        return;
+      }
+      app(req, res);
+    },
+  );
+  server.maxRequestsPerSocket = limits.maxRequestsPerSocket;
+  const perPeer = new Map<string, number>();
+  let open = 0;
+  let lastWarn = 0;
+  const retryAfter = String(limits.retryAfterSec ?? 1);
+  const body = JSON.stringify({ error: 'unavailable', message: 'too many open connections; retry later' });
+  const refusal =
+    `HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\nretry-after: ${retryAfter}\r\n` +
+    `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+
+  // Registered before the HTTP machinery's own listener, so a refused socket never reaches it.
+  server.prependListener('connection', (socket: Socket) => {
+    const peer = socket.remoteAddress ?? 'unknown';
+    const mine = perPeer.get(peer) ?? 0;
+    if (open >= limits.total || mine >= limits.perIp) {
+      const now = Date.now();
+      if (now - lastWarn > 10_000) {
+        lastWarn = now;
+        log.warn({ peer, peerConnections: mine, open, limits: { perIp: limits.perIp, total: limits.total } }, 'connection refused: over the connection cap');
+      }
+      refused.add(socket);
+      socket.on('error', () => undefined);
+      socket.end(refusal);
+      socket.setTimeout(5000, () => socket.destroy());
+      return;
+    }
+    open++;
+    perPeer.set(peer, mine + 1);
+    socket.once('close', () => {
+      open--;
+      const left = (perPeer.get(peer) ?? 1) - 1;
+      if (left <= 0) perPeer.delete(peer);
+      else perPeer.set(peer, left);
+    });
+  });
+  return server;
+}

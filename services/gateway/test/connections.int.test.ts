@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { connect, type Socket } from 'node:net';
+import { waitFor } from '@approvals/shared/testing';
+import { startStack, type Stack } from '../../../test/helpers/stack';
+
+/** A client that opens a connection and starts a request it never finishes (slowloris). */
+function slowClient(port: number): Promise<{ socket: Socket; received: () => string; closed: Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    const socket = connect(port, '127.0.0.1');
+    const closed = new Promise<void>((r) => socket.once('close', () => r()));
+    socket.on('data', (b) => (data += b.toString()));
+    socket.on('error', () => undefined);
+    socket.once('connect', () => {
+      socket.write('GET /health HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+      resolve({ socket, received: () => data, closed });
+    });
+    socket.once('error', reject);
+  });
+}
+
+/** Opens a connection, sends a full request and returns the raw answer (the server closes it). */
+function rawRequest(port: number, path = '/openapi.json'): Promise<string> {
+  return new Promise((resolve) => {
+    let data = '';
+    const socket = connect(port, '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`));
+    socket.on('data', (b) => (data += b.toString()));
+    socket.on('error', () => undefined);
+    socket.on('close', () => resolve(data));
+  });
+}
+
+describe('gateway: connection caps and timeouts (slow clients cannot exhaust it)', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ label: 'gwconn', services: ['gateway'] });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('past the per-IP cap a new connection gets 503 with Retry-After; once headersTimeout cuts the slow ones, clients are served again', async () => {
+    const gw = await stack.startService('gateway', { HTTP_MAX_CONNECTIONS_PER_IP: '5', HTTP_HEADERS_TIMEOUT_MS: '1500' });
+    const port = Number(new URL(gw.url!).port);
+    const slow = await Promise.all(Array.from({ length: 5 }, () => slowClient(port)));
+    // Give the server a moment to register all five.
+    await new Promise((r) => setTimeout(r, 100));
+
+    const refused = await rawRequest(port);
+    expect(refused).toMatch(/^HTTP\/1\.1 503 /);
+    expect(refused).toMatch(/\r\nretry-after: 1\r\n/i);
+    const body = JSON.parse(refused.slice(refused.indexOf('\r\n\r\n') + 4));
+    expect(body).toEqual({ error: 'unavailable', message: expect.stringMatching(/too many open connections/) });
+
+    // The slow clients never finish their headers: the server answers 408 and closes them.
+    await Promise.all(slow.map((s) => s.closed));
+    for (const s of slow) expect(s.received()).toMatch(/^HTTP\/1\.1 408 |^$/);
+
+    const ok = await fetch(`${gw.url}/openapi.json`);
+    expect(ok.status).toBe(200);
+  });
+
+  it('the total cap holds for all peers together; connections closed free their slots', async () => {
+    const gw = await stack.startService('gateway', { HTTP_MAX_CONNECTIONS: '3', HTTP_MAX_CONNECTIONS_PER_IP: '100' });
+    const port = Number(new URL(gw.url!).port);
+    const slow = await Promise.all(Array.from({ length: 3 }, () => slowClient(port)));
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await rawRequest(port)).toMatch(/^HTTP\/1\.1 503 /);
+    for (const s of slow) s.socket.destroy();
+    await Promise.all(slow.map((s) => s.closed));
+    await waitFor(async () => (await rawRequest(port)).startsWith('HTTP/1.1 200 '), { what: 'slots freed' });
+  });
+
+  it('a flood of connections never produces a 5xx other than the 503 refusal, and normal requests keep working afterwards', async () => {
+    const gw = await stack.startService('gateway', { HTTP_MAX_CONNECTIONS_PER_IP: '20' });
+    const port = Number(new URL(gw.url!).port);
+    const answers = await Promise.all(Array.from({ length: 60 }, () => rawRequest(port)));
+    const statuses = answers.map((a) => Number(/^HTTP\/1\.1 (\d{3})/.exec(a)?.[1] ?? 0));
+    for (const s of statuses) expect([200, 503]).toContain(s);
+    const res = await fetch(`${gw.url}/openapi.json`);
+    expect(res.status).toBe(200);
+  });
+});
