@@ -12,13 +12,27 @@ export interface Migration {
  * A knex instance whose search_path is the service's own schema, so queries name bare
  * tables and a service cannot read another service's tables by accident.
  */
-export function createDb(opts: { url: string; schema: string; poolMax?: number }): Knex {
+export function createDb(opts: { url: string; schema: string; poolMax?: number; log?: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void; debug(obj: object, msg: string): void } }): Knex {
+  const log = opts.log;
   return knexFactory({
+    // knex's own messages (a lost connection, a failed acquire) go to the service's log, not stdout.
+    ...(log
+      ? {
+          log: {
+            warn: (m: unknown) => log.warn({ knex: String(m) }, 'database warning'),
+            error: (m: unknown) => log.warn({ knex: String(m) }, 'database connection error'),
+            deprecate: (m: unknown) => log.debug({ knex: String(m) }, 'knex deprecation'),
+            debug: (m: unknown) => log.debug({ knex: String(m) }, 'knex'),
+          },
+        }
+      : {}),
     client: 'pg',
     connection: opts.url,
     searchPath: [opts.schema, 'public'],
     pool: { min: 0, max: opts.poolMax ?? 10 },
-    acquireConnectionTimeout: 10_000,
+    // Shorter than a bus request's timeout, so a database that is down answers as
+    // `unavailable` (503, retry) before the caller gives up with a 504.
+    acquireConnectionTimeout: 4_000,
   });
 }
 
@@ -63,4 +77,24 @@ export function isUniqueViolation(err: unknown, constraint?: string): boolean {
 export function isSerializationFailure(err: unknown): boolean {
   const e = err as { code?: string };
   return e?.code === '40001' || e?.code === '40P01';
+}
+
+const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/**
+ * True when an error means the database cannot be reached right now (down, restarting,
+ * failing over, out of connections), as opposed to a bug or a bad statement: such errors
+ * are a passing condition (503 `unavailable`, retry), never a 500.
+ * SQLSTATE classes: 08 connection exception, 57P01-57P03 admin/crash shutdown and
+ * "cannot connect now", 53300 too many connections.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  const e = err as { code?: unknown; name?: unknown; message?: unknown; errno?: unknown };
+  if (!e || typeof e !== 'object') return false;
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (UNAVAILABLE_ERRNO.has(code)) return true;
+  if (/^08/.test(code) || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300') return true;
+  if (e.name === 'KnexTimeoutError') return true;
+  const message = typeof e.message === 'string' ? e.message : '';
+  return /Connection terminated|connection timeout|Client has encountered a connection error|terminating connection|the database system is (starting up|shutting down|in recovery)|Timeout acquiring a connection/i.test(message);
 }

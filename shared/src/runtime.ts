@@ -58,7 +58,7 @@ export interface RunningService {
 export async function startService(opts: ServiceOptions): Promise<RunningService> {
   const log = opts.log ?? createLogger(opts.name);
   const clock = opts.clock ?? systemClock;
-  const db = createDb({ url: opts.databaseUrl, schema: opts.schema });
+  const db = createDb({ url: opts.databaseUrl, schema: opts.schema, log });
   let bus: Bus | undefined;
   try {
     await migrate(db, opts.schema, opts.migrations);

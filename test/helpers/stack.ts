@@ -31,6 +31,8 @@ export interface StackOptions {
   serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;
   clock?: Clock;
   label?: string;
+  /** A PostgreSQL server of the test's own (default: the suite's, TEST_DATABASE_URL). */
+  adminUrl?: string;
 }
 
 export interface Stack {
@@ -70,7 +72,7 @@ const STARTERS: Record<ServiceName, Starter> = {
  * and the gateway on a free port. Nothing is mocked.
  */
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {
-  const db = await createTestDatabase(opts.label ?? 'stack');
+  const db = await createTestDatabase(opts.label ?? 'stack', opts.adminUrl);
   const nats = await startTestNats();
   const secret = randomBytes(24).toString('hex');
   const env: Record<string, string> = {

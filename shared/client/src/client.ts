@@ -36,6 +36,23 @@ export interface ApprovalsClientOptions {
   timeoutMs?: number;
   /** Extra headers sent with every request. */
   headers?: Record<string, string>;
+  /**
+   * Retries of idempotent calls (reads, verify, consume, create, wait, policy upsert,
+   * workflow register, a run with an idempotencyKey) after a retryable failure: 429, 502,
+   * 503, 504, a network error or a timeout, honouring `Retry-After`. `false` turns them off.
+   */
+  retry?: ClientRetryOptions | false;
+}
+
+export interface ClientRetryOptions {
+  /** Attempts in all, the first included (default 6). */
+  maxAttempts?: number;
+  /** First backoff delay (default 250 ms), doubling per attempt, with jitter. */
+  initialDelayMs?: number;
+  /** Cap of one delay (default 5 s). */
+  maxDelayMs?: number;
+  /** No retry starts once this much time has passed since the first attempt (default 30 s). */
+  maxElapsedMs?: number;
 }
 
 /** Per-call options. */
@@ -62,6 +79,8 @@ interface RequestSpec {
   headers?: Record<string, string>;
   /** Non-2xx statuses answered as values instead of thrown. */
   accept?: readonly number[];
+  /** Safe to send again after a failure whose outcome is unknown (default: true for GET). */
+  idempotent?: boolean;
 }
 
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -82,6 +101,7 @@ export class ApprovalsClient {
   private readonly fetchImpl: typeof fetch;
   private readonly timeoutMs: number;
   private readonly extraHeaders: Record<string, string>;
+  private readonly retry: Required<ClientRetryOptions> | false;
   /** Epoch ms until which the long-poll route is taken to be missing (server older than the client). */
   private waitRouteMissingUntil = 0;
 
@@ -101,13 +121,18 @@ export class ApprovalsClient {
     this.fetchImpl = f;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.extraHeaders = { ...(opts.headers ?? {}) };
+    this.retry =
+      opts.retry === false
+        ? false
+        : { maxAttempts: 6, initialDelayMs: 250, maxDelayMs: 5000, maxElapsedMs: 30_000, ...(opts.retry ?? {}) };
   }
 
   // ---------------------------------------------------------------- decisions
 
   /** `POST /v1/worker/decisions`: open a decision (idempotent on externalRunId + stepRef). */
   async createDecision(body: DecisionRequest, opts: CallOptions = {}): Promise<CreateDecisionResult> {
-    const res = await this.request<Omit<CreateDecisionResult, 'httpStatus'>>('POST', '/v1/worker/decisions', { body }, opts);
+    // Idempotent on (externalRunId, stepRef): a retry finds the decision the first attempt made.
+    const res = await this.request<Omit<CreateDecisionResult, 'httpStatus'>>('POST', '/v1/worker/decisions', { body, idempotent: true }, opts);
     return { ...res.body, httpStatus: res.status };
   }
 
@@ -181,7 +206,8 @@ export class ApprovalsClient {
     const res = await this.request<Record<string, unknown>>(
       'POST',
       `/v1/worker/decisions/${seg(id)}/consume`,
-      { body: stripUndefined({ consumer: body.consumer, factsHash: body.factsHash, workflowRef: body.workflowRef, stepRef: body.stepRef }), accept: [404, 409] },
+      // Idempotent by consumer: a retry of the same consumer answers alreadyConsumed.
+      { body: stripUndefined({ consumer: body.consumer, factsHash: body.factsHash, workflowRef: body.workflowRef, stepRef: body.stepRef }), accept: [404, 409], idempotent: true },
       opts,
     );
     if (res.status === 200) return res.body as ConsumeResult;
@@ -210,13 +236,13 @@ export class ApprovalsClient {
    */
   async upsertPolicy(body: PolicyBody, options: { source?: 'repository' } & CallOptions = {}): Promise<UpsertPolicyResult> {
     const headers: Record<string, string> = options.source === 'repository' ? { 'x-policy-source': 'repository' } : {};
-    const res = await this.request<UpsertPolicyResult>('POST', '/v1/worker/policies', { body, headers }, options);
+    const res = await this.request<UpsertPolicyResult>('POST', '/v1/worker/policies', { body, headers, idempotent: true }, options);
     return { ...res.body, httpStatus: res.status };
   }
 
   /** `POST /v1/worker/policies/preview`: what an upsert would change (writes nothing). */
   async previewPolicy(body: PolicyBody, opts: CallOptions = {}): Promise<PolicyPreview> {
-    return (await this.request<{ preview: PolicyPreview }>('POST', '/v1/worker/policies/preview', { body }, opts)).body.preview;
+    return (await this.request<{ preview: PolicyPreview }>('POST', '/v1/worker/policies/preview', { body, idempotent: true }, opts)).body.preview;
   }
 
   /** `GET /v1/worker/policies/{key}`: the current definition. */
@@ -246,19 +272,20 @@ export class ApprovalsClient {
 
   /** `POST /v1/worker/policies/check`: do these keys exist and can they be satisfied? */
   async checkPolicies(keys: string[], opts: CallOptions = {}): Promise<PolicyCheckResult> {
-    return (await this.request<PolicyCheckResult>('POST', '/v1/worker/policies/check', { body: { keys } }, opts)).body;
+    return (await this.request<PolicyCheckResult>('POST', '/v1/worker/policies/check', { body: { keys }, idempotent: true }, opts)).body;
   }
 
   // ---------------------------------------------------------------- workflows and runs
 
   /** `POST /v1/worker/register`: register a workflow definition (idempotent by id). */
   async registerWorkflow(def: WorkflowDefinition, opts: CallOptions = {}): Promise<RegisterWorkflowResult> {
-    return (await this.request<RegisterWorkflowResult>('POST', '/v1/worker/register', { body: def }, opts)).body;
+    return (await this.request<RegisterWorkflowResult>('POST', '/v1/worker/register', { body: def, idempotent: true }, opts)).body;
   }
 
   /** `POST /v1/runs/`: fire the external engine event for a registered workflow. */
   async startRun(body: StartRunRequest, opts: CallOptions = {}): Promise<StartRunResult> {
-    return (await this.request<StartRunResult>('POST', '/v1/runs/', { body: stripUndefined({ ...body }) }, opts)).body;
+    // With an idempotencyKey a retry answers with the first run; without one it could start two.
+    return (await this.request<StartRunResult>('POST', '/v1/runs/', { body: stripUndefined({ ...body }), idempotent: body.idempotencyKey !== undefined }, opts)).body;
   }
 
   // ---------------------------------------------------------------- transport
@@ -268,6 +295,24 @@ export class ApprovalsClient {
    * listed in `spec.accept`), a network error or a timeout; rethrows the caller's abort.
    */
   async request<T = unknown>(method: string, path: string, spec: RequestSpec = {}, opts: CallOptions = {}): Promise<RawResponse<T>> {
+    const idempotent = spec.idempotent ?? method === 'GET';
+    if (!this.retry || !idempotent) return this.attempt<T>(method, path, spec, opts);
+    const r = this.retry;
+    const started = Date.now();
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.attempt<T>(method, path, spec, opts);
+      } catch (err) {
+        if (!(err instanceof ApprovalsError) || !err.retryable || attempt >= r.maxAttempts || Date.now() - started >= r.maxElapsedMs) throw err;
+        const backoff = Math.min(r.maxDelayMs, r.initialDelayMs * 2 ** (attempt - 1));
+        const delay = Math.max(backoff / 2 + Math.random() * (backoff / 2), Math.min(err.retryAfterMs ?? 0, r.maxDelayMs));
+        await sleep(delay, opts.signal);
+      }
+    }
+  }
+
+  /** One HTTP exchange, no retry. */
+  private async attempt<T>(method: string, path: string, spec: RequestSpec, opts: CallOptions): Promise<RawResponse<T>> {
     const url = new URL(this.baseUrl + path);
     for (const [k, v] of Object.entries(spec.query ?? {})) if (v !== undefined) url.searchParams.set(k, String(v));
     const headers: Record<string, string> = {

@@ -1,4 +1,4 @@
-export { ApprovalsClient, CLIENT_VERSION, type ApprovalsClientOptions, type CallOptions, type RawResponse, type WaitOptions } from './client';
+export { ApprovalsClient, CLIENT_VERSION, type ApprovalsClientOptions, type CallOptions, type ClientRetryOptions, type RawResponse, type WaitOptions } from './client';
 export { ApprovalsError, ApprovalRefusedError, RETRYABLE_STATUSES, isApprovalsError, type ApprovalsErrorInit } from './errors';
 export { canonicalize, factsHash, FACTS_HASH_PATTERN } from './jcs';
 export {

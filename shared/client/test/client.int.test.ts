@@ -243,12 +243,47 @@ describe('ApprovalsClient against the real system', () => {
       const statuses = [429, 502, 503, 504];
       const proxy = await startFlakyProxy(stack.baseUrl, (_req, n) => ({ status: statuses[n]!, headers: { 'retry-after': '2' } }));
       try {
-        const c = new ApprovalsClient({ baseUrl: proxy.url, apiKey });
+        // retry: false shows the error each answer becomes (with retries the client would ride them out).
+        const c = new ApprovalsClient({ baseUrl: proxy.url, apiKey, retry: false });
         for (const status of statuses) {
           const err = await c.listPolicies().catch((e) => e);
           expect(err).toMatchObject({ status, retryable: true, retryAfterMs: 2000 });
           expect(err.isConfigurationError).toBe(false);
         }
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    it('retries idempotent calls through 503/502/504/429 (honouring Retry-After), and never retries a call that is not idempotent', async () => {
+      // The first three requests fail, then the proxy passes through.
+      const proxy = await startFlakyProxy(stack.baseUrl, (_req, n) => (n < 3 ? { status: [503, 502, 504][n]!, headers: { 'retry-after': '0' } } : undefined));
+      try {
+        const c = new ApprovalsClient({ baseUrl: proxy.url, apiKey, retry: { initialDelayMs: 10, maxDelayMs: 50 } });
+        const opened = await c.createDecision({ externalRunId: uniq('run'), stepRef: 'retried', approvers: [REV] });
+        expect(opened).toMatchObject({ approvalNeeded: true, httpStatus: 201 });
+        expect(proxy.seen.map((r) => r.status)).toEqual([503, 502, 504, 201]);
+        expect(proxy.seen.every((r) => r.method === 'POST' && r.path === '/v1/worker/decisions')).toBe(true);
+      } finally {
+        await proxy.close();
+      }
+      const cancelProxy = await startFlakyProxy(stack.baseUrl, (_req, n) => (n === 0 ? { status: 503 } : undefined));
+      try {
+        const c = new ApprovalsClient({ baseUrl: cancelProxy.url, apiKey, retry: { initialDelayMs: 10 } });
+        // cancel is not idempotent in what it answers (cancelled true, then false): not retried.
+        await expect(c.cancel('dec_whatever')).rejects.toMatchObject({ status: 503, retryable: true });
+        expect(cancelProxy.seen).toHaveLength(1);
+      } finally {
+        await cancelProxy.close();
+      }
+    });
+
+    it('gives up after maxAttempts and reports the last failure', async () => {
+      const proxy = await startFlakyProxy(stack.baseUrl, () => ({ status: 503 }));
+      try {
+        const c = new ApprovalsClient({ baseUrl: proxy.url, apiKey, retry: { maxAttempts: 3, initialDelayMs: 5, maxDelayMs: 10 } });
+        await expect(c.listPolicies()).rejects.toMatchObject({ status: 503, code: 'unavailable' });
+        expect(proxy.seen).toHaveLength(3);
       } finally {
         await proxy.close();
       }
@@ -268,7 +303,7 @@ describe('ApprovalsClient against the real system', () => {
       // A server that never answers: the fetch honours the abort signal as the real one does.
       const hang: typeof fetch = (_url, init) =>
         new Promise<Response>((_resolve, reject) => init?.signal?.addEventListener('abort', () => reject(init.signal!.reason), { once: true }));
-      const never = new ApprovalsClient({ baseUrl: stack.baseUrl, apiKey, timeoutMs: 200, fetch: hang });
+      const never = new ApprovalsClient({ baseUrl: stack.baseUrl, apiKey, timeoutMs: 200, fetch: hang, retry: false });
       const t0 = Date.now();
       await expect(never.listPolicies()).rejects.toMatchObject({ status: 0, code: 'timeout', retryable: true });
       expect(Date.now() - t0).toBeLessThan(2000);

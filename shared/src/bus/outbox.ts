@@ -103,19 +103,45 @@ export class OutboxRelay {
   }
 
   private async listen(): Promise<void> {
-    // LISTEN needs one dedicated connection; the poll below covers a lost one.
+    // LISTEN needs one dedicated connection; the poll below covers a lost one, and a lost
+    // one is re-established (after a database restart) so wake-ups come back.
+    const client = new Client({ connectionString: this.opts.databaseUrl });
+    let relistening = false;
+    const relisten = () => {
+      if (relistening || !this.running || this.listener !== client) return;
+      relistening = true;
+      this.listener = undefined;
+      void client.end().catch(() => undefined);
+      const t = setTimeout(() => void this.listen(), 2000);
+      t.unref();
+    };
+    client.on('error', (err) => {
+      this.opts.log.warn({ err }, 'outbox listener connection error');
+      relisten();
+    });
+    client.on('end', relisten);
     try {
-      const client = new Client({ connectionString: this.opts.databaseUrl });
-      client.on('error', (err) => this.opts.log.warn({ err }, 'outbox listener connection error'));
       await client.connect();
       await client.query(`LISTEN "${outboxChannel(this.opts.schema)}"`);
       client.on('notification', () => {
         this.woken = true;
         this.wake?.();
       });
+      if (!this.running) {
+        await client.end().catch(() => undefined);
+        return;
+      }
       this.listener = client;
+      // A commit made while we were not listening would otherwise wait for the next poll.
+      this.woken = true;
+      this.wake?.();
     } catch (err) {
-      this.opts.log.warn({ err }, 'outbox LISTEN unavailable; relying on polling');
+      this.opts.log.warn({ err }, 'outbox LISTEN unavailable; relying on polling, retrying');
+      await client.end().catch(() => undefined);
+      if (this.running) {
+        const t = setTimeout(() => void this.listen(), 5000);
+        t.unref();
+      }
     }
   }
 
@@ -172,6 +198,8 @@ export class OutboxRelay {
     this.running = false;
     this.wake?.();
     await this.loop;
-    if (this.listener) await this.listener.end().catch(() => undefined);
+    const listener = this.listener;
+    this.listener = undefined;
+    if (listener) await listener.end().catch(() => undefined);
   }
 }

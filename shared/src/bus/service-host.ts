@@ -3,6 +3,7 @@ import { Svcm, type Service, type ServiceMsg } from '@nats-io/services';
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import type { EndpointDef } from '../contracts/endpoint';
+import { isDatabaseUnavailable } from '../db';
 import { AppError, httpStatusOf } from '../errors';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
@@ -155,6 +156,11 @@ export function errorReply(err: unknown, log: Logger, subject: string): { ok: fa
   if (err instanceof AppError) {
     if (err.status >= 500) log.warn({ err, subject }, err.message);
     return { ok: false, error: { code: err.code, message: err.message, details: err.details } };
+  }
+  if (isDatabaseUnavailable(err)) {
+    // A passing outage, not a bug: the caller may retry (503 with Retry-After at the gateway).
+    log.warn({ err, subject }, 'database unavailable');
+    return { ok: false, error: { code: 'unavailable', message: 'the database is unavailable right now; try again shortly', details: { retryAfter: 2 } } };
   }
   const errorId = newId('error');
   log.error({ err, subject, errorId }, 'unhandled error');

@@ -18,9 +18,9 @@ export function testAdminUrl(): string {
 }
 
 /** A database of its own for one test file, dropped at the end. */
-export async function createTestDatabase(label = 't'): Promise<TestDatabase> {
+export async function createTestDatabase(label = 't', adminUrl?: string): Promise<TestDatabase> {
   const name = `${label.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 20)}_${randomBytes(5).toString('hex')}`;
-  const admin = testAdminUrl();
+  const admin = adminUrl ?? testAdminUrl();
   const url = await ensureDatabase(admin, name);
   return { url, name, drop: () => dropDatabase(admin, name) };
 }

@@ -216,7 +216,12 @@ export function createApp(deps: AppDeps) {
   app.use((req, _res, next) => next(new AppError('not_found', `no route ${req.method} ${req.path}`)));
   app.use((err: unknown, req: Req, res: Response, _next: NextFunction) => {
     const { status, body } = toErrorResponse(err, deps.log, String(req.id));
-    if (err instanceof AppError && err.code === 'rate_limited') res.setHeader('Retry-After', String(err.details.retryAfter ?? 1));
+    // Every "try again" answer says when: rate limits, and anything unavailable (a service
+    // or the database down, a dependency timing out).
+    if (status === 429 || status === 503 || status === 504) {
+      const hinted = err instanceof AppError ? Number(err.details.retryAfter) : NaN;
+      res.setHeader('Retry-After', String(Number.isFinite(hinted) && hinted > 0 ? Math.ceil(hinted) : status === 429 ? 1 : 2));
+    }
     res.status(status).json(body);
   });
   return app;

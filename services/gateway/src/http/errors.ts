@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { AppError, newId, type ErrorBody, type Logger } from '@approvals/shared';
+import { AppError, isDatabaseUnavailable, newId, type ErrorBody, type Logger } from '@approvals/shared';
 
 export interface Issue {
   path: string;
@@ -40,6 +40,10 @@ export function toErrorResponse(err: unknown, log: Logger, requestId?: string): 
     // (body-parser): malformed requests, named like every other 400.
     const path = /decode param/i.test(message) ? 'params' : 'body';
     return { status, body: { error: 'invalid_request', message: `${path}: ${message}`, issues: [{ path, message }] } };
+  }
+  if (isDatabaseUnavailable(err)) {
+    log.warn({ err, requestId }, 'database unavailable');
+    return { status: 503, body: { error: 'unavailable', message: 'the database is unavailable right now; try again shortly' } };
   }
   const errorId = newId('error');
   log.error({ err, errorId, requestId }, 'unhandled error');
