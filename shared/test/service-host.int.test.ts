@@ -88,6 +88,32 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
     await pg?.drop();
   });
 
+  it('a replica killed holding requests: idempotent ones are resent once and answered by the survivor; others fail fast with timeout', async () => {
+    const schema = freshSchema();
+    const [a, b] = await Promise.all([start(schema), start(schema)]);
+    // The same subject without the idempotent flag, to show what a non-idempotent call gets.
+    const OnceOnly = endpoint(EchoEndpoints.scheduler.subject, EchoEndpoints.scheduler.request, EchoEndpoints.scheduler.reply);
+    expect(EchoEndpoints.scheduler.idempotent).toBe(true);
+    const idem = Array.from({ length: 12 }, (_, i) => client.call(EchoEndpoints.scheduler, { message: `i${i}`, delayMs: 600 }, { timeoutMs: 1500 }));
+    const once = Array.from({ length: 12 }, (_, i) => client.call(OnceOnly, { message: `o${i}`, delayMs: 600 }, { timeoutMs: 1500 }).catch((e: unknown) => e));
+    // Let the requests reach both replicas, then kill A as SIGKILL would: its connection
+    // goes without draining and its answers never leave.
+    await new Promise((r) => setTimeout(r, 150));
+    await a.ctx.bus.nc.close();
+    running = running.filter((s) => s !== a);
+
+    const answered = await Promise.all(idem);
+    answered.forEach((r, i) => expect(r.message).toBe(`i${i}`));
+    // A died before any of its answers were due: every answer is B's, including those A held.
+    expect(answered.every((r) => r.instance === b.ctx.host.instanceId)).toBe(true);
+    const onceResults = await Promise.all(once);
+    const lost = onceResults.filter((r) => r instanceof AppError);
+    expect(lost.length).toBeGreaterThan(0);
+    for (const e of lost) expect((e as AppError).code).toBe('timeout');
+    // Every idempotent request was answered although A held some of them: those went out twice.
+    expect(lost.length).toBeLessThan(12);
+  });
+
   it('two replicas with the same name share the requests (queue group)', async () => {
     const schema = freshSchema();
     // Started together, as a supervisor or an orchestrator would: both run migrations at once.

@@ -1,4 +1,4 @@
-import { sleep, type ApprovalsClient } from './client';
+import { retryDelayMs, sleep, type ApprovalsClient } from './client';
 import { ApprovalRefusedError, ApprovalsError } from './errors';
 import { FACTS_HASH_PATTERN, factsHash as hashFacts } from './jcs';
 import type { ConsumeResult, CreateDecisionResult, Decision, DecisionContext, DecisionEngine, DecisionRequest, DecisionStatus } from './types';
@@ -102,7 +102,7 @@ export async function awaitApproval(client: ApprovalsClient, opts: AwaitApproval
   if (hash !== undefined) body.factsHash = hash;
 
   const retry = retrier(opts.retry, opts.signal);
-  const opened = await retry(() => client.createDecision(body, { signal: opts.signal }));
+  const opened = await retry(() => client.createDecision(body, { signal: opts.signal, retry: false }));
   opts.onOpened?.(opened);
   if (!opened.approvalNeeded || !opened.decisionId) {
     return { approved: true, decidedBy: null, note: null, status: null, decisionId: null, output: null, responseValue: null, approvalNeeded: false };
@@ -110,7 +110,7 @@ export async function awaitApproval(client: ApprovalsClient, opts: AwaitApproval
   const id = opened.decisionId;
   const pollSeconds = opts.pollSeconds ?? 30;
   for (;;) {
-    const d = await retry(() => client.waitDecision(id, { timeoutSec: pollSeconds, signal: opts.signal }));
+    const d = await retry(() => client.waitDecision(id, { timeoutSec: pollSeconds, signal: opts.signal, retry: false }));
     if (hash !== undefined && d.factsHash !== undefined && d.factsHash !== hash) {
       // The same run/step was opened earlier for other facts (or for none): this approval is not for them.
       throw new ApprovalsError({
@@ -150,9 +150,7 @@ function retrier(o: RetryOptions = {}, signal?: AbortSignal) {
         return await fn();
       } catch (err) {
         if (!(err instanceof ApprovalsError) || !err.retryable || attempt >= maxAttempts) throw err;
-        const backoff = Math.min(cap, initial * 2 ** (attempt - 1));
-        const jittered = backoff / 2 + Math.random() * (backoff / 2);
-        await sleep(Math.min(cap, Math.max(jittered, err.retryAfterMs ?? 0)), signal);
+        await sleep(retryDelayMs(attempt, initial, cap, err.retryAfterMs), signal);
       }
     }
   };

@@ -60,6 +60,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Overrides the client's timeout for this call. */
   timeoutMs?: number;
+  /** `false`: one attempt only, even for an idempotent call (the caller retries itself). */
+  retry?: false;
 }
 
 export interface WaitOptions extends CallOptions {
@@ -296,7 +298,7 @@ export class ApprovalsClient {
    */
   async request<T = unknown>(method: string, path: string, spec: RequestSpec = {}, opts: CallOptions = {}): Promise<RawResponse<T>> {
     const idempotent = spec.idempotent ?? method === 'GET';
-    if (!this.retry || !idempotent) return this.attempt<T>(method, path, spec, opts);
+    if (!this.retry || !idempotent || opts.retry === false) return this.attempt<T>(method, path, spec, opts);
     const r = this.retry;
     const started = Date.now();
     for (let attempt = 1; ; attempt++) {
@@ -304,9 +306,7 @@ export class ApprovalsClient {
         return await this.attempt<T>(method, path, spec, opts);
       } catch (err) {
         if (!(err instanceof ApprovalsError) || !err.retryable || attempt >= r.maxAttempts || Date.now() - started >= r.maxElapsedMs) throw err;
-        const backoff = Math.min(r.maxDelayMs, r.initialDelayMs * 2 ** (attempt - 1));
-        const delay = Math.max(backoff / 2 + Math.random() * (backoff / 2), Math.min(err.retryAfterMs ?? 0, r.maxDelayMs));
-        await sleep(delay, opts.signal);
+        await sleep(retryDelayMs(attempt, r.initialDelayMs, r.maxDelayMs, err.retryAfterMs), opts.signal);
       }
     }
   }
@@ -400,6 +400,16 @@ function anySignal(a: AbortSignal, b: AbortSignal): AbortSignal {
 }
 
 /** Sleeps `ms`, or rejects with the signal's reason when it aborts. */
+/**
+ * The client's one retry delay: exponential from `initialMs` (attempt 1 is the first
+ * retry), capped, half of it random so many clients do not retry in step; never shorter
+ * than the server's `Retry-After` (itself capped).
+ */
+export function retryDelayMs(attempt: number, initialMs: number, capMs: number, retryAfterMs?: number): number {
+  const backoff = Math.min(capMs, initialMs * 2 ** Math.max(0, attempt - 1));
+  return Math.max(backoff / 2 + Math.random() * (backoff / 2), Math.min(retryAfterMs ?? 0, capMs));
+}
+
 export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);

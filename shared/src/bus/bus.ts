@@ -9,6 +9,11 @@ import type { Logger } from '../logger';
 import { EVENTS_SUBJECTS, STREAM_EVENTS } from '../subjects';
 import { LargePayloads } from './large';
 
+/** Wait for an idempotent request's answer before resending it (a dead replica fails fast). */
+const IDEMPOTENT_TIMEOUT_MS = 5_000;
+/** Pause before resending a request nobody was subscribed to (a replica restarting). */
+const NO_RESPONDERS_PAUSE_MS = 300;
+
 export interface BusOptions {
   url: string;
   name: string;
@@ -108,14 +113,25 @@ export class Bus {
       });
     }
     const payload = checked.data;
+    const timeout = opts.timeoutMs ?? ep.timeoutMs ?? (ep.idempotent ? Math.min(IDEMPOTENT_TIMEOUT_MS, this.requestTimeoutMs) : this.requestTimeoutMs);
+    const body = await this.large.wrap(encodeJson(payload));
     let raw: Uint8Array;
-    try {
-      const body = await this.large.wrap(encodeJson(payload));
-      const msg = await this.nc.request(ep.subject, body, { timeout: opts.timeoutMs ?? this.requestTimeoutMs });
-      raw = await this.large.unwrap(msg.data);
-    } catch (err) {
-      if (err instanceof AppError) throw err;
-      throw toTransportError(ep.subject, err);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const msg = await this.nc.request(ep.subject, body, { timeout });
+        raw = await this.large.unwrap(msg.data);
+        break;
+      } catch (err) {
+        if (err instanceof AppError) throw err;
+        const failure = toTransportError(ep.subject, err);
+        const noResponders = isNoResponders(err);
+        // A replica that died holding the request never answers; one that is restarting
+        // is briefly absent. An idempotent request goes out once more, to whichever
+        // replica is there; anything else fails now rather than risk doing it twice.
+        if (!ep.idempotent || attempt > 1 || (failure.code !== 'timeout' && !noResponders)) throw failure;
+        this.log.warn({ subject: ep.subject, reason: failure.code }, 'no answer; resending an idempotent request once');
+        if (noResponders) await new Promise((r) => setTimeout(r, NO_RESPONDERS_PAUSE_MS));
+      }
     }
     const wire = WireReply.parse(decodeJson(raw));
     if (!wire.ok) {
@@ -150,10 +166,12 @@ function isStreamNotFound(err: unknown): boolean {
   return e?.api_error?.err_code === 10059 || /stream not found/i.test(String(e?.message));
 }
 
+function isNoResponders(err: unknown): boolean {
+  return err instanceof NoRespondersError || (err as Error)?.cause instanceof NoRespondersError;
+}
+
 function toTransportError(subject: string, err: unknown): AppError {
-  if (err instanceof NoRespondersError || (err as Error)?.cause instanceof NoRespondersError) {
-    return new AppError('unavailable', `no service answers ${subject}`);
-  }
+  if (isNoResponders(err)) return new AppError('unavailable', `no service answers ${subject}`);
   if (err instanceof TimeoutError || (err as Error)?.cause instanceof TimeoutError) {
     return new AppError('timeout', `${subject} did not answer in time`);
   }

@@ -102,7 +102,17 @@ export class OutboxRelay {
     this.loop = this.run();
   }
 
+  private relistenTimer?: NodeJS.Timeout;
+
+  private scheduleListen(ms: number): void {
+    if (!this.running) return;
+    clearTimeout(this.relistenTimer);
+    this.relistenTimer = setTimeout(() => void this.listen(), ms);
+    this.relistenTimer.unref();
+  }
+
   private async listen(): Promise<void> {
+    if (!this.running) return;
     // LISTEN needs one dedicated connection; the poll below covers a lost one, and a lost
     // one is re-established (after a database restart) so wake-ups come back.
     const client = new Client({ connectionString: this.opts.databaseUrl });
@@ -112,8 +122,7 @@ export class OutboxRelay {
       relistening = true;
       this.listener = undefined;
       void client.end().catch(() => undefined);
-      const t = setTimeout(() => void this.listen(), 2000);
-      t.unref();
+      this.scheduleListen(2000);
     };
     client.on('error', (err) => {
       this.opts.log.warn({ err }, 'outbox listener connection error');
@@ -138,10 +147,7 @@ export class OutboxRelay {
     } catch (err) {
       this.opts.log.warn({ err }, 'outbox LISTEN unavailable; relying on polling, retrying');
       await client.end().catch(() => undefined);
-      if (this.running) {
-        const t = setTimeout(() => void this.listen(), 5000);
-        t.unref();
-      }
+      this.scheduleListen(5000);
     }
   }
 
@@ -196,6 +202,7 @@ export class OutboxRelay {
 
   async stop(): Promise<void> {
     this.running = false;
+    clearTimeout(this.relistenTimer);
     this.wake?.();
     await this.loop;
     const listener = this.listener;

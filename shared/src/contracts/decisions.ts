@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { SUBJECT } from '../subjects';
 import { FACTS_HASH_PATTERN } from '../jcs';
 import { EchoReply, EchoRequest, Email, decimalInt, forwarded } from './common';
-import { endpoint } from './endpoint';
+import { RESENDABLE, endpoint } from './endpoint';
 import { PolicyKey } from './policies';
 
 export const Engine = z.enum(['bundled', 'engineA', 'engineB', 'trigger']);
@@ -345,39 +345,41 @@ export const RunReply = z.object({ runId: z.string(), workflowId: z.string(), du
 export const UsageReply = z.object({ period: z.string(), decisions: z.number(), limit: z.number().nullable() });
 
 export const DecisionsEndpoints = {
-  echo: endpoint(SUBJECT.decisions.echo, EchoRequest, EchoReply),
-  create: endpoint(SUBJECT.decisions.create, forwarded({ body: DecisionRequest }), CreateReply),
-  workerList: endpoint(SUBJECT.decisions.workerList, forwarded({ query: WorkerListQuery }), z.object({ decisions: z.array(DecisionView) })),
-  workerGet: endpoint(SUBJECT.decisions.workerGet, forwarded({ params: IdParams }), DecisionView),
-  verify: endpoint(SUBJECT.decisions.verify, forwarded({ params: VerifyParams, query: VerifyQuery }), VerifyReply),
-  consume: endpoint(SUBJECT.decisions.consume, forwarded({ params: IdParams, body: ConsumeBody }), ConsumeReply),
+  echo: endpoint(SUBJECT.decisions.echo, EchoRequest, EchoReply, RESENDABLE),
+  create: endpoint(SUBJECT.decisions.create, forwarded({ body: DecisionRequest }), CreateReply, RESENDABLE),
+  workerList: endpoint(SUBJECT.decisions.workerList, forwarded({ query: WorkerListQuery }), z.object({ decisions: z.array(DecisionView) }), RESENDABLE),
+  workerGet: endpoint(SUBJECT.decisions.workerGet, forwarded({ params: IdParams }), DecisionView, RESENDABLE),
+  verify: endpoint(SUBJECT.decisions.verify, forwarded({ params: VerifyParams, query: VerifyQuery }), VerifyReply, RESENDABLE),
+  consume: endpoint(SUBJECT.decisions.consume, forwarded({ params: IdParams, body: ConsumeBody }), ConsumeReply, RESENDABLE),
   cancel: endpoint(SUBJECT.decisions.cancel, forwarded({ params: IdParams, body: CancelBody.optional() }), CancelReply),
   list: endpoint(
     SUBJECT.decisions.list,
     forwarded({ query: SessionListQuery }),
     z.object({ decisions: z.array(DecisionView), limit: z.number(), offset: z.number(), total: z.number() }),
+    RESENDABLE,
   ),
   workflows: endpoint(
     SUBJECT.decisions.workflows,
     forwarded({ query: WorkflowsQuery }),
     z.object({ workflows: z.array(z.object({ workflowRef: z.string(), pending: z.number(), total: z.number(), lastCreatedAt: z.string() })) }),
+    RESENDABLE,
   ),
-  get: endpoint(SUBJECT.decisions.get, forwarded({ params: IdParams }), SessionDecisionView),
-  addEvidence: endpoint(SUBJECT.decisions.addEvidence, forwarded({ params: IdParams, body: EvidenceItem }), EvidenceView.extend({ duplicate: z.boolean() })),
-  listEvidence: endpoint(SUBJECT.decisions.listEvidence, forwarded({ params: IdParams }), z.object({ evidence: z.array(EvidenceView) })),
-  saveOutput: endpoint(SUBJECT.decisions.saveOutput, forwarded({ params: IdParams, body: OutputDraft }), z.object({ decisionId: z.string(), refinedOutput: OutputDraft, output: z.unknown() })),
+  get: endpoint(SUBJECT.decisions.get, forwarded({ params: IdParams }), SessionDecisionView, RESENDABLE),
+  addEvidence: endpoint(SUBJECT.decisions.addEvidence, forwarded({ params: IdParams, body: EvidenceItem }), EvidenceView.extend({ duplicate: z.boolean() }), RESENDABLE),
+  listEvidence: endpoint(SUBJECT.decisions.listEvidence, forwarded({ params: IdParams }), z.object({ evidence: z.array(EvidenceView) }), RESENDABLE),
+  saveOutput: endpoint(SUBJECT.decisions.saveOutput, forwarded({ params: IdParams, body: OutputDraft }), z.object({ decisionId: z.string(), refinedOutput: OutputDraft, output: z.unknown() }), RESENDABLE),
   refine: endpoint(SUBJECT.decisions.refine, forwarded({ params: IdParams, body: RefineBody }), RefineReply),
   vote: endpoint(SUBJECT.decisions.vote, forwarded({ params: IdParams, body: DecideBody }), DecideReply),
   surfaceVote: endpoint(SUBJECT.decisions.surfaceVote, SurfaceVoteRequest, DecideReply),
-  usage: endpoint(SUBJECT.decisions.usage, forwarded({}), UsageReply),
+  usage: endpoint(SUBJECT.decisions.usage, forwarded({}), UsageReply, RESENDABLE),
   wait: endpoint(SUBJECT.decisions.wait, forwarded({ params: IdParams, query: WaitQuery }), DecisionView),
   /** Internal read for surfaces and the notifier (no principal): the record as read back. */
-  peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string() }), DecisionView),
+  peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string() }), DecisionView, RESENDABLE),
 };
 
 export const WorkflowsEndpoints = {
-  register: endpoint(SUBJECT.workflows.register, forwarded({ body: WorkflowDefinition }), RegisterReply),
-  list: endpoint(SUBJECT.workflows.list, forwarded({}), z.object({ workflows: z.array(WorkflowView) })),
-  get: endpoint(SUBJECT.workflows.get, forwarded({ params: IdParams }), WorkflowView),
+  register: endpoint(SUBJECT.workflows.register, forwarded({ body: WorkflowDefinition }), RegisterReply, RESENDABLE),
+  list: endpoint(SUBJECT.workflows.list, forwarded({}), z.object({ workflows: z.array(WorkflowView) }), RESENDABLE),
+  get: endpoint(SUBJECT.workflows.get, forwarded({ params: IdParams }), WorkflowView, RESENDABLE),
   startRun: endpoint(SUBJECT.workflows.startRun, forwarded({ body: RunBody }), RunReply),
 };

@@ -1,14 +1,28 @@
 import { z } from 'zod';
 
+export interface EndpointOptions {
+  /**
+   * Sending the same request twice has the effect of sending it once (a read, or a write
+   * keyed so a repeat finds the first one's result). The bus then resends it once when no
+   * answer came (a replica died holding it, or none was up for a moment).
+   */
+  idempotent?: boolean;
+  /** How long a caller waits for the answer (default: the bus's, 10 s; 5 s for idempotent ones). */
+  timeoutMs?: number;
+}
+
 /** A request/reply endpoint: subject plus the schemas of both sides, validated at each end. */
-export interface EndpointDef<Req extends z.ZodType = z.ZodType, Res extends z.ZodType = z.ZodType> {
+export interface EndpointDef<Req extends z.ZodType = z.ZodType, Res extends z.ZodType = z.ZodType> extends EndpointOptions {
   subject: string;
   request: Req;
   reply: Res;
 }
 
-export function endpoint<Req extends z.ZodType, Res extends z.ZodType>(subject: string, request: Req, reply: Res): EndpointDef<Req, Res> {
-  return { subject, request, reply };
+/** Options of an endpoint whose requests are safe to resend. */
+export const RESENDABLE: EndpointOptions = { idempotent: true };
+
+export function endpoint<Req extends z.ZodType, Res extends z.ZodType>(subject: string, request: Req, reply: Res, options: EndpointOptions = {}): EndpointDef<Req, Res> {
+  return { subject, request, reply, ...options };
 }
 
 /** Wire form of a reply. `status` lets a handler pick the HTTP success code (201 vs 200). */
