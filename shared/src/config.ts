@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseCidrs, type AddressPolicy } from './http/addresses';
 
 /**
  * Parses process.env (or a given record) against one zod schema, once, at start.
@@ -24,7 +25,32 @@ export const BaseServiceEnv = z.object({
   NATS_URL: z.string().min(1, 'NATS_URL is required').default('nats://127.0.0.1:4222'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_BASE_URL: z.string().url('PUBLIC_BASE_URL must be a URL').default('http://localhost:8080'),
+  /**
+   * Let tenant-set URLs (approver webhooks, the model's baseUrl, engine and chat settings)
+   * reach this host and private networks (local setups, tests). Off by default.
+   */
+  WEBHOOK_ALLOW_PRIVATE_TARGETS: z
+    .enum(['true', 'false'], { error: 'WEBHOOK_ALLOW_PRIVATE_TARGETS must be true or false' })
+    .default('false')
+    .transform((v) => v === 'true'),
+  /** Private ranges tenant-set URLs may reach all the same, e.g. `10.20.0.0/16,127.0.0.2/32`. */
+  OUTBOUND_ALLOWED_CIDRS: z
+    .string()
+    .optional()
+    .refine((v) => {
+      try {
+        parseCidrs(v);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'OUTBOUND_ALLOWED_CIDRS must be a comma-separated list of CIDRs (10.0.0.0/8,127.0.0.2/32)'),
 });
+
+/** The address policy for tenant-set URLs, from the environment. */
+export function outboundGuard(env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean; OUTBOUND_ALLOWED_CIDRS?: string }): AddressPolicy {
+  return { allowPrivate: env.WEBHOOK_ALLOW_PRIVATE_TARGETS, allowed: parseCidrs(env.OUTBOUND_ALLOWED_CIDRS) };
+}
 export type BaseServiceEnv = z.infer<typeof BaseServiceEnv>;
 
 /** Reads a boolean-ish env var ("true"/"1"/"false"/"0"). */

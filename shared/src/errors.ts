@@ -30,6 +30,7 @@ export const ERROR_STATUS = {
   context_contract_violation: 422,
   unsatisfiable_policy: 422,
   invalid_policy: 422,
+  target_not_allowed: 422,
   rate_limited: 429,
   internal: 500,
   not_implemented: 501,

@@ -4,6 +4,8 @@ export * from './ids';
 export * from './errors';
 export * from './jcs';
 export * from './html';
+export * from './backoff';
+export * from './http/index';
 export * from './subjects';
 export * from './clock';
 export * from './db';

@@ -1,4 +1,4 @@
-import { ContractChecker, createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { ContractChecker, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer } from './consumers/notification-sent.consumer';
@@ -13,7 +13,7 @@ import { Waiters } from './handlers/waiters';
 
 export const DECISIONS_VERSION = '0.1.0';
 
-export async function startDecisions(config: DecisionsConfig, opts: { log?: Logger; clock?: Clock; fetchImpl?: typeof fetch } = {}): Promise<RunningService> {
+export async function startDecisions(config: DecisionsConfig, opts: { log?: Logger; clock?: Clock } = {}): Promise<RunningService> {
   return startService({
     name: 'decisions',
     version: DECISIONS_VERSION,
@@ -29,7 +29,8 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       const waiters = new Waiters({ bus: ctx.bus, log: ctx.log });
       waiters.start();
       const contracts = new ContractChecker({ workers: 2, maxQueue: 64 });
-      const actions = createDecisionActions({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, fetchImpl: opts.fetchImpl });
+      const http = createOutboundClient({ guard: outboundGuard(config) });
+      const actions = createDecisionActions({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, http });
       registerDecisionHandlers(ctx.host, {
         create: createDecisionOpener({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts }),
         actions,
@@ -44,7 +45,10 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       for (const c of timerStepConsumers(createLifecycle({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, log: ctx.log }))) ctx.consume(c);
       return {
         beforeStop: async () => stopWaiters(),
-        afterStop: () => contracts.close(),
+        afterStop: async () => {
+          await contracts.close();
+          await http.close();
+        },
       };
     },
   });

@@ -59,7 +59,8 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
   let outsider: string;
 
   beforeAll(async () => {
-    stack = await startStack({ services: SERVICES, label: 'decvote' });
+    // The stand-in model servers listen on loopback: allow private targets, as a local setup would.
+    stack = await startStack({ services: SERVICES, label: 'decvote', env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' } });
     ({ org, admin, apiKey, keyId } = await stack.newOrg());
     a = stack.session({ org, email: A });
     b = stack.session({ org, email: B });

@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { AccessEndpoints, createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { AccessEndpoints, createLogger, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import { createAuthenticator } from './auth/authenticate';
 import { createJwtVerifier } from './auth/jwt';
 import type { GatewayConfig } from './config';
@@ -35,7 +35,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
     clock: opts.clock,
     setup: async (ctx) => {
       const store = createAccessStore(ctx.db);
-      const settings = createSettings(ctx.db);
+      const settings = createSettings(ctx.db, { guard: outboundGuard(config) });
       ctx.host.handle(AccessEndpoints.retentionSettings, async () => ({ orgs: await settings.retentionOrgs() }));
       ctx.host.handle(AccessEndpoints.llmSettings, async (req) => {
         const llm = await settings.llm(req.org);

@@ -1,4 +1,4 @@
-import { createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { NotifierConfig } from './config';
 import { notifierConsumers } from './consumers/decision-events.consumer';
 import { registerNotifierHandlers } from './handlers/people.handlers';
@@ -28,11 +28,15 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
     clock: opts.clock,
     setup: async (ctx) => {
       const deliveries = createDeliveriesStore(ctx.db, { leaseSec: config.DELIVERY_LEASE_SEC });
+      const outbound = {
+        tenant: createOutboundClient({ guard: outboundGuard(config) }),
+        trusted: createOutboundClient({ guard: null }),
+      };
       worker = new DeliveryWorker({
         store: deliveries,
         bus: ctx.bus,
         log: ctx.log,
-        providers: [...peopleProviders(config, { bus: ctx.bus }), ...engineProviders(config)],
+        providers: [...peopleProviders(config, { bus: ctx.bus, outbound }), ...engineProviders(config, outbound)],
         pollMs: config.DELIVERY_POLL_MS,
         retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
       });
@@ -40,7 +44,12 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
       for (const c of notifierConsumers({ store: deliveries, bus: ctx.bus, wake: () => worker.wake() })) ctx.consume(c);
       worker.start();
       // Stop sending before the bus closes: a send in flight finishes and records its result.
-      return { afterStop: () => worker.stop() };
+      return {
+        afterStop: async () => {
+          await worker.stop();
+          await Promise.all([outbound.tenant.close(), outbound.trusted.close()]);
+        },
+      };
     },
   });
   return { ...svc, worker };

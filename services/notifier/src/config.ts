@@ -12,8 +12,6 @@ export const NotifierEnv = BaseServiceEnv.extend({
   AUTH_JWT_SECRET: z.string().optional(),
   /** Signs webhook-channel deliveries (Standard Webhooks); derived from AUTH_JWT_SECRET when unset. */
   WEBHOOK_SIGNING_SECRET: z.string().min(16, 'WEBHOOK_SIGNING_SECRET must be at least 16 characters').optional(),
-  /** Let approver webhooks reach this host and private networks (local setups, tests). Off by default. */
-  WEBHOOK_ALLOW_PRIVATE_TARGETS: z.enum(['true', 'false'], { error: 'WEBHOOK_ALLOW_PRIVATE_TARGETS must be true or false' }).default('false').transform((v) => v === 'true'),
   SMS_PROVIDER_URL: url('SMS_PROVIDER_URL'),
   PHONE_PROVIDER_URL: url('PHONE_PROVIDER_URL'),
   ENGINE_A_URL: url('ENGINE_A_URL'),

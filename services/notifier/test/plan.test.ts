@@ -40,8 +40,15 @@ describe('delivery planning', () => {
   });
 
   it('backs off exponentially with a cap', () => {
-    expect([1, 2, 3, 4].map((a) => retryDelayMs(a, 1000))).toEqual([1000, 2000, 4000, 8000]);
-    expect(retryDelayMs(40, 1000)).toBe(600_000);
+    // Half fixed, half random ("equal jitter"): between exp/2 and exp.
+    expect([1, 2, 3, 4].map((a) => retryDelayMs(a, 1000, undefined, () => 1))).toEqual([1000, 2000, 4000, 8000]);
+    expect([1, 2, 3, 4].map((a) => retryDelayMs(a, 1000, undefined, () => 0))).toEqual([500, 1000, 2000, 4000]);
+    expect(retryDelayMs(40, 1000, undefined, () => 1)).toBe(600_000);
+    for (let i = 0; i < 50; i++) {
+      const d = retryDelayMs(3, 1000);
+      expect(d).toBeGreaterThanOrEqual(2000);
+      expect(d).toBeLessThanOrEqual(4000);
+    }
   });
 });
 

@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '../backoff';
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
 import { EventEnvelope } from '../contracts/common';
@@ -34,7 +35,7 @@ export interface ConsumerOptions {
 }
 
 export function nakDelayMs(deliveryCount: number, baseMs = 500, maxMs = 30_000): number {
-  return Math.min(maxMs, baseMs * 2 ** Math.max(0, deliveryCount - 1));
+  return backoffDelayMs(deliveryCount, { baseMs, maxMs, jitter: false });
 }
 
 /**

@@ -5,13 +5,19 @@ import {
   canonicalize,
   enqueueEvents,
   newId,
+  OutboundError,
   sha256Hex,
   type Bus,
   type Clock,
   type Knex,
   type NewEvent,
+  type OutboundClient,
+  type OutboundResponse,
   type ResponseSpec,
 } from '@approvals/shared';
+
+/** The model may take a while to write a draft. */
+const MODEL_TIMEOUT_MS = 60_000;
 import { outcomeOf, refusalOf, responseValueProblem, type Tally } from '../domain/decision';
 import { policyRef, resolvedEventData, toState, type DecisionRow } from '../store/decision.row';
 
@@ -19,7 +25,8 @@ export interface ActionDeps {
   db: Knex;
   bus: Bus;
   clock: Clock;
-  fetchImpl?: typeof fetch;
+  /** Outbound HTTP for the org's model: its baseUrl is tenant-set, so the private-network guard applies. */
+  http: OutboundClient;
 }
 
 export type Voter = { kind: 'person'; email: string; ref: string | null; surface: string } | { kind: 'apiKey'; keyId: string };
@@ -326,7 +333,7 @@ export function createDecisionActions(deps: ActionDeps) {
       if (!llm.configured || !llm.baseUrl || !llm.model) {
         throw new AppError('model_not_configured', 'no model is configured for this org: set one with PUT /v1/settings/llm');
       }
-      const content = await callModel(deps.fetchImpl ?? fetch, { baseUrl: llm.baseUrl, model: llm.model, apiKey: llm.apiKey }, current.content ?? '', feedback, d);
+      const content = await callModel(deps.http, { baseUrl: llm.baseUrl, model: llm.model, apiKey: llm.apiKey }, current.content ?? '', feedback, d);
       const draft = { content, ...(current.title ? { title: current.title } : {}), ...(current.format ? { format: current.format } : {}) };
       await db.transaction(async (trx) => {
         await trx('refinements').insert({ decision_id: id, actor, feedback, draft: JSON.stringify(draft), model: llm.model, at: clock.now() });
@@ -350,29 +357,36 @@ export function evidenceView(row: { id: string; item: Record<string, unknown>; a
 }
 
 async function callModel(
-  fetchImpl: typeof fetch,
+  http: OutboundClient,
   llm: { baseUrl: string; model: string; apiKey?: string },
   draft: string,
   feedback: string,
   d: DecisionRow,
 ): Promise<string> {
   const title = (d.context as { title?: string } | null)?.title;
-  const res = await fetchImpl(`${llm.baseUrl.replace(/\/$/, '')}/chat/completions`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...(llm.apiKey ? { authorization: `Bearer ${llm.apiKey}` } : {}) },
-    body: JSON.stringify({
-      model: llm.model,
-      messages: [
-        { role: 'system', content: 'You revise a draft that a human reviewer will approve. Apply the feedback. Answer with the revised draft only.' },
-        { role: 'user', content: `${title ? `Task: ${title}\n\n` : ''}Draft:\n${draft}\n\nFeedback:\n${feedback}` },
-      ],
-    }),
-    signal: AbortSignal.timeout(60_000),
-  }).catch((err: Error) => {
-    throw new AppError('upstream_error', `the model endpoint did not answer: ${err.message}`);
-  });
-  if (!res.ok) throw new AppError('upstream_error', `the model endpoint answered ${res.status}`);
-  const body = (await res.json().catch(() => ({}))) as { choices?: Array<{ message?: { content?: string } }> };
+  let res: OutboundResponse;
+  try {
+    res = await http.send(`${llm.baseUrl.replace(/\/$/, '')}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(llm.apiKey ? { authorization: `Bearer ${llm.apiKey}` } : {}) },
+      body: JSON.stringify({
+        model: llm.model,
+        messages: [
+          { role: 'system', content: 'You revise a draft that a human reviewer will approve. Apply the feedback. Answer with the revised draft only.' },
+          { role: 'user', content: `${title ? `Task: ${title}\n\n` : ''}Draft:\n${draft}\n\nFeedback:\n${feedback}` },
+        ],
+      }),
+      timeoutMs: MODEL_TIMEOUT_MS,
+    });
+  } catch (err) {
+    if (err instanceof OutboundError && (err.kind === 'blocked' || err.kind === 'invalid_url')) {
+      // Say why, never what an internal address answered.
+      throw new AppError('target_not_allowed', `the model baseUrl may not be called: ${err.message}`);
+    }
+    throw new AppError('upstream_error', `the model endpoint did not answer: ${(err as Error).message}`);
+  }
+  if (res.status < 200 || res.status >= 300) throw new AppError('upstream_error', `the model endpoint answered ${res.status}`);
+  const body = res.json<{ choices?: Array<{ message?: { content?: string } }> }>() ?? {};
   const content = body.choices?.[0]?.message?.content;
   if (typeof content !== 'string' || !content.trim()) throw new AppError('upstream_error', 'the model returned no draft');
   return content;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Knex } from '@approvals/shared';
+import { AppError, literalTargetRefusal, type AddressPolicy, type Knex } from '@approvals/shared';
 import type { LocalRequest, LocalResult } from '../http/route';
 
 export const LlmSettingsBody = z.strictObject({
@@ -29,7 +29,7 @@ interface LlmValue {
 }
 
 /** Org settings in access.settings, one row per (org, kind). */
-export function createSettings(db: Knex) {
+export function createSettings(db: Knex, opts: { guard: AddressPolicy }) {
   const read = async (org: string, kind: string) => db('settings').where({ org_id: org, kind }).first();
   const llmView = (row?: { value: LlmValue; updated_at: Date }) => ({
     configured: Boolean(row),
@@ -76,6 +76,11 @@ export function createSettings(db: Knex) {
         return { body: llmView(await read(req.org, 'llm')) };
       },
       async putLlm(req: LocalRequest<z.infer<typeof LlmSettingsBody>>): Promise<LocalResult> {
+        const refused = literalTargetRefusal(req.body.baseUrl, opts.guard);
+        if (refused) {
+          const message = `baseUrl may not point at ${refused}: the model is called from inside this deployment (WEBHOOK_ALLOW_PRIVATE_TARGETS=true allows it)`;
+          throw new AppError('invalid_request', `body.baseUrl: ${message}`, { issues: [{ path: 'body.baseUrl', message }] });
+        }
         const prev = (await read(req.org, 'llm'))?.value as LlmValue | undefined;
         const value: LlmValue = { baseUrl: req.body.baseUrl, model: req.body.model, apiKey: req.body.apiKey ?? prev?.apiKey };
         const [row] = await db('settings')

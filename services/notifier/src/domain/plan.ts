@@ -1,3 +1,4 @@
+import { backoffDelayMs } from '@approvals/shared';
 import type { ResolvedApprover } from '@approvals/shared';
 
 export interface Route {
@@ -42,7 +43,7 @@ export function escalationTarget(a: ResolvedApprover, route: Route | null, step:
   return orderedTargets(a, route)[step];
 }
 
-/** Exponential backoff with a cap; attempt 1 is the first retry. */
-export function retryDelayMs(attempt: number, baseMs = 1000, maxMs = 10 * 60_000): number {
-  return Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
+/** Delay before a failed delivery's next attempt (attempt 1 is the first retry): the tree's one backoff, jittered. */
+export function retryDelayMs(attempt: number, baseMs = 1000, maxMs = 10 * 60_000, random?: () => number): number {
+  return backoffDelayMs(attempt, { baseMs, maxMs, random });
 }

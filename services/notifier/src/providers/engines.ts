@@ -1,5 +1,5 @@
 import type { NotifierConfig } from '../config';
-import { DeliveryError, postJson, type ChannelProvider, type DeliveryRow, type SendResult } from './provider';
+import { DeliveryError, postJson, type ChannelProvider, type DeliveryRow, type Outbound, type SendResult } from './provider';
 import { signStandardWebhook } from './standard-webhooks';
 
 /**
@@ -12,7 +12,9 @@ export function resumePayload(d: DeliveryRow): Record<string, unknown> {
 
 const skipped = (engine: string): SendResult => ({ status: 'skipped', reason: `no URL configured for engine ${engine}` });
 
-export function engineProviders(config: NotifierConfig): ChannelProvider[] {
+export function engineProviders(config: NotifierConfig, outbound: Outbound): ChannelProvider[] {
+  // Engine URLs come from the deployment's environment: trusted configuration.
+  const http = outbound.trusted;
   return [
     {
       channel: 'engineA',
@@ -20,7 +22,7 @@ export function engineProviders(config: NotifierConfig): ChannelProvider[] {
         if (!config.ENGINE_A_URL || !config.ENGINE_A_EVENT_KEY) return skipped('engineA');
         const url = `${config.ENGINE_A_URL.replace(/\/$/, '')}/e/${encodeURIComponent(config.ENGINE_A_EVENT_KEY)}`;
         const name = d.kind === 'run' ? 'approval/run.requested' : 'approval/decision.resolved';
-        await postJson(url, { name, id: d.event_id, data: resumePayload(d) });
+        await postJson(http, url, { name, id: d.event_id, data: resumePayload(d) });
         return { status: 'sent' };
       },
     },
@@ -32,11 +34,11 @@ export function engineProviders(config: NotifierConfig): ChannelProvider[] {
         const ns = `${config.ENGINE_B_URL.replace(/\/$/, '')}/api/v1/namespaces/${encodeURIComponent(config.ENGINE_B_NAMESPACE)}`;
         if (d.kind === 'run') {
           // Start the workflow with the run id as its workflow id, so a repeat is refused by Temporal too.
-          await postJson(`${ns}/workflows/${encodeURIComponent(String(p.runId))}`, { workflowType: { name: p.workflowId }, input: [p.input ?? {}], requestId: d.event_id }, { 'idempotency-key': d.event_id });
+          await postJson(http, `${ns}/workflows/${encodeURIComponent(String(p.runId))}`, { workflowType: { name: p.workflowId }, input: [p.input ?? {}], requestId: d.event_id }, { 'idempotency-key': d.event_id });
           return { status: 'sent' };
         }
         const url = `${ns}/workflows/${encodeURIComponent(String(p.externalRunId))}/signal/approval-resolved`;
-        await postJson(url, { input: [p] }, { 'idempotency-key': d.event_id });
+        await postJson(http, url, { input: [p] }, { 'idempotency-key': d.event_id });
         return { status: 'sent' };
       },
     },
@@ -47,11 +49,11 @@ export function engineProviders(config: NotifierConfig): ChannelProvider[] {
         const p = resumePayload(d);
         const auth: Record<string, string> = config.ENGINE_TRIGGER_SECRET ? { authorization: `Bearer ${config.ENGINE_TRIGGER_SECRET}` } : {};
         if (d.kind === 'run') {
-          await postJson(`${config.ENGINE_TRIGGER_URL.replace(/\/$/, '')}/api/v1/tasks/${encodeURIComponent(String(p.workflowId))}/trigger`, { payload: p.input ?? {}, options: { idempotencyKey: d.event_id } }, { ...auth, 'idempotency-key': d.event_id });
+          await postJson(http, `${config.ENGINE_TRIGGER_URL.replace(/\/$/, '')}/api/v1/tasks/${encodeURIComponent(String(p.workflowId))}/trigger`, { payload: p.input ?? {}, options: { idempotencyKey: d.event_id } }, { ...auth, 'idempotency-key': d.event_id });
           return { status: 'sent' };
         }
         const url = `${config.ENGINE_TRIGGER_URL.replace(/\/$/, '')}/api/v1/waitpoints/tokens/${encodeURIComponent(String(p.stepRef))}/complete`;
-        await postJson(url, { data: p }, { ...auth, 'idempotency-key': d.event_id });
+        await postJson(http, url, { data: p }, { ...auth, 'idempotency-key': d.event_id });
         return { status: 'sent' };
       },
     },
@@ -62,7 +64,7 @@ export function engineProviders(config: NotifierConfig): ChannelProvider[] {
         if (!config.ENGINE_BUNDLED_SECRET) throw new DeliveryError('ENGINE_BUNDLED_SECRET is not set: refusing to send an unsigned webhook', true);
         const body = JSON.stringify({ type: d.kind === 'run' ? 'run.requested' : 'decision.resolved', data: resumePayload(d) });
         const headers = signStandardWebhook(config.ENGINE_BUNDLED_SECRET, d.event_id, Math.floor(Date.now() / 1000), body);
-        await postJson(config.ENGINE_BUNDLED_URL, undefined, headers, body);
+        await postJson(http, config.ENGINE_BUNDLED_URL, undefined, headers, body);
         return { status: 'sent' };
       },
     },

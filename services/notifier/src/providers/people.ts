@@ -1,11 +1,10 @@
 import nodemailer, { type Transporter } from 'nodemailer';
-import { SurfacesEndpoints, type Bus, type DecisionView } from '@approvals/shared';
+import { SurfacesEndpoints, escapeHtml, type Bus, type DecisionView } from '@approvals/shared';
 import type { NotifierConfig } from '../config';
-import { postJson, type ChannelProvider, type DeliveryRow } from './provider';
+import { postJson, type ChannelProvider, type DeliveryRow, type Outbound } from './provider';
 import { signStandardWebhook } from './standard-webhooks';
-import { assertPublicTarget } from './targets';
 
-const esc = (s: unknown) => String(s ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+const esc = escapeHtml;
 
 interface Ctx {
   title: string | null;
@@ -94,7 +93,7 @@ function approverOf(row: DeliveryRow): string {
   return typeof a === 'string' ? a : row.target;
 }
 
-export function peopleProviders(config: NotifierConfig, deps: { bus: Bus }): ChannelProvider[] {
+export function peopleProviders(config: NotifierConfig, deps: { bus: Bus; outbound: Outbound }): ChannelProvider[] {
   let transport: Transporter | undefined;
   const mailer = () => (transport ??= nodemailer.createTransport(config.SMTP_URL!));
   const appUrl = (d: DecisionView) => `${config.APP_BASE_URL ?? config.PUBLIC_BASE_URL}/app/decisions/${encodeURIComponent(d.id)}`;
@@ -134,9 +133,9 @@ export function peopleProviders(config: NotifierConfig, deps: { bus: Bus }): Cha
         const d = await ctx.decision();
         if (d.status !== 'PENDING') return { status: 'skipped', reason: `decision is ${d.status}` };
         const body = JSON.stringify({ type: `decision.${row.kind === 'notify' ? 'created' : row.kind === 'remind' ? 'reminded' : 'escalated'}`, data: d });
-        await assertPublicTarget(row.target, config.WEBHOOK_ALLOW_PRIVATE_TARGETS);
         const headers = signStandardWebhook(config.WEBHOOK_SIGNING_SECRET, row.id, Math.floor(Date.now() / 1000), body);
-        await postJson(row.target, undefined, headers, body);
+        // An endpoint people set: the private-network guard applies, at connect time, on every attempt.
+        await postJson(deps.outbound.tenant, row.target, undefined, headers, body);
         return { status: 'sent' };
       },
     },
@@ -147,7 +146,7 @@ export function peopleProviders(config: NotifierConfig, deps: { bus: Bus }): Cha
         const d = await ctx.decision();
         if (d.status !== 'PENDING') return { status: 'skipped', reason: `decision is ${d.status}` };
         const title = contextOf(d).title ?? d.id;
-        await postJson(config.SMS_PROVIDER_URL, { to: row.target, body: `Approval needed: ${title}. Open ${appUrl(d)}`, idempotencyKey: row.id });
+        await postJson(deps.outbound.trusted, config.SMS_PROVIDER_URL, { to: row.target, body: `Approval needed: ${title}. Open ${appUrl(d)}`, idempotencyKey: row.id });
         return { status: 'sent' };
       },
     },
@@ -157,7 +156,7 @@ export function peopleProviders(config: NotifierConfig, deps: { bus: Bus }): Cha
         if (!config.PHONE_PROVIDER_URL) return { status: 'skipped', reason: 'PHONE_PROVIDER_URL is not configured' };
         const d = await ctx.decision();
         if (d.status !== 'PENDING') return { status: 'skipped', reason: `decision is ${d.status}` };
-        await postJson(config.PHONE_PROVIDER_URL, { to: row.target, message: `An approval is waiting for you: ${contextOf(d).title ?? 'a decision'}.`, idempotencyKey: row.id });
+        await postJson(deps.outbound.trusted, config.PHONE_PROVIDER_URL, { to: row.target, message: `An approval is waiting for you: ${contextOf(d).title ?? 'a decision'}.`, idempotencyKey: row.id });
         return { status: 'sent' };
       },
     },

@@ -1,4 +1,4 @@
-import type { DecisionView } from '@approvals/shared';
+import { expectOk, OutboundError, type DecisionView, type OutboundClient } from '@approvals/shared';
 
 export interface DeliveryRow {
   id: string;
@@ -41,23 +41,26 @@ export class DeliveryError extends Error {
   }
 }
 
-/** POSTs JSON; a non-2xx answer is a DeliveryError (permanent for 4xx except 408 and 429). */
-export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}, raw?: string): Promise<string> {
-  let res: Response;
+/**
+ * POSTs JSON through the shared outbound client; a failure or a non-2xx answer is a
+ * DeliveryError (permanent for a refused address and for 4xx except 408 and 429).
+ */
+export async function postJson(http: OutboundClient, url: string, body: unknown, headers: Record<string, string> = {}, raw?: string): Promise<string> {
   try {
-    res = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...headers },
-      body: raw ?? JSON.stringify(body),
-      signal: AbortSignal.timeout(15_000),
-    });
+    const res = await http.send(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: raw ?? JSON.stringify(body) });
+    return expectOk(res, `POST ${url}`).body;
   } catch (err) {
-    throw new DeliveryError(`POST ${url} failed: ${(err as Error).message}`);
+    if (err instanceof OutboundError) throw new DeliveryError(err.kind === 'http' ? err.message : `POST ${url} failed: ${err.message}`, err.permanent);
+    throw err;
   }
-  const text = await res.text().catch(() => '');
-  if (!res.ok) {
-    const permanent = res.status >= 400 && res.status < 500 && res.status !== 408 && res.status !== 429;
-    throw new DeliveryError(`POST ${url} answered ${res.status}: ${text.slice(0, 200)}`, permanent);
-  }
-  return text;
+}
+
+/**
+ * The two outbound clients a provider may use: `tenant` for URLs people set (approver
+ * webhooks, org settings), behind the private-network guard; `trusted` for URLs the
+ * deployment set in its environment (engines, SMS/phone providers).
+ */
+export interface Outbound {
+  tenant: OutboundClient;
+  trusted: OutboundClient;
 }
