@@ -57,3 +57,26 @@ export type BaseServiceEnv = z.infer<typeof BaseServiceEnv>;
 export const envBool = z
   .enum(['true', 'false', '1', '0'])
   .transform((v) => v === 'true' || v === '1');
+
+const intEnv = (name: string, def: number, min: number, max: number) =>
+  z.coerce.number({ error: `${name} must be a number` }).int(`${name} must be an integer`).min(min, `${name} must be >= ${min}`).max(max, `${name} must be <= ${max}`).default(def);
+
+/** Knobs of the contract engine (policies and decisions services). */
+export const ContractEngineEnv = z.object({
+  CONTRACT_THREADS: intEnv('CONTRACT_THREADS', 2, 1, 64),
+  CONTRACT_CHECK_BUDGET_MS: intEnv('CONTRACT_CHECK_BUDGET_MS', 1000, 10, 60_000),
+  CONTRACT_VALIDATE_BUDGET_MS: intEnv('CONTRACT_VALIDATE_BUDGET_MS', 3000, 100, 120_000),
+  CONTRACT_MEMORY_MB: intEnv('CONTRACT_MEMORY_MB', 128, 16, 4096),
+  CONTRACT_ORG_QUEUE: intEnv('CONTRACT_ORG_QUEUE', 8, 1, 10_000),
+});
+export type ContractEngineEnv = z.infer<typeof ContractEngineEnv>;
+
+export function contractEngineOptions(c: ContractEngineEnv) {
+  return {
+    threads: c.CONTRACT_THREADS,
+    checkBudgetMs: c.CONTRACT_CHECK_BUDGET_MS,
+    validateBudgetMs: c.CONTRACT_VALIDATE_BUDGET_MS,
+    memoryMb: c.CONTRACT_MEMORY_MB,
+    perOrgQueue: c.CONTRACT_ORG_QUEUE,
+  };
+}

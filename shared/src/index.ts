@@ -13,4 +13,4 @@ export * from './runtime';
 export * from './bus/index';
 export * from './contracts/index';
 export * from './policy-contract';
-export * from './contract-checker';
+export * from './contract-engine';

@@ -1,4 +1,4 @@
-import { ContractChecker, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { ContractEngine, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer } from './consumers/notification-sent.consumer';
@@ -28,7 +28,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       const quota = config.DECISION_QUOTA_PER_MONTH;
       const waiters = new Waiters({ bus: ctx.bus, log: ctx.log });
       waiters.start();
-      const contracts = new ContractChecker({ workers: 2, maxQueue: 64 });
+      const contracts = new ContractEngine(contractEngineOptions(config));
       const http = createOutboundClient({ guard: outboundGuard(config) });
       const actions = createDecisionActions({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, http });
       registerDecisionHandlers(ctx.host, {

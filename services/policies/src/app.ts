@@ -1,4 +1,4 @@
-import { createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { PoliciesConfig } from './config';
 import { decisionUsageConsumer } from './consumers/decision-usage.consumer';
 import { registerApproverHandlers } from './handlers/approvers.handlers';
@@ -23,9 +23,11 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
     setup: async (ctx) => {
       const policies = createPoliciesStore(ctx.db);
       const approvers = createApproversStore(ctx.db);
-      registerPolicyHandlers(ctx.host, createPolicyLogic({ db: ctx.db, policies, approvers, clock: ctx.clock }));
+      const contracts = new ContractEngine(contractEngineOptions(config));
+      registerPolicyHandlers(ctx.host, createPolicyLogic({ db: ctx.db, policies, approvers, clock: ctx.clock, contracts }));
       registerApproverHandlers(ctx.host, { approvers, bus: ctx.bus });
       ctx.consume(decisionUsageConsumer(policies));
+      return { afterStop: () => contracts.close() };
     },
   });
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { BaseServiceEnv, loadConfig } from '@approvals/shared';
+import { BaseServiceEnv, ContractEngineEnv, loadConfig } from '@approvals/shared';
 
-export const PoliciesEnv = BaseServiceEnv.extend({});
+export const PoliciesEnv = BaseServiceEnv.extend(ContractEngineEnv.shape);
 export type PoliciesConfig = z.infer<typeof PoliciesEnv>;
 
 export function policiesConfigFromEnv(env: Record<string, string | undefined> = process.env): PoliciesConfig {

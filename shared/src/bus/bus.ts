@@ -9,8 +9,6 @@ import type { Logger } from '../logger';
 import { EVENTS_SUBJECTS, STREAM_EVENTS } from '../subjects';
 import { LargePayloads } from './large';
 
-/** Wait for an idempotent request's answer before resending it (a dead replica fails fast). */
-const IDEMPOTENT_TIMEOUT_MS = 5_000;
 /** Pause before resending a request nobody was subscribed to (a replica restarting). */
 const NO_RESPONDERS_PAUSE_MS = 300;
 
@@ -113,7 +111,7 @@ export class Bus {
       });
     }
     const payload = checked.data;
-    const timeout = opts.timeoutMs ?? ep.timeoutMs ?? (ep.idempotent ? Math.min(IDEMPOTENT_TIMEOUT_MS, this.requestTimeoutMs) : this.requestTimeoutMs);
+    const timeout = opts.timeoutMs ?? ep.timeoutMs ?? this.requestTimeoutMs;
     const body = await this.large.wrap(encodeJson(payload));
     let raw: Uint8Array;
     for (let attempt = 1; ; attempt++) {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SUBJECT } from '../subjects';
 import { EchoReply, EchoRequest } from './common';
-import { RESENDABLE, endpoint } from './endpoint';
+import { READ, RESENDABLE, endpoint } from './endpoint';
 
 export const ActorLabelRequest = z.object({ org: z.string(), ref: z.string() });
 export const ActorLabelReply = z.object({
@@ -23,18 +23,18 @@ export const LlmSettingsReply = z.object({
 export const RetentionSettingsReply = z.object({ orgs: z.array(z.object({ org: z.string(), decisionDataDays: z.number().nullable() })) });
 
 export const AccessEndpoints = {
-  retentionSettings: endpoint(SUBJECT.access.retentionSettings, z.object({}), RetentionSettingsReply, RESENDABLE),
-  llmSettings: endpoint(SUBJECT.access.llmSettings, LlmSettingsRequest, LlmSettingsReply, RESENDABLE),
-  echo: endpoint(SUBJECT.access.echo, EchoRequest, EchoReply, RESENDABLE),
-  actorLabel: endpoint(SUBJECT.access.actorLabel, ActorLabelRequest, ActorLabelReply, RESENDABLE),
+  retentionSettings: endpoint(SUBJECT.access.retentionSettings, z.object({}), RetentionSettingsReply, READ),
+  llmSettings: endpoint(SUBJECT.access.llmSettings, LlmSettingsRequest, LlmSettingsReply, READ),
+  echo: endpoint(SUBJECT.access.echo, EchoRequest, EchoReply, READ),
+  actorLabel: endpoint(SUBJECT.access.actorLabel, ActorLabelRequest, ActorLabelReply, READ),
 };
 
 /** Echo endpoints of every service, for health detail and replica tests. */
 export const EchoEndpoints = {
   gateway: AccessEndpoints.echo,
-  decisions: endpoint(SUBJECT.decisions.echo, EchoRequest, EchoReply, RESENDABLE),
-  policies: endpoint(SUBJECT.policies.echo, EchoRequest, EchoReply, RESENDABLE),
-  notifier: endpoint(SUBJECT.notifier.echo, EchoRequest, EchoReply, RESENDABLE),
-  surfaces: endpoint(SUBJECT.surfaces.echo, EchoRequest, EchoReply, RESENDABLE),
-  scheduler: endpoint(SUBJECT.scheduler.echo, EchoRequest, EchoReply, RESENDABLE),
+  decisions: endpoint(SUBJECT.decisions.echo, EchoRequest, EchoReply, READ),
+  policies: endpoint(SUBJECT.policies.echo, EchoRequest, EchoReply, READ),
+  notifier: endpoint(SUBJECT.notifier.echo, EchoRequest, EchoReply, READ),
+  surfaces: endpoint(SUBJECT.surfaces.echo, EchoRequest, EchoReply, READ),
+  scheduler: endpoint(SUBJECT.scheduler.echo, EchoRequest, EchoReply, READ),
 };

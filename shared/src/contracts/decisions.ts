@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { SUBJECT } from '../subjects';
 import { FACTS_HASH_PATTERN } from '../jcs';
 import { EchoReply, EchoRequest, Email, decimalInt, forwarded } from './common';
-import { RESENDABLE, endpoint } from './endpoint';
+import { READ, RESENDABLE, endpoint } from './endpoint';
 import { PolicyKey } from './policies';
 
 export const Engine = z.enum(['bundled', 'engineA', 'engineB', 'trigger']);
@@ -345,42 +345,42 @@ export const RunReply = z.object({ runId: z.string(), workflowId: z.string(), du
 export const UsageReply = z.object({ period: z.string(), decisions: z.number(), limit: z.number().nullable() });
 
 export const DecisionsEndpoints = {
-  echo: endpoint(SUBJECT.decisions.echo, EchoRequest, EchoReply, RESENDABLE),
+  echo: endpoint(SUBJECT.decisions.echo, EchoRequest, EchoReply, READ),
   create: endpoint(SUBJECT.decisions.create, forwarded({ body: DecisionRequest }), CreateReply, RESENDABLE),
-  workerList: endpoint(SUBJECT.decisions.workerList, forwarded({ query: WorkerListQuery }), z.object({ decisions: z.array(DecisionView) }), RESENDABLE),
-  workerGet: endpoint(SUBJECT.decisions.workerGet, forwarded({ params: IdParams }), DecisionView, RESENDABLE),
-  verify: endpoint(SUBJECT.decisions.verify, forwarded({ params: VerifyParams, query: VerifyQuery }), VerifyReply, RESENDABLE),
+  workerList: endpoint(SUBJECT.decisions.workerList, forwarded({ query: WorkerListQuery }), z.object({ decisions: z.array(DecisionView) }), READ),
+  workerGet: endpoint(SUBJECT.decisions.workerGet, forwarded({ params: IdParams }), DecisionView, READ),
+  verify: endpoint(SUBJECT.decisions.verify, forwarded({ params: VerifyParams, query: VerifyQuery }), VerifyReply, READ),
   consume: endpoint(SUBJECT.decisions.consume, forwarded({ params: IdParams, body: ConsumeBody }), ConsumeReply, RESENDABLE),
   cancel: endpoint(SUBJECT.decisions.cancel, forwarded({ params: IdParams, body: CancelBody.optional() }), CancelReply),
   list: endpoint(
     SUBJECT.decisions.list,
     forwarded({ query: SessionListQuery }),
     z.object({ decisions: z.array(DecisionView), limit: z.number(), offset: z.number(), total: z.number() }),
-    RESENDABLE,
+    READ,
   ),
   workflows: endpoint(
     SUBJECT.decisions.workflows,
     forwarded({ query: WorkflowsQuery }),
     z.object({ workflows: z.array(z.object({ workflowRef: z.string(), pending: z.number(), total: z.number(), lastCreatedAt: z.string() })) }),
-    RESENDABLE,
+    READ,
   ),
-  get: endpoint(SUBJECT.decisions.get, forwarded({ params: IdParams }), SessionDecisionView, RESENDABLE),
+  get: endpoint(SUBJECT.decisions.get, forwarded({ params: IdParams }), SessionDecisionView, READ),
   addEvidence: endpoint(SUBJECT.decisions.addEvidence, forwarded({ params: IdParams, body: EvidenceItem }), EvidenceView.extend({ duplicate: z.boolean() }), RESENDABLE),
-  listEvidence: endpoint(SUBJECT.decisions.listEvidence, forwarded({ params: IdParams }), z.object({ evidence: z.array(EvidenceView) }), RESENDABLE),
+  listEvidence: endpoint(SUBJECT.decisions.listEvidence, forwarded({ params: IdParams }), z.object({ evidence: z.array(EvidenceView) }), READ),
   saveOutput: endpoint(SUBJECT.decisions.saveOutput, forwarded({ params: IdParams, body: OutputDraft }), z.object({ decisionId: z.string(), refinedOutput: OutputDraft, output: z.unknown() }), RESENDABLE),
   // The model may take up to a minute to write a draft.
   refine: endpoint(SUBJECT.decisions.refine, forwarded({ params: IdParams, body: RefineBody }), RefineReply, { timeoutMs: 65_000 }),
   vote: endpoint(SUBJECT.decisions.vote, forwarded({ params: IdParams, body: DecideBody }), DecideReply),
   surfaceVote: endpoint(SUBJECT.decisions.surfaceVote, SurfaceVoteRequest, DecideReply),
-  usage: endpoint(SUBJECT.decisions.usage, forwarded({}), UsageReply, RESENDABLE),
+  usage: endpoint(SUBJECT.decisions.usage, forwarded({}), UsageReply, READ),
   wait: endpoint(SUBJECT.decisions.wait, forwarded({ params: IdParams, query: WaitQuery }), DecisionView),
   /** Internal read for surfaces and the notifier (no principal): the record as read back. */
-  peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string() }), DecisionView, RESENDABLE),
+  peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string() }), DecisionView, READ),
 };
 
 export const WorkflowsEndpoints = {
   register: endpoint(SUBJECT.workflows.register, forwarded({ body: WorkflowDefinition }), RegisterReply, RESENDABLE),
-  list: endpoint(SUBJECT.workflows.list, forwarded({}), z.object({ workflows: z.array(WorkflowView) }), RESENDABLE),
-  get: endpoint(SUBJECT.workflows.get, forwarded({ params: IdParams }), WorkflowView, RESENDABLE),
+  list: endpoint(SUBJECT.workflows.list, forwarded({}), z.object({ workflows: z.array(WorkflowView) }), READ),
+  get: endpoint(SUBJECT.workflows.get, forwarded({ params: IdParams }), WorkflowView, READ),
   startRun: endpoint(SUBJECT.workflows.startRun, forwarded({ body: RunBody }), RunReply),
 };

@@ -7,7 +7,7 @@ export interface EndpointOptions {
    * answer came (a replica died holding it, or none was up for a moment).
    */
   idempotent?: boolean;
-  /** How long a caller waits for the answer (default: the bus's, 10 s; 5 s for idempotent ones). */
+  /** How long a caller waits for the answer (default: the bus's, 10 s). */
   timeoutMs?: number;
 }
 
@@ -18,8 +18,10 @@ export interface EndpointDef<Req extends z.ZodType = z.ZodType, Res extends z.Zo
   reply: Res;
 }
 
-/** Options of an endpoint whose requests are safe to resend. */
+/** A write whose requests are safe to resend (keyed so a repeat finds the first one's result). */
 export const RESENDABLE: EndpointOptions = { idempotent: true };
+/** A read: safe to resend, and a short wait before doing so (a dead replica costs little). */
+export const READ: EndpointOptions = { idempotent: true, timeoutMs: 5_000 };
 
 export function endpoint<Req extends z.ZodType, Res extends z.ZodType>(subject: string, request: Req, reply: Res, options: EndpointOptions = {}): EndpointDef<Req, Res> {
   return { subject, request, reply, ...options };

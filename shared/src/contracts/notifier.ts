@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SUBJECT } from '../subjects';
 import { Email, forwarded } from './common';
-import { RESENDABLE, endpoint } from './endpoint';
+import { READ, RESENDABLE, endpoint } from './endpoint';
 
 export const ContactMethods = z.strictObject({
   email: Email.optional(),
@@ -32,10 +32,10 @@ export const PushDeviceView = z.object({
 export const DeviceIdParams = z.strictObject({ id: z.string().min(1).max(100) });
 
 export const NotifierEndpoints = {
-  contactMethodsGet: endpoint(SUBJECT.notifier.contactMethodsGet, forwarded({}), ContactMethodsView, RESENDABLE),
+  contactMethodsGet: endpoint(SUBJECT.notifier.contactMethodsGet, forwarded({}), ContactMethodsView, READ),
   contactMethodsPut: endpoint(SUBJECT.notifier.contactMethodsPut, forwarded({ body: ContactMethods }), ContactMethodsView, RESENDABLE),
   pushDeviceRegister: endpoint(SUBJECT.notifier.pushDeviceRegister, forwarded({ body: PushDeviceBody }), PushDeviceView.extend({ created: z.boolean(), reactivated: z.boolean() }), RESENDABLE),
-  pushDeviceList: endpoint(SUBJECT.notifier.pushDeviceList, forwarded({}), z.object({ devices: z.array(PushDeviceView) }), RESENDABLE),
+  pushDeviceList: endpoint(SUBJECT.notifier.pushDeviceList, forwarded({}), z.object({ devices: z.array(PushDeviceView) }), READ),
   pushDeviceRevoke: endpoint(SUBJECT.notifier.pushDeviceRevoke, forwarded({ params: DeviceIdParams }), PushDeviceView, RESENDABLE),
   deliveries: endpoint(
     SUBJECT.notifier.deliveries,
@@ -56,6 +56,6 @@ export const NotifierEndpoints = {
         }),
       ),
     }),
-    RESENDABLE,
+    READ,
   ),
 };

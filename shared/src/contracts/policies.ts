@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { SUBJECT } from '../subjects';
 import { Email, EchoReply, EchoRequest, decimalInt, forwarded } from './common';
-import { RESENDABLE, endpoint } from './endpoint';
+import { READ, RESENDABLE, endpoint } from './endpoint';
 
 export const POLICY_KEY_PATTERN = /^[a-z0-9]+(?:[-_.][a-z0-9]+)*$/;
 export const PolicyKey = z.string().min(1).max(64).regex(POLICY_KEY_PATTERN, 'key must be lowercase letters and digits, separated by single "-", "_" or "."');
@@ -283,44 +283,44 @@ export const ApproverLookupRequest = z.object({ org: z.string(), emails: z.array
 export const ApproverLookupReply = z.object({ approvers: z.array(ResolvedApprover) });
 
 export const PoliciesEndpoints = {
-  echo: endpoint(SUBJECT.policies.echo, EchoRequest, EchoReply, RESENDABLE),
+  echo: endpoint(SUBJECT.policies.echo, EchoRequest, EchoReply, READ),
   upsert: endpoint(SUBJECT.policies.upsert, forwarded({ body: PolicyUpsertBody }), UpsertReply, RESENDABLE),
   preview: endpoint(SUBJECT.policies.preview, forwarded({ body: PolicyUpsertBody }), PreviewReply, RESENDABLE),
   update: endpoint(SUBJECT.policies.update, forwarded({ params: KeyParams, body: PolicyUpdateBody }), UpsertReply, RESENDABLE),
-  get: endpoint(SUBJECT.policies.get, forwarded({ params: KeyParams }), PolicyView, RESENDABLE),
+  get: endpoint(SUBJECT.policies.get, forwarded({ params: KeyParams }), PolicyView, READ),
   list: endpoint(
     SUBJECT.policies.list,
     forwarded({}),
     z.object({ policies: z.array(z.union([PolicyView, z.object({ key: z.string(), name: z.string(), description: z.string().nullable() })])) }),
-    RESENDABLE,
+    READ,
   ),
   remove: endpoint(
     SUBJECT.policies.remove,
     forwarded({ params: KeyParams, query: DeleteQuery }),
     z.object({ key: z.string(), archived: z.literal(true), archivedAt: z.string(), forced: z.boolean() }),
   ),
-  versions: endpoint(SUBJECT.policies.versions, forwarded({ params: KeyParams }), z.object({ key: z.string(), versions: z.array(VersionView) }), RESENDABLE),
-  version: endpoint(SUBJECT.policies.version, forwarded({ params: VersionParams }), VersionView, RESENDABLE),
+  versions: endpoint(SUBJECT.policies.versions, forwarded({ params: KeyParams }), z.object({ key: z.string(), versions: z.array(VersionView) }), READ),
+  version: endpoint(SUBJECT.policies.version, forwarded({ params: VersionParams }), VersionView, READ),
   compare: endpoint(
     SUBJECT.policies.compare,
     forwarded({ params: KeyParams, query: CompareQuery }),
     z.object({ key: z.string(), from: z.number(), to: z.number(), fromHash: z.string(), toHash: z.string(), diff: DefinitionDiff }),
-    RESENDABLE,
+    READ,
   ),
   check: endpoint(SUBJECT.policies.check, forwarded({ body: CheckBody }), CheckReply, RESENDABLE),
-  resolve: endpoint(SUBJECT.policies.resolve, ResolveRequest, ResolveReply, RESENDABLE),
+  resolve: endpoint(SUBJECT.policies.resolve, ResolveRequest, ResolveReply, READ),
 };
 
 export const ApproversEndpoints = {
   register: endpoint(SUBJECT.approvers.register, forwarded({ body: ApproverRegisterBody }), ApproverRegisterReply, RESENDABLE),
-  list: endpoint(SUBJECT.approvers.list, forwarded({}), z.object({ approvers: z.array(ApproverView) }), RESENDABLE),
-  get: endpoint(SUBJECT.approvers.get, forwarded({ params: ApproverIdParams }), ApproverView, RESENDABLE),
+  list: endpoint(SUBJECT.approvers.list, forwarded({}), z.object({ approvers: z.array(ApproverView) }), READ),
+  get: endpoint(SUBJECT.approvers.get, forwarded({ params: ApproverIdParams }), ApproverView, READ),
   verify: endpoint(SUBJECT.approvers.verify, forwarded({ params: ApproverIdParams, body: ApproverVerifyBody }), ApproverView, RESENDABLE),
   disable: endpoint(SUBJECT.approvers.disable, forwarded({ params: ApproverIdParams }), ApproverView, RESENDABLE),
   enable: endpoint(SUBJECT.approvers.enable, forwarded({ params: ApproverIdParams }), ApproverView, RESENDABLE),
-  lookup: endpoint(SUBJECT.approvers.channels, ApproverLookupRequest, ApproverLookupReply, RESENDABLE),
+  lookup: endpoint(SUBJECT.approvers.channels, ApproverLookupRequest, ApproverLookupReply, READ),
 };
 
 export const DirectoryEndpoints = {
-  actor: endpoint(SUBJECT.directory.actor, forwarded({ query: DirectoryQuery }), DirectoryReply, RESENDABLE),
+  actor: endpoint(SUBJECT.directory.actor, forwarded({ query: DirectoryQuery }), DirectoryReply, READ),
 };

@@ -5,7 +5,7 @@ import {
   PoliciesEndpoints,
   actorOf,
   ContractUnavailable,
-  type ContractChecker,
+  type ContractEngine,
   enqueueEvents,
   floorMatches,
   isUniqueViolation,
@@ -28,7 +28,7 @@ export interface CreateDeps {
   /** Deployment default monthly decision quota per org; undefined = unlimited. */
   defaultMonthlyQuota?: number;
   /** Checks context contracts off the event loop, under a time limit. */
-  contracts: ContractChecker;
+  contracts: ContractEngine;
 }
 
 /** What the policy gate fixes at creation. */
@@ -85,7 +85,7 @@ export function createDecisionOpener(deps: CreateDeps) {
     if (def.contextSchema) {
       let violations: string[];
       try {
-        violations = await deps.contracts.check(def.contextSchema, b.context?.data);
+        violations = await deps.contracts.check(org, def.contextSchema, b.context?.data);
       } catch (err) {
         // Not shown to meet the contract: refused like a violation, saying why.
         if (!(err instanceof ContractUnavailable)) throw err;

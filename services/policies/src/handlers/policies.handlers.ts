@@ -1,11 +1,10 @@
 import {
   AppError,
   EVENT,
-  InvalidContextSchema,
   PoliciesEndpoints,
   actorOf,
-  compileContextSchema,
   enqueueEvents,
+  type ContractEngine,
   type Clock,
   type Knex,
   type PolicyDefinition,
@@ -27,6 +26,8 @@ const UPDATE_ATTEMPTS = 50;
 
 export interface PolicyDeps {
   db: Knex;
+  /** Compiles and screens contextSchemas off the main thread, under time and memory limits. */
+  contracts: ContractEngine;
   policies: PoliciesStore;
   approvers: ApproversStore;
   clock: Clock;
@@ -35,19 +36,6 @@ export interface PolicyDeps {
 const unknownPolicy = (key: string) => new AppError('unknown_policy', `policy "${key}" does not exist or is archived`, { policy: key });
 /** A policy may be saved naming nobody (a draft), but no decision can open under it. */
 const NO_APPROVERS = 'the policy names no approvers: decisions under it are refused with approver_required';
-/**
- * A contract saved before today's checks (an unsafe pattern, a self-reference) no longer
- * compiles: every decision under it is refused, so lists and check say so.
- */
-function contextSchemaProblem(def: PolicyDefinition): string | null {
-  if (!def.contextSchema) return null;
-  try {
-    compileContextSchema(def.contextSchema);
-    return null;
-  } catch (err) {
-    return `the contextSchema is not usable, so every decision under this policy is refused: ${(err as Error).message}`;
-  }
-}
 const notFound = (key: string) => new AppError('not_found', `policy "${key}" not found`);
 
 export function createPolicyLogic(deps: PolicyDeps) {
@@ -59,16 +47,26 @@ export function createPolicyLogic(deps: PolicyDeps) {
     return emails.map((e) => registered.get(e) ?? bare(e));
   }
 
-  function validateContextSchema(def: PolicyDefinition): void {
+  async function validateContextSchema(org: string, def: PolicyDefinition): Promise<void> {
     if (!def.contextSchema) return;
-    try {
-      compileContextSchema(def.contextSchema);
-    } catch (err) {
-      const message = err instanceof InvalidContextSchema ? err.message : String(err);
-      throw new AppError('invalid_request', `body.contextSchema: not a valid JSON Schema (draft 2020-12): ${message}`, {
-        issues: [{ path: 'body.contextSchema', message }],
-      });
+    const verdict = await deps.contracts.validate(org, def.contextSchema);
+    if (!verdict.problem) return;
+    if (verdict.tooExpensive) {
+      throw new AppError('invalid_policy', `body.contextSchema: ${verdict.problem}`, { issues: [{ path: 'body.contextSchema', message: verdict.problem }] });
     }
+    throw new AppError('invalid_request', `body.contextSchema: not a valid JSON Schema (draft 2020-12): ${verdict.problem}`, {
+      issues: [{ path: 'body.contextSchema', message: verdict.problem }],
+    });
+  }
+
+  /**
+   * A contract saved before today's checks (an unsafe pattern, a self-reference) can no
+   * longer be used: every decision under it is refused, so reads and check say so.
+   */
+  async function contextSchemaProblem(org: string, def: PolicyDefinition): Promise<string | null> {
+    if (!def.contextSchema) return null;
+    const verdict = await deps.contracts.validate(org, def.contextSchema, { reading: true });
+    return verdict.problem ? `the contextSchema is not usable, so every decision under this policy is refused: ${verdict.problem}` : null;
   }
 
   function unsatisfiable(key: string, s: Satisfiability): AppError {
@@ -84,7 +82,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
 
   /** Everything a save would refuse, refused before anything is written. */
   async function validateForSave(org: string, key: string, def: PolicyDefinition): Promise<void> {
-    validateContextSchema(def);
+    await validateContextSchema(org, def);
     const s = checkSatisfiable(def, await resolveApprovers(org, def));
     if (!s.ok) throw unsatisfiable(key, s);
   }
@@ -96,7 +94,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
     const warnings = s.disabled.map((email) => ({ code: 'approver_disabled', approver: email, message: `approver ${email} is disabled` }));
     if (!s.ok) warnings.push({ code: 'unsatisfiable', approver: undefined as never, message: s.problems.join('; ') });
     if (approverSet(def).length === 0) warnings.push({ code: 'no_approvers', approver: undefined as never, message: NO_APPROVERS });
-    const schemaProblem = contextSchemaProblem(def);
+    const schemaProblem = await contextSchemaProblem(policy.org_id, def);
     if (schemaProblem) warnings.push({ code: 'invalid_context_schema', approver: undefined as never, message: schemaProblem });
     const v: PolicyView = {
       id: policy.id,
@@ -324,7 +322,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
           if (!cur) return { key, status: 'missing' as const, reason: `policy "${key}" does not exist or is archived` };
           const s = checkSatisfiable(cur.version.definition, await resolveApprovers(org, cur.version.definition));
           if (s.ok && approverSet(cur.version.definition).length === 0) return { key, status: 'unsatisfiable' as const, reason: NO_APPROVERS, approversToVerify: [] };
-          const schemaProblem = contextSchemaProblem(cur.version.definition);
+          const schemaProblem = await contextSchemaProblem(org, cur.version.definition);
           if (s.ok && schemaProblem) return { key, status: 'unsatisfiable' as const, reason: schemaProblem, approversToVerify: [] };
           if (s.ok) return { key, status: 'ok' as const };
           return { key, status: 'unsatisfiable' as const, reason: s.problems.join('; '), approversToVerify: s.approversToVerify };

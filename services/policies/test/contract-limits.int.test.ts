@@ -1,0 +1,109 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { startStack, type Stack } from '../../../test/helpers/stack';
+
+/** `$defs` that branch twice per level: checking a failing value explores 2^levels paths. */
+function schemaBomb(levels: number): Record<string, unknown> {
+  const defs: Record<string, unknown> = { d0: { type: 'string' } };
+  for (let i = 1; i <= levels; i++) defs[`d${i}`] = { anyOf: [{ $ref: `#/$defs/d${i - 1}` }, { $ref: `#/$defs/d${i - 1}` }] };
+  return { $defs: defs, $ref: `#/$defs/d${levels}` };
+}
+
+/**
+ * Contracts are other people's code: one org's schema bomb or expensive data must neither
+ * stall the policies and decisions services nor slow another org down.
+ */
+describe('context contracts cannot stall the service or another org', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack({ label: 'contractlimits', services: ['gateway', 'policies', 'decisions'] });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('a schema bomb at preview and at save (by an ordinary member) is 422 invalid_policy, while another org keeps reading policies and opening decisions', async () => {
+    const attacker = await stack.newOrg();
+    const member = stack.session({ org: attacker.org, email: 'mallory@attacker.example.com' });
+    const victim = await stack.newOrg();
+    await stack.http('POST', '/v1/worker/policies', { token: victim.apiKey, body: { key: 'payouts', name: 'payouts', defaults: { approvers: ['ops@victim.example.com'] } } });
+
+    const bomb = { key: 'boom', name: 'boom', defaults: { approvers: ['x@attacker.example.com'] }, contextSchema: schemaBomb(25) };
+    const victimWork = async () => {
+      const results: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        results.push((await stack.http('GET', '/v1/worker/policies/payouts', { token: victim.apiKey })).status);
+        results.push(
+          (await stack.http('POST', '/v1/worker/decisions', { token: victim.apiKey, body: { externalRunId: `run-${i}`, stepRef: 's', policy: 'payouts', engine: 'api' } })).status,
+        );
+        results.push(
+          (await stack.http('POST', '/v1/worker/decisions', { token: victim.apiKey, body: { externalRunId: `adhoc-${i}`, stepRef: 's', approvers: ['ops@victim.example.com'], engine: 'api' } })).status,
+        );
+      }
+      return results;
+    };
+    const [preview, save, victimStatuses] = await Promise.all([
+      stack.http('POST', '/v1/worker/policies/preview', { token: attacker.apiKey, body: bomb }),
+      stack.http('POST', '/v1/policies/', { token: member, body: bomb }),
+      victimWork(),
+    ]);
+    for (const res of [preview, save]) {
+      expect(res.status).toBe(422);
+      expect(res.body).toMatchObject({ error: 'invalid_policy', message: expect.stringMatching(/contextSchema is too expensive/) });
+    }
+    expect(victimStatuses).toEqual([200, 201, 201, 200, 201, 201, 200, 201, 201, 200, 201, 201, 200, 201, 201]);
+    // Nothing was saved, and the policies service still answers.
+    expect((await stack.http('GET', '/v1/worker/policies/boom', { token: attacker.apiKey })).status).toBe(404);
+    expect((await stack.http('POST', '/v1/worker/policies/check', { token: attacker.apiKey, body: { keys: ['boom'] } })).body.results[0].status).toBe('missing');
+  }, 60_000);
+
+  it('a ReDoS pattern is refused at save, naming it', async () => {
+    const org = await stack.newOrg();
+    const res = await stack.http('POST', '/v1/worker/policies', {
+      token: org.apiKey,
+      body: { key: 'redos', name: 'redos', defaults: { approvers: ['a@x.example.com'] }, contextSchema: { type: 'object', properties: { code: { type: 'string', pattern: '^(a|aa)+$' } } } },
+    });
+    expect(res.status).toBe(400);
+    expect(res.body.issues).toContainEqual({ path: 'body.contextSchema', message: expect.stringMatching(/\^\(a\|aa\)\+\$.*catastrophic backtracking/) });
+  });
+
+  it('one org flooding creates with data its contract is too expensive for gets 429 past its share; another org is unaffected', async () => {
+    const flooder = await stack.newOrg();
+    const other = await stack.newOrg();
+    const schema = { type: 'object', properties: { rows: { type: 'array', uniqueItems: true } } };
+    for (const o of [flooder, other]) {
+      const saved = await stack.http('POST', '/v1/worker/policies', { token: o.apiKey, body: { key: 'batch', name: 'batch', defaults: { approvers: ['ops@x.example.com'] }, contextSchema: schema } });
+      expect(saved.status).toBe(201);
+    }
+    const heavy = { rows: Array.from({ length: 45_000 }, (_, i) => [i]) };
+    const flood = Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        stack.http('POST', '/v1/worker/decisions', { token: flooder.apiKey, body: { externalRunId: `flood-${i}`, stepRef: 's', policy: 'batch', engine: 'api', context: { data: heavy } } }),
+      ),
+    );
+    // The other org's ordinary creates, issued while the flood is queued.
+    await new Promise((r) => setTimeout(r, 200));
+    // (five at a time: within its own share)
+    const calm = [];
+    for (let batch = 0; batch < 2; batch++) {
+      calm.push(
+        ...(await Promise.all(
+          Array.from({ length: 5 }, (_, i) =>
+            stack.http('POST', '/v1/worker/decisions', { token: other.apiKey, body: { externalRunId: `calm-${batch}-${i}`, stepRef: 's', policy: 'batch', engine: 'api', context: { data: { rows: [[1], [2]] } } } }),
+          ),
+        )),
+      );
+    }
+    expect(calm.map((r) => r.status)).toEqual(Array(10).fill(201));
+    const flooded = await flood;
+    const statuses = flooded.map((r) => r.status);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    for (const r of flooded.filter((x) => x.status === 429)) {
+      expect(r.body).toMatchObject({ error: 'rate_limited' });
+      expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
+    }
+    // The ones admitted were refused as too expensive (no approval can be shown to meet the contract).
+    const admitted = flooded.filter((x) => x.status !== 429);
+    expect(admitted.length).toBeGreaterThan(0);
+    for (const r of admitted) expect({ status: r.status, error: r.body.error }).toEqual({ status: 422, error: 'context_contract_violation' });
+  }, 120_000);
+});
