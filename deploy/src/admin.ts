@@ -1,8 +1,10 @@
-import { createDb, migrate } from '@approvals/shared';
+import { readFileSync } from 'node:fs';
+import { createDb, migrate, natsAuthorizationConfig } from '@approvals/shared';
+import type { NatsUsers } from '@approvals/shared/infra';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { migrations } from '@approvals/gateway/dist/migrations/index';
 import { createAccessStore } from '@approvals/gateway/dist/store/access.store';
-import { localJwtSecret, readRuntime } from './dev-env';
+import { localJwtSecret, localNatsUsers, readRuntime } from './dev-env';
 
 const USAGE = `usage:
   npm run admin -- bootstrap --org <org id> --email <email> [--name <key name>]
@@ -10,7 +12,11 @@ const USAGE = `usage:
   npm run admin -- session --org <org id> --email <email> [--role admin|member] [--sub <user id>] [--ttl <seconds>]
       prints a session token
   npm run admin -- quota --org <org id> --limit <decisions per month | none>
-      sets the org's monthly decision quota (none = back to the deployment default)`;
+      sets the org's monthly decision quota (none = back to the deployment default)
+  npm run admin -- nats-config [--passwords <file.json>]
+      prints the authorization block of a nats-server configuration: one user per service with
+      its permissions (BUS_ROLES), and admin; passwords from the JSON file (same shape as
+      .data/nats-auth.json), else .data/nats-auth.json (generated when missing)`;
 
 function parseArgs(argv: string[]): { cmd?: string; flags: Record<string, string> } {
   const [cmd, ...rest] = argv;
@@ -70,6 +76,11 @@ export async function main(argv: string[]): Promise<void> {
     } finally {
       await db.destroy();
     }
+    return;
+  }
+  if (cmd === 'nats-config') {
+    const users = flags.passwords ? (JSON.parse(readFileSync(flags.passwords, 'utf8')) as NatsUsers) : localNatsUsers();
+    process.stdout.write(natsAuthorizationConfig(users));
     return;
   }
   if (cmd === 'quota') {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'pg';
 import { factsHash } from '@approvals/shared';
-import { ensureDatabase, freePort, startEmbeddedPostgres, startNatsServer } from '@approvals/shared/infra';
+import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, startNatsServer } from '@approvals/shared/infra';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { DATA_DIR } from './dev-env';
 import { launchServices, waitHealthy } from './processes';
@@ -150,14 +150,16 @@ export async function main(): Promise<number> {
     say('starting PostgreSQL and nats-server');
     const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: await freePort(), persistent: false });
     stops.push(() => pg.stop());
-    const nats = await startNatsServer({ storeDir: join(dir, 'nats') });
+    const natsUsers = generateNatsUsers();
+    const nats = await startNatsServer({ storeDir: join(dir, 'nats'), users: natsUsers });
     stops.push(() => nats.stop());
     const databaseUrl = await ensureDatabase(pg.url, 'bench');
     const port = await freePort();
     const secret = randomBytes(24).toString('hex');
     const base = `http://127.0.0.1:${port}`;
     const procs = launchServices({
-      env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000' },
+      natsUsers,
+      env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000' },
       onLine: (name, _i, line) => (line.includes('"level":50') || line.includes('"level":60') ? say(`${name}: ${line.slice(0, 300)}`) : undefined),
     });
     stops.push(() => procs.stop());

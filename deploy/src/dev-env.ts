@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureDatabase, freePort, startEmbeddedPostgres, startNatsServer, waitForPort } from '@approvals/shared/infra';
+import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, startNatsServer, waitForPort, type NatsUsers } from '@approvals/shared/infra';
 
 export const ROOT = join(__dirname, '..', '..');
 export const DATA_DIR = process.env.APPROVALS_DATA_DIR ?? join(ROOT, '.data');
@@ -9,6 +9,8 @@ export const DATA_DIR = process.env.APPROVALS_DATA_DIR ?? join(ROOT, '.data');
 export interface Infra {
   databaseUrl: string;
   natsUrl: string;
+  /** The embedded nats-server's users (one per service, and admin); undefined with NATS_URL. */
+  natsUsers?: NatsUsers;
   embedded: { postgres: boolean; nats: boolean };
   stop(): Promise<void>;
 }
@@ -36,6 +38,7 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
   const stops: Array<() => Promise<void>> = [];
   let databaseUrl = process.env.DATABASE_URL;
   let natsUrl = process.env.NATS_URL;
+  let natsUsers: NatsUsers | undefined;
   try {
     if (!databaseUrl) {
       refuseIfRunning(join(DATA_DIR, 'pg'));
@@ -51,7 +54,8 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
     if (!natsUrl) {
       const port = await preferredPort(Number(process.env.EMBEDDED_NATS_PORT ?? 4222));
       log(`starting nats-server with JetStream on 127.0.0.1:${port} (store in ${join(DATA_DIR, 'nats')})`);
-      const nats = await startNatsServer({ storeDir: join(DATA_DIR, 'nats'), port, log });
+      natsUsers = localNatsUsers();
+      const nats = await startNatsServer({ storeDir: join(DATA_DIR, 'nats'), port, log, users: natsUsers, configFile: join(DATA_DIR, 'nats-server.conf') });
       stops.push(() => nats.stop());
       natsUrl = nats.url;
     }
@@ -63,6 +67,7 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
   return {
     databaseUrl,
     natsUrl,
+    natsUsers,
     embedded: { postgres: !process.env.DATABASE_URL, nats: !process.env.NATS_URL },
     stop: async () => {
       for (const s of stops.reverse()) await s().catch(() => undefined);
@@ -90,18 +95,47 @@ function refuseIfRunning(pgDir: string): void {
   );
 }
 
-/** A session-signing secret for local runs, generated once and kept in .data/secrets.json. */
-export function localJwtSecret(): string {
-  if (process.env.AUTH_JWT_SECRET) return process.env.AUTH_JWT_SECRET;
-  const file = join(DATA_DIR, 'secrets.json');
-  if (existsSync(file)) {
-    const s = JSON.parse(readFileSync(file, 'utf8')) as { AUTH_JWT_SECRET?: string };
-    if (s.AUTH_JWT_SECRET) return s.AUTH_JWT_SECRET;
-  }
+interface LocalSecrets {
+  AUTH_JWT_SECRET?: string;
+  SECRETS_KEY?: string;
+}
+
+const SECRETS_FILE = join(DATA_DIR, 'secrets.json');
+
+function readSecrets(): LocalSecrets {
+  return existsSync(SECRETS_FILE) ? (JSON.parse(readFileSync(SECRETS_FILE, 'utf8')) as LocalSecrets) : {};
+}
+
+/** A secret for local runs, generated once and kept in .data/secrets.json (0600). */
+function localSecret(name: keyof LocalSecrets, make: () => string): string {
+  const fromEnv = process.env[name];
+  if (fromEnv) return fromEnv;
+  const secrets = readSecrets();
+  if (secrets[name]) return secrets[name]!;
   mkdirSync(DATA_DIR, { recursive: true });
-  const secret = randomBytes(32).toString('base64url');
-  writeFileSync(file, JSON.stringify({ AUTH_JWT_SECRET: secret }, null, 2), { mode: 0o600 });
-  return secret;
+  secrets[name] = make();
+  writeFileSync(SECRETS_FILE, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  return secrets[name]!;
+}
+
+/** The session-signing secret (HS256). */
+export function localJwtSecret(): string {
+  return localSecret('AUTH_JWT_SECRET', () => randomBytes(32).toString('base64url'));
+}
+
+/** The key that encrypts stored secrets (model keys, chat tokens, signing keys): 32 random bytes. */
+export function localSecretsKey(): string {
+  return localSecret('SECRETS_KEY', () => randomBytes(32).toString('base64'));
+}
+
+/** The embedded nats-server's users (a password per service), generated once into .data/nats-auth.json (0600). */
+export function localNatsUsers(): NatsUsers {
+  const file = join(DATA_DIR, 'nats-auth.json');
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as NatsUsers;
+  mkdirSync(DATA_DIR, { recursive: true });
+  const users = generateNatsUsers();
+  writeFileSync(file, JSON.stringify(users, null, 2), { mode: 0o600 });
+  return users;
 }
 
 export interface RuntimeInfo {

@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { SERVICE_NAMES } from '@approvals/shared';
+import { SERVICE_NAMES, type ServiceName } from '@approvals/shared';
+import type { NatsUsers } from '@approvals/shared/infra';
 import { ROOT } from './dev-env';
 
 export interface ServiceProcesses {
@@ -17,6 +18,8 @@ export interface ServiceProcesses {
  */
 export function launchServices(opts: {
   env: NodeJS.ProcessEnv;
+  /** Each service's own NATS user (NATS_USER / NATS_PASSWORD in its environment). */
+  natsUsers?: NatsUsers;
   onLine?: (service: string, index: number, line: string) => void;
   restart?: boolean;
   onRestart?: (service: string, reason: string, delayMs: number) => void;
@@ -25,7 +28,9 @@ export function launchServices(opts: {
   let stopping = false;
 
   const launch = (name: string, idx: number, attempt = 0) => {
-    const child = spawn(process.execPath, [join(ROOT, 'services', name, 'dist', 'main.js')], { env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const user = opts.natsUsers?.[name as ServiceName];
+    const env = user ? { ...opts.env, NATS_USER: user.user, NATS_PASSWORD: user.password } : opts.env;
+    const child = spawn(process.execPath, [join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.set(name, child);
     for (const stream of [child.stdout!, child.stderr!]) {
       const rl = createInterface({ input: stream });

@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { launchServices, waitHealthy } from './processes';
-import { localJwtSecret, portFree, provideInfra, RUNTIME_FILE, writeRuntime } from './dev-env';
+import { localJwtSecret, localSecretsKey, portFree, provideInfra, RUNTIME_FILE, writeRuntime } from './dev-env';
 
 const COLORS = ['\x1b[36m', '\x1b[33m', '\x1b[35m', '\x1b[32m', '\x1b[34m', '\x1b[31m'];
 const RESET = '\x1b[0m';
@@ -40,12 +40,14 @@ export async function main(): Promise<void> {
     DATABASE_URL: infra.databaseUrl,
     NATS_URL: infra.natsUrl,
     AUTH_JWT_SECRET: localJwtSecret(),
+    SECRETS_KEY: localSecretsKey(),
     PORT: String(port),
     PUBLIC_BASE_URL: baseUrl,
   };
   let shuttingDown = false;
   const procs = launchServices({
     env,
+    natsUsers: infra.natsUsers,
     restart: true,
     onLine: (name, idx, line) => process.stdout.write(`${formatLine(name, COLORS[idx % COLORS.length], line)}\n`),
     onRestart: (name, reason, delay) => say(`${name} exited (${reason}); restarting in ${delay} ms`),

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseCidrs, type AddressPolicy } from './http/addresses';
+import { parseSecretsKey } from './secrets';
 
 /**
  * Parses process.env (or a given record) against one zod schema, once, at start.
@@ -23,6 +24,11 @@ export class ConfigError extends Error {
 export const BaseServiceEnv = z.object({
   DATABASE_URL: z.string().url('DATABASE_URL must be a postgres:// URL'),
   NATS_URL: z.string().min(1, 'NATS_URL is required').default('nats://127.0.0.1:4222'),
+  /** This service's NATS user and password (npm start generates them; production gives them). */
+  NATS_USER: z.string().min(1).optional(),
+  NATS_PASSWORD: z.string().min(1).optional(),
+  /** Or a NATS `.creds` file (operator/JWT mode). */
+  NATS_CREDS: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_BASE_URL: z.string().url('PUBLIC_BASE_URL must be a URL').default('http://localhost:8080'),
   /**
@@ -80,3 +86,37 @@ export function contractEngineOptions(c: ContractEngineEnv) {
     perOrgQueue: c.CONTRACT_ORG_QUEUE,
   };
 }
+
+/** The NATS credentials a service connects with, from its environment. */
+export function natsAuthFromEnv(env: { NATS_USER?: string; NATS_PASSWORD?: string; NATS_CREDS?: string }): { user?: string; pass?: string; credsFile?: string } | undefined {
+  if (env.NATS_CREDS) return { credsFile: env.NATS_CREDS };
+  if (env.NATS_USER) return { user: env.NATS_USER, pass: env.NATS_PASSWORD };
+  return undefined;
+}
+
+const secretsKey = (name: string) =>
+  z.string({ error: `${name} is required: 32 random bytes as base64 or hex (openssl rand -base64 32); npm start generates one` }).refine((v) => {
+    try {
+      parseSecretsKey(v);
+      return true;
+    } catch {
+      return false;
+    }
+  }, `${name} must be 32 bytes written as base64 or hex (openssl rand -base64 32)`);
+
+/** The key that seals secrets at rest, for services that store or use them. */
+export const SecretsEnv = z.object({
+  SECRETS_KEY: secretsKey('SECRETS_KEY'),
+  /** Earlier keys, comma-separated: values sealed under them still open (key rotation). */
+  SECRETS_KEY_PREVIOUS: z
+    .string()
+    .optional()
+    .refine((v) => {
+      try {
+        for (const k of (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)) parseSecretsKey(k);
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'SECRETS_KEY_PREVIOUS must be comma-separated 32-byte keys (base64 or hex)'),
+});

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { Bus } from './bus/bus';
+import { Bus, type NatsAuth } from './bus/bus';
 import { EventConsumer, type ConsumerOptions } from './bus/consumer';
 import { OutboxRelay } from './bus/outbox';
 import { ServiceHost } from './bus/service-host';
@@ -34,6 +34,8 @@ export interface ServiceOptions {
   version: string;
   databaseUrl: string;
   natsUrl: string;
+  /** This service's NATS credentials (without them it connects anonymously, with a warning). */
+  natsAuth?: NatsAuth;
   schema: string;
   migrations: Migration[];
   log?: Logger;
@@ -62,7 +64,10 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   let bus: Bus | undefined;
   try {
     await migrate(db, opts.schema, opts.migrations);
-    bus = await Bus.connect({ url: opts.natsUrl, name: opts.name, log });
+    if (!opts.natsAuth && !/^[a-z]+:\/\/[^@/]+@/i.test(opts.natsUrl)) {
+      log.warn('connecting to NATS without credentials: any client that reaches the server can act as this service (set NATS_USER/NATS_PASSWORD or NATS_CREDS)');
+    }
+    bus = await Bus.connect({ url: opts.natsUrl, name: opts.name, log, auth: opts.natsAuth });
     await bus.ensureEventsStream();
     const host = await ServiceHost.create({ bus, name: opts.name, version: opts.version, log });
     host.handle(EchoEndpoints[opts.name], async (req) => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { waitFor } from '@approvals/shared/testing';
+import { natsConnectOptions, waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../helpers/stack';
 import { actionLinks, startRecorder, startSmtp, type Mail, type Recorded } from '../helpers/third-parties';
 
@@ -153,7 +153,7 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
 
   it('two scheduler replicas fire each timer once', async () => {
     // Every fired timer is an event on the stream: count them per decision and kind.
-    const nc = await connect({ servers: stack.nats.url });
+    const nc = await connect(natsConnectOptions(stack.nats.url));
     const fired = new Map<string, number>();
     const sub = nc.subscribe('evt.timer.>', {
       callback: (_err, msg) => {

@@ -3,6 +3,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { connect } from '@nats-io/transport-node';
 import { freePort } from '@approvals/shared/infra';
 import { createTestDatabase, waitFor, type TestDatabase } from '@approvals/shared/testing';
 
@@ -166,6 +167,15 @@ describe('npm start (process level)', () => {
     expect(existsSync(join(s.dataDir, 'nats'))).toBe(true);
     expect(JSON.parse(readFileSync(join(s.dataDir, 'runtime.json'), 'utf8'))).toMatchObject({ baseUrl: `http://localhost:${s.port}`, pid: s.pid });
     expect(s.output()).toContain(`nats-server with JetStream on 127.0.0.1:${s.env.EMBEDDED_NATS_PORT}`);
+    // the bus requires credentials: one user per service, generated into the data folder
+    expect(existsSync(join(s.dataDir, 'nats-auth.json'))).toBe(true);
+    const users = JSON.parse(readFileSync(join(s.dataDir, 'nats-auth.json'), 'utf8'));
+    expect(Object.keys(users).sort()).toEqual(['admin', ...SERVICES].sort());
+    await expect(connect({ servers: `nats://127.0.0.1:${s.env.EMBEDDED_NATS_PORT}`, reconnect: false })).rejects.toThrow(/Authorization/i);
+    const asNotifier = await connect({ servers: `nats://127.0.0.1:${s.env.EMBEDDED_NATS_PORT}`, user: 'notifier', pass: users.notifier.password, reconnect: false });
+    await expect(asNotifier.request('svc.decisions.surface_vote', '{}', { timeout: 2000 })).rejects.toThrow(/Permission/i);
+    await asNotifier.close();
+    expect(JSON.parse(readFileSync(join(s.dataDir, 'secrets.json'), 'utf8'))).toEqual({ AUTH_JWT_SECRET: expect.any(String), SECRETS_KEY: expect.any(String) });
     expect(s.output()).not.toMatch(/embedded PostgreSQL/);
 
     // ---- bootstrap: one JSON line, the key works on a worker route

@@ -79,6 +79,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     DATABASE_URL: db.url,
     NATS_URL: nats.url,
     AUTH_JWT_SECRET: secret,
+    SECRETS_KEY: randomBytes(32).toString('base64'),
     LOG_LEVEL: logLevel(),
     PORT: '0',
     HOST: '127.0.0.1',
@@ -90,8 +91,11 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   let baseUrl = '';
   const wanted = opts.services ?? SERVICE_NAMES;
 
+  // Each service connects as its own NATS user, with the permissions npm start gives it.
+  const natsEnv = (name: ServiceName): Record<string, string> =>
+    nats.users ? { NATS_URL: nats.serviceUrl, NATS_USER: nats.users[name].user, NATS_PASSWORD: nats.users[name].password } : {};
   const startOne = async (name: ServiceName, extraEnv: Record<string, string> = {}) => {
-    const svc = await STARTERS[name]({ ...env, ...(opts.serviceEnv?.[name] ?? {}), ...extraEnv }, opts.clock);
+    const svc = await STARTERS[name]({ ...env, ...natsEnv(name), ...(opts.serviceEnv?.[name] ?? {}), ...extraEnv }, opts.clock);
     if (running.has(name)) extras.push(svc);
     else running.set(name, svc);
     if (name === 'gateway' && 'url' in svc && svc.url && !baseUrl) baseUrl = svc.url as string;

@@ -1,4 +1,4 @@
-import { ContractEngine, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { ContractEngine, SecretBox, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer } from './consumers/notification-sent.consumer';
@@ -19,6 +19,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
     version: DECISIONS_VERSION,
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
+    natsAuth: natsAuthFromEnv(config),
     schema: 'decisions',
     migrations,
     log: opts.log ?? createLogger('decisions', config.LOG_LEVEL),
@@ -30,7 +31,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       waiters.start();
       const contracts = new ContractEngine(contractEngineOptions(config));
       const http = createOutboundClient({ guard: outboundGuard(config) });
-      const actions = createDecisionActions({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, http });
+      const actions = createDecisionActions({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, http, secrets: SecretBox.fromConfig(config) });
       registerDecisionHandlers(ctx.host, {
         create: createDecisionOpener({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts }),
         actions,

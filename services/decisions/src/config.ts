@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { BaseServiceEnv, ContractEngineEnv, loadConfig } from '@approvals/shared';
+import { BaseServiceEnv, ContractEngineEnv, SecretsEnv, loadConfig } from '@approvals/shared';
 
-export const DecisionsEnv = BaseServiceEnv.extend(ContractEngineEnv.shape).extend({
+export const DecisionsEnv = BaseServiceEnv.extend(ContractEngineEnv.shape).extend(SecretsEnv.shape).extend({
   /** Default monthly decision quota per org; unset means unlimited. Per-org overrides live in decisions.org_quotas. */
   DECISION_QUOTA_PER_MONTH: z.coerce.number({ error: 'DECISION_QUOTA_PER_MONTH must be a number' }).int().positive().optional(),
 });

@@ -3,7 +3,7 @@ import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream, jetstreamManager, type JetStreamManager } from '@nats-io/jetstream';
 import { Client } from 'pg';
 import { STREAM_EVENTS, type EventEnvelope } from '@approvals/shared';
-import { waitFor } from '@approvals/shared/testing';
+import { natsConnectOptions, waitFor } from '@approvals/shared/testing';
 import type { HttpResult, Stack } from '../../../test/helpers/stack';
 
 export const SERVICES = ['gateway', 'policies', 'decisions'] as const;
@@ -78,7 +78,7 @@ export class StreamReader {
   constructor(private readonly url: string) {}
 
   async open() {
-    this.nc = await connect({ servers: this.url });
+    this.nc = await connect(natsConnectOptions(this.url));
     this.jsm = await jetstreamManager(this.nc);
     return this;
   }

@@ -1,5 +1,5 @@
 import type { Server } from 'node:http';
-import { AccessEndpoints, createLogger, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { AccessEndpoints, SecretBox, createLogger, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import { createAuthenticator } from './auth/authenticate';
 import { createJwtVerifier } from './auth/jwt';
 import type { GatewayConfig } from './config';
@@ -29,17 +29,20 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
     version: GATEWAY_VERSION,
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
+    natsAuth: natsAuthFromEnv(config),
     schema: 'access',
     migrations,
     log,
     clock: opts.clock,
     setup: async (ctx) => {
       const store = createAccessStore(ctx.db);
-      const settings = createSettings(ctx.db, { guard: outboundGuard(config) });
+      const secrets = SecretBox.fromConfig(config);
+      const settings = createSettings(ctx.db, { guard: outboundGuard(config), secrets });
+      await settings.sealStoredKeys(ctx.log);
       ctx.host.handle(AccessEndpoints.retentionSettings, async () => ({ orgs: await settings.retentionOrgs() }));
       ctx.host.handle(AccessEndpoints.llmSettings, async (req) => {
         const llm = await settings.llm(req.org);
-        return llm ? { configured: true, baseUrl: llm.baseUrl, model: llm.model, apiKey: llm.apiKey } : { configured: false };
+        return llm ? { configured: true, baseUrl: llm.baseUrl, model: llm.model, apiKeySealed: llm.apiKey } : { configured: false };
       });
       ctx.host.handle(AccessEndpoints.actorLabel, async (req) => {
         const key = await store.getApiKey(req.org, req.ref);

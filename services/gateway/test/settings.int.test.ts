@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from 'pg';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
-import { waitFor } from '@approvals/shared/testing';
+import { natsConnectOptions, waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
@@ -16,7 +16,7 @@ describe('retention settings', () => {
     stack = await startStack({ label: 'gwretention', services: ['gateway', 'policies', 'decisions'] });
     pg = new Client({ connectionString: stack.db.url });
     await pg.connect();
-    nc = await connect({ servers: stack.nats.url });
+    nc = await connect(natsConnectOptions(stack.nats.url));
   });
   afterAll(async () => {
     await nc?.close();

@@ -1,4 +1,4 @@
-import { createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { NotifierConfig } from './config';
 import { notifierConsumers } from './consumers/decision-events.consumer';
 import { registerNotifierHandlers } from './handlers/people.handlers';
@@ -21,6 +21,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
     version: NOTIFIER_VERSION,
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
+    natsAuth: natsAuthFromEnv(config),
     schema: 'notifier',
     migrations,
     outbox: true,

@@ -1,4 +1,4 @@
-import { ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { PoliciesConfig } from './config';
 import { decisionUsageConsumer } from './consumers/decision-usage.consumer';
 import { registerApproverHandlers } from './handlers/approvers.handlers';
@@ -15,6 +15,7 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
     version: POLICIES_VERSION,
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
+    natsAuth: natsAuthFromEnv(config),
     schema: 'policies',
     migrations,
     log: opts.log ?? createLogger('policies', config.LOG_LEVEL),

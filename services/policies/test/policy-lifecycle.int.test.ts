@@ -3,7 +3,7 @@ import { connect } from '@nats-io/transport-node';
 import { jetstream } from '@nats-io/jetstream';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { factsHash } from '@approvals/shared';
-import { waitFor } from '@approvals/shared/testing';
+import { natsConnectOptions, waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 import { ISO, expectError, expectInvalid, uniqueKey } from './helpers';
 
@@ -23,7 +23,7 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
     stack = await startStack({ label: 'pollife', services: ['gateway', 'policies'] });
     ({ org, admin, apiKey, adminEmail } = await stack.newOrg());
     member = stack.session({ org, email: 'member@example.com', sub: 'usr_member', role: 'member' });
-    nc = await connect({ servers: stack.nats.url });
+    nc = await connect(natsConnectOptions(stack.nats.url));
   });
   afterAll(async () => {
     await nc?.close();

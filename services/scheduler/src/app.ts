@@ -1,4 +1,4 @@
-import { createLogger, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { createLogger, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import { z } from 'zod';
 import type { SchedulerConfig } from './config';
 import { armOnCreated, disarmConsumers } from './consumers/decision-timers.consumer';
@@ -28,6 +28,7 @@ export async function startScheduler(config: SchedulerConfig, opts: { log?: Logg
     version: SCHEDULER_VERSION,
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
+    natsAuth: natsAuthFromEnv(config),
     schema: 'scheduler',
     migrations,
     log: opts.log ?? createLogger('scheduler', config.LOG_LEVEL),

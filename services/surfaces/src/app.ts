@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, SurfacesEndpoints, createLogger, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import { DURABLE, EVENT, SurfacesEndpoints, createLogger, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
@@ -15,6 +15,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
     version: SURFACES_VERSION,
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
+    natsAuth: natsAuthFromEnv(config),
     schema: 'surfaces',
     migrations,
     log: opts.log ?? createLogger('surfaces', config.LOG_LEVEL),

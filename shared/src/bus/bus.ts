@@ -1,5 +1,6 @@
 import { connect } from '@nats-io/transport-node';
-import { NoRespondersError, TimeoutError, type NatsConnection } from '@nats-io/nats-core';
+import { NoRespondersError, TimeoutError, credsAuthenticator, type NatsConnection } from '@nats-io/nats-core';
+import { readFileSync } from 'node:fs';
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
 import type { z } from 'zod';
@@ -8,14 +9,25 @@ import { AppError, isErrorCode } from '../errors';
 import type { Logger } from '../logger';
 import { EVENTS_SUBJECTS, STREAM_EVENTS } from '../subjects';
 import { LargePayloads } from './large';
+import { inboxPrefixOf } from './permissions';
 
 /** Pause before resending a request nobody was subscribed to (a replica restarting). */
 const NO_RESPONDERS_PAUSE_MS = 300;
 
+/** How a process identifies itself to NATS (user and password, or a `.creds` file). */
+export interface NatsAuth {
+  user?: string;
+  pass?: string;
+  /** A NATS `.creds` file (JWT + nkey seed), for deployments in operator mode. */
+  credsFile?: string;
+}
+
 export interface BusOptions {
+  /** `nats://host:port`; `nats://user:pass@host:port` is accepted too. */
   url: string;
   name: string;
   log: Logger;
+  auth?: NatsAuth;
   /** Default request timeout. Callers may pass their own per request. */
   requestTimeoutMs?: number;
 }
@@ -51,23 +63,37 @@ export class Bus {
     readonly nc: NatsConnection,
     readonly log: Logger,
     private readonly requestTimeoutMs: number,
+    private readonly inboxPrefix?: string,
   ) {
-    this.js = jetstream(nc);
-    this.large = new LargePayloads(nc);
+    this.js = jetstream(nc, this.jsOptions());
+    this.large = new LargePayloads(nc, this.js);
   }
 
   static async connect(opts: BusOptions): Promise<Bus> {
+    const { servers, user, pass } = splitNatsUrl(opts.url);
+    const auth = { user: opts.auth?.user ?? user, pass: opts.auth?.pass ?? pass, credsFile: opts.auth?.credsFile };
+    // Replies come to an inbox under the user's own prefix, which only that user may
+    // subscribe to: no other service can read them.
+    const inboxPrefix = auth.user ? inboxPrefixOf(auth.user) : undefined;
     const nc = await connect({
-      servers: opts.url,
+      servers,
       name: opts.name,
       maxReconnectAttempts: -1,
       reconnectTimeWait: 500,
+      ...(auth.user ? { user: auth.user, pass: auth.pass } : {}),
+      ...(auth.credsFile ? { authenticator: credsAuthenticator(readFileSync(auth.credsFile)) } : {}),
+      ...(inboxPrefix ? { inboxPrefix } : {}),
     });
-    return new Bus(nc, opts.log, opts.requestTimeoutMs ?? 10_000);
+    return new Bus(nc, opts.log, opts.requestTimeoutMs ?? 10_000, inboxPrefix);
+  }
+
+  /** JetStream's own inboxes (ordered consumers, watchers) under the connection's prefix too. */
+  private jsOptions() {
+    return this.inboxPrefix ? { watcherPrefix: this.inboxPrefix } : {};
   }
 
   jsm(): Promise<JetStreamManager> {
-    this.jsmPromise ??= jetstreamManager(this.nc);
+    this.jsmPromise ??= jetstreamManager(this.nc, this.jsOptions());
     return this.jsmPromise;
   }
 
@@ -162,6 +188,14 @@ export class Bus {
 function isStreamNotFound(err: unknown): boolean {
   const e = err as { code?: number; api_error?: { err_code?: number }; message?: string };
   return e?.api_error?.err_code === 10059 || /stream not found/i.test(String(e?.message));
+}
+
+/** `nats://user:pass@host:port` → the URL without credentials, and the credentials. */
+export function splitNatsUrl(url: string): { servers: string; user?: string; pass?: string } {
+  const m = /^([a-z]+:\/\/)([^@/]+)@(.+)$/i.exec(url);
+  if (!m) return { servers: url };
+  const [user, pass] = m[2]!.split(':');
+  return { servers: `${m[1]}${m[3]}`, user: decodeURIComponent(user ?? ''), pass: pass === undefined ? undefined : decodeURIComponent(pass) };
 }
 
 function isNoResponders(err: unknown): boolean {

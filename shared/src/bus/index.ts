@@ -2,3 +2,4 @@ export * from './bus';
 export * from './service-host';
 export * from './outbox';
 export * from './consumer';
+export * from './permissions';

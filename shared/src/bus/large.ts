@@ -1,6 +1,6 @@
 import type { NatsConnection } from '@nats-io/nats-core';
 import { nanos } from '@nats-io/nats-core';
-import { StorageType } from '@nats-io/jetstream';
+import { StorageType, type JetStreamClient } from '@nats-io/jetstream';
 import { Objm, type ObjectStore } from '@nats-io/obj';
 import { AppError } from '../errors';
 import { newId } from '../ids';
@@ -26,7 +26,10 @@ const dec = new TextDecoder();
 export class LargePayloads {
   private store?: Promise<ObjectStore>;
 
-  constructor(private readonly nc: NatsConnection) {}
+  constructor(
+    private readonly nc: NatsConnection,
+    private readonly js: JetStreamClient,
+  ) {}
 
   /** The largest body sent inline. */
   get threshold(): number {
@@ -35,7 +38,7 @@ export class LargePayloads {
   }
 
   private bucket(): Promise<ObjectStore> {
-    this.store ??= new Objm(this.nc).create(LARGE_BUCKET, { ttl: nanos(LARGE_TTL_MS), storage: StorageType.Memory }).catch((err: unknown) => {
+    this.store ??= new Objm(this.js).create(LARGE_BUCKET, { ttl: nanos(LARGE_TTL_MS), storage: StorageType.Memory }).catch((err: unknown) => {
       this.store = undefined;
       throw err;
     });

@@ -12,13 +12,19 @@ export const ActorLabelReply = z.object({
 });
 
 export const LlmSettingsRequest = z.object({ org: z.string() });
-/** Internal only: carries the model API key to the decisions service, never to HTTP. */
+/**
+ * Internal only (decisions, for refine). The model API key travels sealed
+ * (SecretBox, context `llm-api-key:<org>`): only the decisions service opens it.
+ */
 export const LlmSettingsReply = z.object({
   configured: z.boolean(),
   baseUrl: z.string().optional(),
   model: z.string().optional(),
-  apiKey: z.string().optional(),
+  apiKeySealed: z.string().optional(),
 });
+
+/** The SecretBox context of an org's model API key. */
+export const llmKeyContext = (org: string) => `llm-api-key:${org}`;
 
 export const RetentionSettingsReply = z.object({ orgs: z.array(z.object({ org: z.string(), decisionDataDays: z.number().nullable() })) });
 

@@ -1,12 +1,28 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
+import { natsAuthorizationConfig, type NatsUser } from '../bus/permissions';
+import { SERVICE_NAMES, type ServiceName } from '../subjects';
 import { waitForPort } from './ports';
 
+/** One NATS user per service, plus `admin` for operators' tools and tests. */
+export type NatsUsers = Record<ServiceName, NatsUser> & { admin: NatsUser };
+
+/** Fresh random credentials for every service and for admin. */
+export function generateNatsUsers(): NatsUsers {
+  const users = { admin: { user: 'admin', password: randomBytes(24).toString('base64url') } } as NatsUsers;
+  for (const name of SERVICE_NAMES) users[name] = { user: name, password: randomBytes(24).toString('base64url') };
+  return users;
+}
+
 export interface LocalNats {
+  /** The server's address, without credentials. */
   url: string;
   port: number;
   process: ChildProcess;
+  /** The users it accepts, when it was started with authorization. */
+  users?: NatsUsers;
   stop(): Promise<void>;
 }
 
@@ -53,10 +69,24 @@ export function ensureNatsServer(log: (line: string) => void = () => undefined):
  * and binding it later races with other test files doing the same, and a server that
  * failed to bind would be mistaken for the other file's server on that port.
  */
-export async function startNatsServer(opts: { storeDir: string; port?: number; log?: (line: string) => void }): Promise<LocalNats> {
+export async function startNatsServer(opts: { storeDir: string; port?: number; log?: (line: string) => void; users?: NatsUsers; configFile?: string }): Promise<LocalNats> {
   const bin = ensureNatsServer(opts.log);
   mkdirSync(opts.storeDir, { recursive: true });
-  const child = spawn(bin, ['-js', '-a', '127.0.0.1', '-p', String(opts.port ?? -1), '-sd', opts.storeDir], {
+  let args = ['-js', '-a', '127.0.0.1', '-p', String(opts.port ?? -1), '-sd', opts.storeDir];
+  if (opts.users) {
+    // With users, a configuration file: each service's user and its permissions (and the
+    // passwords) are not for the process list.
+    const file = opts.configFile ?? join(dirname(opts.storeDir), `${opts.storeDir.split('/').pop()}-server.conf`);
+    const conf = [
+      'host: "127.0.0.1"',
+      `port: ${opts.port ?? -1}`,
+      `jetstream { store_dir: ${JSON.stringify(opts.storeDir)} }`,
+      natsAuthorizationConfig(opts.users),
+    ].join('\n');
+    writeFileSync(file, conf, { mode: 0o600 });
+    args = ['-c', file];
+  }
+  const child = spawn(bin, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -96,6 +126,7 @@ export async function startNatsServer(opts: { storeDir: string; port?: number; l
     url: `nats://127.0.0.1:${port}`,
     port,
     process: child,
+    users: opts.users,
     stop: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');

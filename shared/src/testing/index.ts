@@ -3,7 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dropDatabase, ensureDatabase } from '../infra/postgres';
-import { startNatsServer } from '../infra/nats';
+import { generateNatsUsers, startNatsServer, type NatsUsers } from '../infra/nats';
+import { splitNatsUrl } from '../bus/bus';
 
 export interface TestDatabase {
   url: string;
@@ -26,28 +27,48 @@ export async function createTestDatabase(label = 't', adminUrl?: string): Promis
 }
 
 export interface TestNats {
+  /** The server with admin credentials in it (`nats://admin:…@host:port`): for the test's own clients. */
   url: string;
+  /** The server's address without credentials: services connect with their own users. */
+  serviceUrl: string;
+  /** Every service's user (and admin), when the server requires authorization. */
+  users?: NatsUsers;
   stop(): Promise<void>;
   /** Stops and restarts the server on the same port and store (a NATS outage). */
   restart?(): Promise<void>;
 }
 
-/** A NATS server of its own for one test file: no subject or stream is shared between files. */
-export async function startTestNats(): Promise<TestNats> {
+/**
+ * A NATS server of its own for one test file: no subject or stream is shared between
+ * files. It requires authorization with the same per-service users and permissions as
+ * `npm start`, so every test exercises them (`auth: false` for a bare server).
+ */
+export async function startTestNats(opts: { auth?: boolean } = {}): Promise<TestNats> {
   if (process.env.TEST_INFRA === 'containers') {
     const { GenericContainer, Wait } = await import('testcontainers');
     const c = await new GenericContainer('nats:2.10-alpine').withCommand(['-js']).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
-    return { url: `nats://${c.getHost()}:${c.getMappedPort(4222)}`, stop: async () => void (await c.stop()) };
+    const url = `nats://${c.getHost()}:${c.getMappedPort(4222)}`;
+    return { url, serviceUrl: url, stop: async () => void (await c.stop()) };
   }
   const dir = mkdtempSync(join(tmpdir(), 'approvals-test-nats-'));
-  const nats = await startNatsServer({ storeDir: dir });
+  const users = opts.auth === false ? undefined : generateNatsUsers();
+  const nats = await startNatsServer({ storeDir: join(dir, 'store'), users });
+  const admin = users ? `${encodeURIComponent(users.admin.user)}:${encodeURIComponent(users.admin.password)}@` : '';
   return {
-    url: nats.url,
+    url: nats.url.replace('nats://', `nats://${admin}`),
+    serviceUrl: nats.url,
+    users,
     stop: async () => {
       await nats.stop();
       rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Options for `connect()` from `@nats-io/transport-node` for a URL that may carry credentials. */
+export function natsConnectOptions(url: string): { servers: string; user?: string; pass?: string } {
+  const { servers, user, pass } = splitNatsUrl(url);
+  return { servers, ...(user ? { user, pass } : {}) };
 }
 
 /** Polls until `fn` returns a truthy value (or does not throw), or fails after the timeout. */

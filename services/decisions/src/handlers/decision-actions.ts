@@ -6,6 +6,8 @@ import {
   enqueueEvents,
   newId,
   OutboundError,
+  SecretBox,
+  llmKeyContext,
   sha256Hex,
   type Bus,
   type Clock,
@@ -27,6 +29,8 @@ export interface ActionDeps {
   clock: Clock;
   /** Outbound HTTP for the org's model: its baseUrl is tenant-set, so the private-network guard applies. */
   http: OutboundClient;
+  /** Opens the org's sealed model key, at the moment of the call. */
+  secrets: SecretBox;
 }
 
 export type Voter = { kind: 'person'; email: string; ref: string | null; surface: string } | { kind: 'apiKey'; keyId: string };
@@ -333,7 +337,8 @@ export function createDecisionActions(deps: ActionDeps) {
       if (!llm.configured || !llm.baseUrl || !llm.model) {
         throw new AppError('model_not_configured', 'no model is configured for this org: set one with PUT /v1/settings/llm');
       }
-      const content = await callModel(deps.http, { baseUrl: llm.baseUrl, model: llm.model, apiKey: llm.apiKey }, current.content ?? '', feedback, d);
+      const apiKey = llm.apiKeySealed ? openModelKey(deps.secrets, llm.apiKeySealed, org) : undefined;
+      const content = await callModel(deps.http, { baseUrl: llm.baseUrl, model: llm.model, apiKey }, current.content ?? '', feedback, d);
       const draft = { content, ...(current.title ? { title: current.title } : {}), ...(current.format ? { format: current.format } : {}) };
       await db.transaction(async (trx) => {
         await trx('refinements').insert({ decision_id: id, actor, feedback, draft: JSON.stringify(draft), model: llm.model, at: clock.now() });
@@ -354,6 +359,16 @@ function requireApprover(d: DecisionRow, email: string, what: string): void {
 
 export function evidenceView(row: { id: string; item: Record<string, unknown>; added_by: string | null; added_at: Date; content_hash: string }) {
   return { ...(row.item as { kind: 'note' }), id: row.id, addedBy: row.added_by, addedAt: row.added_at.toISOString(), contentHash: row.content_hash };
+}
+
+function openModelKey(secrets: SecretBox, sealed: string, org: string): string {
+  // A row from before keys were sealed (the gateway seals those at start) still works.
+  if (!SecretBox.isSealed(sealed)) return sealed;
+  try {
+    return secrets.open(sealed, llmKeyContext(org));
+  } catch (err) {
+    throw new AppError('model_not_configured', `the stored model API key cannot be opened (${(err as Error).message}); set it again with PUT /v1/settings/llm`);
+  }
 }
 
 async function callModel(

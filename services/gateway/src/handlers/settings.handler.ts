@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError, literalTargetRefusal, type AddressPolicy, type Knex } from '@approvals/shared';
+import { AppError, SecretBox, literalTargetRefusal, llmKeyContext, type AddressPolicy, type Knex, type Logger } from '@approvals/shared';
 import type { LocalRequest, LocalResult } from '../http/route';
 
 export const LlmSettingsBody = z.strictObject({
@@ -25,11 +25,12 @@ interface RetentionValue {
 interface LlmValue {
   baseUrl: string;
   model: string;
+  /** Sealed (SecretBox); rows written before sealing held it plain until the start-up upgrade. */
   apiKey?: string;
 }
 
 /** Org settings in access.settings, one row per (org, kind). */
-export function createSettings(db: Knex, opts: { guard: AddressPolicy }) {
+export function createSettings(db: Knex, opts: { guard: AddressPolicy; secrets: SecretBox }) {
   const read = async (org: string, kind: string) => db('settings').where({ org_id: org, kind }).first();
   const llmView = (row?: { value: LlmValue; updated_at: Date }) => ({
     configured: Boolean(row),
@@ -57,6 +58,28 @@ export function createSettings(db: Knex, opts: { guard: AddressPolicy }) {
     async llm(org: string): Promise<LlmValue | undefined> {
       return (await read(org, 'llm'))?.value;
     },
+    /**
+     * Seals model keys stored before keys were sealed, and re-seals those under a previous
+     * SECRETS_KEY with the current one. Runs at start; idempotent.
+     */
+    async sealStoredKeys(log: Logger): Promise<number> {
+      const rows: Array<{ org_id: string; value: LlmValue }> = await db('settings').where({ kind: 'llm' }).whereRaw(`value->>'apiKey' is not null`).select('org_id', 'value');
+      let changed = 0;
+      for (const row of rows) {
+        const key = row.value.apiKey!;
+        let plain: string;
+        if (!SecretBox.isSealed(key)) plain = key;
+        else if (opts.secrets.isCurrent(key)) continue;
+        else plain = opts.secrets.open(key, llmKeyContext(row.org_id));
+        const sealed = opts.secrets.seal(plain, llmKeyContext(row.org_id));
+        await db('settings')
+          .where({ org_id: row.org_id, kind: 'llm' })
+          .update({ value: JSON.stringify({ ...row.value, apiKey: sealed }) });
+        changed++;
+      }
+      if (changed) log.info({ changed }, 'model API keys sealed with the current SECRETS_KEY');
+      return changed;
+    },
     handlers: {
       async getRetention(req: LocalRequest): Promise<LocalResult> {
         return { body: retentionView(await read(req.org, 'retention')) };
@@ -82,7 +105,9 @@ export function createSettings(db: Knex, opts: { guard: AddressPolicy }) {
           throw new AppError('invalid_request', `body.baseUrl: ${message}`, { issues: [{ path: 'body.baseUrl', message }] });
         }
         const prev = (await read(req.org, 'llm'))?.value as LlmValue | undefined;
-        const value: LlmValue = { baseUrl: req.body.baseUrl, model: req.body.model, apiKey: req.body.apiKey ?? prev?.apiKey };
+        // The key is sealed here and never opened by the gateway: only the decisions service does.
+        const apiKey = req.body.apiKey !== undefined ? opts.secrets.seal(req.body.apiKey, llmKeyContext(req.org)) : prev?.apiKey;
+        const value: LlmValue = { baseUrl: req.body.baseUrl, model: req.body.model, apiKey };
         const [row] = await db('settings')
           .insert({ org_id: req.org, kind: 'llm', value: JSON.stringify(value) })
           .onConflict(['org_id', 'kind'])

@@ -1,0 +1,158 @@
+import { DURABLE, SERVICE_NAMES, STREAM_EVENTS, SUBJECT, type ServiceName } from '../subjects';
+import { LARGE_BUCKET } from './large';
+
+/**
+ * Who may say what on the bus. Each service connects as its own NATS user; its publish and
+ * subscribe permissions are derived from this one table, so a credential taken from one
+ * service cannot cast a vote (`svc.decisions.surface_vote` is the surfaces service's) or
+ * read an org's model key (`svc.access.llm_settings` is for decisions only).
+ *
+ * Add a subject here when a service starts serving, calling, publishing or consuming it;
+ * the suite runs every service under these permissions, so a missing entry fails a test.
+ */
+export interface BusRole {
+  /** Request subjects it answers (queue-group subscriptions). */
+  serves: string[];
+  /** Request subjects it calls; `*` patterns allowed. */
+  calls: string[];
+  /** Calls it may never make, even when a pattern above would allow them. */
+  neverCalls?: string[];
+  /** Event subjects it publishes (through its outbox). */
+  publishes: string[];
+}
+
+/** Internal subjects: services call them, the public gateway never does. */
+const INTERNAL = [
+  SUBJECT.decisions.surfaceVote,
+  SUBJECT.decisions.peek,
+  SUBJECT.policies.resolve,
+  SUBJECT.approvers.channels,
+  SUBJECT.surfaces.mintLinks,
+];
+
+export const BUS_ROLES: Record<ServiceName, BusRole> = {
+  gateway: {
+    serves: ['svc.access.>'],
+    // Forwards HTTP routes to their owners; never the internal subjects.
+    calls: ['svc.decisions.>', 'svc.workflows.>', 'svc.policies.>', 'svc.approvers.>', 'svc.directory.>', 'svc.notifier.>', 'svc.surfaces.>', 'svc.scheduler.>'],
+    neverCalls: INTERNAL,
+    publishes: [],
+  },
+  decisions: {
+    serves: ['svc.decisions.>', 'svc.workflows.>'],
+    calls: [SUBJECT.policies.resolve, SUBJECT.approvers.channels, SUBJECT.access.llmSettings, SUBJECT.access.retentionSettings],
+    publishes: ['evt.decision.>', 'evt.run.>'],
+  },
+  policies: {
+    serves: ['svc.policies.>', 'svc.approvers.>', 'svc.directory.>'],
+    calls: [SUBJECT.access.actorLabel],
+    publishes: ['evt.policy.>'],
+  },
+  notifier: {
+    serves: ['svc.notifier.>'],
+    calls: [SUBJECT.approvers.channels, SUBJECT.decisions.peek, SUBJECT.surfaces.mintLinks],
+    publishes: ['evt.notification.>'],
+  },
+  surfaces: {
+    serves: ['svc.surfaces.>'],
+    calls: [SUBJECT.decisions.surfaceVote, SUBJECT.decisions.peek],
+    publishes: [],
+  },
+  scheduler: {
+    serves: ['svc.scheduler.>'],
+    calls: [],
+    publishes: ['evt.timer.>'],
+  },
+};
+
+/** The inbox prefix of a service's connection: replies to it are readable by it alone. */
+export function inboxPrefixOf(user: string): string {
+  return `_INBOX_${user}`;
+}
+
+export interface NatsPermissions {
+  publish: { allow: string[]; deny?: string[] };
+  subscribe: { allow: string[] };
+  /** Lets a service answer requests (publish to the requester's reply subject) without a publish grant. */
+  allow_responses: boolean;
+}
+
+/** The durable consumers a service owns (`<service>-<what>`). */
+export function durablesOf(name: ServiceName): string[] {
+  return Object.values(DURABLE).filter((d) => d.startsWith(`${name}-`));
+}
+
+/** NATS permissions of one service's user, derived from BUS_ROLES. */
+export function natsPermissionsOf(name: ServiceName, user: string = name): NatsPermissions {
+  const role = BUS_ROLES[name];
+  const js = '$JS.API';
+  const durables = durablesOf(name);
+  const obj = `OBJ_${LARGE_BUCKET}`;
+  return {
+    publish: {
+      allow: [
+        ...role.calls,
+        ...role.publishes,
+        // The EVENTS stream: every service makes sure it exists.
+        `${js}.INFO`,
+        `${js}.STREAM.INFO.${STREAM_EVENTS}`,
+        `${js}.STREAM.CREATE.${STREAM_EVENTS}`,
+        `${js}.STREAM.UPDATE.${STREAM_EVENTS}`,
+        `${js}.STREAM.NAMES`,
+        // Its own durable consumers: create, read, pull, ack.
+        ...durables.flatMap((d) => [
+          `${js}.CONSUMER.INFO.${STREAM_EVENTS}.${d}`,
+          `${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${d}`,
+          `${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${d}.>`,
+          `${js}.CONSUMER.DURABLE.CREATE.${STREAM_EVENTS}.${d}`,
+          `${js}.CONSUMER.MSG.NEXT.${STREAM_EVENTS}.${d}`,
+          `$JS.ACK.${STREAM_EVENTS}.${d}.>`,
+        ]),
+        // The object store that carries bodies over max_payload.
+        `${js}.STREAM.*.${obj}`,
+        `${js}.STREAM.MSG.*.${obj}`,
+        `${js}.DIRECT.GET.${obj}.>`,
+        `${js}.CONSUMER.*.${obj}`,
+        `${js}.CONSUMER.*.${obj}.>`,
+        `$O.${LARGE_BUCKET}.>`,
+        // Service discovery: the gateway's health check pings every service.
+        ...(name === 'gateway' ? ['$SRV.>'] : []),
+      ],
+      ...(role.neverCalls?.length ? { deny: role.neverCalls } : {}),
+    },
+    subscribe: {
+      allow: [...role.serves, '$SRV.>', `${inboxPrefixOf(user)}.>`],
+    },
+    allow_responses: true,
+  };
+}
+
+export interface NatsUser {
+  user: string;
+  password: string;
+}
+
+/**
+ * The `authorization` block of a nats-server (2.9+) configuration: one user per service
+ * with its permissions, and `admin` (operators' tools and tests) with all of them.
+ * Passwords are written as given (bcrypt hashes work too: nats-server accepts `$2a$…`).
+ */
+export function natsAuthorizationConfig(users: Record<ServiceName, NatsUser> & { admin: NatsUser }): string {
+  const q = (s: string) => JSON.stringify(s);
+  const list = (xs: string[]) => `[${xs.map(q).join(', ')}]`;
+  const entries = SERVICE_NAMES.map((name) => {
+    const u = users[name];
+    const p = natsPermissionsOf(name, u.user);
+    return `    {
+      user: ${q(u.user)}
+      password: ${q(u.password)}
+      permissions: {
+        publish: { allow: ${list(p.publish.allow)}${p.publish.deny ? `, deny: ${list(p.publish.deny)}` : ''} }
+        subscribe: { allow: ${list(p.subscribe.allow)} }
+        allow_responses: true
+      }
+    }`;
+  });
+  entries.push(`    { user: ${q(users.admin.user)}, password: ${q(users.admin.password)} }`);
+  return `authorization {\n  users: [\n${entries.join('\n')}\n  ]\n}\n`;
+}

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
+import { Bus, DecisionsEndpoints, SUBJECT, createLogger, inboxPrefixOf, natsPermissionsOf } from '@approvals/shared';
+import type { NatsUsers } from '@approvals/shared/infra';
+import { startStack, type Stack } from '../../test/helpers/stack';
+
+const log = createLogger('perm-test', 'silent');
+
+/**
+ * Every service connects as its own NATS user with permissions derived from BUS_ROLES.
+ * A credential taken from one service must not let its holder act as another.
+ */
+describe('the bus: per-service NATS users and permissions', () => {
+  let stack: Stack;
+  let users: NatsUsers;
+  const opened: Array<{ close(): Promise<void> }> = [];
+
+  beforeAll(async () => {
+    stack = await startStack({ label: 'busperm', services: ['gateway', 'policies', 'decisions', 'surfaces'] });
+    users = stack.nats.users!;
+    expect(users).toBeDefined();
+  });
+  afterAll(async () => {
+    for (const c of opened) await c.close().catch(() => undefined);
+    await stack?.stop();
+  });
+
+  const as = async (name: keyof NatsUsers): Promise<Bus> => {
+    const bus = await Bus.connect({ url: stack.nats.serviceUrl, name: `as-${name}`, log, auth: { user: users[name].user, pass: users[name].password }, requestTimeoutMs: 2000 });
+    opened.push(bus);
+    return bus;
+  };
+  const vote = { org: 'org_x', decisionId: 'dec_x', voterEmail: 'ceo@example.com', surface: 'email' as const, decision: 'approve' as const };
+
+  it('refuses a client without credentials, or with wrong ones', async () => {
+    await expect(connect({ servers: stack.nats.serviceUrl, reconnect: false })).rejects.toThrow(/Authorization/i);
+    await expect(connect({ servers: stack.nats.serviceUrl, user: 'notifier', pass: 'guessed', reconnect: false })).rejects.toThrow(/Authorization/i);
+  });
+
+  it("the notifier's credentials cannot cast a vote or read an org's model key", async () => {
+    const notifier = await as('notifier');
+    await expect(notifier.call(DecisionsEndpoints.surfaceVote, vote)).rejects.toThrow(/[Pp]ermission/);
+    const raw = notifier.nc;
+    await expect(raw.request(SUBJECT.access.llmSettings, JSON.stringify({ org: 'org_x' }), { timeout: 2000 })).rejects.toThrow(/[Pp]ermission/);
+  });
+
+  it('the public gateway cannot call internal subjects (vote as anyone, peek, resolve)', async () => {
+    const gateway = await as('gateway');
+    for (const subject of [SUBJECT.decisions.surfaceVote, SUBJECT.decisions.peek, SUBJECT.policies.resolve]) {
+      await expect(gateway.nc.request(subject, '{}', { timeout: 2000 })).rejects.toThrow(/[Pp]ermission/);
+    }
+  });
+
+  it('the surfaces service may cast surface votes (the decisions service answers it)', async () => {
+    const surfaces = await as('surfaces');
+    // An unknown decision: the point is that the request reaches the decisions service.
+    await expect(surfaces.call(DecisionsEndpoints.surfaceVote, vote)).rejects.toMatchObject({ code: 'not_found' });
+  });
+
+  it("a service cannot impersonate another (serve its subjects) or read another's replies", async () => {
+    const nc: NatsConnection = await connect({ servers: stack.nats.serviceUrl, user: users.notifier.user, pass: users.notifier.password, reconnect: false });
+    opened.push({ close: () => nc.close() });
+    const drain = async (subject: string) => {
+      const sub = nc.subscribe(subject);
+      try {
+        for await (const _ of sub) return 'received a message';
+        return 'closed';
+      } catch (err) {
+        return String((err as Error).message);
+      }
+    };
+    await expect(drain(SUBJECT.decisions.create)).resolves.toMatch(/Permissions Violation for Subscription to "svc.decisions.create"/);
+    await expect(drain(`${inboxPrefixOf('decisions')}.>`)).resolves.toMatch(/Permissions Violation for Subscription/);
+    await expect(drain('_INBOX.>')).resolves.toMatch(/Permissions Violation for Subscription/);
+  });
+
+  it('permissions are derived from one table: each service publishes only its own events, subscribes only its own subjects', () => {
+    const p = natsPermissionsOf('surfaces');
+    expect(p.publish.allow).toContain(SUBJECT.decisions.surfaceVote);
+    expect(p.publish.allow.some((s) => s.startsWith('evt.'))).toBe(false);
+    expect(p.subscribe.allow).toContain('svc.surfaces.>');
+    expect(p.subscribe.allow).not.toContain('svc.decisions.>');
+    expect(natsPermissionsOf('gateway').publish.deny).toContain(SUBJECT.decisions.surfaceVote);
+    expect(natsPermissionsOf('decisions').publish.allow).toContain('evt.decision.>');
+    expect(natsPermissionsOf('notifier').publish.allow).not.toContain(SUBJECT.access.llmSettings);
+  });
+});
