@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createDb, migrate, natsAuthorizationConfig } from '@approvals/shared';
+import { Bus, createDb, createLogger, dropDeadLetter, getDeadLetter, listDeadLetters, migrate, natsAuthorizationConfig, replayDeadLetter } from '@approvals/shared';
 import type { NatsUsers } from '@approvals/shared/infra';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { migrations } from '@approvals/gateway/dist/migrations/index';
@@ -13,6 +13,9 @@ const USAGE = `usage:
       prints a session token
   npm run admin -- quota --org <org id> --limit <decisions per month | none>
       sets the org's monthly decision quota (none = back to the deployment default)
+  npm run admin -- dlq list [--durable <name>] | dlq show <seq> | dlq replay <seq> | dlq drop <seq>
+      events a consumer could not handle, parked in the DEADLETTER stream with the reason:
+      list them, show one, publish one again once the cause is fixed, or drop it
   npm run admin -- nats-config [--passwords <file.json>]
       prints the authorization block of a nats-server configuration: one user per service with
       its permissions (BUS_ROLES), and admin; passwords from the JSON file (same shape as
@@ -43,8 +46,10 @@ function checkEmail(email: string): string {
   return email.toLowerCase();
 }
 
+const cmd0 = (argv: string[]) => argv[0];
+
 export async function main(argv: string[]): Promise<void> {
-  const { cmd, flags } = parseArgs(argv);
+  const { cmd, flags } = cmd0(argv) === 'dlq' ? { cmd: 'dlq', flags: {} as Record<string, string> } : parseArgs(argv);
   const secret = localJwtSecret();
   if (cmd === 'session') {
     const org = required(flags, 'org');
@@ -75,6 +80,35 @@ export async function main(argv: string[]): Promise<void> {
       process.stdout.write(`${JSON.stringify({ orgId: org, sessionToken, apiKey: key })}\n`);
     } finally {
       await db.destroy();
+    }
+    return;
+  }
+  if (cmd === 'dlq') {
+    const [sub, arg] = argv.slice(1);
+    const flags2 = parseArgs(['dlq', ...argv.slice(sub === 'list' ? 2 : 3)]).flags;
+    const natsUrl = process.env.NATS_URL ?? readRuntime()?.natsUrl;
+    if (!natsUrl) throw new Error('no NATS: start the system with `npm start` first, or set NATS_URL');
+    const admin = process.env.NATS_URL ? undefined : localNatsUsers().admin;
+    const bus = await Bus.connect({ url: natsUrl, name: 'admin-cli', log: createLogger('admin', 'silent'), auth: admin ? { user: admin.user, pass: admin.password } : undefined });
+    try {
+      const seq = Number(arg);
+      if (sub !== 'list' && !Number.isInteger(seq)) throw new Error(`dlq ${sub ?? ''} needs a sequence number\n${USAGE}`);
+      if (sub === 'list') {
+        for (const l of await listDeadLetters(bus, { durable: flags2.durable, limit: 1000 })) {
+          process.stdout.write(`${JSON.stringify({ seq: l.seq, durable: l.durable, subject: l.subject, eventId: l.eventId, reason: l.reason, error: l.error, at: l.at })}\n`);
+        }
+      } else if (sub === 'show') {
+        const l = await getDeadLetter(bus, seq);
+        if (!l) throw new Error(`no dead letter ${seq}`);
+        process.stdout.write(`${JSON.stringify(l, null, 2)}\n`);
+      } else if (sub === 'replay') {
+        const l = await replayDeadLetter(bus, seq);
+        process.stdout.write(`${JSON.stringify({ replayed: seq, subject: l.subject, eventId: l.eventId })}\n`);
+      } else if (sub === 'drop') {
+        process.stdout.write(`${JSON.stringify({ dropped: seq, found: await dropDeadLetter(bus, seq) })}\n`);
+      } else throw new Error(USAGE);
+    } finally {
+      await bus.close();
     }
     return;
   }

@@ -15,3 +15,4 @@ export * from './bus/index';
 export * from './contracts/index';
 export * from './policy-contract';
 export * from './contract-engine';
+export * from './metrics';

@@ -5,6 +5,10 @@
  */
 export const STREAM_EVENTS = 'EVENTS';
 export const EVENTS_SUBJECTS = 'evt.>';
+/** Events a consumer could not handle, parked with the reason: `dlq.<durable>`. */
+export const STREAM_DEADLETTER = 'DEADLETTER';
+export const DEADLETTER_SUBJECTS = 'dlq.>';
+export const deadLetterSubject = (durable: string) => `dlq.${durable}`;
 
 /** NATS service names (`$SRV.PING.<name>`), one per process kind. */
 export const SERVICE_NAMES = ['gateway', 'decisions', 'policies', 'notifier', 'surfaces', 'scheduler'] as const;

@@ -8,7 +8,13 @@ import {
   createLogger,
   encodeJson,
   newId,
+  STREAM_DEADLETTER,
+  deadLetterSubject,
+  dropDeadLetter,
+  listDeadLetters,
+  replayDeadLetter,
   type ConsumerOptions,
+  type DeadLetter,
   type EventEnvelope,
 } from '@approvals/shared';
 import { startTestNats, waitFor, type TestNats } from '@approvals/shared/testing';
@@ -48,6 +54,18 @@ describe('EventConsumer (real JetStream)', () => {
   };
 
   const consumerInfo = async (durable: string) => (await bus.jsm()).consumers.info(STREAM_EVENTS, durable);
+
+  /** What the dead-letter stream holds for a durable. */
+  const deadLetters = async (durable: string): Promise<DeadLetter[]> => {
+    const jsm = await bus.jsm();
+    const out: DeadLetter[] = [];
+    const info = await jsm.streams.info(STREAM_DEADLETTER);
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+      const m = await jsm.streams.getMessage(STREAM_DEADLETTER, { seq }).catch(() => null);
+      if (m && m.subject === deadLetterSubject(durable)) out.push(m.json<DeadLetter>());
+    }
+    return out;
+  };
 
   /** Everything delivered was acked or terminated: nothing pending, nothing awaiting an ack. */
   const settled = async (durable: string) => {
@@ -122,6 +140,71 @@ describe('EventConsumer (real JetStream)', () => {
     expect(info.num_ack_pending).toBe(0);
     expect(info.num_redelivered).toBe(0);
     expect(handled).toEqual([valid.id]);
+    // Not dropped: parked in the dead-letter stream with the reason.
+    const parked = await waitFor(async () => ((await deadLetters(durable)).length === 2 ? deadLetters(durable) : null), { what: 'dead letters' });
+    expect(parked.map((d) => [d.reason, d.payload])).toEqual([
+      ['malformed', 'this is not json {'],
+      ['malformed', JSON.stringify({ hello: 'json, but not an event envelope' })],
+    ]);
+    expect(parked[0]).toMatchObject({ durable, subject, deliveries: 1, eventId: null });
+  });
+
+  it('parks an event whose payload breaks its subject contract, and one that runs out of deliveries', async () => {
+    const tag = randomBytes(4).toString('hex');
+    const durable = `test-contract-${tag}`;
+    const handled: string[] = [];
+    // evt.decision.consumed has a contract: a payload without consumer breaks it.
+    const subject = 'evt.decision.consumed';
+    await startConsumer({ durable, filterSubject: subject, ackWaitMs: 300, handler: async (e) => void handled.push(e.id) });
+    const bad = envelope(subject, { decisionId: `dec_${tag}` });
+    await bus.js.publish(subject, encodeJson(bad), { msgID: bad.id });
+    const parked = await waitFor(async () => (await deadLetters(durable))[0], { what: 'contract dead letter' });
+    expect(parked).toMatchObject({ durable, reason: 'contract', eventId: bad.id, error: expect.stringMatching(/consumer/) });
+    expect(handled).toEqual([]);
+
+    const { subject: s2, durable: d2 } = fresh();
+    let calls = 0;
+    await startConsumer({
+      durable: d2,
+      filterSubject: s2,
+      maxDeliver: 3,
+      handler: async () => {
+        calls++;
+        throw new Error('always fails');
+      },
+    });
+    const doomed = await publish(s2, { n: 1 });
+    const exhausted = await waitFor(async () => (await deadLetters(d2))[0], { what: 'exhausted dead letter' });
+    expect(exhausted).toMatchObject({ reason: 'exhausted', eventId: doomed.id, deliveries: 3, error: 'always fails' });
+    expect(calls).toBe(3);
+    expect(JSON.parse(exhausted.payload)).toEqual(doomed);
+  });
+
+  it('a parked event can be listed, replayed once its cause is fixed (it is handled and leaves the dead letters), or dropped', async () => {
+    const { subject, durable } = fresh();
+    let broken = true;
+    const handled: string[] = [];
+    await startConsumer({
+      durable,
+      filterSubject: subject,
+      handler: async (e) => {
+        if (broken) throw new PoisonMessage('a bug');
+        handled.push(e.id);
+      },
+    });
+    const first = await publish(subject, { n: 1 });
+    const second = await publish(subject, { n: 2 });
+    const parked = await waitFor(async () => {
+      const l = await listDeadLetters(bus, { durable });
+      return l.length === 2 ? l : null;
+    }, { what: 'two parked' });
+    expect(parked.map((p) => p.eventId)).toEqual([first.id, second.id]);
+    broken = false; // the fix is deployed
+    await replayDeadLetter(bus, parked[0]!.seq);
+    await waitFor(() => handled.includes(first.id), { what: 'replayed event handled' });
+    expect(await dropDeadLetter(bus, parked[1]!.seq)).toBe(true);
+    expect(await listDeadLetters(bus, { durable })).toEqual([]);
+    expect(handled).toEqual([first.id]);
   });
 
   it('terminates an event whose handler throws PoisonMessage: it is not redelivered', async () => {
@@ -151,6 +234,7 @@ describe('EventConsumer (real JetStream)', () => {
     const info = await consumerInfo(durable);
     expect(info.num_ack_pending).toBe(0);
     expect(info.delivered.consumer_seq).toBe(2);
+    expect((await waitFor(async () => (await deadLetters(durable))[0], { what: 'poison parked' })).reason).toBe('poison');
   });
 
   it('working() keeps a slow handler from being redelivered past the ack wait', async () => {

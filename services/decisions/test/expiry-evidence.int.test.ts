@@ -33,7 +33,11 @@ describe('expiry, evidence and events', () => {
   });
 
   /** Publishes what the scheduler sends when a decision's deadline is due; answers the stream sequence. */
-  const publishExpireDue = async (decisionId: string, eventOrg = org, data: Record<string, unknown> = { decisionId }) => {
+  const publishExpireDue = async (
+    decisionId: string,
+    eventOrg = org,
+    data: Record<string, unknown> = { decisionId, timerId: `tmr_${randomBytes(4).toString('hex')}`, kind: 'expire', step: 0, dueAt: new Date().toISOString() },
+  ) => {
     const id = `evt_${randomBytes(8).toString('hex')}`;
     const envelope = { id, type: 'evt.timer.expire_due', org: eventOrg, occurredAt: new Date().toISOString(), data };
     const ack = await stream.js().publish('evt.timer.expire_due', encodeJson(envelope), { msgID: id });

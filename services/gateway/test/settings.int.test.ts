@@ -149,7 +149,7 @@ describe('retention settings', () => {
       const js = jetstream(nc);
       await js.publish(
         'evt.timer.retention_due',
-        JSON.stringify({ id: eventId, type: 'evt.timer.retention_due', org: '*', occurredAt: new Date().toISOString(), data: { decisionId: 'retention' } }),
+        JSON.stringify({ id: eventId, type: 'evt.timer.retention_due', org: '*', occurredAt: new Date().toISOString(), data: { decisionId: 'retention', timerId: `tmr_${eventId}`, kind: 'retention', step: 0, dueAt: new Date().toISOString() } }),
         { msgID: eventId },
       );
     };

@@ -53,7 +53,17 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       type,
       org,
       occurredAt: new Date().toISOString(),
-      data: { decisionId, policy: { key: policy.key, id: policy.id, version: 1, versionId: 'pv' }, createdAt: createdAt.toISOString(), ...(type === 'evt.decision.resolved' ? { status: 'APPROVED' } : {}) },
+      data: {
+        decisionId,
+        policy: { key: policy.key, id: policy.id, version: 1, versionId: 'pv' },
+        externalRunId: `run_${decisionId}`,
+        stepRef: 'step',
+        workflowRef: null,
+        engine: 'generic',
+        ...(type === 'evt.decision.resolved'
+          ? { status: 'APPROVED', decidedBy: 'a@example.com', note: null, resolvedAt: createdAt.toISOString(), policyVersion: 1 }
+          : { approvers: ['a@example.com'], assigneeEmail: null, title: null, createdAt: createdAt.toISOString(), expiresAt: null, timeoutSec: null, route: null, requiresSignature: false }),
+      },
     };
     await jetstream(nc).publish(type, JSON.stringify(envelope), { msgID: id });
   }

@@ -130,7 +130,27 @@ describe('scheduler timers', () => {
     const id = `evt_resolved_${Date.now()}`;
     await bus.js.publish(
       EVENT.decisionResolved,
-      new TextEncoder().encode(JSON.stringify({ id, type: EVENT.decisionResolved, org: 'org_t', occurredAt: clock.now().toISOString(), data: { decisionId: 'dec_resolved' } })),
+      new TextEncoder().encode(
+        JSON.stringify({
+          id,
+          type: EVENT.decisionResolved,
+          org: 'org_t',
+          occurredAt: clock.now().toISOString(),
+          data: {
+            decisionId: 'dec_resolved',
+            policy: null,
+            status: 'APPROVED',
+            decidedBy: 'a@example.com',
+            note: null,
+            resolvedAt: clock.now().toISOString(),
+            externalRunId: 'run',
+            stepRef: 's',
+            workflowRef: null,
+            engine: 'api',
+            policyVersion: null,
+          },
+        }),
+      ),
       { msgID: id },
     );
     await waitFor(async () => (await timers('dec_resolved')).every((t) => t.cancelled_at !== null), { what: 'disarmed' });

@@ -519,7 +519,13 @@ describe('surfaces: email action links', () => {
       const eventId = `evt_ret_${Date.now()}`;
       await bus.js.publish(
         'evt.timer.retention_due',
-        JSON.stringify({ id: eventId, type: 'evt.timer.retention_due', org: '*', occurredAt: new Date().toISOString(), data: {} }),
+        JSON.stringify({
+          id: eventId,
+          type: 'evt.timer.retention_due',
+          org: '*',
+          occurredAt: new Date().toISOString(),
+          data: { decisionId: 'retention', timerId: `tmr_${eventId}`, kind: 'retention', step: 0, dueAt: new Date().toISOString() },
+        }),
         { msgID: eventId },
       );
       const left = async () => (await pg.query(`select id from surfaces.action_tokens where id like 'tok_ret_%' order by id`)).rows.map((r) => r.id);

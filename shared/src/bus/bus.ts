@@ -7,7 +7,7 @@ import type { z } from 'zod';
 import { WireReply, type EndpointDef } from '../contracts/endpoint';
 import { AppError, isErrorCode } from '../errors';
 import type { Logger } from '../logger';
-import { EVENTS_SUBJECTS, STREAM_EVENTS } from '../subjects';
+import { DEADLETTER_SUBJECTS, EVENTS_SUBJECTS, STREAM_DEADLETTER, STREAM_EVENTS } from '../subjects';
 import { LargePayloads } from './large';
 import { inboxPrefixOf } from './permissions';
 
@@ -97,10 +97,9 @@ export class Bus {
     return this.jsmPromise;
   }
 
-  /** Creates the EVENTS stream or brings its configuration up to date. Safe to call from every service. */
+  /** Creates the EVENTS and DEADLETTER streams or brings their configuration up to date. Safe to call from every service. */
   async ensureEventsStream(): Promise<void> {
-    const jsm = await this.jsm();
-    const config = {
+    await this.ensureStream({
       name: STREAM_EVENTS,
       subjects: [EVENTS_SUBJECTS],
       retention: RetentionPolicy.Limits,
@@ -109,10 +108,23 @@ export class Bus {
       // Long enough to cover an outbox relay that crashed after publishing and was
       // restarted: its republish carries the same Nats-Msg-Id and is dropped.
       duplicate_window: nanos(20 * 60 * 1000),
-    };
+    });
+    await this.ensureStream({
+      name: STREAM_DEADLETTER,
+      subjects: [DEADLETTER_SUBJECTS],
+      retention: RetentionPolicy.Limits,
+      storage: StorageType.File,
+      // Parked events wait for a person: a month to look at them and replay.
+      max_age: nanos(30 * 24 * 3600 * 1000),
+      duplicate_window: nanos(20 * 60 * 1000),
+    });
+  }
+
+  private async ensureStream(config: { name: string; subjects: string[]; retention: RetentionPolicy; storage: StorageType; max_age: number; duplicate_window: number }): Promise<void> {
+    const jsm = await this.jsm();
     try {
-      await jsm.streams.info(STREAM_EVENTS);
-      await jsm.streams.update(STREAM_EVENTS, config);
+      await jsm.streams.info(config.name);
+      await jsm.streams.update(config.name, config);
     } catch (err) {
       if (!isStreamNotFound(err)) throw err;
       try {
@@ -124,19 +136,19 @@ export class Bus {
     }
   }
 
-  /** Typed request/reply. Error replies are rethrown as AppError with the same code. */
+  /**
+   * Typed request/reply. The request is validated where it is received (the service), the
+   * reply where it is received (here). Error replies are rethrown as AppError with the
+   * same code.
+   */
   async request<Req extends z.ZodType, Res extends z.ZodType>(
     ep: EndpointDef<Req, Res>,
     req: z.input<Req>,
     opts: { timeoutMs?: number } = {},
   ): Promise<Reply<z.output<Res>>> {
-    const checked = ep.request.safeParse(req);
-    if (!checked.success) {
-      throw new AppError('invalid_request', `request to ${ep.subject} does not match its contract`, {
-        issues: checked.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
-      });
-    }
-    const payload = checked.data;
+    // Type-checked here and validated by the receiving service: one validation per process
+    // boundary (the gateway has already validated what a person sent over HTTP).
+    const payload = req;
     const timeout = opts.timeoutMs ?? ep.timeoutMs ?? this.requestTimeoutMs;
     const body = await this.large.wrap(encodeJson(payload));
     let raw: Uint8Array;

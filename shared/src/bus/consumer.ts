@@ -2,10 +2,12 @@ import { backoffDelayMs } from '../backoff';
 import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
 import { EventEnvelope } from '../contracts/common';
+import { eventSchemaOf, type DomainEvent } from '../contracts/events';
 import { AppError } from '../errors';
 import type { Logger } from '../logger';
-import { STREAM_EVENTS } from '../subjects';
-import { Bus, decodeJson } from './bus';
+import { deadLettersTotal } from '../metrics';
+import { STREAM_EVENTS, deadLetterSubject, type EventSubject } from '../subjects';
+import { Bus, decodeJson, encodeJson } from './bus';
 
 /** Thrown by a handler for a message that can never succeed: the message is terminated, not retried. */
 export class PoisonMessage extends Error {
@@ -19,14 +21,16 @@ export interface ConsumerContext {
   working(): void;
 }
 
-export type EventHandler = (event: EventEnvelope, ctx: ConsumerContext) => Promise<void>;
+/** Handles one event, its payload already checked against its subject's contract. */
+export type EventHandler<S extends EventSubject = EventSubject> = (event: DomainEvent<S>, ctx: ConsumerContext) => Promise<void>;
 
 export interface ConsumerOptions {
   bus: Bus;
   log: Logger;
   durable: string;
   filterSubject: string;
-  handler: EventHandler;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  handler: EventHandler<any>;
   maxDeliver?: number;
   ackWaitMs?: number;
   /** Base of the exponential nak delay. */
@@ -38,11 +42,32 @@ export function nakDelayMs(deliveryCount: number, baseMs = 500, maxMs = 30_000):
   return backoffDelayMs(deliveryCount, { baseMs, maxMs, jitter: false });
 }
 
+/** A consumer of one subject, with the handler typed by it. */
+export function consumerOf<S extends EventSubject>(durable: string, filterSubject: S, handler: EventHandler<S>) {
+  return { durable, filterSubject, handler };
+}
+
+/** What a dead letter holds: the event as received and why it could not be handled. */
+export interface DeadLetter {
+  durable: string;
+  subject: string;
+  streamSeq: number;
+  eventId: string | null;
+  reason: 'malformed' | 'contract' | 'poison' | 'exhausted';
+  error: string;
+  deliveries: number;
+  at: string;
+  /** The message's payload as it came (JSON text when it was JSON). */
+  payload: string;
+}
+
 /**
  * A durable pull consumer on EVENTS shared by every replica of a service (same durable
- * name). Each message is validated, handled, then acked; a passing failure is nak'ed
- * with exponential backoff; a malformed or poison message is terminated and logged so it
- * cannot block the ones behind it.
+ * name). Each message is checked (envelope, then the payload against its subject's
+ * contract), handled, then acked; a passing failure is nak'ed with exponential backoff.
+ * A message that can never succeed (malformed, off-contract, poison, or out of
+ * deliveries) is parked in the DEADLETTER stream with the reason, counted and logged,
+ * and terminated: it neither blocks the ones behind it nor disappears.
  */
 export class EventConsumer {
   private messages?: ConsumerMessages;
@@ -91,19 +116,26 @@ export class EventConsumer {
     try {
       event = EventEnvelope.parse(decodeJson(m.data));
     } catch (err) {
-      log.error({ durable, subject: m.subject, seq: m.seq, err: (err as Error).message }, 'malformed event terminated');
-      // No reason argument: nats-server before 2.10 does not recognise "+TERM <reason>",
-      // leaves the message pending and redelivers it after ack_wait. The log has the reason.
-      m.term();
+      await this.deadLetter(m, null, 'malformed', (err as Error).message);
+      return;
+    }
+    const schema = eventSchemaOf(event.type);
+    const data = schema?.safeParse(event.data);
+    if (!schema || !data!.success) {
+      const why = schema ? data!.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') : `no contract for ${event.type}`;
+      await this.deadLetter(m, event.id, 'contract', why);
       return;
     }
     try {
-      await handler(event, { deliveryCount, working: () => m.working() });
+      await handler({ ...event, data: data!.data } as DomainEvent, { deliveryCount, working: () => m.working() });
       m.ack();
     } catch (err) {
       if (err instanceof PoisonMessage) {
-        log.error({ durable, eventId: event.id, type: event.type, err: err.message }, 'poison event terminated');
-        m.term(); // no reason: see above
+        await this.deadLetter(m, event.id, 'poison', err.message);
+        return;
+      }
+      if (deliveryCount >= (this.opts.maxDeliver ?? 50)) {
+        await this.deadLetter(m, event.id, 'exhausted', (err as Error).message ?? String(err));
         return;
       }
       const delay = nakDelayMs(deliveryCount, this.opts.backoffBaseMs, this.opts.backoffMaxMs);
@@ -111,6 +143,38 @@ export class EventConsumer {
       log[level]({ durable, eventId: event.id, type: event.type, deliveryCount, delay, err }, 'event handler failed; will redeliver');
       m.nak(delay);
     }
+  }
+
+  /**
+   * Parks a message that can never succeed in DEADLETTER (`dlq.<durable>`), then
+   * terminates it. If parking fails (NATS trouble), the message is nak'ed instead: it is
+   * never dropped unrecorded.
+   */
+  private async deadLetter(m: JsMsg, eventId: string | null, reason: DeadLetter['reason'], error: string): Promise<void> {
+    const { bus, log, durable } = this.opts;
+    const letter: DeadLetter = {
+      durable,
+      subject: m.subject,
+      streamSeq: m.seq,
+      eventId,
+      reason,
+      error: error.slice(0, 2000),
+      deliveries: m.info.deliveryCount,
+      at: new Date().toISOString(),
+      payload: new TextDecoder().decode(m.data),
+    };
+    try {
+      await bus.js.publish(deadLetterSubject(durable), encodeJson(letter), { msgID: `${durable}:${m.seq}` });
+    } catch (err) {
+      log.error({ durable, seq: m.seq, err }, 'could not park an event in the dead-letter stream; will redeliver');
+      m.nak(5000);
+      return;
+    }
+    deadLettersTotal.inc({ durable, reason });
+    log.error({ durable, subject: m.subject, seq: m.seq, eventId, reason, err: error }, 'event parked in the dead-letter stream (npm run admin -- dlq list)');
+    // No reason argument: nats-server before 2.10 does not recognise "+TERM <reason>",
+    // leaves the message pending and redelivers it after ack_wait.
+    m.term();
   }
 
   async stop(): Promise<void> {

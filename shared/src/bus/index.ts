@@ -3,3 +3,4 @@ export * from './service-host';
 export * from './outbox';
 export * from './consumer';
 export * from './permissions';
+export * from './dead-letters';

@@ -3,6 +3,8 @@ import type { Knex } from 'knex';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
 import type { EventEnvelope } from '../contracts/common';
+import { eventSchemaOf, type NewEvent } from '../contracts/events';
+import { AppError } from '../errors';
 import { Bus, encodeJson } from './bus';
 
 /**
@@ -45,24 +47,29 @@ export async function addOutboxSequence(knex: Knex, schema: string): Promise<voi
   await knex.raw('CREATE INDEX outbox_unsent ON ??.outbox (seq) WHERE sent_at IS NULL', [schema]);
 }
 
-export interface NewEvent {
-  subject: string;
-  org: string;
-  data: Record<string, unknown>;
-  id?: string;
-  occurredAt?: Date;
-}
-
-/** Writes events in the caller's transaction. Returns the envelopes as they will be published. */
+/**
+ * Writes events in the caller's transaction. Each payload is checked against its
+ * subject's schema (EVENT_DATA) first: an event that does not fit its contract is a bug,
+ * and it fails the transaction instead of reaching consumers. Returns the envelopes as
+ * they will be published.
+ */
 export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEvent[]): Promise<EventEnvelope[]> {
   if (events.length === 0) return [];
-  const envelopes = events.map((e) => ({
-    id: e.id ?? newId('event'),
-    type: e.subject,
-    org: e.org,
-    occurredAt: (e.occurredAt ?? new Date()).toISOString(),
-    data: e.data,
-  }));
+  const envelopes = events.map((e) => {
+    const schema = eventSchemaOf(e.subject);
+    if (!schema) throw new AppError('internal', `no contract for event subject ${e.subject}`);
+    const parsed = schema.safeParse(e.data);
+    if (!parsed.success) {
+      throw new AppError('internal', `event ${e.subject} does not match its contract: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    }
+    return {
+      id: e.id ?? newId('event'),
+      type: e.subject,
+      org: e.org,
+      occurredAt: (e.occurredAt ?? new Date()).toISOString(),
+      data: parsed.data as Record<string, unknown>,
+    };
+  });
   await trx(OUTBOX_TABLE).insert(
     envelopes.map((env) => ({ id: env.id, subject: env.type, org: env.org, envelope: JSON.stringify(env) })),
   );

@@ -1,4 +1,4 @@
-import { DURABLE, SERVICE_NAMES, STREAM_EVENTS, SUBJECT, type ServiceName } from '../subjects';
+import { DURABLE, SERVICE_NAMES, STREAM_DEADLETTER, STREAM_EVENTS, SUBJECT, deadLetterSubject, type ServiceName } from '../subjects';
 import { LARGE_BUCKET } from './large';
 
 /**
@@ -99,6 +99,11 @@ export function natsPermissionsOf(name: ServiceName, user: string = name): NatsP
         `${js}.STREAM.CREATE.${STREAM_EVENTS}`,
         `${js}.STREAM.UPDATE.${STREAM_EVENTS}`,
         `${js}.STREAM.NAMES`,
+        `${js}.STREAM.INFO.${STREAM_DEADLETTER}`,
+        `${js}.STREAM.CREATE.${STREAM_DEADLETTER}`,
+        `${js}.STREAM.UPDATE.${STREAM_DEADLETTER}`,
+        // Events its consumers cannot handle are parked under its own durables' names.
+        ...durables.map((d) => deadLetterSubject(d)),
         // Its own durable consumers: create, read, pull, ack.
         ...durables.flatMap((d) => [
           `${js}.CONSUMER.INFO.${STREAM_EVENTS}.${d}`,

@@ -41,8 +41,21 @@ export function actorOf(p: Principal): string {
  * What the gateway forwards for an authenticated route: the principal, the org, and
  * the already-validated params, query and body.
  */
+/** The HTTP parts of a forwarded request schema (what the gateway validates and documents). */
+export interface HttpParts {
+  params?: z.ZodType;
+  query?: z.ZodType;
+  body?: z.ZodType;
+}
+const HTTP_PARTS = new WeakMap<z.ZodType, HttpParts>();
+
+/** The params, query and body schemas an endpoint's request was built from with `forwarded`. */
+export function httpPartsOf(request: z.ZodType): HttpParts | undefined {
+  return HTTP_PARTS.get(request);
+}
+
 export function forwarded<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(parts: { params?: P; query?: Q; body?: B }) {
-  return z.object({
+  const schema = z.object({
     requestId: z.string().optional(),
     principal: Principal,
     org: z.string(),
@@ -52,6 +65,8 @@ export function forwarded<P extends z.ZodType, Q extends z.ZodType, B extends z.
     query: (parts.query ?? z.object({}).catchall(z.unknown())) as Q,
     body: (parts.body ?? z.unknown().optional()) as B,
   });
+  HTTP_PARTS.set(schema, parts);
+  return schema;
 }
 
 /** What the gateway forwards for a callback route: raw bytes so signatures can be checked. */
@@ -79,8 +94,6 @@ export const EchoRequest = z.object({ message: z.string(), delayMs: z.number().i
 export const EchoReply = z.object({ message: z.string(), instance: z.string() });
 
 export const Email = z.email().max(320).transform((s) => s.toLowerCase());
-
-export const IsoDate = z.string();
 
 /** Domain event envelope on the EVENTS stream. `id` is also the Nats-Msg-Id. */
 export const EventEnvelope = z.object({

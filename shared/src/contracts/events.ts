@@ -1,11 +1,18 @@
 import { z } from 'zod';
+import { EVENT, type EventSubject } from '../subjects';
+import type { EventEnvelope } from './common';
 
 /**
- * Payloads (`data`) of domain events on the EVENTS stream. The envelope is
- * EventEnvelope. Consumers parse `data` with these schemas; a payload that does not
- * parse is poison (terminated and logged).
+ * Payloads (`data`) of domain events on the EVENTS stream, one schema per subject
+ * (EVENT_DATA below). The envelope is EventEnvelope. Producers are type-checked against
+ * these and validated when the event is written to the outbox; consumers validate at
+ * receipt, and a message that does not parse goes to the dead-letter stream.
  */
 export const DecisionPolicyRef = z.object({ key: z.string(), id: z.string(), version: z.number(), versionId: z.string() }).nullable();
+
+/** A policy's delivery route, as fixed on the decision at creation. */
+export const DecisionRoute = z.object({ channels: z.array(z.string()), strategy: z.string().optional(), escalateAfterSec: z.number().optional() });
+export type DecisionRoute = z.infer<typeof DecisionRoute>;
 
 export const DecisionCreatedData = z.object({
   decisionId: z.string(),
@@ -20,7 +27,7 @@ export const DecisionCreatedData = z.object({
   createdAt: z.string(),
   expiresAt: z.string().nullable(),
   timeoutSec: z.number().nullable(),
-  route: z.object({ channels: z.array(z.string()), strategy: z.string().optional(), escalateAfterSec: z.number().optional() }).nullable(),
+  route: DecisionRoute.nullable(),
   requiresSignature: z.boolean(),
 });
 export type DecisionCreatedData = z.infer<typeof DecisionCreatedData>;
@@ -69,3 +76,115 @@ export const PolicyForceDeletedData = z.object({
   pending: z.number(),
   lastUsedAt: z.string().nullable(),
 });
+
+
+export const DecisionVoteRecordedData = z.object({
+  decisionId: z.string(),
+  voter: z.string(),
+  choice: z.enum(['approve', 'reject']),
+  surface: z.string(),
+  tally: z.object({ approvals: z.number(), rejections: z.number(), approvalsRequired: z.number(), rejectionsRequired: z.number() }),
+  policy: DecisionPolicyRef,
+});
+
+export const DecisionVoteRefusedData = z.object({
+  decisionId: z.string(),
+  actor: z.string(),
+  choice: z.enum(['approve', 'reject']),
+  reason: z.string(),
+  policy: DecisionPolicyRef,
+});
+
+export const DecisionConsumedData = z.object({
+  decisionId: z.string(),
+  consumer: z.string(),
+  factsHash: z.string().nullable(),
+  consumedAt: z.string(),
+  policy: DecisionPolicyRef,
+});
+
+export const DecisionEvidenceAddedData = z.object({ decisionId: z.string(), evidenceId: z.string(), kind: z.string(), actor: z.string().nullable() });
+
+/** A reminder (about 75% of the timeout) for the people still to answer. */
+export const DecisionRemindedData = z.object({
+  decisionId: z.string(),
+  to: z.array(z.string()),
+  title: z.string().nullable(),
+  expiresAt: z.string().nullable(),
+  policy: DecisionPolicyRef,
+  route: DecisionRoute.nullable(),
+});
+
+/** Escalation step n (1-based) of an `escalate` route: each person yet to vote, on their next channel. */
+export const DecisionEscalatedData = z.object({
+  decisionId: z.string(),
+  step: z.number().int().positive(),
+  to: z.array(z.string()),
+  title: z.string().nullable(),
+  policy: DecisionPolicyRef,
+  route: DecisionRoute.nullable(),
+});
+
+/** A timer the scheduler fired. */
+export const TimerDueData = z.object({
+  decisionId: z.string(),
+  timerId: z.string(),
+  kind: z.enum(['expire', 'remind', 'escalate', 'retention']),
+  step: z.number().int(),
+  dueAt: z.string(),
+});
+
+export const RunRequestedData = z.object({
+  runId: z.string(),
+  workflowId: z.string(),
+  engine: z.string(),
+  input: z.record(z.string(), z.unknown()),
+  timeoutSec: z.number().nullable(),
+});
+
+/**
+ * The one schema of each event subject. Renaming a subject is a migration (see
+ * subjects.ts); changing a payload is a contract change: add fields as optional first.
+ */
+export const EVENT_DATA = {
+  [EVENT.decisionCreated]: DecisionCreatedData,
+  [EVENT.decisionVoteRecorded]: DecisionVoteRecordedData,
+  [EVENT.decisionVoteRefused]: DecisionVoteRefusedData,
+  [EVENT.decisionResolved]: DecisionResolvedData,
+  [EVENT.decisionCancelled]: DecisionCancelledData,
+  [EVENT.decisionConsumed]: DecisionConsumedData,
+  [EVENT.decisionEvidenceAdded]: DecisionEvidenceAddedData,
+  [EVENT.decisionReminded]: DecisionRemindedData,
+  [EVENT.decisionEscalated]: DecisionEscalatedData,
+  [EVENT.policyForceDeleted]: PolicyForceDeletedData,
+  [EVENT.timerExpireDue]: TimerDueData,
+  [EVENT.timerRemindDue]: TimerDueData,
+  [EVENT.timerEscalateDue]: TimerDueData,
+  [EVENT.timerRetentionDue]: TimerDueData,
+  [EVENT.runRequested]: RunRequestedData,
+  [EVENT.notificationSent]: NotificationSentData,
+  [EVENT.test]: z.record(z.string(), z.unknown()),
+} as const satisfies Record<EventSubject, z.ZodType>;
+
+export type EventData<S extends EventSubject> = z.output<(typeof EVENT_DATA)[S]>;
+
+/** An event as a consumer receives it: the envelope with its payload typed by subject. */
+export type DomainEvent<S extends EventSubject = EventSubject> = {
+  [K in S]: Omit<EventEnvelope, 'type' | 'data'> & { type: K; data: EventData<K> };
+}[S];
+
+/** An event as a producer writes it (to its outbox). */
+export type NewEvent<S extends EventSubject = EventSubject> =
+  | {
+      [K in S]: { subject: K; org: string; data: z.input<(typeof EVENT_DATA)[K]>; id?: string; occurredAt?: Date };
+    }[S]
+  | { subject: `evt.test.${string}`; org: string; data: Record<string, unknown>; id?: string; occurredAt?: Date };
+
+/** Subjects under `evt.test.` carry anything: they exist for the bus's own tests. */
+const TEST_PREFIX = 'evt.test.';
+
+/** The schema of a subject's payload, or undefined for a subject nobody defined. */
+export function eventSchemaOf(subject: string): z.ZodType | undefined {
+  if (Object.prototype.hasOwnProperty.call(EVENT_DATA, subject)) return EVENT_DATA[subject as EventSubject];
+  return subject.startsWith(TEST_PREFIX) ? EVENT_DATA[EVENT.test] : undefined;
+}

@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, NotificationSentData, PoisonMessage, type EventEnvelope, type Knex } from '@approvals/shared';
+import { DURABLE, EVENT, consumerOf, type Knex } from '@approvals/shared';
 
 /**
  * evt.notification.sent (from the notifier) → a `notified` timeline entry
@@ -8,13 +8,8 @@ import { DURABLE, EVENT, NotificationSentData, PoisonMessage, type EventEnvelope
  * still happened. A decision of another org, or none, is ignored.
  */
 export function notificationSentConsumer(db: Knex) {
-  return {
-    durable: DURABLE.decisionsNotificationSent,
-    filterSubject: EVENT.notificationSent,
-    handler: async (event: EventEnvelope) => {
-      const parsed = NotificationSentData.safeParse(event.data);
-      if (!parsed.success) throw new PoisonMessage(`${event.type} payload does not parse: ${parsed.error.message}`);
-      const d = parsed.data;
+  return consumerOf(DURABLE.decisionsNotificationSent, EVENT.notificationSent, async (event) => {
+      const d = event.data;
       const data = { channel: d.channel, kind: d.kind, to: d.approver, deliveryId: d.deliveryId };
       await db.raw(
         `INSERT INTO timeline (decision_id, type, actor, at, data)
@@ -22,6 +17,5 @@ export function notificationSentConsumer(db: Knex) {
          ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = 'notified' DO NOTHING`,
         [new Date(d.sentAt), JSON.stringify(data), d.decisionId, event.org],
       );
-    },
-  };
+  });
 }

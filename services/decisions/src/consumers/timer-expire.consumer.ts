@@ -1,7 +1,4 @@
-import { AppError, DURABLE, EVENT, PoisonMessage, type EventEnvelope } from '@approvals/shared';
-import { z } from 'zod';
-
-const TimerData = z.object({ decisionId: z.string() });
+import { AppError, DURABLE, EVENT, consumerOf } from '@approvals/shared';
 
 /**
  * evt.timer.expire_due → PENDING becomes EXPIRED. Idempotent: a decision already
@@ -9,14 +6,8 @@ const TimerData = z.object({ decisionId: z.string() });
  * before the deadline (clock skew between hosts) is retried later, never applied early.
  */
 export function timerExpireConsumer(expire: (org: string, id: string) => Promise<'expired' | 'not_due' | 'noop'>) {
-  return {
-    durable: DURABLE.decisionsTimerExpire,
-    filterSubject: EVENT.timerExpireDue,
-    handler: async (event: EventEnvelope) => {
-      const data = TimerData.safeParse(event.data);
-      if (!data.success) throw new PoisonMessage('expire_due without decisionId');
-      const r = await expire(event.org, data.data.decisionId);
-      if (r === 'not_due') throw new AppError('unavailable', 'expiry timer arrived before the deadline; retrying');
-    },
-  };
+  return consumerOf(DURABLE.decisionsTimerExpire, EVENT.timerExpireDue, async (event) => {
+    const r = await expire(event.org, event.data.decisionId);
+    if (r === 'not_due') throw new AppError('unavailable', 'expiry timer arrived before the deadline; retrying');
+  });
 }

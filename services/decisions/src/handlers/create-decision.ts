@@ -13,6 +13,7 @@ import {
   type Bus,
   type Clock,
   type DecisionRequest,
+  type DecisionRoute,
   type Knex,
   type NewEvent,
   type Principal,
@@ -39,7 +40,7 @@ interface Gate {
   rejectionsRequired: number;
   timeoutSec: number | null;
   requiresSignature: boolean;
-  route: Record<string, unknown> | null;
+  route: DecisionRoute | null;
   policy: ResolveReply | null;
   reason: 'created' | 'floor';
 }
@@ -141,7 +142,7 @@ export function createDecisionOpener(deps: CreateDeps) {
       rejectionsRequired: def.defaults.rejectionsRequired ?? 1,
       timeoutSec: def.timeoutSec ?? null,
       requiresSignature: def.requiresSignature === true,
-      route: (def.defaults.route as Record<string, unknown> | undefined) ?? null,
+      route: def.defaults.route ?? null,
       policy,
       reason,
     };

@@ -291,7 +291,7 @@ export function createDecisionActions(deps: ActionDeps) {
         const row = inserted[0] ?? (await trx('evidence').where({ decision_id: id, content_hash: hash }).first());
         if (inserted[0]) {
           await timeline(trx, id, 'evidence_added', actor, now, { evidenceId: row.id, kind: item.kind });
-          await enqueueEvents(trx, [{ subject: EVENT.decisionEvidenceAdded, org, data: { decisionId: id, evidenceId: row.id, kind: item.kind, actor } }]);
+          await enqueueEvents(trx, [{ subject: EVENT.decisionEvidenceAdded, org, data: { decisionId: id, evidenceId: row.id, kind: String(item.kind), actor } }]);
         }
         return { status: inserted[0] ? 201 : 200, body: { ...evidenceView(row), duplicate: !inserted[0] } };
       });

@@ -38,7 +38,7 @@ export function createLifecycle(deps: { db: Knex; bus: Bus; clock: Clock; log: L
     },
 
     /** Escalation step n of an `escalate` route: the next channel, for those yet to vote. */
-    async escalate(org: string, id: string, step: number, channel: string | undefined): Promise<boolean> {
+    async escalate(org: string, id: string, step: number): Promise<boolean> {
       const now = clock.now();
       return db.transaction(async (trx) => {
         const d: DecisionRow | undefined = await trx('decisions').where({ org_id: org, id }).forUpdate().first();
@@ -46,9 +46,9 @@ export function createLifecycle(deps: { db: Knex; bus: Bus; clock: Clock; log: L
         const done = await trx('timeline').where({ decision_id: id, type: 'escalated' }).whereRaw(`(data->>'step')::int = ?`, [step]).first();
         if (done) return false;
         const to = await pendingVoters(trx, d);
-        await trx('timeline').insert({ decision_id: id, type: 'escalated', actor: null, at: now, data: JSON.stringify({ step, channel: channel ?? null, to }) });
+        await trx('timeline').insert({ decision_id: id, type: 'escalated', actor: null, at: now, data: JSON.stringify({ step, to }) });
         await enqueueEvents(trx, [
-          { subject: EVENT.decisionEscalated, org, data: { decisionId: id, step, channel: channel ?? null, to, title: title(d), policy: policyRef(d), route: d.route } },
+          { subject: EVENT.decisionEscalated, org, data: { decisionId: id, step, to, title: title(d), policy: policyRef(d), route: d.route } },
         ]);
         return true;
       });

@@ -1,4 +1,4 @@
-import type { DecisionStatus, DecisionView } from '@approvals/shared';
+import type { DecisionRoute, DecisionStatus, DecisionView } from '@approvals/shared';
 import { outputOf, type DecisionState } from '../domain/decision';
 
 export interface DecisionRow {
@@ -21,7 +21,7 @@ export interface DecisionRow {
   requires_signature: boolean;
   timeout_sec: number | null;
   expires_at: Date | null;
-  route: Record<string, unknown> | null;
+  route: DecisionRoute | null;
   context: Record<string, unknown> | null;
   proposed_output: Record<string, unknown> | null;
   response_spec: Record<string, unknown> | null;

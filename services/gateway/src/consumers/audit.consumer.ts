@@ -1,26 +1,31 @@
-import { DURABLE, EVENTS_SUBJECTS, type EventEnvelope } from '@approvals/shared';
+import { DURABLE, EVENT, EVENTS_SUBJECTS, type DomainEvent } from '@approvals/shared';
 import type { AccessStore } from '../store/access.store';
 
-/**
- * Events that belong in the org's audit log. The entry is keyed by event id, so a
- * redelivered event writes nothing twice.
- */
-const AUDITED: Record<string, (e: EventEnvelope) => { action: string; actor?: string; target?: string }> = {
-  'evt.policy.force_deleted': (e) => ({ action: 'policy.force_deleted', actor: e.data.actor as string, target: e.data.key as string }),
-  'evt.decision.vote_refused': (e) => ({ action: 'decision.vote_refused', actor: e.data.actor as string, target: e.data.decisionId as string }),
-  'evt.decision.consumed': (e) => ({ action: 'decision.consumed', actor: e.data.consumer as string, target: e.data.decisionId as string }),
-  'evt.decision.cancelled': (e) => ({ action: 'decision.cancelled', actor: e.data.actor as string, target: e.data.decisionId as string }),
-};
+/** The audit entry an event makes, for the events that belong in the org's audit log. */
+export function auditEntryOf(e: DomainEvent): { action: string; actor?: string; target?: string } | undefined {
+  switch (e.type) {
+    case EVENT.policyForceDeleted:
+      return { action: 'policy.force_deleted', actor: e.data.actor, target: e.data.key };
+    case EVENT.decisionVoteRefused:
+      return { action: 'decision.vote_refused', actor: e.data.actor, target: e.data.decisionId };
+    case EVENT.decisionConsumed:
+      return { action: 'decision.consumed', actor: e.data.consumer, target: e.data.decisionId };
+    case EVENT.decisionCancelled:
+      return { action: 'decision.cancelled', actor: e.data.actor ?? undefined, target: e.data.decisionId };
+    default:
+      return undefined;
+  }
+}
 
+/** Events that belong in the org's audit log. The entry is keyed by event id, so a redelivered event writes nothing twice. */
 export function auditConsumer(store: AccessStore) {
   return {
     durable: DURABLE.gatewayAudit,
     filterSubject: EVENTS_SUBJECTS,
-    handler: async (event: EventEnvelope) => {
-      const map = AUDITED[event.type];
-      if (!map) return;
-      const entry = map(event);
-      await store.appendAudit({ org: event.org, ...entry, details: event.data, eventId: event.id, at: new Date(event.occurredAt) });
+    handler: async (event: DomainEvent) => {
+      const entry = auditEntryOf(event);
+      if (!entry) return;
+      await store.appendAudit({ org: event.org, ...entry, details: event.data as Record<string, unknown>, eventId: event.id, at: new Date(event.occurredAt) });
     },
   };
 }

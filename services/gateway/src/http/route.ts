@@ -1,5 +1,5 @@
-import type { z } from 'zod';
-import type { ApiKeyRole, EndpointDef, Principal } from '@approvals/shared';
+import { z } from 'zod';
+import { httpPartsOf, type ApiKeyRole, type EndpointDef, type Principal } from '@approvals/shared';
 
 /**
  * Who may call a route:
@@ -66,3 +66,18 @@ export interface RouteDef {
 }
 
 export const NI = (plannedIn: string): RouteTarget => ({ kind: 'notImplemented', plannedIn });
+
+/** A forwarded route's params, query, body and response: the endpoint's own schemas. */
+export function httpSchemasOf(ep: EndpointDef): Pick<RouteDef, 'params' | 'query' | 'body' | 'bodyOptional' | 'response'> {
+  const parts = httpPartsOf(ep.request) ?? {};
+  const out: Pick<RouteDef, 'params' | 'query' | 'body' | 'bodyOptional' | 'response'> = { response: ep.reply };
+  if (parts.params instanceof z.ZodObject) out.params = parts.params;
+  if (parts.query instanceof z.ZodObject) out.query = parts.query;
+  if (parts.body) {
+    if (parts.body instanceof z.ZodOptional) {
+      out.body = parts.body.unwrap() as z.ZodType;
+      out.bodyOptional = true;
+    } else out.body = parts.body;
+  }
+  return out;
+}

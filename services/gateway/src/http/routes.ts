@@ -1,72 +1,19 @@
 import { z } from 'zod';
 import {
-  ApproverIdParams,
-  ApproverRegisterBody,
-  ApproverRegisterReply,
-  ApproverVerifyBody,
-  ApproverView,
   ApproversEndpoints,
-  CheckBody,
-  CheckReply,
-  CompareQuery,
-  DeleteQuery,
   DirectoryEndpoints,
-  DirectoryQuery,
-  DirectoryReply,
-  KeyParams,
   PoliciesEndpoints,
-  PolicyUpdateBody,
-  PolicyUpsertBody,
-  PolicyView,
-  PreviewReply,
   SUBJECT,
-  UpsertReply,
-  VersionParams,
-  VersionView,
   type EndpointDef,
-  CancelBody,
-  CancelReply,
-  ConsumeBody,
-  ConsumeReply,
-  CreateReply,
-  DecideBody,
-  DecideReply,
-  DecisionRequest,
-  DecisionView,
   DecisionsEndpoints,
-  EvidenceItem,
-  EvidenceView,
-  IdParams,
-  VerifyParams,
-  OutputDraft,
-  RefineBody,
-  RefineReply,
-  RegisterReply,
-  SessionDecisionView,
-  SessionListQuery,
-  UsageReply,
-  VerifyQuery,
-  VerifyReply,
-  WorkerListQuery,
-  WorkflowDefinition,
-  WorkflowView,
   WorkflowsEndpoints,
-  WorkflowsQuery,
-  WaitQuery,
-  RunBody,
-  RunReply,
-  ContactMethods,
-  ContactMethodsView,
-  DeviceIdParams,
   NotifierEndpoints,
-  PushDeviceBody,
-  PushDeviceView,
 } from '@approvals/shared';
 import { LlmSettingsBody, LlmSettingsView, RetentionSettingsBody, RetentionSettingsView, type createSettings } from '../handlers/settings.handler';
 import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
 import { AuditEntry, AuditQuery, auditHandlers } from '../handlers/audit.handler';
 import type { AccessStore } from '../store/access.store';
-import { NI, type RouteDef } from './route';
+import { NI, httpSchemasOf, type RouteDef } from './route';
 
 const ISSUE_LOOP = 'scheduler, notifier and email surface';
 const ISSUE_AGENTS = 'agents, client and runs';
@@ -96,6 +43,11 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     target: NI(plannedIn),
   });
 
+  /**
+   * A route forwarded to a service. Its params, query, body and response schemas are the
+   * endpoint's own (one schema per request and reply, in shared/src/contracts): the
+   * gateway validates and documents exactly what the service receives and answers.
+   */
   const fwd = (
     method: RouteDef['method'],
     path: string,
@@ -103,14 +55,12 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     tag: string,
     summary: string,
     ep: EndpointDef,
-    extra: Partial<RouteDef> = {},
-  ): RouteDef => ({ method, path, scope, tag, summary, target: { kind: 'forward', endpoint: ep }, ...extra });
+    extra: Omit<Partial<RouteDef>, 'params' | 'query' | 'body' | 'bodyOptional' | 'response'> = {},
+  ): RouteDef => ({ method, path, scope, tag, summary, target: { kind: 'forward', endpoint: ep }, ...httpSchemasOf(ep), ...extra });
   const P = PoliciesEndpoints;
   const A = ApproversEndpoints;
-  const keyParams = { params: KeyParams };
   const D = DecisionsEndpoints;
   const W = WorkflowsEndpoints;
-  const idParams = { params: IdParams };
   const N = NotifierEndpoints;
   /** Callback adapters built with later issues (chat, e-signature, identity, billing). */
   const LATER = 'a later issue (its adapter)';
@@ -122,171 +72,96 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     // ---- worker scope (API key)
     fwd('post', '/v1/worker/register', 'worker', 'workflows', 'Register a workflow definition (idempotent upsert by id)', W.register, {
       ...DW,
-      body: WorkflowDefinition,
-      response: RegisterReply,
       description:
         'Answers 200 `{id, version, created}`. Step ids are unique and `dependsOn` names steps of the same workflow without a cycle (else 400). A version older than the registered one is 409 `conflict` with `currentVersion`.',
     }),
     fwd('post', '/v1/worker/decisions', 'worker', 'decisions', 'Open a decision', D.create, {
       ...DW,
-      body: DecisionRequest,
-      response: CreateReply,
       successStatus: 201,
       otherStatuses: { 200: 'No approval needed (`reason: "not_required"`), or (externalRunId, stepRef) already has a decision (`reason: "existing"`)' },
       description:
         '201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision.',
     }),
-    fwd('get', '/v1/worker/decisions', 'worker', 'decisions', "The agent's inbox, newest first", D.workerList, {
-      ...DW,
-      query: WorkerListQuery,
-      response: z.object({ decisions: z.array(DecisionView) }),
-    }),
-    fwd('get', '/v1/worker/decisions/{id}', 'worker', 'decisions', 'Decision status for polling', D.workerGet, { ...DW, ...idParams, response: DecisionView }),
+    fwd('get', '/v1/worker/decisions', 'worker', 'decisions', "The agent's inbox, newest first", D.workerList, DW),
+    fwd('get', '/v1/worker/decisions/{id}', 'worker', 'decisions', 'Decision status for polling', D.workerGet, DW),
     fwd('get', '/v1/worker/decisions/{id}/wait', 'worker', 'decisions', 'Long poll: answers as soon as the decision is no longer PENDING, or at the end of the wait (still PENDING)', D.wait, {
       ...DW,
-      ...idParams,
-      query: WaitQuery,
-      response: DecisionView,
       timeoutMs: 130_000,
     }),
-    fwd('get', '/v1/worker/decisions/{id}/verify', 'worker', 'decisions', 'Verify an approval against the action facts (read-only, always 200)', D.verify, {
-      ...DW,
-      params: VerifyParams,
-      query: VerifyQuery,
-      response: VerifyReply,
-    }),
+    fwd('get', '/v1/worker/decisions/{id}/verify', 'worker', 'decisions', 'Verify an approval against the action facts (read-only, always 200)', D.verify, DW),
     fwd('post', '/v1/worker/decisions/{id}/consume', 'worker', 'decisions', 'Consume an approval exactly once', D.consume, {
       ...DW,
-      ...idParams,
-      body: ConsumeBody,
-      response: ConsumeReply,
       description: 'A refusal answers 409 `{consumed: false, reason}` (404 for not_found) with the error fields `error` and `message`.',
     }),
-    fwd('post', '/v1/worker/decisions/{id}/cancel', 'worker', 'decisions', 'Cancel a pending decision', D.cancel, {
-      ...DW,
-      ...idParams,
-      body: CancelBody,
-      bodyOptional: true,
-      response: CancelReply,
-    }),
-    fwd('post', '/v1/worker/policies/check', 'worker', 'policies', 'Check that policy keys exist and are satisfiable', P.check, { body: CheckBody, response: CheckReply }),
+    fwd('post', '/v1/worker/decisions/{id}/cancel', 'worker', 'decisions', 'Cancel a pending decision', D.cancel, DW),
+    fwd('post', '/v1/worker/policies/check', 'worker', 'policies', 'Check that policy keys exist and are satisfiable', P.check),
     fwd('post', '/v1/worker/policies/preview', 'worker', 'policies', 'Preview a policy upsert (writes nothing; refused for the same reasons a save is)', P.preview, {
-      body: PolicyUpsertBody,
-      response: PreviewReply,
       apiKeyRole: 'policies:write',
     }),
     fwd('post', '/v1/worker/policies', 'worker', 'policies', 'Upsert a policy (policy as code). Header `X-Policy-Source: repository` records the version source as repository.', P.upsert, {
-      body: PolicyUpsertBody,
-      response: UpsertReply,
       apiKeyRole: 'policies:write',
       otherStatuses: { 201: 'The policy was created, or an archived one restored' },
       headers: [{ name: 'X-Policy-Source', description: '`repository` (any case) records the new version\'s source as repository (policy as code); any other value, or none, records `api`.' }],
       description: 'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed.',
     }),
-    fwd('get', '/v1/worker/policies', 'worker', 'policies', 'Policy keys and labels', P.list, {
-      response: z.object({ policies: z.array(z.object({ key: z.string(), name: z.string(), description: z.string().nullable() })) }),
-    }),
-    fwd('get', '/v1/worker/policies/{key}', 'worker', 'policies', 'Current definition of a policy', P.get, { ...keyParams, response: PolicyView }),
-    fwd('get', '/v1/worker/policies/{key}/versions', 'either', 'policies', 'List versions of a policy', P.versions, {
-      ...keyParams,
-      response: z.object({ key: z.string(), versions: z.array(VersionView) }),
-    }),
-    fwd('get', '/v1/worker/policies/{key}/versions/compare', 'either', 'policies', 'Differences between two versions', P.compare, { ...keyParams, query: CompareQuery, response: P.compare.reply }),
-    fwd('get', '/v1/worker/policies/{key}/versions/{n}', 'either', 'policies', 'One version of a policy', P.version, { params: VersionParams, response: VersionView }),
+    fwd('get', '/v1/worker/policies', 'worker', 'policies', 'Policy keys and labels', P.list),
+    fwd('get', '/v1/worker/policies/{key}', 'worker', 'policies', 'Current definition of a policy', P.get),
+    fwd('get', '/v1/worker/policies/{key}/versions', 'either', 'policies', 'List versions of a policy', P.versions),
+    fwd('get', '/v1/worker/policies/{key}/versions/compare', 'either', 'policies', 'Differences between two versions', P.compare),
+    fwd('get', '/v1/worker/policies/{key}/versions/{n}', 'either', 'policies', 'One version of a policy', P.version),
 
     // ---- decisions (session)
-    fwd('get', '/v1/decisions/', 'session', 'decisions', 'Decisions of the org, newest first (a page stops early past 8 MiB: continue from offset + its length)', D.list, {
-      query: SessionListQuery,
-      response: z.object({ decisions: z.array(DecisionView), limit: z.number(), offset: z.number(), total: z.number() }),
-    }),
-    fwd('get', '/v1/decisions/workflows', 'session', 'decisions', 'Distinct workflows for the inbox filter', D.workflows, { query: WorkflowsQuery }),
-    fwd('get', '/v1/decisions/{id}', 'session', 'decisions', 'One decision with tally, timeline and evidence', D.get, { ...idParams, response: SessionDecisionView }),
+    fwd('get', '/v1/decisions/', 'session', 'decisions', 'Decisions of the org, newest first (a page stops early past 8 MiB: continue from offset + its length)', D.list),
+    fwd('get', '/v1/decisions/workflows', 'session', 'decisions', 'Distinct workflows for the inbox filter', D.workflows),
+    fwd('get', '/v1/decisions/{id}', 'session', 'decisions', 'One decision with tally, timeline and evidence', D.get),
     fwd('post', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Attach evidence (append-only while PENDING; identical content is a no-op)', D.addEvidence, {
-      ...idParams,
-      body: EvidenceItem,
-      response: EvidenceView,
       successStatus: 201,
     }),
-    fwd('get', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Evidence, oldest first', D.listEvidence, {
-      ...idParams,
-      response: z.object({ evidence: z.array(EvidenceView) }),
-    }),
-    fwd('put', '/v1/decisions/{id}/output', 'session', 'decisions', "Save the reviewer's refined draft (the decision's approvers only: 403 not_an_approver)", D.saveOutput, { ...idParams, body: OutputDraft }),
-    fwd('post', '/v1/decisions/{id}/refine', 'session', 'decisions', 'Revise the draft with the configured model (commits nothing; the decision\'s approvers only)', D.refine, {
-      ...idParams,
-      body: RefineBody,
-      response: RefineReply,
-    }),
+    fwd('get', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Evidence, oldest first', D.listEvidence),
+    fwd('put', '/v1/decisions/{id}/output', 'session', 'decisions', "Save the reviewer's refined draft (the decision's approvers only: 403 not_an_approver)", D.saveOutput),
+    fwd('post', '/v1/decisions/{id}/refine', 'session', 'decisions', 'Revise the draft with the configured model (commits nothing; the decision\'s approvers only)', D.refine),
     // Scope either: an API key reaches the service, which refuses it with not_an_approver and records the attempt.
     fwd('post', '/v1/decisions/{id}/decide', 'either', 'decisions', 'Record one vote (an API key gets 403 not_an_approver)', D.vote, {
-      ...idParams,
-      body: DecideBody,
-      response: DecideReply,
       description:
         'A second vote by the same reviewer is 409 `already_voted` with `status` and the recorded `vote` `{choice, note, surface, responseValue?, at}`, also when the decision has since resolved (a retry whose answer was lost learns that its vote counted). Anyone else voting on a resolved decision gets 409 `not_pending` with `status`.',
     }),
 
     // ---- policies (session)
-    fwd('get', '/v1/policies/', 'session', 'policies', 'Policies of the org with usage and warnings', P.list, {
-      response: z.object({ policies: z.array(PolicyView) }),
-    }),
+    fwd('get', '/v1/policies/', 'session', 'policies', 'Policies of the org with usage and warnings', P.list),
     fwd('post', '/v1/policies/', 'session', 'policies', 'Upsert a policy (422 when unsatisfiable)', P.upsert, {
-      body: PolicyUpsertBody,
-      response: UpsertReply,
       otherStatuses: { 201: 'The policy was created, or an archived one restored' },
       description: 'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed. The version source is `dashboard`.',
     }),
-    fwd('get', '/v1/policies/{key}', 'session', 'policies', 'One policy', P.get, { ...keyParams, response: PolicyView }),
-    fwd('put', '/v1/policies/{key}', 'session', 'policies', 'Replace the definition of an existing policy (404 when absent)', P.update, {
-      ...keyParams,
-      body: PolicyUpdateBody,
-      response: UpsertReply,
-    }),
-    fwd('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy (409 policy_in_use unless force=true, admin)', P.remove, { ...keyParams, query: DeleteQuery, response: P.remove.reply }),
+    fwd('get', '/v1/policies/{key}', 'session', 'policies', 'One policy', P.get),
+    fwd('put', '/v1/policies/{key}', 'session', 'policies', 'Replace the definition of an existing policy (404 when absent)', P.update),
+    fwd('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy (409 policy_in_use unless force=true, admin)', P.remove),
 
     // ---- approvers (session)
     fwd('post', '/v1/approvers/', 'session', 'approvers', 'Register an approver (idempotent per email; 201 when created)', A.register, {
-      body: ApproverRegisterBody,
-      response: ApproverRegisterReply,
       otherStatuses: { 201: 'The approver was created (`created: true`)' },
     }),
-    fwd('get', '/v1/approvers/', 'session', 'approvers', 'Approvers with verification state', A.list, { response: z.object({ approvers: z.array(ApproverView) }) }),
-    fwd('get', '/v1/approvers/{id}', 'session', 'approvers', 'One approver', A.get, { params: ApproverIdParams, response: ApproverView }),
-    fwd('post', '/v1/approvers/{id}/verify', 'session', 'approvers', 'Mark a channel or method verified or failed', A.verify, {
-      params: ApproverIdParams,
-      body: ApproverVerifyBody,
-      bodyOptional: false,
-      response: ApproverView,
-    }),
-    fwd('post', '/v1/approvers/{id}/disable', 'session', 'approvers', 'Soft-disable an approver (idempotent)', A.disable, { params: ApproverIdParams, response: ApproverView }),
-    fwd('post', '/v1/approvers/{id}/enable', 'session', 'approvers', 'Enable an approver (idempotent)', A.enable, { params: ApproverIdParams, response: ApproverView }),
+    fwd('get', '/v1/approvers/', 'session', 'approvers', 'Approvers with verification state', A.list),
+    fwd('get', '/v1/approvers/{id}', 'session', 'approvers', 'One approver', A.get),
+    fwd('post', '/v1/approvers/{id}/verify', 'session', 'approvers', 'Mark a channel or method verified or failed', A.verify),
+    fwd('post', '/v1/approvers/{id}/disable', 'session', 'approvers', 'Soft-disable an approver (idempotent)', A.disable),
+    fwd('post', '/v1/approvers/{id}/enable', 'session', 'approvers', 'Enable an approver (idempotent)', A.enable),
 
     // ---- runs, directory, notifications
     fwd('post', '/v1/runs/', 'either', 'runs', 'Fire the external engine event for a registered workflow (202; a repeated idempotencyKey fires once)', W.startRun, {
       ...DW,
-      body: RunBody,
-      response: RunReply,
       successStatus: 202,
       description:
         'A repeat with the same `idempotencyKey` and the same request answers 202 with the first run and fires nothing; the key reused for another workflow, input or timeout is 409 `idempotency_key_reused` with the first `runId` and `workflowId`.',
     }),
-    fwd('get', '/v1/directory/actor', 'session', 'directory', 'Display label of a user, approver or API key id', DirectoryEndpoints.actor, {
-      query: DirectoryQuery,
-      response: DirectoryReply,
-    }),
-    fwd('get', '/v1/contact-methods/', 'session', 'notifications', "The caller's contact methods", N.contactMethodsGet, { response: ContactMethodsView }),
-    fwd('put', '/v1/contact-methods/', 'session', 'notifications', "Replace the caller's contact methods (fields left out are cleared)", N.contactMethodsPut, {
-      body: ContactMethods,
-      response: ContactMethodsView,
-    }),
+    fwd('get', '/v1/directory/actor', 'session', 'directory', 'Display label of a user, approver or API key id', DirectoryEndpoints.actor),
+    fwd('get', '/v1/contact-methods/', 'session', 'notifications', "The caller's contact methods", N.contactMethodsGet),
+    fwd('put', '/v1/contact-methods/', 'session', 'notifications', "Replace the caller's contact methods (fields left out are cleared)", N.contactMethodsPut),
     fwd('post', '/v1/push-devices/', 'session', 'notifications', 'Register a push device (idempotent on user and token; reactivates a revoked one)', N.pushDeviceRegister, {
-      body: PushDeviceBody,
-      response: N.pushDeviceRegister.reply,
       successStatus: 201,
       otherStatuses: { 200: 'Already registered for this person (`created: false`; `reactivated: true` when it had been revoked)' },
     }),
-    fwd('get', '/v1/push-devices/', 'session', 'notifications', "The caller's push devices", N.pushDeviceList, { response: z.object({ devices: z.array(PushDeviceView) }) }),
-    fwd('delete', '/v1/push-devices/{id}', 'session', 'notifications', 'Revoke a push device (soft, idempotent)', N.pushDeviceRevoke, { params: DeviceIdParams, response: PushDeviceView }),
+    fwd('get', '/v1/push-devices/', 'session', 'notifications', "The caller's push devices", N.pushDeviceList),
+    fwd('delete', '/v1/push-devices/{id}', 'session', 'notifications', 'Revoke a push device (soft, idempotent)', N.pushDeviceRevoke),
 
     // ---- callbacks (raw body forwarded for signature checks)
     { ...cb('/webhooks/identity', 'webhooks', 'Identity provider webhook (Svix-style signature)'), callbackNotBuilt: LATER },
@@ -320,9 +195,9 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     { ...cb('/v1/integrations/chatB/callback', 'integrations', 'chatB install callback', 'get'), callbackNotBuilt: LATER },
 
     // ---- workflows
-    fwd('get', '/v1/workflows/', 'session', 'workflows', 'Registered workflows', W.list, { response: z.object({ workflows: z.array(WorkflowView) }) }),
-    fwd('post', '/v1/workflows/', 'session', 'workflows', 'Register a workflow from the dashboard', W.register, { body: WorkflowDefinition, response: RegisterReply }),
-    fwd('get', '/v1/workflows/{id}', 'session', 'workflows', 'One workflow', W.get, { ...idParams, response: WorkflowView }),
+    fwd('get', '/v1/workflows/', 'session', 'workflows', 'Registered workflows', W.list),
+    fwd('post', '/v1/workflows/', 'session', 'workflows', 'Register a workflow from the dashboard', W.register),
+    fwd('get', '/v1/workflows/{id}', 'session', 'workflows', 'One workflow', W.get),
 
     // ---- API keys (session, admin)
     {
@@ -441,6 +316,6 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     ni('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel', ISSUE_CHAT),
     ni('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message', ISSUE_CHAT),
     ni('get', '/v1/usage/', 'session', 'usage', 'Usage records', ISSUE_CHAT),
-    fwd('get', '/v1/usage/current', 'session', 'usage', 'Decisions opened this month and the monthly limit', D.usage, { response: UsageReply }),
+    fwd('get', '/v1/usage/current', 'session', 'usage', 'Decisions opened this month and the monthly limit', D.usage),
   ];
 }

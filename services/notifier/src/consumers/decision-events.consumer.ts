@@ -1,20 +1,10 @@
-import { ApproversEndpoints, DURABLE, DecisionCreatedData, DecisionResolvedData, EVENT, PoisonMessage, type Bus, type EventEnvelope } from '@approvals/shared';
-import { z } from 'zod';
-import { escalationTarget, initialTargets, type Route } from '../domain/plan';
+import { ApproversEndpoints, DURABLE, EVENT, consumerOf, type Bus } from '@approvals/shared';
+import { escalationTarget, initialTargets } from '../domain/plan';
 import type { DeliveriesStore, NewDelivery } from '../store/deliveries.store';
 
 /** People notifications give up after a day of retries; engine resumes keep going for days. */
 export const NOTIFY_MAX_ATTEMPTS = 12;
 export const RESUME_MAX_ATTEMPTS = 100;
-
-const RunRequested = z.object({ runId: z.string(), workflowId: z.string(), engine: z.string(), input: z.record(z.string(), z.unknown()) });
-const StepData = z.object({ decisionId: z.string(), to: z.array(z.string()), step: z.number().optional(), route: z.unknown().optional() });
-
-function parse<T>(schema: z.ZodType<T>, event: EventEnvelope): T {
-  const r = schema.safeParse(event.data);
-  if (!r.success) throw new PoisonMessage(`${event.type} payload does not parse: ${r.error.message}`);
-  return r.data;
-}
 
 /**
  * Plans deliveries from decision events. Planning only writes rows (idempotent on event,
@@ -29,20 +19,13 @@ export function notifierConsumers(deps: { store: DeliveriesStore; bus: Bus; wake
   };
 
   return [
-    {
-      durable: DURABLE.notifierRunRequested,
-      filterSubject: EVENT.runRequested,
-      handler: async (event: EventEnvelope) => {
-        const d = parse(RunRequested, event);
+    consumerOf(DURABLE.notifierRunRequested, EVENT.runRequested, async (event) => {
+        const d = event.data;
         await plan([{ org: event.org, decisionId: d.runId, eventId: event.id, kind: 'run', channel: d.engine, target: d.engine, payload: { workflowId: d.workflowId, runId: d.runId, input: d.input }, maxAttempts: RESUME_MAX_ATTEMPTS }]);
-      },
-    },
-    {
-      durable: DURABLE.notifierDecisionCreated,
-      filterSubject: EVENT.decisionCreated,
-      handler: async (event: EventEnvelope) => {
-        const d = parse(DecisionCreatedData, event);
-        const route = d.route as Route | null;
+    }),
+    consumerOf(DURABLE.notifierDecisionCreated, EVENT.decisionCreated, async (event) => {
+        const d = event.data;
+        const route = d.route;
         const rows: NewDelivery[] = [];
         for (const a of await lookup(event.org, d.approvers)) {
           for (const t of initialTargets(a, route)) {
@@ -50,14 +33,10 @@ export function notifierConsumers(deps: { store: DeliveriesStore; bus: Bus; wake
           }
         }
         await plan(rows);
-      },
-    },
-    {
-      durable: DURABLE.notifierDecisionReminded,
-      filterSubject: EVENT.decisionReminded,
-      handler: async (event: EventEnvelope) => {
-        const d = parse(StepData, event);
-        const route = (d.route ?? null) as Route | null;
+    }),
+    consumerOf(DURABLE.notifierDecisionReminded, EVENT.decisionReminded, async (event) => {
+        const d = event.data;
+        const route = d.route;
         const rows: NewDelivery[] = [];
         for (const a of await lookup(event.org, d.to)) {
           // A reminder reaches the person the way the first notice did: every verified
@@ -67,27 +46,19 @@ export function notifierConsumers(deps: { store: DeliveriesStore; bus: Bus; wake
           }
         }
         await plan(rows);
-      },
-    },
-    {
-      durable: DURABLE.notifierDecisionEscalated,
-      filterSubject: EVENT.decisionEscalated,
-      handler: async (event: EventEnvelope) => {
-        const d = parse(StepData, event);
-        const route = (d.route ?? null) as Route | null;
+    }),
+    consumerOf(DURABLE.notifierDecisionEscalated, EVENT.decisionEscalated, async (event) => {
+        const d = event.data;
+        const route = d.route;
         const rows: NewDelivery[] = [];
         for (const a of await lookup(event.org, d.to)) {
-          const t = escalationTarget(a, route, d.step ?? 1);
-          if (t) rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'escalate', channel: t.channel, target: t.target, payload: { approver: a.email, step: d.step ?? 1 }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
+          const t = escalationTarget(a, route, d.step);
+          if (t) rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'escalate', channel: t.channel, target: t.target, payload: { approver: a.email, step: d.step }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
         }
         await plan(rows);
-      },
-    },
-    {
-      durable: DURABLE.notifierDecisionResolved,
-      filterSubject: EVENT.decisionResolved,
-      handler: async (event: EventEnvelope) => {
-        const d = parse(DecisionResolvedData, event);
+    }),
+    consumerOf(DURABLE.notifierDecisionResolved, EVENT.decisionResolved, async (event) => {
+        const d = event.data;
         // The same payload for every engine; `approved` only for APPROVED, so EXPIRED and
         // REJECTED take the rejection branch.
         const payload = {
@@ -104,7 +75,6 @@ export function notifierConsumers(deps: { store: DeliveriesStore; bus: Bus; wake
           policyVersion: d.policyVersion,
         };
         await plan([{ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'resume', channel: d.engine, target: d.engine, payload, maxAttempts: RESUME_MAX_ATTEMPTS }]);
-      },
-    },
+    }),
   ];
 }

@@ -1,8 +1,5 @@
-import { DURABLE, EventEnvelope, PoisonMessage } from '@approvals/shared';
-import { z } from 'zod';
+import { DURABLE, EVENT, type DomainEvent } from '@approvals/shared';
 import type { PoliciesStore } from '../store/policies.store';
-
-const WithPolicy = z.object({ decisionId: z.string(), policy: z.object({ id: z.string() }).nullable().optional(), createdAt: z.string().optional() });
 
 /**
  * Keeps the usage projection (pending decisions, last use) from decision events. Every
@@ -12,16 +9,14 @@ export function decisionUsageConsumer(store: PoliciesStore) {
   return {
     durable: DURABLE.policiesDecisionUsage,
     filterSubject: 'evt.decision.>',
-    handler: async (event: EventEnvelope) => {
-      const closing = event.type === 'evt.decision.resolved' || event.type === 'evt.decision.cancelled';
-      if (event.type !== 'evt.decision.created' && !closing) return;
-      const parsed = WithPolicy.safeParse(event.data);
-      if (!parsed.success) throw new PoisonMessage(`${event.type} without decisionId`);
-      const policyId = parsed.data.policy?.id;
-      if (!policyId) return;
-      const at = new Date(event.occurredAt);
-      if (closing) await store.recordDecisionClosed({ decisionId: parsed.data.decisionId, org: event.org, policyId, at });
-      else await store.recordDecisionCreated({ decisionId: parsed.data.decisionId, org: event.org, policyId, at: parsed.data.createdAt ? new Date(parsed.data.createdAt) : at });
+    handler: async (event: DomainEvent) => {
+      if (event.type === EVENT.decisionCreated) {
+        if (!event.data.policy) return;
+        await store.recordDecisionCreated({ decisionId: event.data.decisionId, org: event.org, policyId: event.data.policy.id, at: new Date(event.data.createdAt) });
+      } else if (event.type === EVENT.decisionResolved || event.type === EVENT.decisionCancelled) {
+        if (!event.data.policy) return;
+        await store.recordDecisionClosed({ decisionId: event.data.decisionId, org: event.org, policyId: event.data.policy.id, at: new Date(event.occurredAt) });
+      }
     },
   };
 }

@@ -30,7 +30,7 @@ export function planTimers(d: DecisionCreatedData): PlannedTimer[] {
     for (let step = 1; step < route.channels.length; step++) {
       const due = created + step * route.escalateAfterSec * 1000;
       if (expires !== null && due >= expires) break;
-      out.push({ kind: 'escalate', step, dueAt: new Date(due), data: { channel: route.channels[step] } });
+      out.push({ kind: 'escalate', step, dueAt: new Date(due), data: {} });
     }
   }
   return out;

@@ -1,12 +1,12 @@
 import { EVENT, enqueueEvents, newId, type Knex } from '@approvals/shared';
 import type { PlannedTimer, TimerKind } from '../domain/plan';
 
-const SUBJECT_OF: Record<TimerKind, string> = {
+const SUBJECT_OF = {
   expire: EVENT.timerExpireDue,
   remind: EVENT.timerRemindDue,
   escalate: EVENT.timerEscalateDue,
   retention: EVENT.timerRetentionDue,
-};
+} as const satisfies Record<TimerKind, string>;
 
 export interface TimerRow {
   id: string;
@@ -56,7 +56,7 @@ export function createTimersStore(db: Knex) {
           due.map((t) => ({
             subject: SUBJECT_OF[t.kind],
             org: t.org_id,
-            data: { decisionId: t.ref, timerId: t.id, kind: t.kind, step: t.step, dueAt: t.due_at.toISOString(), ...t.data },
+            data: { decisionId: t.ref, timerId: t.id, kind: t.kind, step: t.step, dueAt: t.due_at.toISOString() },
           })),
         );
         await trx('timers').whereIn('id', due.map((t) => t.id)).update({ fired_at: now });
