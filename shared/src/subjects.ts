@@ -34,6 +34,7 @@ export const SUBJECT = {
     compare: 'svc.policies.compare',
     check: 'svc.policies.check',
     resolve: 'svc.policies.resolve',
+    resolveAdhoc: 'svc.policies.resolve_adhoc',
     echo: 'svc.policies.echo',
   },
   approvers: {

@@ -3,10 +3,12 @@ import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer } from './consumers/notification-sent.consumer';
 import { timerStepConsumers } from './consumers/timer-steps.consumer';
-import { createLifecycle } from './handlers/lifecycle';
-import { createDecisionOpener } from './handlers/create-decision';
-import { createDecisionActions } from './handlers/decision-actions';
-import { createDecisionReads, createWorkflows } from './handlers/decision-reads';
+import { createLifecycle } from './usecases/lifecycle';
+import { createDecisionOpener } from './usecases/create-decision';
+import { createDecisionActions } from './usecases/decision-actions';
+import { createDecisionReads, createWorkflows } from './usecases/decision-reads';
+import { DecisionsStore } from './store/decisions.store';
+import { WorkflowsStore } from './store/workflows.store';
 import { registerDecisionHandlers } from './handlers/index';
 import { migrations } from './migrations/index';
 import { Waiters } from './handlers/waiters';
@@ -31,19 +33,20 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       waiters.start();
       const contracts = new ContractEngine(contractEngineOptions(config));
       const http = createOutboundClient({ guard: outboundGuard(config) });
-      const actions = createDecisionActions({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, http, secrets: SecretBox.fromConfig(config) });
+      const store = new DecisionsStore(ctx.db);
+      const actions = createDecisionActions({ store, bus: ctx.bus, clock: ctx.clock, http, secrets: SecretBox.fromConfig(config) });
       registerDecisionHandlers(ctx.host, {
-        create: createDecisionOpener({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts }),
+        create: createDecisionOpener({ store, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts }),
         actions,
-        reads: createDecisionReads({ db: ctx.db, tallyOf: actions.tallyOf, defaultMonthlyQuota: quota }),
-        workflows: createWorkflows({ db: ctx.db }),
+        reads: createDecisionReads({ store, actions, defaultMonthlyQuota: quota }),
+        workflows: createWorkflows({ store: new WorkflowsStore(ctx.db) }),
         now: () => ctx.clock.now(),
         waiters,
       });
       ctx.consume(timerExpireConsumer(actions.expire));
-      ctx.consume(notificationSentConsumer(ctx.db));
+      ctx.consume(notificationSentConsumer(store));
       const stopWaiters = () => waiters.stop();
-      for (const c of timerStepConsumers(createLifecycle({ db: ctx.db, bus: ctx.bus, clock: ctx.clock, log: ctx.log }))) ctx.consume(c);
+      for (const c of timerStepConsumers(createLifecycle({ store, bus: ctx.bus, clock: ctx.clock, log: ctx.log }))) ctx.consume(c);
       return {
         beforeStop: async () => stopWaiters(),
         afterStop: async () => {

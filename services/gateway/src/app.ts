@@ -1,3 +1,4 @@
+import { createSettingsStore } from './store/settings.store';
 import type { Server } from 'node:http';
 import { AccessEndpoints, SecretBox, createLogger, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import { createAuthenticator } from './auth/authenticate';
@@ -37,7 +38,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
     setup: async (ctx) => {
       const store = createAccessStore(ctx.db);
       const secrets = SecretBox.fromConfig(config);
-      const settings = createSettings(ctx.db, { guard: outboundGuard(config), secrets });
+      const settings = createSettings(createSettingsStore(ctx.db), { guard: outboundGuard(config), secrets });
       await settings.sealStoredKeys(ctx.log);
       ctx.host.handle(AccessEndpoints.retentionSettings, async () => ({ orgs: await settings.retentionOrgs() }));
       ctx.host.handle(AccessEndpoints.llmSettings, async (req) => {

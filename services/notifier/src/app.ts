@@ -6,6 +6,8 @@ import { migrations } from './migrations/index';
 import { engineProviders } from './providers/engines';
 import { peopleProviders } from './providers/people';
 import { createDeliveriesStore } from './store/deliveries.store';
+import { createPeopleStore } from './store/people.store';
+import { createDeliver } from './usecases/deliver';
 import { DeliveryWorker } from './worker';
 
 export const NOTIFIER_VERSION = '0.1.0';
@@ -35,13 +37,16 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
       };
       worker = new DeliveryWorker({
         store: deliveries,
-        bus: ctx.bus,
         log: ctx.log,
-        providers: [...peopleProviders(config, { bus: ctx.bus, outbound }), ...engineProviders(config, outbound)],
+        deliver: createDeliver({
+          bus: ctx.bus,
+          providers: [...peopleProviders(config, { outbound }), ...engineProviders(config, outbound)],
+          appBaseUrl: config.APP_BASE_URL ?? config.PUBLIC_BASE_URL,
+        }),
         pollMs: config.DELIVERY_POLL_MS,
         retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
       });
-      registerNotifierHandlers(ctx.host, { db: ctx.db, deliveries });
+      registerNotifierHandlers(ctx.host, { people: createPeopleStore(ctx.db), deliveries });
       for (const c of notifierConsumers({ store: deliveries, bus: ctx.bus, wake: () => worker.wake() })) ctx.consume(c);
       worker.start();
       // Stop sending before the bus closes: a send in flight finishes and records its result.

@@ -1,7 +1,8 @@
-import { DecisionsEndpoints, type Bus, type DecisionView, type Logger } from '@approvals/shared';
+import type { Logger } from '@approvals/shared';
 import { retryDelayMs } from './domain/plan';
-import { DeliveryError, type ChannelProvider, type DeliveryRow } from './providers/provider';
+import { DeliveryError, type DeliveryRow } from './providers/provider';
 import type { DeliveriesStore } from './store/deliveries.store';
+import type { Deliver } from './usecases/deliver';
 
 /**
  * Sends planned deliveries. Rows are written before anything is sent, so nothing planned
@@ -12,13 +13,8 @@ export class DeliveryWorker {
   private running = false;
   private loop?: Promise<void>;
   private wakeUp?: () => void;
-  private readonly providers: Map<string, ChannelProvider>;
 
-  constructor(
-    private readonly deps: { store: DeliveriesStore; bus: Bus; log: Logger; providers: ChannelProvider[]; pollMs: number; retryBaseMs: number; concurrency?: number },
-  ) {
-    this.providers = new Map(deps.providers.map((p) => [p.channel, p]));
-  }
+  constructor(private readonly deps: { store: DeliveriesStore; deliver: Deliver; log: Logger; pollMs: number; retryBaseMs: number; concurrency?: number }) {}
 
   start(): void {
     this.running = true;
@@ -59,15 +55,8 @@ export class DeliveryWorker {
 
   private async deliver(d: DeliveryRow): Promise<void> {
     const { store, log } = this.deps;
-    const provider = this.providers.get(d.channel);
-    if (!provider) {
-      await store.skipped(d.id, `no provider for channel ${d.channel}`);
-      return;
-    }
-    let cached: Promise<DecisionView> | undefined;
-    const ctx = { decision: () => (cached ??= this.deps.bus.call(DecisionsEndpoints.peek, { org: d.org_id, id: d.decision_id })) };
     try {
-      const r = await provider.send(d, ctx);
+      const r = await this.deps.deliver(d);
       if (r.status === 'sent') await store.sent(d.id);
       else await store.skipped(d.id, r.reason);
     } catch (err) {

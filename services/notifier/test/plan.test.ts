@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ResolvedApprover } from '@approvals/shared';
 import { escalationTarget, initialTargets, orderedTargets, retryDelayMs } from '../src/domain/plan';
-import { answerableByLink, renderEmail, summarizeBlock } from '../src/providers/people';
+import { renderEmail, summarizeBlock } from '../src/templates/messages';
 
 const approver = (over: Partial<ResolvedApprover> = {}): ResolvedApprover => ({
   email: 'ann@example.com',
@@ -63,13 +63,6 @@ describe('email content', () => {
     expiresAt: '2026-11-22T10:00:00.000Z',
   } as never;
 
-  it('offers approve/reject links only for yes/no decisions without a signature or a draft', () => {
-    expect(answerableByLink(base)).toBe(true);
-    expect(answerableByLink({ ...(base as object), proposedOutput: { content: 'Dear customer' } } as never)).toBe(false);
-    expect(answerableByLink({ ...(base as object), responseSpec: { type: 'text' } } as never)).toBe(false);
-    expect(answerableByLink({ ...(base as object), requiresSignature: true } as never)).toBe(false);
-  });
-
   it('renders subject, escaped HTML, summarized blocks and links', () => {
     const m = renderEmail({ d: base, kind: 'notify', links: { approve: 'https://x/a', reject: 'https://x/r' }, appUrl: 'https://x/app/decisions/dec_1' });
     expect(m.subject).toBe('Approval needed: Ship <v2>');
@@ -78,6 +71,17 @@ describe('email content', () => {
     expect(m.text).toContain('- Env: prod');
     expect(m.text).toContain('Approve: https://x/a');
     expect(renderEmail({ d: base, kind: 'remind', appUrl: 'u' }).subject).toBe('Reminder: Ship <v2>');
+  });
+
+  it('escapes every value it puts in the HTML, links and prompt included', () => {
+    const d = { ...(base as object), context: { title: 't', prompt: '<img src=x onerror=alert(1)>', blocks: [{ kind: 'text', text: '<script>x</script>' }] } } as never;
+    const m = renderEmail({ d, kind: 'notify', links: { approve: 'https://x/a?b="><svg>' }, appUrl: 'https://x/app' });
+    expect(m.html).not.toMatch(/<img|<script|<svg/);
+    expect(m.html).toContain('&lt;img src=x onerror=alert(1)&gt;');
+    expect(m.html).toContain('href="https://x/a?b=&quot;&gt;&lt;svg&gt;"');
+    // Nothing renders for what is absent: no reject button, no signature line.
+    expect(m.html).not.toContain('Reject');
+    expect(m.html).not.toContain('signing');
   });
 
   it('summarizes each block kind in one line', () => {

@@ -2,7 +2,8 @@ import { ContractEngine, contractEngineOptions, createLogger, startService, type
 import type { PoliciesConfig } from './config';
 import { decisionUsageConsumer } from './consumers/decision-usage.consumer';
 import { registerApproverHandlers } from './handlers/approvers.handlers';
-import { createPolicyLogic, registerPolicyHandlers } from './handlers/policies.handlers';
+import { registerPolicyHandlers } from './handlers/policies.handlers';
+import { createPolicyLogic } from './usecases/policies';
 import { migrations } from './migrations/index';
 import { createApproversStore } from './store/approvers.store';
 import { createPoliciesStore } from './store/policies.store';
@@ -25,7 +26,7 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
       const policies = createPoliciesStore(ctx.db);
       const approvers = createApproversStore(ctx.db);
       const contracts = new ContractEngine(contractEngineOptions(config));
-      registerPolicyHandlers(ctx.host, createPolicyLogic({ db: ctx.db, policies, approvers, clock: ctx.clock, contracts }));
+      registerPolicyHandlers(ctx.host, createPolicyLogic({ policies, approvers, clock: ctx.clock, contracts }));
       registerApproverHandlers(ctx.host, { approvers, bus: ctx.bus });
       ctx.consume(decisionUsageConsumer(policies));
       return { afterStop: () => contracts.close() };

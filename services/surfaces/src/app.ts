@@ -3,7 +3,7 @@ import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
 import { EMAIL_ACT_PATH, createEmailActRoutes, createMintLinksHandler } from './handlers/email-act.handler';
-import { createTokenStore } from './email/token-store';
+import { createTokenStore } from './store/action-tokens.store';
 
 export const SURFACES_VERSION = '0.1.0';
 /** Expired action tokens are kept this long (the page still says "expired"), then deleted. */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from '@jest/globals';
 import { ConfigError, loadConfig } from '@approvals/shared';
 import { SurfacesEnv, deriveLinkSecret, surfacesConfigFromEnv } from '../src/config';
-import { newTokenId, signToken, verifyToken } from '../src/email/tokens';
-import { tokenState, STALE_CLAIM_MS, type ActionTokenRow } from '../src/email/token-store';
-import { esc } from '../src/email/pages';
+import { newTokenId, signToken, tokenState, verifyToken, STALE_CLAIM_MS } from '../src/domain/link-tokens';
+import type { ActionTokenRow } from '../src/store/action-tokens.store';
+import { esc } from '../src/templates/pages';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/db' };
 const SECRET = 'a-link-secret-of-some-length';

@@ -26,6 +26,7 @@ const INTERNAL = [
   SUBJECT.decisions.surfaceVote,
   SUBJECT.decisions.peek,
   SUBJECT.policies.resolve,
+  SUBJECT.policies.resolveAdhoc,
   SUBJECT.approvers.channels,
   SUBJECT.surfaces.mintLinks,
 ];
@@ -40,7 +41,7 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
   },
   decisions: {
     serves: ['svc.decisions.>', 'svc.workflows.>'],
-    calls: [SUBJECT.policies.resolve, SUBJECT.approvers.channels, SUBJECT.access.llmSettings, SUBJECT.access.retentionSettings],
+    calls: [SUBJECT.policies.resolve, SUBJECT.policies.resolveAdhoc, SUBJECT.access.llmSettings, SUBJECT.access.retentionSettings],
     publishes: ['evt.decision.>', 'evt.run.>'],
   },
   policies: {

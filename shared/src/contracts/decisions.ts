@@ -344,6 +344,19 @@ export const RunReply = z.object({ runId: z.string(), workflowId: z.string(), du
 
 export const UsageReply = z.object({ period: z.string(), decisions: z.number(), limit: z.number().nullable() });
 
+/**
+ * A decision as other services (notifier, surfaces) read it: a decision past its deadline
+ * reads EXPIRED (decisions expires it first), and the rules decisions owns travel with
+ * it, so no other service decides them again.
+ */
+export const PeekView = DecisionView.extend({
+  /** A one-click link (email, chat button) can answer it: no signature, no typed answer, no draft to review. */
+  answerableByLink: z.boolean(),
+  /** The answers a link can give: [] when only a signature decides; reject alone when approving needs a typed answer. */
+  linkAnswers: z.array(z.enum(['approve', 'reject'])),
+});
+export type PeekView = z.infer<typeof PeekView>;
+
 export const DecisionsEndpoints = {
   echo: endpoint(SUBJECT.decisions.echo, EchoRequest, EchoReply, READ),
   create: endpoint(SUBJECT.decisions.create, forwarded({ body: DecisionRequest }), CreateReply, RESENDABLE),
@@ -375,7 +388,7 @@ export const DecisionsEndpoints = {
   usage: endpoint(SUBJECT.decisions.usage, forwarded({}), UsageReply, READ),
   wait: endpoint(SUBJECT.decisions.wait, forwarded({ params: IdParams, query: WaitQuery }), DecisionView),
   /** Internal read for surfaces and the notifier (no principal): the record as read back. */
-  peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string() }), DecisionView, READ),
+  peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string() }), PeekView, READ),
 };
 
 export const WorkflowsEndpoints = {

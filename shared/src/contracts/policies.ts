@@ -265,6 +265,10 @@ export const ResolvedApprover = z.object({
 export type ResolvedApprover = z.infer<typeof ResolvedApprover>;
 
 export const ResolveRequest = z.object({ org: z.string(), key: z.string(), version: z.number().int().positive().optional() });
+/**
+ * `version` pins the request to the policy's current version: policies owns that rule and
+ * answers `pin` (matches or not); decisions refuses a mismatch at its place in the gate.
+ */
 export const ResolveReply = z.object({
   policyId: z.string(),
   key: z.string(),
@@ -276,8 +280,33 @@ export const ResolveReply = z.object({
   approvers: z.array(ResolvedApprover),
   satisfiable: z.boolean(),
   problems: z.array(z.string()),
+  pin: z.object({ requested: z.number(), current: z.number(), matches: z.boolean() }).nullable(),
 });
 export type ResolveReply = z.infer<typeof ResolveReply>;
+
+/**
+ * A decision without a policy names its approvers and quorum itself; whether that set can
+ * ever resolve is the same rule as for a policy (policies owns it): disabled approvers
+ * are left out and do not count.
+ */
+export const ResolveAdhocRequest = z.object({
+  org: z.string(),
+  approvers: z.array(z.string()).min(1).max(500),
+  approvalsRequired: z.number().int().positive(),
+  rejectionsRequired: z.number().int().positive(),
+});
+export const ResolveAdhocReply = z.object({
+  /** Who can answer: the named approvers that are not disabled, in the order named. */
+  approvers: z.array(z.string()),
+  disabled: z.array(z.string()),
+  satisfiable: z.boolean(),
+  problems: z.array(z.string()),
+  /** For an unsatisfiable quorum: the field, what it requires and what is available. */
+  field: z.enum(['approvalsRequired', 'rejectionsRequired']).optional(),
+  required: z.number().optional(),
+  available: z.number().optional(),
+});
+export type ResolveAdhocReply = z.infer<typeof ResolveAdhocReply>;
 
 export const ApproverLookupRequest = z.object({ org: z.string(), emails: z.array(z.string()).max(500) });
 export const ApproverLookupReply = z.object({ approvers: z.array(ResolvedApprover) });
@@ -309,6 +338,7 @@ export const PoliciesEndpoints = {
   ),
   check: endpoint(SUBJECT.policies.check, forwarded({ body: CheckBody }), CheckReply, RESENDABLE),
   resolve: endpoint(SUBJECT.policies.resolve, ResolveRequest, ResolveReply, READ),
+  resolveAdhoc: endpoint(SUBJECT.policies.resolveAdhoc, ResolveAdhocRequest, ResolveAdhocReply, READ),
 };
 
 export const ApproversEndpoints = {

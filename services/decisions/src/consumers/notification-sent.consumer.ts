@@ -1,4 +1,5 @@
-import { DURABLE, EVENT, consumerOf, type Knex } from '@approvals/shared';
+import { DURABLE, EVENT, consumerOf } from '@approvals/shared';
+import type { DecisionsStore } from '../store/decisions.store';
 
 /**
  * evt.notification.sent (from the notifier) → a `notified` timeline entry
@@ -7,15 +8,9 @@ import { DURABLE, EVENT, consumerOf, type Knex } from '@approvals/shared';
  * whatever the decision's status: a notification sent just before a vote resolved it
  * still happened. A decision of another org, or none, is ignored.
  */
-export function notificationSentConsumer(db: Knex) {
+export function notificationSentConsumer(store: DecisionsStore) {
   return consumerOf(DURABLE.decisionsNotificationSent, EVENT.notificationSent, async (event) => {
-      const d = event.data;
-      const data = { channel: d.channel, kind: d.kind, to: d.approver, deliveryId: d.deliveryId };
-      await db.raw(
-        `INSERT INTO timeline (decision_id, type, actor, at, data)
-         SELECT id, 'notified', NULL, ?, ?::jsonb FROM decisions WHERE id = ? AND org_id = ?
-         ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = 'notified' DO NOTHING`,
-        [new Date(d.sentAt), JSON.stringify(data), d.decisionId, event.org],
-      );
+    const d = event.data;
+    await store.recordNotified(event.org, d.decisionId, new Date(d.sentAt), { channel: d.channel, kind: d.kind, to: d.approver, deliveryId: d.deliveryId });
   });
 }

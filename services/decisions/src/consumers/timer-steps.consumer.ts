@@ -1,5 +1,5 @@
 import { DURABLE, EVENT, consumerOf } from '@approvals/shared';
-import type { Lifecycle } from '../handlers/lifecycle';
+import type { Lifecycle } from '../usecases/lifecycle';
 
 /** remind_due, escalate_due and retention_due from the scheduler. */
 export function timerStepConsumers(lifecycle: Lifecycle) {

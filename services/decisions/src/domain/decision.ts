@@ -12,6 +12,85 @@ export interface DecisionState {
   consumedBy: string | null;
 }
 
+/**
+ * "Past the deadline means expired": a PENDING decision whose deadline has passed is
+ * EXPIRED for every purpose, whether or not its timer has fired yet. The one rule; the
+ * store's `expireIfDue` applies it, and every path that changes or shows a decision to
+ * another service goes through that.
+ */
+export function isPastDeadline(d: { status: DecisionStatus; expiresAt: Date | null }, now: Date): boolean {
+  return d.status === 'PENDING' && d.expiresAt !== null && d.expiresAt.getTime() <= now.getTime();
+}
+
+/** When a decision opened now with this timeout expires (null: it does not). */
+export function deadlineOf(now: Date, timeoutSec: number | null): Date | null {
+  return timeoutSec ? new Date(now.getTime() + timeoutSec * 1000) : null;
+}
+
+type LinkFacts = { requiresSignature: boolean; responseSpec: ResponseSpec | null; proposedOutput: unknown };
+
+/**
+ * Which answers a one-click link (email, chat button) can give. None when only a
+ * signature decides; a rejection otherwise; an approval only when it needs no typed answer
+ * (text, a select with a minimum) and there is no draft (proposedOutput) to review first.
+ * Decisions owns this rule and puts the result on the view other services read
+ * (`linkAnswers`, `answerableByLink`); the notifier and the surfaces do not decide it again.
+ */
+export function linkAnswers(d: LinkFacts): Array<'approve' | 'reject'> {
+  if (d.requiresSignature) return [];
+  const draft = d.proposedOutput !== null && d.proposedOutput !== undefined;
+  return !draft && responseValueProblem(d.responseSpec, undefined, 'approve') === null ? ['approve', 'reject'] : ['reject'];
+}
+
+/** Both answers by link: the notifier sends Approve/Reject links (and chat buttons) only then. */
+export function answerableByLink(d: LinkFacts): boolean {
+  return linkAnswers(d).includes('approve');
+}
+
+/** Why a principal cannot vote at all, or null for an approver of the decision. */
+export function voterRefusal(approvers: string[], voter: { kind: 'person'; email: string } | { kind: 'apiKey' }): string | null {
+  if (voter.kind !== 'person') return 'API keys cannot vote';
+  return approvers.includes(voter.email) ? null : 'not an approver of this decision';
+}
+
+export type VoteRuling =
+  | { kind: 'already_voted' }
+  | { kind: 'expire' }
+  | { kind: 'not_pending'; status: DecisionStatus }
+  | { kind: 'signature_required' }
+  | { kind: 'bad_value'; problem: string }
+  | { kind: 'record' };
+
+/**
+ * What an approver's vote does, in this order. An earlier vote comes first, so a reviewer
+ * whose reply was lost and who retries the vote that resolved the decision learns that it
+ * counted (already_voted), not only that votes are closed. A vote past the deadline
+ * expires the decision instead of counting.
+ */
+export function voteRuling(
+  d: { status: DecisionStatus; expiresAt: Date | null; requiresSignature: boolean; responseSpec: ResponseSpec | null },
+  ballot: { surface: string; choice: 'approve' | 'reject'; responseValue?: unknown; votedBefore: boolean },
+  now: Date,
+): VoteRuling {
+  if (ballot.votedBefore) return { kind: 'already_voted' };
+  if (isPastDeadline(d, now)) return { kind: 'expire' };
+  if (d.status !== 'PENDING') return { kind: 'not_pending', status: d.status };
+  if (d.requiresSignature && ballot.surface !== 'esign') return { kind: 'signature_required' };
+  const problem = responseValueProblem(d.responseSpec, ballot.responseValue, ballot.choice);
+  return problem ? { kind: 'bad_value', problem } : { kind: 'record' };
+}
+
+/** Who is still to answer: the approvers without a vote, in the order named. */
+export function pendingVoters(approvers: string[], voted: Iterable<string>): string[] {
+  const done = new Set(voted);
+  return approvers.filter((a) => !done.has(a));
+}
+
+/** A reminder goes to the assignee; without one, to everyone still to answer. */
+export function remindRecipients(assignee: string | null, pending: string[]): string[] {
+  return assignee ? [assignee] : pending;
+}
+
 export interface Tally {
   approvals: number;
   rejections: number;

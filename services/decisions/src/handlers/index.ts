@@ -1,7 +1,7 @@
 import { AppError, DecisionsEndpoints, WorkflowsEndpoints, actorOf, withStatus, type Principal, type ServiceHost } from '@approvals/shared';
-import type { createDecisionActions, Voter } from './decision-actions';
-import type { createDecisionReads, createWorkflows } from './decision-reads';
-import type { createDecisionOpener } from './create-decision';
+import type { createDecisionActions, Voter } from '../usecases/decision-actions';
+import type { createDecisionReads, createWorkflows } from '../usecases/decision-reads';
+import type { createDecisionOpener } from '../usecases/create-decision';
 
 interface Parts {
   waiters: import('./waiters').Waiters;
@@ -21,7 +21,7 @@ function requireUser(p: Principal): string {
   return p.email;
 }
 
-/** Thin handlers: unpack the forwarded request, call the domain, return its answer. */
+/** Thin handlers: unpack the forwarded request, call the use case, return its answer. */
 export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
   const E = DecisionsEndpoints;
   host.handle(E.create, async (r) => {
@@ -57,7 +57,7 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
     }),
   );
   host.handle(E.usage, async (r) => x.reads.usage(r.org, x.now()));
-  host.handle(E.peek, async (r) => x.reads.workerGet(r.org, r.id));
+  host.handle(E.peek, async (r) => x.reads.peek(r.org, r.id));
   // Long poll: answer as soon as the decision leaves PENDING, or at the deadline still PENDING.
   host.handle(E.wait, async (r) => {
     const deadline = Date.now() + r.query.timeoutSec * 1000;

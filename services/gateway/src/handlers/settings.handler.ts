@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { AppError, SecretBox, literalTargetRefusal, llmKeyContext, type AddressPolicy, type Knex, type Logger } from '@approvals/shared';
+import { AppError, SecretBox, literalTargetRefusal, llmKeyContext, type AddressPolicy, type Logger } from '@approvals/shared';
+import type { SettingsStore } from '../store/settings.store';
 import type { LocalRequest, LocalResult } from '../http/route';
 
 export const LlmSettingsBody = z.strictObject({
@@ -30,8 +31,8 @@ interface LlmValue {
 }
 
 /** Org settings in access.settings, one row per (org, kind). */
-export function createSettings(db: Knex, opts: { guard: AddressPolicy; secrets: SecretBox }) {
-  const read = async (org: string, kind: string) => db('settings').where({ org_id: org, kind }).first();
+export function createSettings(store: SettingsStore, opts: { guard: AddressPolicy; secrets: SecretBox }) {
+  const read = <V>(org: string, kind: string) => store.read<V>(org, kind);
   const llmView = (row?: { value: LlmValue; updated_at: Date }) => ({
     configured: Boolean(row),
     baseUrl: row?.value.baseUrl ?? null,
@@ -46,24 +47,20 @@ export function createSettings(db: Knex, opts: { guard: AddressPolicy; secrets: 
   return {
     /** Every org with a retention period set (for the decisions service's purge). */
     async retentionOrgs(): Promise<Array<{ org: string; decisionDataDays: number }>> {
-      const rows: Array<{ org_id: string; value: RetentionValue }> = await db('settings')
-        .where({ kind: 'retention' })
-        .whereRaw(`value->>'decisionDataDays' is not null`)
-        .orderBy('org_id')
-        .select('org_id', 'value');
+      const rows = await store.withField<RetentionValue>('retention', 'decisionDataDays');
       return rows
         .filter((r) => typeof r.value.decisionDataDays === 'number')
         .map((r) => ({ org: r.org_id, decisionDataDays: r.value.decisionDataDays as number }));
     },
     async llm(org: string): Promise<LlmValue | undefined> {
-      return (await read(org, 'llm'))?.value;
+      return (await read<LlmValue>(org, 'llm'))?.value;
     },
     /**
      * Seals model keys stored before keys were sealed, and re-seals those under a previous
      * SECRETS_KEY with the current one. Runs at start; idempotent.
      */
     async sealStoredKeys(log: Logger): Promise<number> {
-      const rows: Array<{ org_id: string; value: LlmValue }> = await db('settings').where({ kind: 'llm' }).whereRaw(`value->>'apiKey' is not null`).select('org_id', 'value');
+      const rows = await store.withField<LlmValue>('llm', 'apiKey');
       let changed = 0;
       for (const row of rows) {
         const key = row.value.apiKey!;
@@ -72,9 +69,7 @@ export function createSettings(db: Knex, opts: { guard: AddressPolicy; secrets: 
         else if (opts.secrets.isCurrent(key)) continue;
         else plain = opts.secrets.open(key, llmKeyContext(row.org_id));
         const sealed = opts.secrets.seal(plain, llmKeyContext(row.org_id));
-        await db('settings')
-          .where({ org_id: row.org_id, kind: 'llm' })
-          .update({ value: JSON.stringify({ ...row.value, apiKey: sealed }) });
+        await store.rewrite(row.org_id, 'llm', { ...row.value, apiKey: sealed });
         changed++;
       }
       if (changed) log.info({ changed }, 'model API keys sealed with the current SECRETS_KEY');
@@ -82,21 +77,16 @@ export function createSettings(db: Knex, opts: { guard: AddressPolicy; secrets: 
     },
     handlers: {
       async getRetention(req: LocalRequest): Promise<LocalResult> {
-        return { body: retentionView(await read(req.org, 'retention')) };
+        return { body: retentionView(await read<RetentionValue>(req.org, 'retention')) };
       },
       async patchRetention(req: LocalRequest<z.infer<typeof RetentionSettingsBody>>): Promise<LocalResult> {
-        const current = await read(req.org, 'retention');
+        const current = await read<RetentionValue>(req.org, 'retention');
         if (req.body.decisionDataDays === undefined) return { body: retentionView(current) };
-        const value: RetentionValue = { ...(current?.value as RetentionValue | undefined), decisionDataDays: req.body.decisionDataDays };
-        const [row] = await db('settings')
-          .insert({ org_id: req.org, kind: 'retention', value: JSON.stringify(value) })
-          .onConflict(['org_id', 'kind'])
-          .merge({ value: JSON.stringify(value), updated_at: db.fn.now() })
-          .returning('*');
-        return { body: retentionView(row) };
+        const value: RetentionValue = { ...current?.value, decisionDataDays: req.body.decisionDataDays };
+        return { body: retentionView(await store.write(req.org, 'retention', value)) };
       },
       async getLlm(req: LocalRequest): Promise<LocalResult> {
-        return { body: llmView(await read(req.org, 'llm')) };
+        return { body: llmView(await read<LlmValue>(req.org, 'llm')) };
       },
       async putLlm(req: LocalRequest<z.infer<typeof LlmSettingsBody>>): Promise<LocalResult> {
         const refused = literalTargetRefusal(req.body.baseUrl, opts.guard);
@@ -104,16 +94,11 @@ export function createSettings(db: Knex, opts: { guard: AddressPolicy; secrets: 
           const message = `baseUrl may not point at ${refused}: the model is called from inside this deployment (WEBHOOK_ALLOW_PRIVATE_TARGETS=true allows it)`;
           throw new AppError('invalid_request', `body.baseUrl: ${message}`, { issues: [{ path: 'body.baseUrl', message }] });
         }
-        const prev = (await read(req.org, 'llm'))?.value as LlmValue | undefined;
+        const prev = (await read<LlmValue>(req.org, 'llm'))?.value;
         // The key is sealed here and never opened by the gateway: only the decisions service does.
         const apiKey = req.body.apiKey !== undefined ? opts.secrets.seal(req.body.apiKey, llmKeyContext(req.org)) : prev?.apiKey;
         const value: LlmValue = { baseUrl: req.body.baseUrl, model: req.body.model, apiKey };
-        const [row] = await db('settings')
-          .insert({ org_id: req.org, kind: 'llm', value: JSON.stringify(value) })
-          .onConflict(['org_id', 'kind'])
-          .merge({ value: JSON.stringify(value), updated_at: db.fn.now() })
-          .returning('*');
-        return { body: llmView(row) };
+        return { body: llmView(await store.write(req.org, 'llm', value)) };
       },
     },
   };

@@ -1,12 +1,13 @@
-import { AppError, NotifierEndpoints, newId, withStatus, type Knex, type Principal, type ServiceHost } from '@approvals/shared';
+import { AppError, NotifierEndpoints, withStatus, type Principal, type ServiceHost } from '@approvals/shared';
 import type { DeliveriesStore } from '../store/deliveries.store';
+import type { ContactRow, DeviceRow, PeopleStore } from '../store/people.store';
 
 function userOf(p: Principal): string {
   if (p.kind !== 'user') throw new AppError('forbidden', 'contact methods and devices belong to a signed-in person');
   return p.userId;
 }
 
-const deviceView = (r: { id: string; platform: 'ios' | 'android'; device_name: string | null; created_at: Date; revoked_at: Date | null }) => ({
+const deviceView = (r: DeviceRow) => ({
   id: r.id,
   platform: r.platform,
   deviceName: r.device_name,
@@ -14,10 +15,10 @@ const deviceView = (r: { id: string; platform: 'ios' | 'android'; device_name: s
   revokedAt: r.revoked_at ? r.revoked_at.toISOString() : null,
 });
 
-export function registerNotifierHandlers(host: ServiceHost, deps: { db: Knex; deliveries: DeliveriesStore }): void {
-  const { db } = deps;
+export function registerNotifierHandlers(host: ServiceHost, deps: { people: PeopleStore; deliveries: DeliveriesStore }): void {
+  const { people } = deps;
   const E = NotifierEndpoints;
-  const contactView = (r?: { email: string | null; sms: string | null; chat_a: string | null; push_enabled: boolean; updated_at: Date }) => ({
+  const contactView = (r?: ContactRow) => ({
     email: r?.email ?? null,
     sms: r?.sms ?? null,
     chatA: r?.chat_a ?? null,
@@ -25,49 +26,19 @@ export function registerNotifierHandlers(host: ServiceHost, deps: { db: Knex; de
     updatedAt: r ? r.updated_at.toISOString() : null,
   });
 
-  host.handle(E.contactMethodsGet, async (r) => contactView(await db('contact_methods').where({ org_id: r.org, user_id: userOf(r.principal) }).first()));
-
-  /** PUT replaces the set: fields left out are cleared. */
-  host.handle(E.contactMethodsPut, async (r) => {
-    const values = { email: r.body.email ?? null, sms: r.body.sms ?? null, chat_a: r.body.chatA ?? null, push_enabled: r.body.pushEnabled ?? false };
-    const [row] = await db('contact_methods')
-      .insert({ org_id: r.org, user_id: userOf(r.principal), ...values })
-      .onConflict(['org_id', 'user_id'])
-      .merge({ ...values, updated_at: db.fn.now() })
-      .returning('*');
-    return contactView(row);
-  });
-
-  /** Idempotent on (user, token); re-registering a revoked device reactivates it. */
+  host.handle(E.contactMethodsGet, async (r) => contactView(await people.contactMethods(r.org, userOf(r.principal))));
+  host.handle(E.contactMethodsPut, async (r) =>
+    contactView(await people.replaceContactMethods(r.org, userOf(r.principal), { email: r.body.email ?? null, sms: r.body.sms ?? null, chat_a: r.body.chatA ?? null, push_enabled: r.body.pushEnabled ?? false })),
+  );
   host.handle(E.pushDeviceRegister, async (r) => {
-    const user = userOf(r.principal);
-    return db.transaction(async (trx) => {
-      const existing = await trx('push_devices').where({ org_id: r.org, user_id: user, token: r.body.token }).forUpdate().first();
-      if (!existing) {
-        const [row] = await trx('push_devices')
-          .insert({ id: newId('device'), org_id: r.org, user_id: user, token: r.body.token, platform: r.body.platform, device_name: r.body.deviceName ?? null })
-          .returning('*');
-        return withStatus(201, { ...deviceView(row), created: true, reactivated: false });
-      }
-      const [row] = await trx('push_devices')
-        .where({ id: existing.id })
-        .update({ revoked_at: null, platform: r.body.platform, device_name: r.body.deviceName ?? existing.device_name })
-        .returning('*');
-      return withStatus(200, { ...deviceView(row), created: false, reactivated: existing.revoked_at !== null });
-    });
+    const out = await people.registerDevice(r.org, userOf(r.principal), r.body);
+    return withStatus(out.created ? 201 : 200, { ...deviceView(out.row), created: out.created, reactivated: out.reactivated });
   });
-
-  host.handle(E.pushDeviceList, async (r) => ({
-    devices: (await db('push_devices').where({ org_id: r.org, user_id: userOf(r.principal) }).orderBy('created_at')).map(deviceView),
-  }));
-
-  /** Soft revoke, idempotent; another person's device answers as a missing one. */
+  host.handle(E.pushDeviceList, async (r) => ({ devices: (await people.devices(r.org, userOf(r.principal))).map(deviceView) }));
+  /** Another person's device answers as a missing one. */
   host.handle(E.pushDeviceRevoke, async (r) => {
-    const user = userOf(r.principal);
-    const existing = await db('push_devices').where({ org_id: r.org, user_id: user, id: r.params.id }).first();
-    if (!existing) throw new AppError('not_found', 'device not found');
-    if (existing.revoked_at) return deviceView(existing);
-    const [row] = await db('push_devices').where({ id: existing.id }).update({ revoked_at: db.fn.now() }).returning('*');
+    const row = await people.revokeDevice(r.org, userOf(r.principal), r.params.id);
+    if (!row) throw new AppError('not_found', 'device not found');
     return deviceView(row);
   });
 

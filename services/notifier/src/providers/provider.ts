@@ -1,4 +1,4 @@
-import { expectOk, OutboundError, type DecisionView, type OutboundClient } from '@approvals/shared';
+import { expectOk, OutboundError, type OutboundClient } from '@approvals/shared';
 
 export interface DeliveryRow {
   id: string;
@@ -16,18 +16,36 @@ export interface DeliveryRow {
 
 export type SendResult = { status: 'sent'; detail?: string } | { status: 'skipped'; reason: string };
 
-export interface SendContext {
-  /** The decision as it reads now (fresh, so a mail never shows stale state). */
-  decision(): Promise<DecisionView>;
+/** A notice to a person, rendered by the template module: the provider sends it as is. */
+export type PersonMessage =
+  | { channel: 'email'; to: string; subject: string; html: string; text: string; headers: Record<string, string> }
+  /** `id` is the delivery id: the Standard Webhooks `webhook-id` a receiver dedupes on. */
+  | { channel: 'webhook'; to: string; id: string; body: string }
+  | { channel: 'sms'; to: string; body: string; idempotencyKey: string }
+  | { channel: 'phone'; to: string; message: string; idempotencyKey: string };
+
+/** An engine event: a decision's verdict (resume) or a workflow run to start. */
+export interface EngineMessage {
+  kind: 'resume' | 'run';
+  /** The event id: the idempotency key the receiver dedupes on (at-least-once delivery). */
+  eventId: string;
+  payload: Record<string, unknown>;
 }
 
+export type OutgoingMessage = PersonMessage | EngineMessage;
+
 /**
- * One interface for every channel, keyed by channel. A deliberate skip (not configured,
- * not built yet) is a result, not an exception; a throw means "try again later".
+ * One interface for every channel, keyed by channel. A provider only sends what it is
+ * given; `unavailable` says why it cannot send at all (not configured, not built), and
+ * the delivery is recorded skipped with that reason. A throw means "try again later"
+ * (DeliveryError with `permanent` when it cannot help).
  */
-export interface ChannelProvider {
+export interface ChannelProvider<M extends OutgoingMessage = OutgoingMessage> {
   readonly channel: string;
-  send(d: DeliveryRow, ctx: SendContext): Promise<SendResult>;
+  /** Whether this channel notifies people (decision notices) or engines. */
+  readonly audience: 'person' | 'engine';
+  unavailable(): string | null;
+  send(message: M): Promise<SendResult>;
 }
 
 export class DeliveryError extends Error {

@@ -75,6 +75,8 @@ export interface Satisfiability {
   /** Approvers that still need to verify a method (signature) for the policy to be satisfiable. */
   approversToVerify: string[];
   disabled: string[];
+  /** Which quorum field cannot be met, when one cannot. */
+  field?: 'approvalsRequired' | 'rejectionsRequired';
 }
 
 /**
@@ -101,11 +103,13 @@ export function checkSatisfiable(def: PolicyDefinition, approvers: ResolvedAppro
     problems.push(`approvalsRequired is ${approvals} but only ${enabled.length} enabled approver(s) are named${disabled.length ? ` (disabled: ${disabled.join(', ')})` : ''}`);
     out.required = approvals;
     out.available = enabled.length;
+    out.field = 'approvalsRequired';
   }
   if (rejections > enabled.length) {
     problems.push(`rejectionsRequired is ${rejections} but only ${enabled.length} enabled approver(s) are named`);
     out.required ??= rejections;
     out.available ??= enabled.length;
+    out.field ??= 'rejectionsRequired';
   }
   if (def.requiresSignature) {
     const signers = enabled.filter((a) => a.methods.some((m) => m.surface === 'esign' && m.status === 'verified'));
@@ -130,4 +134,14 @@ export function bare(email: string): ResolvedApprover {
     channels: [{ channel: 'email', endpoint: email, status: 'verified', verifiedAt: null }],
     methods: [{ surface: 'inbox', resolvedRef: null, status: 'verified', verifiedAt: null }],
   };
+}
+
+/** A version pin checked against the current version; null when none was asked for. */
+export function pinOf(requested: number | undefined, current: number): { requested: number; current: number; matches: boolean } | null {
+  return requested === undefined ? null : { requested, current, matches: requested === current };
+}
+
+/** An ad-hoc decision's approvers and quorum, as the definition the satisfiability rule reads. */
+export function adhocDefinition(req: { approvers: string[]; approvalsRequired: number; rejectionsRequired: number }): PolicyDefinition {
+  return { defaults: { approvers: req.approvers, approvalsRequired: req.approvalsRequired, rejectionsRequired: req.rejectionsRequired } } as PolicyDefinition;
 }

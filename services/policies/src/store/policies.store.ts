@@ -1,4 +1,4 @@
-import { newId, type Knex, type PolicyDefinition } from '@approvals/shared';
+import { enqueueEvents, newId, type Knex, type NewEvent, type PolicyDefinition } from '@approvals/shared';
 
 export interface PolicyRow {
   id: string;
@@ -178,9 +178,16 @@ export function createPoliciesStore(db: Knex) {
       return db('policy_versions').where({ policy_id: policyId, number }).first();
     },
 
-    async archive(policyId: string): Promise<PolicyRow | undefined> {
-      const [row] = await db('policies').where({ id: policyId }).whereNull('archived_at').update({ archived_at: db.fn.now(), updated_at: db.fn.now() }).returning('*');
-      return row;
+    /**
+     * Archives a policy (undefined if it already was), with the events that announce it
+     * (a forced archive is audited), in one transaction through the outbox.
+     */
+    async archive(policyId: string, events: NewEvent[] = []): Promise<PolicyRow | undefined> {
+      return db.transaction(async (trx) => {
+        const [row]: PolicyRow[] = await trx('policies').where({ id: policyId }).whereNull('archived_at').update({ archived_at: trx.fn.now(), updated_at: trx.fn.now() }).returning('*');
+        if (row && events.length) await enqueueEvents(trx, events);
+        return row;
+      });
     },
 
     async usage(policyIds: string[]): Promise<Map<string, { pending: number; lastUsedAt: Date | null }>> {

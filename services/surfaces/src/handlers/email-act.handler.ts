@@ -1,7 +1,7 @@
-import { AppError, DecisionsEndpoints, type Bus, type Clock, type DecisionView, type Logger, type RawCallback, type RawHttpReply } from '@approvals/shared';
-import { signToken, newTokenId, verifyToken } from '../email/tokens';
-import { tokenState, type ActionTokenRow, type LinkAction, type TokenStore } from '../email/token-store';
-import * as pages from '../email/pages';
+import { AppError, DecisionsEndpoints, type Bus, type Clock, type DecisionView, type Logger, type PeekView, type RawCallback, type RawHttpReply } from '@approvals/shared';
+import { signToken, newTokenId, tokenState, verifyToken, type LinkAction } from '../domain/link-tokens';
+import type { ActionTokenRow, TokenStore } from '../store/action-tokens.store';
+import * as pages from '../templates/pages';
 import type { CallbackRoute } from './callback.handler';
 
 export const EMAIL_ACT_PATH = '/v1/surfaces/email/act';
@@ -74,14 +74,6 @@ function tokenFrom(req: RawCallback, readBody: boolean): TokenFrom {
 
 const lower = (s: string) => s.trim().toLowerCase();
 
-/** Approving a select or text decision needs a responseValue a link cannot carry. */
-function approvalNeedsAnswer(spec: unknown): boolean {
-  const s = spec as { type?: string; min?: number } | null;
-  if (!s || !s.type || s.type === 'approval') return false;
-  if (s.type === 'select') return (s.min ?? 1) !== 0;
-  return s.type === 'text';
-}
-
 const isTransient = (err: unknown) => !(err instanceof AppError) || err.transient || err.code === 'internal';
 
 /**
@@ -114,7 +106,7 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
     const state = tokenState(row, now);
     if (state === 'used') return pages.usedPage(row.used_result);
     if (state === 'expired') return pages.expiredPage();
-    let d: DecisionView;
+    let d: PeekView;
     try {
       d = await peek(row);
     } catch (err) {
@@ -123,10 +115,9 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
     }
     if (!d.approvers.map(lower).includes(lower(row.approver_email))) return pages.notApproverPage(d, row.approver_email);
     if (d.status !== 'PENDING') return pages.notPendingPage(d, d.id, d.status);
-    // Past its deadline but not yet expired by the timer: a vote would expire it.
-    if (d.expiresAt && Date.parse(d.expiresAt) <= now.getTime()) return pages.notPendingPage(d, d.id, 'EXPIRED');
-    if (d.requiresSignature) return pages.signatureOnlyPage(d, d.id);
-    if (row.action === 'approve' && approvalNeedsAnswer(d.responseSpec)) return pages.needsAnswerPage(d, d.id);
+    // Decisions answers what a link may do (and a decision past its deadline reads EXPIRED).
+    if (d.linkAnswers.length === 0) return pages.signatureOnlyPage(d, d.id);
+    if (!d.linkAnswers.includes(row.action)) return pages.needsAnswerPage(d, d.id);
     return pages.confirmPage(d, row.action, row.approver_email, from.token);
   }
 

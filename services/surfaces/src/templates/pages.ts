@@ -1,9 +1,9 @@
-import { escapeHtml, type DecisionView, type RawHttpReply } from '@approvals/shared';
-import type { LinkAction } from './token-store';
+import { escapeHtml, html, rawHtml, type DecisionView, type RawHttpReply, type SafeHtml } from '@approvals/shared';
+import type { LinkAction } from '../domain/link-tokens';
 
 /**
  * The pages behind email action links: small, self-contained HTML (inline style, no
- * script, no external asset), every value escaped. They are shown to people who clicked
+ * script, no external asset), built with the escaping `html` tag: every value escaped. They are shown to people who clicked
  * a link in a mail, so each says plainly what happened and what (if anything) to do.
  */
 
@@ -18,12 +18,12 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
 };
 
-/** HTML-escapes text for element content and quoted attribute values. */
+/** HTML-escapes text for element content and quoted attribute values (the shared escaper). */
 export const esc = escapeHtml;
 
 const clip = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
 
-const STYLE = `
+const STYLE = rawHtml(`
 *{box-sizing:border-box}
 body{margin:0;padding:24px 12px;background:#f4f5f7;color:#1f2328;font:15px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
 main{max-width:640px;margin:0 auto;background:#fff;border:1px solid #d8dee4;border-radius:8px;padding:24px}
@@ -44,36 +44,35 @@ dt{color:#59636e}dd{margin:0;word-break:break-word}
 form{margin:20px 0 0}
 button{font:inherit;font-weight:600;padding:10px 20px;border-radius:6px;border:1px solid transparent;cursor:pointer;color:#fff}
 button.approve{background:#1f883d}button.reject{background:#cf222e}
-`;
+`);
 
 export interface Page {
   status: number;
   heading: string;
-  /** Trusted HTML: every caller builds it from esc()'d values. */
-  html: string;
+  html: SafeHtml;
   extraHeaders?: Record<string, string>;
 }
 
 export function render(p: Page): RawHttpReply {
-  const body = `<!doctype html>
+  const body = html`${rawHtml('<!doctype html>')}
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="robots" content="noindex, nofollow">
 <meta name="referrer" content="no-referrer">
-<title>${esc(p.heading)}</title>
+<title>${p.heading}</title>
 <style>${STYLE}</style>
 </head>
 <body>
 <main>
-<h1>${esc(p.heading)}</h1>
+<h1>${p.heading}</h1>
 ${p.html}
 </main>
 </body>
 </html>
 `;
-  return { status: p.status, headers: { ...PAGE_HEADERS, ...(p.extraHeaders ?? {}) }, body };
+  return { status: p.status, headers: { ...PAGE_HEADERS, ...(p.extraHeaders ?? {}) }, body: body.value };
 }
 
 const STATUS_WORD: Record<string, string> = {
@@ -115,46 +114,41 @@ function json(v: unknown): string {
   }
 }
 
-/** One block of `context.blocks` as a short, escaped summary. Unknown kinds are skipped. */
-function renderBlock(b: unknown): string {
-  if (!b || typeof b !== 'object') return '';
+/** One block of `context.blocks` as a short summary. Unknown kinds are skipped. */
+function renderBlock(b: unknown): SafeHtml | null {
+  if (!b || typeof b !== 'object') return null;
   const block = b as Record<string, unknown>;
-  const heading = (fallback: string) => `<h3>${esc(str(block.title) ?? fallback)}</h3>`;
+  const heading = (fallback: string) => html`<h3>${str(block.title) ?? fallback}</h3>`;
+  const text = (v: unknown, max = MAX_TEXT) => clip(String(v ?? ''), max);
   switch (block.kind) {
     case 'text':
-      return `<div class="block">${heading('Note')}<p class="prompt">${esc(clip(String(block.text ?? ''), MAX_TEXT))}</p></div>`;
+      return html`<div class="block">${heading('Note')}<p class="prompt">${text(block.text)}</p></div>`;
     case 'fields': {
       const fields = Array.isArray(block.fields) ? (block.fields as Array<Record<string, unknown>>).slice(0, 50) : [];
-      const rows = fields.map((f) => `<dt>${esc(clip(String(f?.label ?? ''), 200))}</dt><dd>${esc(clip(String(f?.value ?? ''), 500))}</dd>`).join('');
-      return `<div class="block">${heading('Details')}<dl>${rows}</dl></div>`;
+      return html`<div class="block">${heading('Details')}<dl>${fields.map((f) => html`<dt>${text(f?.label, 200)}</dt><dd>${text(f?.value, 500)}</dd>`)}</dl></div>`;
     }
     case 'tool_call':
-      return `<div class="block">${heading('Tool call')}<p><strong>${esc(clip(String(block.tool ?? ''), 200))}</strong></p><pre>${esc(clip(json(block.args), MAX_TEXT))}</pre></div>`;
+      return html`<div class="block">${heading('Tool call')}<p><strong>${text(block.tool, 200)}</strong></p><pre>${text(json(block.args))}</pre></div>`;
     case 'diff':
-      return `<div class="block">${heading('Change')}<p class="muted">Before</p><pre>${esc(clip(String(block.before ?? ''), MAX_TEXT))}</pre><p class="muted">After</p><pre>${esc(clip(String(block.after ?? ''), MAX_TEXT))}</pre></div>`;
+      return html`<div class="block">${heading('Change')}<p class="muted">Before</p><pre>${text(block.before)}</pre><p class="muted">After</p><pre>${text(block.after)}</pre></div>`;
     case 'ai_output': {
       const model = str(block.model);
-      return `<div class="block">${heading('AI output')}${model ? `<p class="muted">Model: ${esc(clip(model, 200))}</p>` : ''}<pre>${esc(clip(String(block.output ?? ''), MAX_TEXT))}</pre></div>`;
+      return html`<div class="block">${heading('AI output')}${model && html`<p class="muted">Model: ${clip(model, 200)}</p>`}<pre>${text(block.output)}</pre></div>`;
     }
     default:
-      return '';
+      return null;
   }
 }
 
 /** Title is the page heading; this is the prompt, the blocks and the deadline. */
-function renderSummary(d: DecisionView): string {
+function renderSummary(d: DecisionView): SafeHtml {
   const ctx = (d.context ?? null) as ContextLike | null;
-  const parts: string[] = [];
   const prompt = str(ctx?.prompt);
-  if (prompt) parts.push(`<p class="prompt">${esc(clip(prompt, 4000))}</p>`);
   const blocks = Array.isArray(ctx?.blocks) ? (ctx!.blocks as unknown[]) : [];
-  if (blocks.length) {
-    const shown = blocks.slice(0, MAX_BLOCKS).map(renderBlock).join('');
-    const more = blocks.length > MAX_BLOCKS ? `<p class="muted">and ${blocks.length - MAX_BLOCKS} more item(s), shown in the app.</p>` : '';
-    parts.push(`<h2>Context</h2>${shown}${more}`);
-  }
-  if (d.expiresAt) parts.push(`<p class="muted">Open until ${esc(formatTime(d.expiresAt))}.</p>`);
-  return parts.join('\n');
+  const more = blocks.length > MAX_BLOCKS && html`<p class="muted">and ${blocks.length - MAX_BLOCKS} more item(s), shown in the app.</p>`;
+  return html`${prompt && html`<p class="prompt">${clip(prompt, 4000)}</p>`}
+${blocks.length > 0 && html`<h2>Context</h2>${blocks.slice(0, MAX_BLOCKS).map(renderBlock)}${more}`}
+${d.expiresAt && html`<p class="muted">Open until ${formatTime(d.expiresAt)}.</p>`}`;
 }
 
 function formatTime(iso: string): string {
@@ -162,14 +156,13 @@ function formatTime(iso: string): string {
   return Number.isNaN(t) ? iso : `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
 }
 
-const notice = (kind: 'ok' | 'warn' | 'bad' | 'info', html: string) => `<div class="notice ${kind === 'info' ? '' : kind}">${html}</div>`;
+const notice = (kind: 'ok' | 'warn' | 'bad' | 'info', content: SafeHtml) => html`<div class="notice ${kind === 'info' ? '' : kind}">${content}</div>`;
 
-function voteForm(token: string, action: LinkAction, label: string): string {
-  const t = esc(token);
+function voteForm(token: string, action: LinkAction, label: string): SafeHtml {
   // Relative action: the same URL (query included), whatever prefix a proxy put in front.
-  return `<form method="post" action="act?token=${encodeURIComponent(token)}">
-<input type="hidden" name="token" value="${t}">
-<button type="submit" class="${action}">${esc(label)}</button>
+  return html`<form method="post" action="act?token=${encodeURIComponent(token)}">
+<input type="hidden" name="token" value="${token}">
+<button type="submit" class="${action}">${label}</button>
 </form>`;
 }
 
@@ -180,8 +173,8 @@ export function confirmPage(d: DecisionView, action: LinkAction, email: string, 
   return render({
     status: 200,
     heading: decisionTitle(d, d.id),
-    html: `${renderSummary(d)}
-${notice('info', `<p>You are about to <strong>${esc(a.verb)}</strong> this decision as <strong>${esc(email)}</strong>.</p><p class="muted">Nothing is recorded until you press the button.</p>`)}
+    html: html`${renderSummary(d)}
+${notice('info', html`<p>You are about to <strong>${a.verb}</strong> this decision as <strong>${email}</strong>.</p><p class="muted">Nothing is recorded until you press the button.</p>`)}
 ${voteForm(token, action, `${a.label} as ${email}`)}`,
   });
 }
@@ -190,7 +183,7 @@ export function notApproverPage(d: DecisionView, email: string): RawHttpReply {
   return render({
     status: 200,
     heading: decisionTitle(d, d.id),
-    html: notice('bad', `<p><strong>${esc(email)}</strong> is not an approver of this decision, so this link cannot record a vote.</p><p class="muted">Only the people named on the decision when it was created can answer it.</p>`),
+    html: notice('bad', html`<p><strong>${email}</strong> is not an approver of this decision, so this link cannot record a vote.</p><p class="muted">Only the people named on the decision when it was created can answer it.</p>`),
   });
 }
 
@@ -198,7 +191,7 @@ export function notPendingPage(d: DecisionView | null, decisionId: string, statu
   return render({
     status: httpStatus,
     heading: decisionTitle(d, decisionId),
-    html: notice('warn', `<p>This decision is no longer pending: it is <strong>${esc(status)}</strong> (${esc(statusWord(status))}).</p><p class="muted">Votes are closed; nothing was recorded.</p>`),
+    html: notice('warn', html`<p>This decision is no longer pending: it is <strong>${status}</strong> (${statusWord(status)}).</p><p class="muted">Votes are closed; nothing was recorded.</p>`),
   });
 }
 
@@ -206,7 +199,7 @@ export function signatureOnlyPage(d: DecisionView | null, decisionId: string, ht
   return render({
     status: httpStatus,
     heading: decisionTitle(d, decisionId),
-    html: notice('warn', `<p>This decision requires a signed document: only the signature decides it.</p><p class="muted">Approve or reject by signing (or declining) the document; this link cannot record a vote.</p>`),
+    html: notice('warn', html`<p>This decision requires a signed document: only the signature decides it.</p><p class="muted">Approve or reject by signing (or declining) the document; this link cannot record a vote.</p>`),
   });
 }
 
@@ -214,7 +207,7 @@ export function needsAnswerPage(d: DecisionView | null, decisionId: string, http
   return render({
     status: httpStatus,
     heading: decisionTitle(d, decisionId),
-    html: notice('warn', `<p>Approving this decision needs an answer (a choice or a text) that an email link cannot carry.</p><p class="muted">Answer it in the app. Nothing was recorded.</p>`),
+    html: notice('warn', html`<p>Approving this decision needs an answer (a choice or a text) that an email link cannot carry.</p><p class="muted">Answer it in the app. Nothing was recorded.</p>`),
   });
 }
 
@@ -236,7 +229,7 @@ export function usedPage(usedResult: string | null): RawHttpReply {
   return render({
     status: 410,
     heading: 'This link has already been used',
-    html: notice('warn', `<p>Each action link works once${what ? `; when it was used, ${esc(what)}` : ''}.</p><p class="muted">Nothing was changed this time.</p>`),
+    html: notice('warn', html`<p>Each action link works once${what && html`; when it was used, ${what}`}.</p><p class="muted">Nothing was changed this time.</p>`),
   });
 }
 
@@ -244,7 +237,7 @@ export function expiredPage(): RawHttpReply {
   return render({
     status: 410,
     heading: 'This link has expired',
-    html: notice('warn', `<p>Action links stop working when the decision's time runs out.</p><p class="muted">Nothing was changed.</p>`),
+    html: notice('warn', html`<p>Action links stop working when the decision's time runs out.</p><p class="muted">Nothing was changed.</p>`),
   });
 }
 
@@ -252,7 +245,7 @@ export function invalidLinkPage(): RawHttpReply {
   return render({
     status: 400,
     heading: 'This link is not valid',
-    html: notice('bad', `<p>The link is incomplete or has been altered. Open it again from the original email, making sure it is not cut off.</p><p class="muted">Nothing was changed.</p>`),
+    html: notice('bad', html`<p>The link is incomplete or has been altered. Open it again from the original email, making sure it is not cut off.</p><p class="muted">Nothing was changed.</p>`),
   });
 }
 
@@ -260,18 +253,17 @@ export function decisionGonePage(): RawHttpReply {
   return render({
     status: 410,
     heading: 'This decision no longer exists',
-    html: notice('warn', `<p>The decision this link points to could not be found.</p><p class="muted">Nothing was changed.</p>`),
+    html: notice('warn', html`<p>The decision this link points to could not be found.</p><p class="muted">Nothing was changed.</p>`),
   });
 }
 
 /** A passing failure: the token was not spent, so the same link (or this button) works again. */
 export function tryAgainPage(retry: { token: string; action: LinkAction } | null): RawHttpReply {
-  const form = retry ? voteForm(retry.token, retry.action, 'Try again') : '';
   return render({
     status: 503,
     heading: 'Please try again',
-    html: `${notice('bad', `<p>We could not reach the approval service just now. Nothing was recorded and your link still works.</p>`)}
-${form}`,
+    html: html`${notice('bad', html`<p>We could not reach the approval service just now. Nothing was recorded and your link still works.</p>`)}
+${retry && voteForm(retry.token, retry.action, 'Try again')}`,
     extraHeaders: { 'retry-after': '5' },
   });
 }
@@ -289,12 +281,12 @@ export function recordedPage(d: DecisionView | null, decisionId: string, action:
   const a = ACTION_WORD[action];
   const outcome =
     status === 'PENDING'
-      ? `<p>The decision is still <strong>PENDING</strong>: ${tally.approvals} of ${tally.approvalsRequired} approval(s), ${tally.rejections} of ${tally.rejectionsRequired} rejection(s).</p>`
-      : `<p>The decision is now <strong>${esc(status)}</strong> (${esc(statusWord(status))}).</p>`;
+      ? html`<p>The decision is still <strong>PENDING</strong>: ${tally.approvals} of ${tally.approvalsRequired} approval(s), ${tally.rejections} of ${tally.rejectionsRequired} rejection(s).</p>`
+      : html`<p>The decision is now <strong>${status}</strong> (${statusWord(status)}).</p>`;
   return render({
     status: 200,
     heading: decisionTitle(d, decisionId),
-    html: notice('ok', `<p>Your ${esc(a.noun)} was recorded, as <strong>${esc(email)}</strong>.</p>${outcome}`),
+    html: notice('ok', html`<p>Your ${a.noun} was recorded, as <strong>${email}</strong>.</p>${outcome}`),
   });
 }
 
@@ -302,23 +294,18 @@ export function refusedNotApproverPage(d: DecisionView | null, decisionId: strin
   return render({
     status: 403,
     heading: decisionTitle(d, decisionId),
-    html: notice('bad', `<p><strong>${esc(email)}</strong> is not an approver of this decision: the vote was not counted.</p>`),
+    html: notice('bad', html`<p><strong>${email}</strong> is not an approver of this decision: the vote was not counted.</p>`),
   });
 }
 
 export function alreadyVotedPage(d: DecisionView | null, decisionId: string, email: string, vote?: { choice?: unknown; surface?: unknown }): RawHttpReply {
   // A retry of a vote whose answer was lost lands here: say what was recorded, so the
   // person knows their vote counted.
-  const recorded =
-    vote && (vote.choice === 'approve' || vote.choice === 'reject')
-      ? ` The vote on record is <strong>${vote.choice === 'approve' ? 'approve' : 'reject'}</strong>${typeof vote.surface === 'string' ? ` (${esc(vote.surface)})` : ''}.`
-      : '';
+  const choice = vote?.choice === 'approve' || vote?.choice === 'reject' ? vote.choice : null;
+  const recorded = choice && html` The vote on record is <strong>${choice}</strong>${typeof vote?.surface === 'string' && html` (${vote.surface})`}.`;
   return render({
     status: 409,
     heading: decisionTitle(d, decisionId),
-    html: notice(
-      'warn',
-      `<p><strong>${esc(email)}</strong> has already voted on this decision.${recorded} Each person votes once; nothing was changed.${d && d.status !== 'PENDING' ? ` The decision is ${esc(d.status)}.` : ''}</p>`,
-    ),
+    html: notice('warn', html`<p><strong>${email}</strong> has already voted on this decision.${recorded} Each person votes once; nothing was changed.${d && d.status !== 'PENDING' && html` The decision is ${d.status}.`}</p>`),
   });
 }

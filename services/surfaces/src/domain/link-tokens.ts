@@ -44,3 +44,33 @@ export function verifyToken(secrets: string | readonly string[], token: string):
   }
   return { ok: false, reason: 'bad_signature' };
 }
+
+export type LinkAction = 'approve' | 'reject';
+
+/** The columns of an action token the rules read. */
+export interface ActionTokenState {
+  expires_at: Date;
+  used_at: Date | null;
+  used_result: string | null;
+}
+
+/**
+ * A claim whose vote never reported back (the process died between the claim and the
+ * result) is released after this long. A vote request gives up after VOTE_TIMEOUT_MS,
+ * so a claim this old with no result has no request behind it any more; the decisions
+ * service's one-vote-per-reviewer rule keeps a retry from counting twice anyway.
+ */
+export const STALE_CLAIM_MS = 2 * 60_000;
+
+export type TokenState = 'usable' | 'used' | 'expired';
+
+/** What a link is worth at `now`. A used token stays "used" after it would have expired. */
+export function tokenState(row: ActionTokenState, now: Date): TokenState {
+  if (row.used_at) {
+    if (row.used_result !== null) return 'used';
+    if (row.used_at.getTime() > now.getTime() - STALE_CLAIM_MS) return 'used';
+  }
+  if (row.expires_at.getTime() <= now.getTime()) return 'expired';
+  return 'usable';
+}
+

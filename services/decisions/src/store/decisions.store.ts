@@ -1,0 +1,319 @@
+import { EVENT, enqueueEvents, type DecisionStatus, type Knex, type NewEvent } from '@approvals/shared';
+import { isPastDeadline, quotaPeriod, type Tally } from '../domain/decision';
+import { resolvedEventData, type DecisionRow } from './decision.row';
+
+/** A vote as stored; `already_voted` answers show it. */
+export interface VoteRow {
+  choice: 'approve' | 'reject';
+  note: string | null;
+  surface: string;
+  response_value: unknown;
+  created_at: Date;
+}
+
+export interface EvidenceRow {
+  id: string;
+  item: Record<string, unknown>;
+  added_by: string | null;
+  added_at: Date;
+  content_hash: string;
+}
+
+export interface TimelineRow {
+  at: Date;
+  type: string;
+  actor: string | null;
+  data: Record<string, unknown>;
+}
+
+export interface ListFilter {
+  status?: DecisionStatus;
+  assignee?: string;
+  workflowRef?: string;
+}
+
+const NEWEST_FIRST = [
+  { column: 'created_at', order: 'desc' as const },
+  { column: 'id', order: 'desc' as const },
+];
+
+/**
+ * The decisions schema: the only module of the service that speaks SQL. A store made by
+ * `transaction` runs every call in that transaction; the top-level one runs each call on
+ * its own. Rules (what may happen) live in `domain/`; this says how it is written.
+ */
+export class DecisionsStore {
+  constructor(private readonly q: Knex | Knex.Transaction) {}
+
+  /** Runs `fn` in one transaction; what it throws rolls everything back. */
+  transaction<T>(fn: (tx: DecisionsStore) => Promise<T>): Promise<T> {
+    return (this.q as Knex).transaction((trx) => fn(new DecisionsStore(trx)));
+  }
+
+  // ---- decisions ----------------------------------------------------------------
+
+  find(org: string, id: string): Promise<DecisionRow | undefined> {
+    return this.q('decisions').where({ org_id: org, id }).first();
+  }
+
+  /** The row, locked until the transaction ends: every change of a decision goes through this. */
+  lock(org: string, id: string): Promise<DecisionRow | undefined> {
+    return this.q('decisions').where({ org_id: org, id }).forUpdate().first();
+  }
+
+  findByRunStep(org: string, runId: string, stepRef: string): Promise<DecisionRow | undefined> {
+    return this.q('decisions').where({ org_id: org, external_run_id: runId, step_ref: stepRef }).first();
+  }
+
+  /** Serializes creates on one run (transaction-scoped advisory lock). */
+  async lockRun(org: string, runId: string): Promise<void> {
+    await this.q.raw('SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))', [org, runId]);
+  }
+
+  /** Inserts a new decision; undefined when (org, run, step) already has one. */
+  async insert(row: Record<string, unknown>): Promise<DecisionRow | undefined> {
+    const inserted: DecisionRow[] = await this.q('decisions').insert(row).onConflict(['org_id', 'external_run_id', 'step_ref']).ignore().returning('*');
+    return inserted[0];
+  }
+
+  /** Every other PENDING decision of the run becomes CANCELLED (an `exclusive` create). */
+  supersede(org: string, runId: string, keep: string, now: Date): Promise<DecisionRow[]> {
+    return this.q('decisions')
+      .where({ org_id: org, external_run_id: runId, status: 'PENDING' })
+      .whereNot({ id: keep })
+      .update({ status: 'CANCELLED', note: `superseded by ${keep}`, resolved_at: now })
+      .returning('*');
+  }
+
+  /** PENDING → a verdict. Undefined if it was no longer PENDING (the second guard after the lock). */
+  async resolve(id: string, v: { status: 'APPROVED' | 'REJECTED'; decidedBy: string; note: string | null; responseValue: unknown; at: Date }): Promise<DecisionRow | undefined> {
+    const [row]: DecisionRow[] = await this.q('decisions')
+      .where({ id, status: 'PENDING' })
+      .update({
+        status: v.status,
+        decided_by: v.decidedBy,
+        note: v.note,
+        response_value: v.responseValue === undefined ? null : JSON.stringify(v.responseValue),
+        resolved_at: v.at,
+      })
+      .returning('*');
+    return row;
+  }
+
+  async cancel(id: string, note: string | null, at: Date): Promise<DecisionRow | undefined> {
+    const [row]: DecisionRow[] = await this.q('decisions').where({ id, status: 'PENDING' }).update({ status: 'CANCELLED', note, resolved_at: at }).returning('*');
+    return row;
+  }
+
+  /**
+   * The one expiry: a PENDING decision past its deadline becomes EXPIRED, with its
+   * timeline entry and evt.decision.resolved, in this transaction. Every path that finds
+   * a decision past due (the timer, a late vote, evidence, a draft, a cancel, a read by
+   * another service) goes through here, so a late action can never win over the expiry.
+   * Answers the expired row, or undefined when nothing was due.
+   */
+  async expireIfDue(d: DecisionRow, now: Date): Promise<DecisionRow | undefined> {
+    if (!isPastDeadline({ status: d.status, expiresAt: d.expires_at }, now)) return undefined;
+    const [row]: DecisionRow[] = await this.q('decisions')
+      .where({ id: d.id, status: 'PENDING' })
+      .andWhere('expires_at', '<=', now)
+      .update({ status: 'EXPIRED', resolved_at: now, decided_by: null })
+      .returning('*');
+    if (!row) return undefined;
+    await this.timeline(row.id, 'expired', null, now, { expiresAt: row.expires_at?.toISOString() });
+    await this.events([{ subject: EVENT.decisionResolved, org: row.org_id, data: resolvedEventData(row) }]);
+    return row;
+  }
+
+  async markConsumed(id: string, consumer: string, at: Date): Promise<void> {
+    await this.q('decisions').where({ id, consumed_at: null }).update({ consumed_at: at, consumed_by: consumer });
+  }
+
+  async saveRefined(id: string, draft: unknown): Promise<void> {
+    await this.q('decisions').where({ id }).update({ refined_output: JSON.stringify(draft) });
+  }
+
+  async markReminded(id: string, at: Date): Promise<void> {
+    await this.q('decisions').where({ id }).update({ reminded_at: at });
+  }
+
+  list(org: string, f: ListFilter, page: { limit: number; offset?: number }): Promise<DecisionRow[]> {
+    const q = this.filtered(org, f).orderBy(NEWEST_FIRST).limit(page.limit);
+    if (page.offset) q.offset(page.offset);
+    return q;
+  }
+
+  async count(org: string, f: ListFilter): Promise<number> {
+    const [{ n }] = await this.filtered(org, f).count({ n: '*' });
+    return Number(n);
+  }
+
+  async workflowSummaries(org: string, assignee?: string) {
+    const q = this.q('decisions')
+      .where({ org_id: org })
+      .whereNotNull('workflow_ref')
+      .groupBy('workflow_ref')
+      .orderBy('workflow_ref')
+      .select('workflow_ref', this.q.raw("count(*) FILTER (WHERE status = 'PENDING') AS pending"), this.q.raw('count(*) AS total'), this.q.raw('max(created_at) AS last_created_at'));
+    byAssignee(q, assignee);
+    const rows: Array<{ workflow_ref: string; pending: string; total: string; last_created_at: Date }> = await q;
+    return rows.map((r) => ({ workflowRef: r.workflow_ref, pending: Number(r.pending), total: Number(r.total), lastCreatedAt: r.last_created_at.toISOString() }));
+  }
+
+  private filtered(org: string, f: ListFilter): Knex.QueryBuilder {
+    const q = this.q('decisions').where({ org_id: org });
+    if (f.status) q.andWhere({ status: f.status });
+    if (f.workflowRef) q.andWhere({ workflow_ref: f.workflowRef });
+    byAssignee(q, f.assignee);
+    return q;
+  }
+
+  /**
+   * Retention: drops the content of an org's resolved decisions older than `cutoff`
+   * (context, drafts, evidence, refinements); keeps the record. Answers how many.
+   */
+  async purgeContent(org: string, cutoff: Date, now: Date): Promise<number> {
+    const rows: Array<{ id: string }> = await this.q('decisions')
+      .where({ org_id: org })
+      .whereNot({ status: 'PENDING' })
+      .whereNull('purged_at')
+      .andWhere('resolved_at', '<', cutoff)
+      .update({ context: null, proposed_output: null, refined_output: null, purged_at: now })
+      .returning('id');
+    const ids = rows.map((r) => r.id);
+    if (ids.length) {
+      await this.q('evidence').whereIn('decision_id', ids).delete();
+      await this.q('refinements').whereIn('decision_id', ids).delete();
+    }
+    return ids.length;
+  }
+
+  // ---- votes --------------------------------------------------------------------
+
+  async tally(d: Pick<DecisionRow, 'id' | 'approvals_required' | 'rejections_required'>): Promise<Tally> {
+    const rows: Array<{ choice: string; n: string }> = await this.q('votes').where({ decision_id: d.id }).groupBy('choice').select('choice', this.q.raw('count(*) as n'));
+    const count = (c: string) => Number(rows.find((r) => r.choice === c)?.n ?? 0);
+    return { approvals: count('approve'), rejections: count('reject'), approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required };
+  }
+
+  voteOf(decisionId: string, voter: string): Promise<VoteRow | undefined> {
+    return this.q('votes').where({ decision_id: decisionId, voter }).first('choice', 'note', 'surface', 'response_value', 'created_at');
+  }
+
+  /** False when this voter already has a vote (the unique index: the second guard after the lock). */
+  async insertVote(v: { id: string; decisionId: string; voter: string; voterRef: string | null; surface: string; choice: string; note: string | null; responseValue: unknown; at: Date }): Promise<boolean> {
+    const inserted = await this.q('votes')
+      .insert({
+        id: v.id,
+        decision_id: v.decisionId,
+        voter: v.voter,
+        voter_ref: v.voterRef,
+        surface: v.surface,
+        choice: v.choice,
+        note: v.note,
+        response_value: v.responseValue === undefined ? null : JSON.stringify(v.responseValue),
+        created_at: v.at,
+      })
+      .onConflict(['decision_id', 'voter'])
+      .ignore()
+      .returning('id');
+    return inserted.length > 0;
+  }
+
+  async voters(decisionId: string): Promise<string[]> {
+    return this.q('votes').where({ decision_id: decisionId }).pluck('voter');
+  }
+
+  // ---- timeline -----------------------------------------------------------------
+
+  async timeline(decisionId: string, type: string, actor: string | null, at: Date, data: Record<string, unknown> = {}): Promise<void> {
+    await this.q('timeline').insert({ decision_id: decisionId, type, actor, at, data: JSON.stringify(data) });
+  }
+
+  timelineOf(decisionId: string): Promise<TimelineRow[]> {
+    return this.q('timeline').where({ decision_id: decisionId }).orderBy('seq');
+  }
+
+  async hasEscalated(decisionId: string, step: number): Promise<boolean> {
+    return !!(await this.q('timeline').where({ decision_id: decisionId, type: 'escalated' }).whereRaw(`(data->>'step')::int = ?`, [step]).first('seq'));
+  }
+
+  /**
+   * A `notified` entry per delivery, whatever the decision's status; one per delivery id
+   * (unique index), nothing for a decision of another org or none.
+   */
+  async recordNotified(org: string, decisionId: string, at: Date, data: { channel: string; kind: string; to: string | null; deliveryId: string }): Promise<void> {
+    await this.q.raw(
+      `INSERT INTO timeline (decision_id, type, actor, at, data)
+       SELECT id, 'notified', NULL, ?, ?::jsonb FROM decisions WHERE id = ? AND org_id = ?
+       ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = 'notified' DO NOTHING`,
+      [at, JSON.stringify(data), decisionId, org],
+    );
+  }
+
+  // ---- evidence, refinements ------------------------------------------------------
+
+  /** Appends an item; identical content (same hash) is not stored twice. */
+  async addEvidence(e: { id: string; decisionId: string; item: Record<string, unknown>; hash: string; actor: string; at: Date }): Promise<{ row: EvidenceRow; inserted: boolean }> {
+    const inserted: EvidenceRow[] = await this.q('evidence')
+      .insert({ id: e.id, decision_id: e.decisionId, item: JSON.stringify(e.item), content_hash: e.hash, added_by: e.actor, added_at: e.at })
+      .onConflict(['decision_id', 'content_hash'])
+      .ignore()
+      .returning('*');
+    if (inserted[0]) return { row: inserted[0], inserted: true };
+    return { row: await this.q('evidence').where({ decision_id: e.decisionId, content_hash: e.hash }).first(), inserted: false };
+  }
+
+  evidenceOf(decisionId: string): Promise<EvidenceRow[]> {
+    return this.q('evidence').where({ decision_id: decisionId }).orderBy([{ column: 'added_at' }, { column: 'id' }]);
+  }
+
+  async addRefinement(r: { decisionId: string; actor: string; feedback: string; draft: unknown; model: string; at: Date }): Promise<void> {
+    await this.q('refinements').insert({ decision_id: r.decisionId, actor: r.actor, feedback: r.feedback, draft: JSON.stringify(r.draft), model: r.model, at: r.at });
+  }
+
+  // ---- quota --------------------------------------------------------------------
+
+  /** The org's override of the monthly quota: a number, null (unlimited), or undefined (none set). */
+  async quotaOverride(org: string): Promise<number | null | undefined> {
+    const row = await this.q('org_quotas').where({ org_id: org }).first('monthly_decision_limit');
+    return row ? row.monthly_decision_limit : undefined;
+  }
+
+  /**
+   * Counts one decision in the period unless that would pass `limit`: checked and counted
+   * in one statement, so concurrent creates cannot both take the last unit. Answers the
+   * count used when refused.
+   */
+  async takeQuota(org: string, now: Date, limit: number | null | undefined): Promise<{ taken: true } | { taken: false; used: number }> {
+    const period = quotaPeriod(now);
+    await this.q('usage_counters').insert({ org_id: org, period, decisions: 0 }).onConflict(['org_id', 'period']).ignore();
+    const q = this.q('usage_counters').where({ org_id: org, period });
+    if (limit !== null && limit !== undefined) q.andWhere('decisions', '<', limit);
+    const updated = await q.increment('decisions', 1).returning('decisions');
+    if (updated.length > 0) return { taken: true };
+    return { taken: false, used: await this.used(org, period) };
+  }
+
+  async used(org: string, period: string): Promise<number> {
+    return (await this.q('usage_counters').where({ org_id: org, period }).first('decisions'))?.decisions ?? 0;
+  }
+
+  async usageHistory(org: string, months: number): Promise<Array<{ period: string; decisions: number }>> {
+    const rows: Array<{ period: string; decisions: number }> = await this.q('usage_counters').where({ org_id: org }).orderBy('period', 'desc').limit(months);
+    return rows.map((r) => ({ period: r.period, decisions: r.decisions }));
+  }
+
+  // ---- events -------------------------------------------------------------------
+
+  /** Domain events go out through the outbox, committed with the change they describe. */
+  async events(events: NewEvent[]): Promise<void> {
+    if (events.length) await enqueueEvents(this.q, events);
+  }
+}
+
+function byAssignee(q: Knex.QueryBuilder, assignee?: string): void {
+  if (!assignee) return;
+  const email = assignee.toLowerCase();
+  q.andWhere((w) => w.where('assignee_email', email).orWhereRaw('? = ANY(approvers)', [email]));
+}

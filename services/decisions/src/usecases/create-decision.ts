@@ -1,0 +1,208 @@
+import {
+  AppError,
+  EVENT,
+  PoliciesEndpoints,
+  actorOf,
+  ContractUnavailable,
+  type ContractEngine,
+  isUniqueViolation,
+  newId,
+  type Bus,
+  type Clock,
+  type DecisionRequest,
+  type NewEvent,
+  type Principal,
+} from '@approvals/shared';
+import { deadlineOf } from '../domain/decision';
+import { adhocGate, adhocNamed, adhocPrecheck, policyGate, type Gate, type GateResult } from '../domain/gate';
+import { policyRef, type DecisionRow } from '../store/decision.row';
+import type { DecisionsStore } from '../store/decisions.store';
+
+export interface CreateDeps {
+  store: DecisionsStore;
+  bus: Bus;
+  clock: Clock;
+  /** Deployment default monthly decision quota per org; undefined = unlimited. */
+  defaultMonthlyQuota?: number;
+  /** Checks context contracts off the event loop, under a time limit. */
+  contracts: ContractEngine;
+}
+
+type CreateResult = { status: 200 | 201; body: Record<string, unknown> };
+
+function existingReply(r: Pick<DecisionRow, 'id' | 'status' | 'expires_at' | 'policy_version' | 'policy_version_id'>): CreateResult {
+  return {
+    status: 200,
+    body: {
+      approvalNeeded: true,
+      decisionId: r.id,
+      reason: 'existing',
+      status: r.status,
+      expiresAt: r.expires_at ? r.expires_at.toISOString() : null,
+      policyVersion: r.policy_version,
+      policyVersionId: r.policy_version_id,
+    },
+  };
+}
+
+/**
+ * Opening a decision: policy resolved (by policies, with its satisfiability and version
+ * pin) → context contract (contract engine) → the rest of the gate (domain/gate) → one
+ * transaction that inserts, counts the quota and announces. Idempotent on (org, run,
+ * step): a repeat returns the first decision, even if the policy changed since.
+ */
+export function createDecisionOpener(deps: CreateDeps) {
+  const { store, bus, clock } = deps;
+
+  async function checkContract(org: string, key: string, schema: Record<string, unknown>, data: Record<string, unknown> | null | undefined): Promise<void> {
+    let violations: string[];
+    try {
+      violations = await deps.contracts.check(org, schema, data);
+    } catch (err) {
+      // Not shown to meet the contract: refused like a violation, saying why.
+      if (!(err instanceof ContractUnavailable)) throw err;
+      throw new AppError('context_contract_violation', `context.data could not be checked against the contract of policy "${key}": ${err.message}`, {
+        policy: key,
+        violations: [err.message],
+      });
+    }
+    if (violations.length) {
+      throw new AppError('context_contract_violation', `context.data does not satisfy the contract of policy "${key}": ${violations.join('; ')}`, { policy: key, violations });
+    }
+  }
+
+  async function gateOf(org: string, b: DecisionRequest): Promise<GateResult> {
+    if (b.policy) {
+      const policy = await bus.call(PoliciesEndpoints.resolve, { org, key: b.policy, ...(b.policyVersion !== undefined ? { version: b.policyVersion } : {}) });
+      if (policy.definition.contextSchema) await checkContract(org, policy.key, policy.definition.contextSchema, b.context?.data);
+      return policyGate(policy, b);
+    }
+    adhocPrecheck(b);
+    const resolved = await bus.call(PoliciesEndpoints.resolveAdhoc, {
+      org,
+      approvers: adhocNamed(b),
+      approvalsRequired: b.approvalsRequired ?? 1,
+      rejectionsRequired: b.rejectionsRequired ?? 1,
+    });
+    return adhocGate(b, resolved);
+  }
+
+  async function takeQuota(tx: DecisionsStore, org: string, now: Date): Promise<void> {
+    const override = await tx.quotaOverride(org);
+    const limit = override === undefined ? deps.defaultMonthlyQuota : override;
+    const taken = await tx.takeQuota(org, now, limit);
+    if (!taken.taken) throw new AppError('quota_exceeded', `the org's monthly decision quota (${limit}) is used up`, { used: taken.used, limit });
+  }
+
+  function rowOf(org: string, b: DecisionRequest, gate: Gate, createdBy: string, now: Date, id: string, expiresAt: Date | null) {
+    const p = gate.policy;
+    return {
+      id,
+      org_id: org,
+      external_run_id: b.externalRunId,
+      step_ref: b.stepRef,
+      workflow_ref: b.workflowRef ?? null,
+      engine: b.engine,
+      status: 'PENDING',
+      reason: gate.reason,
+      policy_key: p?.key ?? null,
+      policy_id: p?.policyId ?? null,
+      policy_version: p?.version ?? null,
+      policy_version_id: p?.versionId ?? null,
+      approvers: gate.approvers,
+      assignee_email: gate.assigneeEmail,
+      approvals_required: gate.approvalsRequired,
+      rejections_required: gate.rejectionsRequired,
+      requires_signature: gate.requiresSignature,
+      timeout_sec: gate.timeoutSec,
+      expires_at: expiresAt,
+      route: gate.route ? JSON.stringify(gate.route) : null,
+      context: b.context ? JSON.stringify(b.context) : null,
+      proposed_output: b.proposedOutput ? JSON.stringify(b.proposedOutput) : null,
+      response_spec: b.responseSpec ? JSON.stringify(b.responseSpec) : null,
+      esign: b.esign ? JSON.stringify(b.esign) : null,
+      facts_hash: b.factsHash ?? null,
+      exclusive: b.exclusive === true,
+      created_by: createdBy,
+      created_at: now,
+    };
+  }
+
+  return async function create(req: { org: string; principal: Principal; body: DecisionRequest }): Promise<CreateResult> {
+    const { org, body: b } = req;
+    const existing = await store.findByRunStep(org, b.externalRunId, b.stepRef);
+    if (existing) return existingReply(existing);
+
+    const gate = await gateOf(org, b);
+    if (gate === 'not_required') return { status: 200, body: { approvalNeeded: false, reason: 'not_required' } };
+    const p = gate.policy;
+    const createdBy = actorOf(req.principal);
+
+    try {
+      return await store.transaction(async (tx) => {
+        // Serializes creates on one run, so `exclusive` really leaves at most one PENDING.
+        // The time and id are taken after the lock, so creation order on a run is the order
+        // of `created_at` and of the ids: with `exclusive`, the survivor is the newest.
+        await tx.lockRun(org, b.externalRunId);
+        const now = clock.now();
+        const id = newId('decision', now.getTime());
+        const expiresAt = deadlineOf(now, gate.timeoutSec);
+        const d = await tx.insert(rowOf(org, b, gate, createdBy, now, id, expiresAt));
+        if (!d) return existingReply((await tx.findByRunStep(org, b.externalRunId, b.stepRef))!);
+        await takeQuota(tx, org, now);
+        const events: NewEvent[] = [];
+        if (b.exclusive) {
+          for (const s of await tx.supersede(org, b.externalRunId, id, now)) {
+            await tx.timeline(s.id, 'cancelled', createdBy, now, { supersededBy: id });
+            events.push({
+              subject: EVENT.decisionCancelled,
+              org,
+              data: { decisionId: s.id, policy: policyRef(s), actor: createdBy, note: `superseded by ${id}`, cancelledAt: now.toISOString() },
+            });
+          }
+        }
+        await tx.timeline(id, 'created', createdBy, now, { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null });
+        events.push({
+          subject: EVENT.decisionCreated,
+          org,
+          data: {
+            decisionId: id,
+            policy: policyRef(d),
+            approvers: gate.approvers,
+            assigneeEmail: gate.assigneeEmail,
+            externalRunId: b.externalRunId,
+            stepRef: b.stepRef,
+            workflowRef: b.workflowRef ?? null,
+            engine: b.engine,
+            title: b.context?.title ?? null,
+            createdAt: now.toISOString(),
+            expiresAt: expiresAt ? expiresAt.toISOString() : null,
+            timeoutSec: gate.timeoutSec,
+            route: gate.route,
+            requiresSignature: gate.requiresSignature,
+          },
+        });
+        await tx.events(events);
+        return {
+          status: 201 as const,
+          body: {
+            approvalNeeded: true,
+            decisionId: id,
+            reason: gate.reason,
+            status: 'PENDING',
+            expiresAt: expiresAt ? expiresAt.toISOString() : null,
+            policyVersion: p?.version ?? null,
+            policyVersionId: p?.versionId ?? null,
+          },
+        };
+      });
+    } catch (err) {
+      // The advisory lock makes this rare, but a unique violation still means "someone else created it".
+      if (isUniqueViolation(err)) {
+        const again = await store.findByRunStep(org, b.externalRunId, b.stepRef);
+        if (again) return existingReply(again);
+      }
+      throw err;
+    }
+  };
+}

@@ -1,0 +1,312 @@
+import {
+  AccessEndpoints,
+  AppError,
+  EVENT,
+  canonicalize,
+  newId,
+  sha256Hex,
+  type Bus,
+  type Clock,
+  type NewEvent,
+  type OutboundClient,
+  type ResponseSpec,
+  type SecretBox,
+} from '@approvals/shared';
+import { isPastDeadline, outcomeOf, refusalOf, voteRuling, voterRefusal } from '../domain/decision';
+import { openModelKey, reviseDraft } from '../providers/model';
+import { policyRef, resolvedEventData, toState, type DecisionRow } from '../store/decision.row';
+import type { DecisionsStore, EvidenceRow, VoteRow } from '../store/decisions.store';
+
+export interface ActionDeps {
+  store: DecisionsStore;
+  bus: Bus;
+  clock: Clock;
+  /** Outbound HTTP for the org's model: its baseUrl is tenant-set, so the private-network guard applies. */
+  http: OutboundClient;
+  /** Opens the org's sealed model key, at the moment of the call. */
+  secrets: SecretBox;
+}
+
+export type Voter = { kind: 'person'; email: string; ref: string | null; surface: string } | { kind: 'apiKey'; keyId: string };
+
+const notFound = () => new AppError('not_found', 'decision not found');
+const notPending = (status: DecisionRow['status'], what: string) => new AppError('not_pending', `the decision is ${status}; ${what}`, { status });
+
+/** The vote a reviewer already cast, as an already_voted answer shows it. */
+function recordedVote(v: VoteRow) {
+  return {
+    choice: v.choice,
+    note: v.note,
+    surface: v.surface,
+    ...(v.response_value === null || v.response_value === undefined ? {} : { responseValue: v.response_value }),
+    at: v.created_at.toISOString(),
+  };
+}
+
+/**
+ * The status that closes a decision to changes, or null while it is open. A decision past
+ * its deadline is expired here (in the caller's transaction), so evidence, drafts and
+ * refinements cannot land after the expiry any more than a vote can.
+ */
+async function closedStatus(tx: DecisionsStore, d: DecisionRow, now: Date): Promise<DecisionRow['status'] | null> {
+  if (isPastDeadline({ status: d.status, expiresAt: d.expires_at }, now)) return (await tx.expireIfDue(d, now))?.status ?? 'EXPIRED';
+  return d.status === 'PENDING' ? null : d.status;
+}
+
+/**
+ * The draft is what gets approved and goes to the engine as `output`: only the people who
+ * decide may change it (the reviewer's refined draft), like only they may vote.
+ */
+function requireApprover(d: DecisionRow, email: string, what: string): void {
+  if (!d.approvers.includes(email)) throw new AppError('not_an_approver', `${email} is not an approver of this decision and cannot ${what}`);
+}
+
+export function evidenceView(row: EvidenceRow) {
+  return { ...(row.item as { kind: 'note' }), id: row.id, addedBy: row.added_by, addedAt: row.added_at.toISOString(), contentHash: row.content_hash };
+}
+
+export function createDecisionActions(deps: ActionDeps) {
+  const { store, clock } = deps;
+
+  return {
+    /**
+     * One vote. The decision row is locked for the whole transaction, so concurrent votes
+     * serialize: exactly one of them can cross a threshold, and the conditional update
+     * (`WHERE status = 'PENDING'`) is the second guard.
+     */
+    async vote(args: { org: string; id: string; voter: Voter; choice: 'approve' | 'reject'; note?: string; responseValue?: unknown }) {
+      const now = clock.now();
+      const actor = args.voter.kind === 'apiKey' ? args.voter.keyId : args.voter.email;
+      const note = args.note ?? null;
+      const outcome = await store.transaction(async (tx) => {
+        const d = await tx.lock(args.org, args.id);
+        if (!d) return { kind: 'not_found' as const };
+        const why = voterRefusal(d.approvers, args.voter);
+        if (why || args.voter.kind !== 'person') {
+          // Refused votes are recorded (timeline + audit via the event) and never counted.
+          const reason = why ?? 'API keys cannot vote';
+          await tx.timeline(d.id, 'vote_refused', actor, now, { choice: args.choice, reason, surface: args.voter.kind === 'person' ? args.voter.surface : 'api' });
+          await tx.events([{ subject: EVENT.decisionVoteRefused, org: args.org, data: { decisionId: d.id, actor, choice: args.choice, reason, policy: policyRef(d) } }]);
+          return { kind: 'refused' as const, why: reason };
+        }
+        const person = args.voter;
+        // The row lock makes this read race-free; the unique index is the second guard.
+        const earlier = await tx.voteOf(d.id, person.email);
+        const ruling = voteRuling(
+          { status: d.status, expiresAt: d.expires_at, requiresSignature: d.requires_signature, responseSpec: d.response_spec as ResponseSpec | null },
+          { surface: person.surface, choice: args.choice, responseValue: args.responseValue, votedBefore: earlier !== undefined },
+          now,
+        );
+        switch (ruling.kind) {
+          case 'already_voted':
+            return { kind: 'already_voted' as const, vote: recordedVote(earlier!), status: d.status };
+          case 'expire':
+            return { kind: 'not_pending' as const, status: (await tx.expireIfDue(d, now))?.status ?? d.status };
+          case 'not_pending':
+          case 'signature_required':
+          case 'bad_value':
+            return ruling;
+          case 'record':
+            break;
+        }
+        const inserted = await tx.insertVote({
+          id: newId('vote'),
+          decisionId: d.id,
+          voter: person.email,
+          voterRef: person.ref,
+          surface: person.surface,
+          choice: args.choice,
+          note,
+          responseValue: args.responseValue,
+          at: now,
+        });
+        if (!inserted) return { kind: 'already_voted' as const, vote: null, status: d.status };
+        const tally = await tx.tally(d);
+        await tx.timeline(d.id, 'vote', person.email, now, { choice: args.choice, note, surface: person.surface });
+        const events: NewEvent[] = [
+          { subject: EVENT.decisionVoteRecorded, org: args.org, data: { decisionId: d.id, voter: person.email, choice: args.choice, surface: person.surface, tally, policy: policyRef(d) } },
+        ];
+        const result = outcomeOf(tally);
+        let status: DecisionRow['status'] = d.status;
+        if (result) {
+          const resolved = await tx.resolve(d.id, { status: result, decidedBy: person.email, note, responseValue: args.responseValue, at: now });
+          if (resolved) {
+            status = resolved.status;
+            await tx.timeline(d.id, 'resolved', person.email, now, { status: result });
+            events.push({ subject: EVENT.decisionResolved, org: args.org, data: resolvedEventData(resolved) });
+          }
+        }
+        await tx.events(events);
+        return { kind: 'recorded' as const, status, tally };
+      });
+      switch (outcome.kind) {
+        case 'not_found':
+          // Automation never learns more than "you cannot vote", whatever the id.
+          if (args.voter.kind === 'apiKey') throw new AppError('not_an_approver', 'an API key cannot vote: automation can ask, never approve');
+          throw notFound();
+        case 'refused':
+          throw new AppError('not_an_approver', `${actor} cannot vote on this decision: ${outcome.why}`);
+        case 'not_pending':
+          throw notPending(outcome.status, 'votes are closed');
+        case 'signature_required':
+          throw new AppError('signature_required', 'this decision requires a signed document: only the signature decides');
+        case 'bad_value':
+          throw new AppError('invalid_request', `body.responseValue: ${outcome.problem}`, { issues: [{ path: 'body.responseValue', message: outcome.problem }] });
+        case 'already_voted':
+          throw new AppError('already_voted', `${actor} has already voted on this decision`, { status: outcome.status, ...(outcome.vote ? { vote: outcome.vote } : {}) });
+        case 'recorded':
+          return { recorded: true as const, decisionId: args.id, status: outcome.status, tally: outcome.tally };
+      }
+    },
+
+    /** Timer consumer: PENDING → EXPIRED once due; a repeat or an early fire changes nothing. */
+    async expire(org: string, id: string): Promise<'expired' | 'not_due' | 'noop'> {
+      const now = clock.now();
+      return store.transaction(async (tx) => {
+        const d = await tx.lock(org, id);
+        if (!d || d.status !== 'PENDING' || !d.expires_at) return 'noop';
+        if (!isPastDeadline({ status: d.status, expiresAt: d.expires_at }, now)) return 'not_due';
+        return (await tx.expireIfDue(d, now)) ? 'expired' : 'noop';
+      });
+    },
+
+    /**
+     * The decision as another service must see it: one past its deadline is expired first,
+     * so nobody reads PENDING for a decision whose time is up (the rule has one owner).
+     */
+    async current(org: string, id: string): Promise<DecisionRow> {
+      const d = await store.find(org, id);
+      if (!d) throw notFound();
+      if (!isPastDeadline({ status: d.status, expiresAt: d.expires_at }, clock.now())) return d;
+      return store.transaction(async (tx) => {
+        const locked = (await tx.lock(org, id))!;
+        return (await tx.expireIfDue(locked, clock.now())) ?? locked;
+      });
+    },
+
+    async verify(org: string, id: string, q: { factsHash?: string; workflowRef?: string; stepRef?: string }) {
+      const d = await store.find(org, id);
+      if (!d) return { valid: false, reason: 'not_found' as const, decisionId: id };
+      // A verify that passes must mean a consume would pass for a new consumer.
+      const reason = refusalOf(toState(d), { ...q, consumer: undefined });
+      return reason ? { valid: false, reason, decisionId: id, status: d.status } : { valid: true, decisionId: id, status: d.status };
+    },
+
+    /**
+     * Exactly once: the row lock serializes consumers; the first one that passes every
+     * check marks the approval spent; the same consumer retrying gets alreadyConsumed.
+     */
+    async consume(org: string, id: string, b: { consumer: string; factsHash?: string; workflowRef?: string; stepRef?: string }) {
+      const now = clock.now();
+      const result = await store.transaction(async (tx) => {
+        const d = await tx.lock(org, id);
+        if (!d) return { reason: 'not_found' as const };
+        const reason = refusalOf(toState(d), b);
+        if (reason) return { reason };
+        if (d.consumed_by === b.consumer) return { ok: true as const, already: true, at: d.consumed_at! };
+        await tx.markConsumed(id, b.consumer, now);
+        await tx.timeline(id, 'consumed', b.consumer, now, { factsHash: b.factsHash ?? null });
+        await tx.events([
+          { subject: EVENT.decisionConsumed, org, data: { decisionId: id, consumer: b.consumer, factsHash: b.factsHash ?? null, consumedAt: now.toISOString(), policy: policyRef(d) } },
+        ]);
+        return { ok: true as const, already: false, at: now };
+      });
+      if ('reason' in result) {
+        const code = result.reason === 'not_found' ? 'not_found' : 'consume_refused';
+        throw new AppError(code, `consume refused: ${result.reason}`, { consumed: false, reason: result.reason });
+      }
+      return {
+        consumed: true as const,
+        ...(result.already ? { alreadyConsumed: true } : {}),
+        decisionId: id,
+        consumer: b.consumer,
+        consumedAt: result.at.toISOString(),
+      };
+    },
+
+    async cancel(org: string, id: string, actor: string, note?: string) {
+      const now = clock.now();
+      return store.transaction(async (tx) => {
+        const d = await tx.lock(org, id);
+        if (!d) throw notFound();
+        const expired = await tx.expireIfDue(d, now);
+        if (expired) return { cancelled: false, decisionId: id, status: expired.status };
+        const row = await tx.cancel(id, note ?? null, now);
+        if (!row) return { cancelled: false, decisionId: id, status: d.status };
+        await tx.timeline(id, 'cancelled', actor, now, { note: note ?? null });
+        await tx.events([{ subject: EVENT.decisionCancelled, org, data: { decisionId: id, policy: policyRef(row), actor, note: note ?? null, cancelledAt: now.toISOString() } }]);
+        return { cancelled: true, decisionId: id, status: 'CANCELLED' as const };
+      });
+    },
+
+    /** Append-only while PENDING; identical content is a no-op; sealed once resolved. */
+    async addEvidence(org: string, id: string, actor: string, item: Record<string, unknown>) {
+      const now = clock.now();
+      const hash = sha256Hex(canonicalize(item));
+      const out = await store.transaction(async (tx) => {
+        const d = await tx.lock(org, id);
+        if (!d) throw notFound();
+        const closed = await closedStatus(tx, d, now);
+        if (closed) return { closed };
+        const { row, inserted } = await tx.addEvidence({ id: newId('evidence'), decisionId: id, item, hash, actor, at: now });
+        if (inserted) {
+          await tx.timeline(id, 'evidence_added', actor, now, { evidenceId: row.id, kind: item.kind });
+          await tx.events([{ subject: EVENT.decisionEvidenceAdded, org, data: { decisionId: id, evidenceId: row.id, kind: String(item.kind), actor } }]);
+        }
+        return { status: inserted ? 201 : 200, body: { ...evidenceView(row), duplicate: !inserted } };
+      });
+      // Thrown after the commit, so an expiry found on the way is kept.
+      if ('closed' in out && out.closed) throw notPending(out.closed, 'its evidence is sealed');
+      return out;
+    },
+
+    async saveOutput<T extends { content: string }>(org: string, id: string, actor: string, draft: T) {
+      const now = clock.now();
+      const out = await store.transaction(async (tx) => {
+        const d = await tx.lock(org, id);
+        if (!d) throw notFound();
+        requireApprover(d, actor, 'edit its draft');
+        const closed = await closedStatus(tx, d, now);
+        if (closed) return { closed };
+        if (!d.proposed_output) throw new AppError('conflict', 'this decision carries no proposedOutput to refine');
+        await tx.saveRefined(id, draft);
+        await tx.timeline(id, 'output_saved', actor, now, { length: String(draft.content ?? '').length });
+        return { decisionId: id, refinedOutput: draft, output: draft };
+      });
+      if ('closed' in out && out.closed) throw notPending(out.closed, 'the draft is final');
+      return out;
+    },
+
+    /** Asks the org's model for a revised draft; records the attempt; commits no draft. */
+    async refine(org: string, id: string, actor: string, feedback: string) {
+      const d = await store.find(org, id);
+      if (!d) throw notFound();
+      requireApprover(d, actor, 'refine its draft');
+      if (isPastDeadline({ status: d.status, expiresAt: d.expires_at }, clock.now())) {
+        // Past the deadline: expire it now (as a vote would) rather than ask the model.
+        const closed = await store.transaction(async (tx) => {
+          const locked = await tx.lock(org, id);
+          return locked ? closedStatus(tx, locked, clock.now()) : null;
+        });
+        throw notPending(closed ?? 'EXPIRED', 'its draft is final');
+      }
+      if (d.status !== 'PENDING') throw notPending(d.status, 'its draft is final');
+      const current = (d.refined_output ?? d.proposed_output) as { content?: string; title?: string; format?: string } | null;
+      if (!current) throw new AppError('conflict', 'this decision carries no proposedOutput to refine');
+      const llm = await deps.bus.call(AccessEndpoints.llmSettings, { org });
+      if (!llm.configured || !llm.baseUrl || !llm.model) {
+        throw new AppError('model_not_configured', 'no model is configured for this org: set one with PUT /v1/settings/llm');
+      }
+      const apiKey = llm.apiKeySealed ? openModelKey(deps.secrets, llm.apiKeySealed, org) : undefined;
+      const title = (d.context as { title?: string } | null)?.title ?? null;
+      const content = await reviseDraft(deps.http, { baseUrl: llm.baseUrl, model: llm.model, apiKey }, { title, draft: current.content ?? '', feedback });
+      const draft = { content, ...(current.title ? { title: current.title } : {}), ...(current.format ? { format: current.format } : {}) };
+      await store.transaction(async (tx) => {
+        await tx.addRefinement({ decisionId: id, actor, feedback, draft, model: llm.model!, at: clock.now() });
+        await tx.timeline(id, 'refined', actor, clock.now(), { model: llm.model });
+      });
+      return { decisionId: id, draft, model: llm.model! };
+    },
+  };
+}
+export type DecisionActions = ReturnType<typeof createDecisionActions>;

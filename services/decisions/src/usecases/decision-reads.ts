@@ -1,0 +1,161 @@
+import { AppError, EVENT, canonicalize, isUniqueViolation, newId, sha256Hex, type DecisionStatus, type ResponseSpec } from '@approvals/shared';
+import { answerableByLink, linkAnswers, quotaPeriod } from '../domain/decision';
+import { toView, type DecisionRow } from '../store/decision.row';
+import type { DecisionsStore } from '../store/decisions.store';
+import type { RunRow, WorkflowRow, WorkflowsStore } from '../store/workflows.store';
+import { evidenceView, type DecisionActions } from './decision-actions';
+
+/** Most a page of decisions may weigh (JSON): decisions carry contexts up to the 1 MiB body limit. */
+export const PAGE_BUDGET_BYTES = 8 * 1024 * 1024;
+
+/**
+ * A page stops early (never before its first decision) once it would pass
+ * PAGE_BUDGET_BYTES: a page of 200 decisions of 1 MiB each would be 200 MiB in memory
+ * in three processes. Fewer decisions than `limit` with more left (`offset + length <
+ * total`) means: ask for the next page from there.
+ */
+function withinPageBudget<T>(views: T[]): T[] {
+  let bytes = 0;
+  for (let i = 0; i < views.length; i++) {
+    bytes += Buffer.byteLength(JSON.stringify(views[i]));
+    if (bytes > PAGE_BUDGET_BYTES && i > 0) return views.slice(0, i);
+  }
+  return views;
+}
+
+export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick<DecisionActions, 'current'>; defaultMonthlyQuota?: number }) {
+  const { store } = deps;
+  const find = async (org: string, id: string): Promise<DecisionRow> => {
+    const d = await store.find(org, id);
+    if (!d) throw new AppError('not_found', 'decision not found');
+    return d;
+  };
+
+  return {
+    async workerGet(org: string, id: string) {
+      return toView(await find(org, id));
+    },
+
+    /** For other services (notifier, surfaces): past the deadline reads EXPIRED, never PENDING. */
+    async peek(org: string, id: string) {
+      const view = toView(await deps.actions.current(org, id));
+      const facts = { requiresSignature: view.requiresSignature, responseSpec: view.responseSpec as ResponseSpec | null, proposedOutput: view.proposedOutput };
+      return { ...view, answerableByLink: answerableByLink(facts), linkAnswers: linkAnswers(facts) };
+    },
+
+    async workerList(org: string, q: { status?: DecisionStatus; limit: number }) {
+      return { decisions: withinPageBudget((await store.list(org, { status: q.status }, { limit: q.limit })).map(toView)) };
+    },
+
+    async list(org: string, q: { status?: DecisionStatus; assignee?: string; workflowRef?: string; limit: number; offset: number }) {
+      const filter = { status: q.status, assignee: q.assignee, workflowRef: q.workflowRef };
+      const [rows, total] = await Promise.all([store.list(org, filter, { limit: q.limit, offset: q.offset }), store.count(org, filter)]);
+      return { decisions: withinPageBudget(rows.map(toView)), limit: q.limit, offset: q.offset, total };
+    },
+
+    async workflows(org: string, q: { assignee?: string }) {
+      return { workflows: await store.workflowSummaries(org, q.assignee) };
+    },
+
+    async get(org: string, id: string) {
+      const d = await find(org, id);
+      const [tally, timeline, evidence] = await Promise.all([store.tally(d), store.timelineOf(id), store.evidenceOf(id)]);
+      return {
+        ...toView(d),
+        tally,
+        timeline: timeline.map((t) => ({ ...t.data, at: t.at.toISOString(), type: t.type, actor: t.actor })),
+        evidence: evidence.map(evidenceView),
+      };
+    },
+
+    async listEvidence(org: string, id: string) {
+      await find(org, id);
+      return { evidence: (await store.evidenceOf(id)).map(evidenceView) };
+    },
+
+    async usage(org: string, now: Date) {
+      const period = quotaPeriod(now);
+      const [decisions, override] = await Promise.all([store.used(org, period), store.quotaOverride(org)]);
+      const limit = override === undefined ? (deps.defaultMonthlyQuota ?? null) : override;
+      return { period, decisions, limit };
+    },
+
+    async usageHistory(org: string) {
+      return { usage: await store.usageHistory(org, 24) };
+    },
+  };
+}
+
+/** Workflow definitions: idempotent upsert by id; each distinct (version, definition) is kept. */
+export function createWorkflows(deps: { store: WorkflowsStore }) {
+  const { store } = deps;
+  const view = (r: WorkflowRow) => ({
+    id: r.id,
+    name: r.name,
+    version: r.version,
+    engine: r.engine as 'engineA',
+    steps: r.steps,
+    createdAt: r.created_at.toISOString(),
+    updatedAt: r.updated_at.toISOString(),
+  });
+  return {
+    async register(org: string, def: { id: string; name?: string; version: number; engine: string; steps: unknown[] }) {
+      const hash = sha256Hex(canonicalize(def));
+      return store.transaction(async (tx) => {
+        // A registration never moves a workflow back: an older version is a stale deploy.
+        const current = await tx.lockedVersion(org, def.id);
+        if (current !== undefined && current > def.version) {
+          throw new AppError('conflict', `workflow ${def.id} is at version ${current}; version ${def.version} is older and was not registered`, { currentVersion: current });
+        }
+        const created = await tx.save(org, def, hash);
+        return { status: 200, body: { id: def.id, version: def.version, created } };
+      });
+    },
+    async list(org: string) {
+      return { workflows: (await store.list(org)).map(view) };
+    },
+    /**
+     * Fires the engine event for a registered workflow (through the notifier, from the
+     * outbox). The idempotency key makes a repeat return the first run and fire nothing.
+     */
+    async startRun(org: string, actor: string, b: { workflowId: string; input?: Record<string, unknown>; idempotencyKey?: string; timeoutSec?: number }) {
+      const wf = await store.get(org, b.workflowId);
+      if (!wf) throw new AppError('not_found', `workflow ${b.workflowId} is not registered`);
+      const existing = async () => (b.idempotencyKey ? store.runByKey(org, b.idempotencyKey) : undefined);
+      // A repeat is the same request: a key reused for another workflow, input or timeout
+      // is a caller bug, refused rather than answered with a run it did not ask for.
+      const repeatOf = (run: RunRow) => {
+        const same = run.workflow_id === b.workflowId && canonicalize(run.input ?? {}) === canonicalize(b.input ?? {}) && (run.timeout_sec ?? null) === (b.timeoutSec ?? null);
+        if (!same) {
+          throw new AppError('idempotency_key_reused', `idempotencyKey "${b.idempotencyKey}" was already used for a different run request (run ${run.id} of workflow ${run.workflow_id})`, {
+            runId: run.id,
+            workflowId: run.workflow_id,
+          });
+        }
+        return { runId: run.id, workflowId: run.workflow_id, duplicate: true };
+      };
+      const before = await existing();
+      if (before) return repeatOf(before);
+      const runId = newId('run');
+      try {
+        await store.transaction(async (tx) => {
+          await tx.insertRun({ id: runId, org, workflowId: b.workflowId, engine: wf.engine, idempotencyKey: b.idempotencyKey ?? null, input: b.input ?? {}, timeoutSec: b.timeoutSec ?? null, requestedBy: actor });
+          await tx.events([
+            { subject: EVENT.runRequested, org, data: { runId, workflowId: b.workflowId, engine: wf.engine, input: b.input ?? {}, timeoutSec: b.timeoutSec ?? null } },
+          ]);
+        });
+      } catch (err) {
+        // Two requests with one key at once: the loser answers with the winner's run.
+        const winner = isUniqueViolation(err) ? await existing() : undefined;
+        if (winner) return repeatOf(winner);
+        throw err;
+      }
+      return { runId, workflowId: b.workflowId, duplicate: false };
+    },
+    async get(org: string, id: string) {
+      const r = await store.get(org, id);
+      if (!r) throw new AppError('not_found', `workflow ${id} not found`);
+      return view(r);
+    },
+  };
+}

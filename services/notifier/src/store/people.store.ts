@@ -1,0 +1,67 @@
+import { newId, type Knex } from '@approvals/shared';
+
+export interface ContactRow {
+  email: string | null;
+  sms: string | null;
+  chat_a: string | null;
+  push_enabled: boolean;
+  updated_at: Date;
+}
+
+export interface DeviceRow {
+  id: string;
+  platform: 'ios' | 'android';
+  device_name: string | null;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+/** A person's own contact methods and push devices (the notifier's people tables). */
+export function createPeopleStore(db: Knex) {
+  return {
+    contactMethods(org: string, user: string): Promise<ContactRow | undefined> {
+      return db('contact_methods').where({ org_id: org, user_id: user }).first();
+    },
+
+    /** Replaces the set: fields left out are cleared. */
+    async replaceContactMethods(org: string, user: string, values: { email: string | null; sms: string | null; chat_a: string | null; push_enabled: boolean }): Promise<ContactRow> {
+      const [row] = await db('contact_methods')
+        .insert({ org_id: org, user_id: user, ...values })
+        .onConflict(['org_id', 'user_id'])
+        .merge({ ...values, updated_at: db.fn.now() })
+        .returning('*');
+      return row;
+    },
+
+    /** Idempotent on (user, token); re-registering a revoked device reactivates it. */
+    async registerDevice(org: string, user: string, d: { token: string; platform: 'ios' | 'android'; deviceName?: string }) {
+      return db.transaction(async (trx) => {
+        const existing: DeviceRow | undefined = await trx('push_devices').where({ org_id: org, user_id: user, token: d.token }).forUpdate().first();
+        if (!existing) {
+          const [row]: DeviceRow[] = await trx('push_devices')
+            .insert({ id: newId('device'), org_id: org, user_id: user, token: d.token, platform: d.platform, device_name: d.deviceName ?? null })
+            .returning('*');
+          return { row, created: true, reactivated: false };
+        }
+        const [row]: DeviceRow[] = await trx('push_devices')
+          .where({ id: existing.id })
+          .update({ revoked_at: null, platform: d.platform, device_name: d.deviceName ?? existing.device_name })
+          .returning('*');
+        return { row, created: false, reactivated: existing.revoked_at !== null };
+      });
+    },
+
+    devices(org: string, user: string): Promise<DeviceRow[]> {
+      return db('push_devices').where({ org_id: org, user_id: user }).orderBy('created_at');
+    },
+
+    /** Soft revoke, idempotent; undefined for a device that is not this person's. */
+    async revokeDevice(org: string, user: string, id: string): Promise<DeviceRow | undefined> {
+      const existing: DeviceRow | undefined = await db('push_devices').where({ org_id: org, user_id: user, id }).first();
+      if (!existing || existing.revoked_at) return existing;
+      const [row]: DeviceRow[] = await db('push_devices').where({ id }).update({ revoked_at: db.fn.now() }).returning('*');
+      return row;
+    },
+  };
+}
+export type PeopleStore = ReturnType<typeof createPeopleStore>;

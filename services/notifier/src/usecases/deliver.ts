@@ -1,0 +1,72 @@
+import { DecisionsEndpoints, SurfacesEndpoints, type Bus, type PeekView } from '@approvals/shared';
+import type { ChannelProvider, DeliveryRow, EngineMessage, OutgoingMessage, PersonMessage, SendResult } from '../providers/provider';
+import { renderEmail, renderPhone, renderSms, renderWebhook, type NoticeKind } from '../templates/messages';
+
+export interface DeliverDeps {
+  bus: Bus;
+  providers: ChannelProvider[];
+  /** Where "Open in app" points: `${appBaseUrl}/app/decisions/{id}`. */
+  appBaseUrl: string;
+}
+
+/** The approver a delivery is for (planned with the row), else its address. */
+function approverOf(row: DeliveryRow): string {
+  const a = (row.payload as { approver?: unknown }).approver;
+  return typeof a === 'string' ? a : row.target;
+}
+
+/**
+ * One delivery: pick the channel's provider, fetch the decision once, decide skip or
+ * send, render the channel's message from the template module, hand it to the provider.
+ * The rules it reads (is the decision still open, can a link answer it) are decisions'
+ * answers on the view, not decided again here.
+ */
+export function createDeliver(deps: DeliverDeps) {
+  const providers = new Map(deps.providers.map((p) => [p.channel, p]));
+  const appUrl = (id: string) => `${deps.appBaseUrl}/app/decisions/${encodeURIComponent(id)}`;
+
+  /** A notice to a person, as the channel sends it. */
+  async function personMessage(row: DeliveryRow, d: PeekView): Promise<PersonMessage> {
+    const kind = row.kind as NoticeKind;
+    switch (row.channel) {
+      case 'email': {
+        let links: Record<string, string> | undefined;
+        // A link votes as the approver: it only goes to the approver's own address. Another
+        // mailbox (an email channel any org member may set) gets "open in app", where the
+        // vote needs a session as the approver.
+        if (d.answerableByLink && row.target.toLowerCase() === approverOf(row)) {
+          links = (await deps.bus.call(SurfacesEndpoints.mintLinks, { org: row.org_id, decisionId: d.id, approverEmail: approverOf(row), actions: ['approve', 'reject'], expiresAt: d.expiresAt })).links;
+        }
+        const mail = renderEmail({ d, kind, links, appUrl: appUrl(d.id) });
+        // The headers let mail clients and our own tests tell retries of one delivery apart from new mail.
+        return { channel: 'email', to: row.target, ...mail, headers: { 'X-Approvals-Delivery': row.id, 'X-Approvals-Decision': d.id } };
+      }
+      case 'webhook':
+        return { channel: 'webhook', to: row.target, id: row.id, body: renderWebhook(d, kind) };
+      case 'sms':
+        return { channel: 'sms', to: row.target, body: renderSms(d, appUrl(d.id)), idempotencyKey: row.id };
+      case 'phone':
+        return { channel: 'phone', to: row.target, message: renderPhone(d), idempotencyKey: row.id };
+      default:
+        throw new Error(`no template for channel ${row.channel}`);
+    }
+  }
+
+  return async function deliver(row: DeliveryRow): Promise<SendResult> {
+    const provider = providers.get(row.channel);
+    if (!provider) return { status: 'skipped', reason: `no provider for channel ${row.channel}` };
+    const unavailable = provider.unavailable();
+    if (unavailable) return { status: 'skipped', reason: unavailable };
+    let message: OutgoingMessage;
+    if (provider.audience === 'engine') {
+      message = { kind: row.kind === 'run' ? 'run' : 'resume', eventId: row.event_id, payload: row.payload } satisfies EngineMessage;
+    } else {
+      // Fresh, so a notice never shows stale state; a decision no longer open gets none.
+      const d = await deps.bus.call(DecisionsEndpoints.peek, { org: row.org_id, id: row.decision_id });
+      if (d.status !== 'PENDING') return { status: 'skipped', reason: `decision is ${d.status}` };
+      message = await personMessage(row, d);
+    }
+    return provider.send(message);
+  };
+}
+export type Deliver = ReturnType<typeof createDeliver>;
