@@ -85,9 +85,26 @@ export const SUBJECT = {
     deliveries: 'svc.notifier.deliveries',
     echo: 'svc.notifier.echo',
   },
+  integrations: {
+    chatA: {
+      get: 'svc.integrations.chatA.get',
+      channels: 'svc.integrations.chatA.channels',
+      setChannel: 'svc.integrations.chatA.set_channel',
+      test: 'svc.integrations.chatA.test',
+      deliberation: 'svc.integrations.chatA.deliberation',
+      deliberationTest: 'svc.integrations.chatA.deliberation_test',
+    },
+    chatB: {
+      get: 'svc.integrations.chatB.get',
+      channels: 'svc.integrations.chatB.channels',
+      setChannel: 'svc.integrations.chatB.set_channel',
+      test: 'svc.integrations.chatB.test',
+    },
+  },
   surfaces: {
     callback: 'svc.surfaces.callback',
     mintLinks: 'svc.surfaces.mint_links',
+    chatNotify: 'svc.surfaces.chat_notify',
     echo: 'svc.surfaces.echo',
   },
   scheduler: {
@@ -131,6 +148,10 @@ export const DURABLE = {
   decisionsTimerRetention: 'decisions-timer-retention',
   decisionsNotificationSent: 'decisions-notification-sent',
   surfacesTimerRetention: 'surfaces-timer-retention',
+  surfacesDecisionCreated: 'surfaces-decision-created',
+  surfacesDecisionResolved: 'surfaces-decision-resolved',
+  surfacesVoteRecorded: 'surfaces-vote-recorded',
+  surfacesDecisionCancelled: 'surfaces-decision-cancelled',
   notifierDecisionCreated: 'notifier-decision-created',
   notifierDecisionResolved: 'notifier-decision-resolved',
   notifierDecisionReminded: 'notifier-decision-reminded',

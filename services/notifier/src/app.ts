@@ -40,7 +40,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
         log: ctx.log,
         deliver: createDeliver({
           bus: ctx.bus,
-          providers: [...peopleProviders(config, { outbound }), ...engineProviders(config, outbound)],
+          providers: [...peopleProviders(config, { outbound, bus: ctx.bus }), ...engineProviders(config, outbound)],
           appBaseUrl: config.APP_BASE_URL ?? config.PUBLIC_BASE_URL,
         }),
         pollMs: config.DELIVERY_POLL_MS,

@@ -78,7 +78,8 @@ describe('notifications on people channels', () => {
     });
     stack = await startStack({
       label: 'channels',
-      services: ['gateway', 'policies', 'decisions', 'notifier', 'scheduler'],
+      // surfaces answers chat notices: without an installed workspace, a recorded skip
+      services: ['gateway', 'policies', 'decisions', 'notifier', 'scheduler', 'surfaces'],
       // the recorder listens on 127.0.0.1: allow private webhook targets, as a local setup would
       env: { SMS_PROVIDER_URL: `${hooks.url}/sms`, DELIVERY_POLL_MS: '50', WEBHOOK_SIGNING_SECRET: 'a-webhook-secret-of-length', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' },
     });

@@ -1,9 +1,14 @@
-import { DURABLE, EVENT, SurfacesEndpoints, createLogger, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { DURABLE, EVENT, SecretBox, SurfacesEndpoints, consumerOf, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
 import { EMAIL_ACT_PATH, createEmailActRoutes, createMintLinksHandler } from './handlers/email-act.handler';
 import { createTokenStore } from './store/action-tokens.store';
+import { createChatStore } from './store/chat.store';
+import { chatCallbackRoutes, registerChatHandlers } from './handlers/chat.handlers';
+import { SlackApi } from './providers/slack';
+import { DiscordApi } from './providers/discord';
+import { createChat } from './usecases/chat';
 
 export const SURFACES_VERSION = '0.1.0';
 /** Expired action tokens are kept this long (the page still says "expired"), then deleted. */
@@ -26,12 +31,33 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
       const links = { store, bus: ctx.bus, clock: ctx.clock, log: ctx.log, secret: config.SURFACES_LINK_SECRET, previousSecrets: config.SURFACES_LINK_SECRET_PREVIOUS, publicBaseUrl: config.PUBLIC_BASE_URL };
       ctx.host.handle(SurfacesEndpoints.mintLinks, createMintLinksHandler(links));
       const email = createEmailActRoutes(links);
+      // The chat platforms' APIs are the operator's configuration (CHAT_*_API_URL): trusted.
+      const http = createOutboundClient({ guard: null });
+      const chat = createChat({
+        config,
+        store: createChatStore(ctx.db),
+        bus: ctx.bus,
+        clock: ctx.clock,
+        log: ctx.log,
+        secrets: SecretBox.fromConfig(config),
+        slack: new SlackApi(config.CHAT_A_API_URL, http),
+        discord: new DiscordApi(config.CHAT_B_API_URL, config.CHAT_B_BOT_TOKEN, http),
+      });
+      registerChatHandlers(ctx.host, chat);
       ctx.host.handle(
         CallbackEndpoint,
         createCallbackHandler({
           [`GET ${EMAIL_ACT_PATH}`]: email.get,
           [`POST ${EMAIL_ACT_PATH}`]: email.post,
+          ...chatCallbackRoutes(chat),
         }),
+      );
+      // Chat messages after the fact: announcements, deliberation threads, outcomes.
+      ctx.consume(consumerOf(DURABLE.surfacesDecisionCreated, EVENT.decisionCreated, (e) => chat.announce(e.org, e.data)));
+      ctx.consume(consumerOf(DURABLE.surfacesVoteRecorded, EVENT.decisionVoteRecorded, (e) => chat.voteInThread(e.org, e.data)));
+      ctx.consume(consumerOf(DURABLE.surfacesDecisionResolved, EVENT.decisionResolved, (e) => chat.showOutcome(e.org, e.data)));
+      ctx.consume(
+        consumerOf(DURABLE.surfacesDecisionCancelled, EVENT.decisionCancelled, (e) => chat.showOutcome(e.org, { decisionId: e.data.decisionId, status: 'CANCELLED', decidedBy: e.data.actor })),
       );
       // The scheduler's daily retention tick also clears long-expired action tokens.
       ctx.consume({
@@ -42,6 +68,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
           if (purged > 0) ctx.log.info({ purged }, 'expired action tokens deleted');
         },
       });
+      return { afterStop: () => http.close() };
     },
   });
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { BaseServiceEnv, loadConfig } from '@approvals/shared';
+import { BaseServiceEnv, SecretsEnv, loadConfig } from '@approvals/shared';
 
 /** An empty variable (`FOO=` in a compose file) counts as unset. */
 const optionalSecret = (message: string) =>
@@ -15,7 +15,26 @@ export function deriveLinkSecret(authJwtSecret: string): string {
   return createHash('sha256').update(`surfaces-link:${authJwtSecret}`).digest('hex');
 }
 
-export const SurfacesEnv = BaseServiceEnv.extend({
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+const apiUrl = (name: string, fallback: string) =>
+  z.preprocess((v) => (v === '' ? undefined : v), z.string().url(`${name} must be a URL`).default(fallback));
+
+export const SurfacesEnv = BaseServiceEnv.extend(SecretsEnv.shape).extend({
+  /** Where the web app is served ("Open in app" links, the page after an install); defaults to PUBLIC_BASE_URL. */
+  APP_BASE_URL: optional(z.string().url('APP_BASE_URL must be a URL')),
+  /** chatA (Slack): the app's signing secret (request signing v0), OAuth client id and secret. */
+  CHAT_A_SIGNING_SECRET: optional(z.string().min(1)),
+  CHAT_A_CLIENT_ID: optional(z.string().min(1)),
+  CHAT_A_CLIENT_SECRET: optional(z.string().min(1)),
+  /** The Slack Web API base (tests point it at a local stand-in). */
+  CHAT_A_API_URL: apiUrl('CHAT_A_API_URL', 'https://slack.com/api/'),
+  /** chatB (Discord): application id, Ed25519 public key (hex), bot token, OAuth client secret. */
+  CHAT_B_APPLICATION_ID: optional(z.string().min(1)),
+  CHAT_B_PUBLIC_KEY: optional(z.string().regex(/^[0-9a-fA-F]{64}$/, 'CHAT_B_PUBLIC_KEY must be the 32-byte Ed25519 public key in hex')),
+  CHAT_B_BOT_TOKEN: optional(z.string().min(1)),
+  CHAT_B_CLIENT_SECRET: optional(z.string().min(1)),
+  CHAT_B_API_URL: apiUrl('CHAT_B_API_URL', 'https://discord.com/api/v10'),
+
   /** HMAC-SHA256 key for email action link tokens (16+ characters). */
   SURFACES_LINK_SECRET: optionalSecret('SURFACES_LINK_SECRET must be at least 16 characters'),
   /**

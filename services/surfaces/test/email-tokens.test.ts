@@ -5,7 +5,7 @@ import { newTokenId, signToken, tokenState, verifyToken, STALE_CLAIM_MS } from '
 import type { ActionTokenRow } from '../src/store/action-tokens.store';
 import { esc } from '../src/templates/pages';
 
-const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/db' };
+const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/db', SECRETS_KEY: Buffer.alloc(32, 7).toString('base64') };
 const SECRET = 'a-link-secret-of-some-length';
 
 describe('surfaces config: SURFACES_LINK_SECRET', () => {

@@ -29,13 +29,14 @@ const INTERNAL = [
   SUBJECT.policies.resolveAdhoc,
   SUBJECT.approvers.channels,
   SUBJECT.surfaces.mintLinks,
+  SUBJECT.surfaces.chatNotify,
 ];
 
 export const BUS_ROLES: Record<ServiceName, BusRole> = {
   gateway: {
     serves: ['svc.access.>'],
     // Forwards HTTP routes to their owners; never the internal subjects.
-    calls: ['svc.decisions.>', 'svc.workflows.>', 'svc.policies.>', 'svc.approvers.>', 'svc.directory.>', 'svc.notifier.>', 'svc.surfaces.>', 'svc.scheduler.>'],
+    calls: ['svc.decisions.>', 'svc.workflows.>', 'svc.policies.>', 'svc.approvers.>', 'svc.directory.>', 'svc.notifier.>', 'svc.surfaces.>', 'svc.scheduler.>', 'svc.integrations.>'],
     neverCalls: INTERNAL,
     publishes: [],
   },
@@ -51,12 +52,12 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
   },
   notifier: {
     serves: ['svc.notifier.>'],
-    calls: [SUBJECT.approvers.channels, SUBJECT.decisions.peek, SUBJECT.surfaces.mintLinks],
+    calls: [SUBJECT.approvers.channels, SUBJECT.decisions.peek, SUBJECT.surfaces.mintLinks, SUBJECT.surfaces.chatNotify],
     publishes: ['evt.notification.>'],
   },
   surfaces: {
-    serves: ['svc.surfaces.>'],
-    calls: [SUBJECT.decisions.surfaceVote, SUBJECT.decisions.peek],
+    serves: ['svc.surfaces.>', 'svc.integrations.>'],
+    calls: [SUBJECT.decisions.surfaceVote, SUBJECT.decisions.peek, SUBJECT.approvers.channels],
     publishes: [],
   },
   scheduler: {

@@ -6,3 +6,4 @@ export * from './events';
 export * from './decisions';
 export * from './surfaces';
 export * from './notifier';
+export * from './integrations';

@@ -8,6 +8,7 @@ import {
   DecisionsEndpoints,
   WorkflowsEndpoints,
   NotifierEndpoints,
+  IntegrationsEndpoints,
 } from '@approvals/shared';
 import { LlmSettingsBody, LlmSettingsView, RetentionSettingsBody, RetentionSettingsView, type createSettings } from '../handlers/settings.handler';
 import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
@@ -58,6 +59,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     extra: Omit<Partial<RouteDef>, 'params' | 'query' | 'body' | 'bodyOptional' | 'response'> = {},
   ): RouteDef => ({ method, path, scope, tag, summary, target: { kind: 'forward', endpoint: ep }, ...httpSchemasOf(ep), ...extra });
   const P = PoliciesEndpoints;
+  const I = IntegrationsEndpoints;
   const A = ApproversEndpoints;
   const D = DecisionsEndpoints;
   const W = WorkflowsEndpoints;
@@ -187,12 +189,12 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
         503: 'Could not be recorded right now: try again',
       },
     },
-    { ...cb('/v1/surfaces/chatA/interactivity', 'surfaces', 'chatA (Slack) interactivity'), callbackNotBuilt: LATER },
-    { ...cb('/v1/surfaces/chatA/events', 'surfaces', 'chatA (Slack) Events API'), callbackNotBuilt: LATER },
-    { ...cb('/v1/surfaces/chatB/interactions', 'surfaces', 'chatB (Discord) interactions endpoint'), callbackNotBuilt: LATER },
+    cb('/v1/surfaces/chatA/interactivity', 'surfaces', 'chatA (Slack) interactivity: button clicks (signed, v0)'),
+    cb('/v1/surfaces/chatA/events', 'surfaces', 'chatA (Slack) Events API: url_verification, app_uninstalled, tokens_revoked'),
+    cb('/v1/surfaces/chatB/interactions', 'surfaces', 'chatB (Discord) interactions endpoint: PING and button clicks (Ed25519)'),
     { ...cb('/v1/surfaces/esign/connect', 'surfaces', 'esign (DocuSign) Connect callback'), callbackNotBuilt: LATER },
-    { ...cb('/v1/integrations/chatA/callback', 'integrations', 'chatA install callback', 'get'), callbackNotBuilt: LATER },
-    { ...cb('/v1/integrations/chatB/callback', 'integrations', 'chatB install callback', 'get'), callbackNotBuilt: LATER },
+    cb('/v1/integrations/chatA/callback', 'integrations', 'chatA install callback (OAuth v2): stores the installation, 302 to the app', 'get'),
+    cb('/v1/integrations/chatB/callback', 'integrations', 'chatB install callback (OAuth2): stores the installation, 302 to the app', 'get'),
 
     // ---- workflows
     fwd('get', '/v1/workflows/', 'session', 'workflows', 'Registered workflows', W.list),
@@ -305,16 +307,16 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     },
     { ...ni('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings', ISSUE_CHAT), adminOnly: true },
     { ...ni('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings', ISSUE_CHAT), adminOnly: true },
-    ni('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration', ISSUE_CHAT),
-    ni('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'chatB channels', ISSUE_CHAT),
-    ni('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the chatB channel', ISSUE_CHAT),
-    ni('post', '/v1/integrations/chatB/test', 'session', 'integrations', 'Send a chatB test message', ISSUE_CHAT),
-    ni('get', '/v1/integrations/chatA', 'session', 'integrations', 'chatA integration', ISSUE_CHAT),
-    ni('put', '/v1/integrations/chatA/deliberation', 'session', 'integrations', 'chatA deliberation settings', ISSUE_CHAT),
-    ni('post', '/v1/integrations/chatA/deliberation/test', 'session', 'integrations', 'Test chatA deliberation', ISSUE_CHAT),
-    ni('get', '/v1/integrations/chatA/channels', 'session', 'integrations', 'chatA channels', ISSUE_CHAT),
-    ni('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel', ISSUE_CHAT),
-    ni('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message', ISSUE_CHAT),
+    fwd('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration: installed, or the install URL', I.chatB.get),
+    fwd('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'chatB text channels', I.chatB.channels),
+    fwd('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the chatB channel where decisions are announced (admin)', I.chatB.setChannel, { adminOnly: true }),
+    fwd('post', '/v1/integrations/chatB/test', 'session', 'integrations', 'Send a chatB test message (admin)', I.chatB.test, { adminOnly: true }),
+    fwd('get', '/v1/integrations/chatA', 'session', 'integrations', 'chatA integration: installed, or the install URL', I.chatA.get),
+    fwd('put', '/v1/integrations/chatA/deliberation', 'session', 'integrations', 'chatA deliberation: a thread per decision, a reply per vote (admin)', I.chatA.deliberation, { adminOnly: true }),
+    fwd('post', '/v1/integrations/chatA/deliberation/test', 'session', 'integrations', 'Test chatA deliberation (admin)', I.chatA.deliberationTest, { adminOnly: true }),
+    fwd('get', '/v1/integrations/chatA/channels', 'session', 'integrations', 'chatA channels', I.chatA.channels),
+    fwd('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel where decisions are announced (admin)', I.chatA.setChannel, { adminOnly: true }),
+    fwd('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message (admin)', I.chatA.test, { adminOnly: true }),
     ni('get', '/v1/usage/', 'session', 'usage', 'Usage records', ISSUE_CHAT),
     fwd('get', '/v1/usage/current', 'session', 'usage', 'Decisions opened this month and the monthly limit', D.usage),
   ];

@@ -19,8 +19,11 @@ export interface Target {
  * approver verified for email.
  */
 export function orderedTargets(a: ResolvedApprover, route: Route | null): Target[] {
-  const verified = a.channels.filter((c) => c.status === 'verified');
-  const endpoint = (c: (typeof verified)[number]) => c.endpoint ?? (c.channel === 'email' ? a.email : null);
+  // A chatA channel registered without an endpoint is resolved by email in the org's Slack
+  // workspace (users.lookupByEmail) when it is sent: Slack's own directory is the proof.
+  const byEmail = (c: ResolvedApprover['channels'][number]) => c.channel === 'chatA' && !c.endpoint && c.status !== 'failed';
+  const verified = a.channels.filter((c) => c.status === 'verified' || byEmail(c));
+  const endpoint = (c: (typeof verified)[number]) => c.endpoint ?? (c.channel === 'email' ? a.email : byEmail(c) ? `email:${a.email}` : null);
   const usable = verified.filter((c) => endpoint(c) !== null);
   const order = route?.channels ?? [];
   const rank = (ch: string) => {

@@ -1,4 +1,5 @@
 import nodemailer, { type Transporter } from 'nodemailer';
+import { ChatEndpoints, type Bus } from '@approvals/shared';
 import type { NotifierConfig } from '../config';
 import { postJson, type ChannelProvider, type Outbound, type PersonMessage } from './provider';
 import { signStandardWebhook } from './standard-webhooks';
@@ -7,7 +8,7 @@ type Of<C extends PersonMessage['channel']> = Extract<PersonMessage, { channel: 
 const ready = () => null;
 
 /** The channels that reach people. Each sends the rendered message it is given, nothing more. */
-export function peopleProviders(config: NotifierConfig, deps: { outbound: Outbound; now?: () => Date }): ChannelProvider[] {
+export function peopleProviders(config: NotifierConfig, deps: { outbound: Outbound; bus: Bus; now?: () => Date }): ChannelProvider[] {
   let transport: Transporter | undefined;
   const mailer = () => (transport ??= nodemailer.createTransport(config.SMTP_URL!));
   const nowSec = () => Math.floor((deps.now?.() ?? new Date()).getTime() / 1000);
@@ -50,12 +51,23 @@ export function peopleProviders(config: NotifierConfig, deps: { outbound: Outbou
       return { status: 'sent' };
     },
   };
-  // Chat adapters come with their own issue; until then the delivery says so instead of pretending.
-  const notBuilt = (channel: string): ChannelProvider => ({
+  // Chat: the surfaces service holds the org's installation and speaks the platform's API.
+  const chat = (channel: 'chatA' | 'chatB'): ChannelProvider<Of<'chatA' | 'chatB'>> => ({
     channel,
     audience: 'person',
-    unavailable: () => `the ${channel} adapter is not built yet`,
-    send: async () => ({ status: 'skipped', reason: `the ${channel} adapter is not built yet` }),
+    unavailable: ready,
+    async send(m) {
+      const r = await deps.bus.call(ChatEndpoints.notify, {
+        org: m.org,
+        provider: channel,
+        deliveryId: m.deliveryId,
+        decisionId: m.decisionId,
+        approverEmail: m.approverEmail,
+        target: m.to,
+        notice: m.notice,
+      });
+      return r.status === 'sent' ? { status: 'sent', detail: `${r.channel}/${r.messageId}` } : r;
+    },
   });
-  return [email, webhook, sms, phone, notBuilt('chatA'), notBuilt('chatB')] as ChannelProvider[];
+  return [email, webhook, sms, phone, chat('chatA'), chat('chatB')] as ChannelProvider[];
 }

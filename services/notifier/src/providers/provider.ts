@@ -1,4 +1,4 @@
-import { expectOk, OutboundError, type OutboundClient } from '@approvals/shared';
+import { expectOk, OutboundError, type ChatNotice, type OutboundClient } from '@approvals/shared';
 
 export interface DeliveryRow {
   id: string;
@@ -22,7 +22,9 @@ export type PersonMessage =
   /** `id` is the delivery id: the Standard Webhooks `webhook-id` a receiver dedupes on. */
   | { channel: 'webhook'; to: string; id: string; body: string }
   | { channel: 'sms'; to: string; body: string; idempotencyKey: string }
-  | { channel: 'phone'; to: string; message: string; idempotencyKey: string };
+  | { channel: 'phone'; to: string; message: string; idempotencyKey: string }
+  /** `to`: the chat user id, or `email:<address>` (chatA resolves it). The surfaces service posts it. */
+  | { channel: 'chatA' | 'chatB'; to: string; org: string; deliveryId: string; decisionId: string; approverEmail: string; notice: ChatNotice };
 
 /** An engine event: a decision's verdict (resume) or a workflow run to start. */
 export interface EngineMessage {

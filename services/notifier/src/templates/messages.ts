@@ -1,4 +1,4 @@
-import { html, rawHtml, type PeekView } from '@approvals/shared';
+import { html, rawHtml, type ChatNotice, type PeekView } from '@approvals/shared';
 
 /**
  * Every message the notifier sends to a person, rendered here and nowhere else: the
@@ -103,4 +103,23 @@ export function renderSms(d: Pick<PeekView, 'id' | 'context'>, appUrl: string): 
 
 export function renderPhone(d: Pick<PeekView, 'context'>): string {
   return `An approval is waiting for you: ${contextOf(d).title ?? 'a decision'}.`;
+}
+
+/**
+ * A chat notice (chatA, chatB): what the message shows. Buttons only for the answers a
+ * click can give (decisions' `linkAnswers`: none on a signature decision); the surfaces
+ * service encodes it as Slack blocks or Discord components.
+ */
+export function renderChatNotice(d: PeekView, kind: NoticeKind, appUrl: string): ChatNotice {
+  const c = contextOf(d);
+  return {
+    kind,
+    heading: PREFIX[kind],
+    title: c.title ?? `Decision ${d.id}`,
+    question: c.prompt,
+    lines: c.blocks.map(summarizeBlock).filter(Boolean).slice(0, 20),
+    buttons: d.linkAnswers,
+    appUrl,
+    expiresAt: d.expiresAt,
+  };
 }

@@ -1,6 +1,6 @@
 import { DecisionsEndpoints, SurfacesEndpoints, type Bus, type PeekView } from '@approvals/shared';
 import type { ChannelProvider, DeliveryRow, EngineMessage, OutgoingMessage, PersonMessage, SendResult } from '../providers/provider';
-import { renderEmail, renderPhone, renderSms, renderWebhook, type NoticeKind } from '../templates/messages';
+import { renderChatNotice, renderEmail, renderPhone, renderSms, renderWebhook, type NoticeKind } from '../templates/messages';
 
 export interface DeliverDeps {
   bus: Bus;
@@ -47,6 +47,9 @@ export function createDeliver(deps: DeliverDeps) {
         return { channel: 'sms', to: row.target, body: renderSms(d, appUrl(d.id)), idempotencyKey: row.id };
       case 'phone':
         return { channel: 'phone', to: row.target, message: renderPhone(d), idempotencyKey: row.id };
+      case 'chatA':
+      case 'chatB':
+        return { channel: row.channel, to: row.target, org: row.org_id, deliveryId: row.id, decisionId: d.id, approverEmail: approverOf(row), notice: renderChatNotice(d, kind, appUrl(d.id)) };
       default:
         throw new Error(`no template for channel ${row.channel}`);
     }

@@ -1,0 +1,105 @@
+import type { ChatProvider, Knex } from '@approvals/shared';
+
+export interface InstallationRow {
+  org_id: string;
+  provider: ChatProvider;
+  workspace_id: string;
+  name: string | null;
+  bot_token_sealed: string | null;
+  bot_user_id: string | null;
+  channel_id: string | null;
+  deliberation_enabled: boolean;
+  deliberation_channel_id: string | null;
+  installed_at: Date;
+}
+
+export interface ChatMessageRow {
+  org_id: string;
+  provider: ChatProvider;
+  decision_id: string;
+  kind: 'notice' | 'announce' | 'thread';
+  delivery_id: string | null;
+  approver_email: string | null;
+  user_id: string | null;
+  channel_id: string;
+  message_id: string;
+}
+
+/** Chat installations, install states and posted messages: the SQL of the chat surfaces. */
+export function createChatStore(db: Knex) {
+  return {
+    async createState(s: { id: string; org: string; provider: ChatProvider; expiresAt: Date }): Promise<void> {
+      await db('chat_install_states').insert({ id: s.id, org_id: s.org, provider: s.provider, expires_at: s.expiresAt });
+    },
+
+    /** Spends a state once: true the first time, before it expires; false after. */
+    async claimState(id: string, org: string, provider: ChatProvider, now: Date): Promise<boolean> {
+      const rows = await db('chat_install_states')
+        .where({ id, org_id: org, provider })
+        .whereNull('used_at')
+        .andWhere('expires_at', '>', now)
+        .update({ used_at: now })
+        .returning('id');
+      return rows.length === 1;
+    },
+
+    /** Stores (or replaces, on a reinstall) the org's installation; channel settings are kept. */
+    async install(org: string, provider: ChatProvider, i: { workspaceId: string; name: string | null; botTokenSealed: string | null; botUserId: string | null }): Promise<void> {
+      const values = { workspace_id: i.workspaceId, name: i.name, bot_token_sealed: i.botTokenSealed, bot_user_id: i.botUserId };
+      await db('chat_installations')
+        .insert({ org_id: org, provider, ...values })
+        .onConflict(['org_id', 'provider'])
+        .merge({ ...values, installed_at: db.fn.now(), updated_at: db.fn.now() });
+    },
+
+    installation(org: string, provider: ChatProvider): Promise<InstallationRow | undefined> {
+      return db('chat_installations').where({ org_id: org, provider }).first();
+    },
+
+    byWorkspace(provider: ChatProvider, workspaceId: string): Promise<InstallationRow[]> {
+      return db('chat_installations').where({ provider, workspace_id: workspaceId });
+    },
+
+    /** The app was uninstalled or its tokens revoked: the installation is removed. Answers how many. */
+    async removeWorkspace(provider: ChatProvider, workspaceId: string): Promise<number> {
+      return db('chat_installations').where({ provider, workspace_id: workspaceId }).delete();
+    },
+
+    async setChannel(org: string, provider: ChatProvider, channelId: string): Promise<InstallationRow | undefined> {
+      const [row] = await db('chat_installations').where({ org_id: org, provider }).update({ channel_id: channelId, updated_at: db.fn.now() }).returning('*');
+      return row;
+    },
+
+    async setDeliberation(org: string, provider: ChatProvider, enabled: boolean, channelId: string | null): Promise<InstallationRow | undefined> {
+      const values: Record<string, unknown> = { deliberation_enabled: enabled, updated_at: db.fn.now() };
+      if (channelId !== null) values.deliberation_channel_id = channelId;
+      const [row] = await db('chat_installations').where({ org_id: org, provider }).update(values).returning('*');
+      return row;
+    },
+
+    messageOfDelivery(provider: ChatProvider, deliveryId: string): Promise<ChatMessageRow | undefined> {
+      return db('chat_messages').where({ provider, delivery_id: deliveryId }).first();
+    },
+
+    /** Records a posted message; a second record for one delivery is ignored. */
+    async recordMessage(m: ChatMessageRow): Promise<void> {
+      await db('chat_messages').insert(m).onConflict(['provider', 'delivery_id']).ignore();
+    },
+
+    messagesOf(decisionId: string, kind?: ChatMessageRow['kind']): Promise<ChatMessageRow[]> {
+      const q = db('chat_messages').where({ decision_id: decisionId }).orderBy('id');
+      if (kind) q.andWhere({ kind });
+      return q;
+    },
+
+    /** The message a click came from (Discord: its channel and id), which names the org. */
+    messageById(provider: ChatProvider, channelId: string, messageId: string): Promise<ChatMessageRow | undefined> {
+      return db('chat_messages').where({ provider, channel_id: channelId, message_id: messageId }).first();
+    },
+
+    async markUpdated(decisionId: string): Promise<void> {
+      await db('chat_messages').where({ decision_id: decisionId }).update({ updated_at: db.fn.now() });
+    },
+  };
+}
+export type ChatStore = ReturnType<typeof createChatStore>;

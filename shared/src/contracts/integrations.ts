@@ -1,0 +1,96 @@
+import { z } from 'zod';
+import { SUBJECT } from '../subjects';
+import { forwarded } from './common';
+import { READ, RESENDABLE, endpoint } from './endpoint';
+
+/**
+ * Chat workspaces installed per org (surfaces-and-operations.md, "Installing a chat
+ * workspace"). The surfaces service owns the installations and every call to the chat
+ * platforms; tokens are sealed at rest and never read back.
+ */
+export const ChatProvider = z.enum(['chatA', 'chatB']);
+export type ChatProvider = z.infer<typeof ChatProvider>;
+
+export const Deliberation = z.object({ enabled: z.boolean(), channelId: z.string().nullable() });
+
+export const IntegrationView = z.union([
+  z.object({ installed: z.literal(false), installUrl: z.string() }),
+  z.object({
+    installed: z.literal(true),
+    /** chatA: the Slack team. */
+    teamId: z.string().optional(),
+    /** chatB: the Discord guild. */
+    guildId: z.string().optional(),
+    name: z.string().nullable(),
+    /** Where new decisions are announced (null: nowhere). */
+    channel: z.string().nullable(),
+    /** chatA only. */
+    deliberation: Deliberation.optional(),
+  }),
+]);
+export type IntegrationView = z.infer<typeof IntegrationView>;
+
+export const ChannelsReply = z.object({ channels: z.array(z.object({ id: z.string(), name: z.string() })) });
+export const SetChannelBody = z.strictObject({ channelId: z.string().min(1).max(100) });
+export const TestReply = z.object({ sent: z.literal(true), channel: z.string(), messageId: z.string() });
+export const DeliberationBody = z
+  .strictObject({ enabled: z.boolean(), channelId: z.string().min(1).max(100).optional() })
+  .refine((b) => !b.enabled || b.channelId !== undefined, { message: 'channelId is required to enable deliberation', path: ['channelId'] });
+
+function integrationEndpoints(p: ChatProvider) {
+  const s = SUBJECT.integrations[p];
+  return {
+    get: endpoint(s.get, forwarded({}), IntegrationView, READ),
+    channels: endpoint(s.channels, forwarded({}), ChannelsReply, READ),
+    setChannel: endpoint(s.setChannel, forwarded({ body: SetChannelBody }), IntegrationView, RESENDABLE),
+    test: endpoint(s.test, forwarded({}), TestReply),
+  };
+}
+
+export const IntegrationsEndpoints = {
+  chatA: {
+    ...integrationEndpoints('chatA'),
+    deliberation: endpoint(SUBJECT.integrations.chatA.deliberation, forwarded({ body: DeliberationBody }), Deliberation, RESENDABLE),
+    deliberationTest: endpoint(SUBJECT.integrations.chatA.deliberationTest, forwarded({}), TestReply),
+  },
+  chatB: integrationEndpoints('chatB'),
+};
+
+/**
+ * A notice to an approver on a chat platform, rendered by the notifier's template module
+ * (content: what to show, which answers may be given by button); the surfaces service
+ * encodes it in the platform's format (Slack blocks, Discord components) and sends it.
+ */
+export const ChatNotice = z.object({
+  kind: z.enum(['notify', 'remind', 'escalate']),
+  heading: z.string(),
+  title: z.string(),
+  question: z.string().nullable(),
+  /** Key context, one line each. */
+  lines: z.array(z.string()).max(20),
+  /** Answers the buttons may give ([] on a signature decision: no buttons). */
+  buttons: z.array(z.enum(['approve', 'reject'])),
+  appUrl: z.string(),
+  expiresAt: z.string().nullable(),
+});
+export type ChatNotice = z.infer<typeof ChatNotice>;
+
+export const ChatNotifyRequest = z.object({
+  org: z.string(),
+  provider: ChatProvider,
+  /** The delivery id: a retried delivery posts once (recorded per delivery). */
+  deliveryId: z.string(),
+  decisionId: z.string(),
+  approverEmail: z.string(),
+  /** The approver's chat user id, or `email:<address>` to resolve it (chatA, users.lookupByEmail). */
+  target: z.string(),
+  notice: ChatNotice,
+});
+export const ChatNotifyReply = z.union([
+  z.object({ status: z.literal('sent'), channel: z.string(), messageId: z.string() }),
+  z.object({ status: z.literal('skipped'), reason: z.string() }),
+]);
+
+export const ChatEndpoints = {
+  notify: endpoint(SUBJECT.surfaces.chatNotify, ChatNotifyRequest, ChatNotifyReply, { timeoutMs: 20_000 }),
+};

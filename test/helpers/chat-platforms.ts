@@ -1,0 +1,172 @@
+import { createHmac, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * Local stand-ins for the Slack Web API and the Discord REST API: they speak the real
+ * wire format (Slack: form-encoded POST to /api/<method>, `{ok: …}` answers; Discord:
+ * JSON REST with `Bot` authorization), record every call, and answer like the platform.
+ */
+export interface PlatformCall {
+  method: string;
+  path: string;
+  /** Slack method name (chat.postMessage) or Discord route (POST /channels/x/messages). */
+  name: string;
+  headers: IncomingMessage['headers'];
+  body: Record<string, any>;
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of req) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function parse(raw: string, type: string | undefined): Record<string, any> {
+  if (!raw) return {};
+  if (type?.includes('application/json')) return JSON.parse(raw);
+  const out: Record<string, any> = {};
+  for (const [k, v] of new URLSearchParams(raw)) {
+    // The Web API client sends objects (blocks) JSON-encoded inside the form.
+    try {
+      out[k] = /^[[{]/.test(v) ? JSON.parse(v) : v;
+    } catch {
+      out[k] = v;
+    }
+  }
+  return out;
+}
+
+async function listen(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const close = (server: Server) =>
+  new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  });
+
+export interface SlackStandIn {
+  url: string;
+  /** What CHAT_A_API_URL points at. */
+  apiUrl: string;
+  calls: PlatformCall[];
+  /** `response_url` of a click: `${url}/respond/<n>`; what was posted there. */
+  responses: Array<{ path: string; body: Record<string, any> }>;
+  usersByEmail: Map<string, string>;
+  team: { id: string; name: string };
+  botToken: string;
+  stop(): Promise<void>;
+}
+
+export async function startSlackStandIn(opts: { team?: { id: string; name: string }; botToken?: string } = {}): Promise<SlackStandIn> {
+  const calls: PlatformCall[] = [];
+  const responses: SlackStandIn['responses'] = [];
+  const usersByEmail = new Map<string, string>();
+  const team = opts.team ?? { id: 'T_ACME', name: 'Acme' };
+  const botToken = opts.botToken ?? 'xoxb-stand-in-bot-token';
+  let ts = 1_700_000_000;
+  const server = createServer(async (req, res) => {
+    const raw = await readBody(req);
+    const path = req.url ?? '';
+    const body = parse(raw, req.headers['content-type']);
+    const reply = (o: unknown) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(o));
+    };
+    if (path.startsWith('/respond/')) {
+      responses.push({ path, body });
+      return reply({ ok: true });
+    }
+    const name = path.replace(/^\/api\//, '').split('?')[0]!;
+    calls.push({ method: req.method ?? '', path, name, headers: req.headers, body });
+    const authed = req.headers.authorization === `Bearer ${botToken}`;
+    switch (name) {
+      case 'oauth.v2.access':
+        return body.code === 'good-code'
+          ? reply({ ok: true, access_token: botToken, token_type: 'bot', bot_user_id: 'U_BOT', team })
+          : reply({ ok: false, error: 'invalid_code' });
+      case 'chat.postMessage':
+        if (!authed) return reply({ ok: false, error: 'not_authed' });
+        ts += 1;
+        // A DM to a user id opens the IM channel D<user>.
+        return reply({ ok: true, channel: String(body.channel).startsWith('U') ? `D${body.channel}` : body.channel, ts: `${ts}.000100` });
+      case 'chat.update':
+        return reply(authed ? { ok: true, channel: body.channel, ts: body.ts } : { ok: false, error: 'not_authed' });
+      case 'users.lookupByEmail': {
+        const id = usersByEmail.get(String(body.email));
+        return reply(id ? { ok: true, user: { id } } : { ok: false, error: 'users_not_found' });
+      }
+      case 'conversations.list':
+        return reply({ ok: true, channels: [{ id: 'C_GENERAL', name: 'general' }, { id: 'C_APPROVALS', name: 'approvals' }], response_metadata: { next_cursor: '' } });
+      default:
+        return reply({ ok: false, error: 'unknown_method' });
+    }
+  });
+  const url = await listen(server);
+  return { url, apiUrl: `${url}/api/`, calls, responses, usersByEmail, team, botToken, stop: () => close(server) };
+}
+
+/** Slack request signing v0: `v0=HMAC-SHA256(secret, "v0:<ts>:<body>")`. */
+export function slackSignature(secret: string, body: string, ts = Math.floor(Date.now() / 1000)): Record<string, string> {
+  const sig = createHmac('sha256', secret).update(`v0:${ts}:${body}`).digest('hex');
+  return { 'x-slack-request-timestamp': String(ts), 'x-slack-signature': `v0=${sig}` };
+}
+
+export interface DiscordStandIn {
+  url: string;
+  /** What CHAT_B_API_URL points at. */
+  apiUrl: string;
+  calls: PlatformCall[];
+  guild: { id: string; name: string };
+  botToken: string;
+  /** The application's key pair: interactions are signed with the private key. */
+  privateKey: KeyObject;
+  publicKeyHex: string;
+  stop(): Promise<void>;
+}
+
+export async function startDiscordStandIn(): Promise<DiscordStandIn> {
+  const calls: PlatformCall[] = [];
+  const guild = { id: 'G_ACME', name: 'Acme guild' };
+  const botToken = 'discord-stand-in-bot-token';
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const publicKeyHex = (publicKey.export({ format: 'der', type: 'spki' }) as Buffer).subarray(12).toString('hex');
+  let seq = 0;
+  const server = createServer(async (req, res) => {
+    const raw = await readBody(req);
+    const path = (req.url ?? '').replace(/^\/api\/v10/, '');
+    const body = parse(raw, req.headers['content-type']);
+    const name = `${req.method} ${path.replace(/\/\d+|\/[A-Z]_[A-Za-z0-9_]+|\/M\d+/g, '/:id')}`;
+    calls.push({ method: req.method ?? '', path, name, headers: req.headers, body });
+    const reply = (status: number, o: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(o));
+    };
+    if (path === '/oauth2/token' && req.method === 'POST') {
+      return body.code === 'good-code' ? reply(200, { access_token: 'user-access', token_type: 'Bearer', scope: 'bot applications.commands', guild }) : reply(400, { error: 'invalid_grant' });
+    }
+    if (req.headers.authorization !== `Bot ${botToken}`) return reply(401, { message: '401: Unauthorized', code: 0 });
+    if (path === '/users/@me/channels' && req.method === 'POST') return reply(200, { id: `DM_${body.recipient_id}`, type: 1 });
+    const msg = path.match(/^\/channels\/([^/]+)\/messages(?:\/([^/]+))?$/);
+    if (msg && req.method === 'POST') return reply(200, { id: `M${++seq}`, channel_id: msg[1] });
+    if (msg && req.method === 'PATCH') return reply(200, { id: msg[2], channel_id: msg[1] });
+    if (path === `/guilds/${guild.id}/channels`) {
+      return reply(200, [
+        { id: 'C_TEXT', name: 'approvals', type: 0 },
+        { id: 'C_VOICE', name: 'voice', type: 2 },
+      ]);
+    }
+    return reply(404, { message: 'Unknown', code: 0 });
+  });
+  const url = await listen(server);
+  return { url, apiUrl: `${url}/api/v10`, calls, guild, botToken, privateKey, publicKeyHex, stop: () => close(server) };
+}
+
+/** Discord interaction signing: Ed25519 over `timestamp + body`. */
+export function discordSignature(privateKey: KeyObject, body: string, ts = Math.floor(Date.now() / 1000)): Record<string, string> {
+  const sig = sign(null, Buffer.from(`${ts}${body}`), privateKey).toString('hex');
+  return { 'x-signature-ed25519': sig, 'x-signature-timestamp': String(ts), 'content-type': 'application/json' };
+}
