@@ -428,13 +428,9 @@ describe('gateway HTTP behaviour', () => {
 
     it('answers 501 not_implemented, never 404, on routes not built yet', async () => {
       const checks: Array<[string, string, string]> = [
-        ['POST', '/v1/integrations/chatA/test', org.admin],
-        ['GET', '/v1/integrations/chatB', org.admin],
         ['GET', '/v1/usage/', org.admin],
         ['PUT', '/v1/settings/esign', org.admin],
-        ['GET', '/v1/integrations/chatA/channels', org.admin],
-        ['GET', '/v1/integrations/chatA', org.admin],
-        ['POST', '/v1/integrations/chatB/test', org.admin],
+        ['GET', '/v1/settings/esign', org.admin],
       ];
       for (const [method, path, token] of checks) {
         const res = await stack.http(method, path, { token, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
@@ -452,7 +448,7 @@ describe('gateway HTTP behaviour', () => {
         }
       }
       // the explicit picks above are among them
-      expect(pending.map((o) => `${o.method} ${o.path}`)).toEqual(expect.arrayContaining(['post /v1/integrations/chatA/test', 'get /v1/usage/', 'put /v1/settings/esign']));
+      expect(pending.map((o) => `${o.method} ${o.path}`)).toEqual(expect.arrayContaining(['get /v1/usage/', 'put /v1/settings/esign']));
       for (const { method, path, description } of pending) {
         const tokens = /Session or API key/.test(description)
           ? [org.apiKey, org.admin]
@@ -481,22 +477,27 @@ describe('gateway HTTP behaviour', () => {
 
   describe('callback routes', () => {
     it('forward the raw body to the surfaces service without bearer auth', async () => {
+      // The service checks the provider's signature over these exact bytes: a bad one is 401 from surfaces, in JSON.
       const res = await stack.http('POST', '/v1/surfaces/chatA/events', {
         rawBody: 'payload=%7B%22type%22%3A%22block_actions%22%7D&not json',
         headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-signature': 'v0=abc', 'x-slack-request-timestamp': '1' },
       });
-      expect(res.status).toBe(501);
+      expect(res.status).toBe(401);
       expect(res.headers.get('content-type')).toMatch(/application\/json/);
-      expect(res.body).toEqual({ error: 'not_implemented', message: expect.stringContaining('/v1/surfaces/chatA/events') });
+      expect(res.body).toEqual({ error: 'invalid_signature', message: expect.stringContaining('Slack') });
+      const esign = await stack.http('POST', '/v1/surfaces/esign/connect', { rawBody: 'x', headers: { 'content-type': 'text/plain' } });
+      expect(esign.status).toBe(501);
+      expect(esign.body).toEqual({ error: 'not_implemented', message: expect.stringContaining('/v1/surfaces/esign/connect') });
     });
 
     it('do not parse JSON (a malformed JSON body still reaches the service) and ignore Authorization', async () => {
-      for (const path of ['/v1/surfaces/chatA/events', '/v1/surfaces/chatB/interactions', '/v1/surfaces/esign/connect']) {
+      const expected: Record<string, number> = { '/v1/surfaces/chatA/events': 401, '/v1/surfaces/chatB/interactions': 401, '/v1/surfaces/esign/connect': 501 };
+      for (const [path, status] of Object.entries(expected)) {
         const res = await stack.http('POST', path, { rawBody: '{"broken": ', headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-token' } });
-        expect({ path, status: res.status }).toEqual({ path, status: 501 });
-        expect(res.body.error).toBe('not_implemented');
+        expect({ path, status: res.status }).toEqual({ path, status });
+        expect(res.body.error).toBe(status === 401 ? 'invalid_signature' : 'not_implemented');
         const empty = await stack.http('POST', path, {});
-        expect({ path, status: empty.status }).toEqual({ path, status: 501 });
+        expect({ path, status: empty.status }).toEqual({ path, status });
       }
     });
   });
@@ -611,7 +612,7 @@ describe('gateway HTTP behaviour', () => {
       expect(spec.paths['/mcp'].post).toMatchObject({ security: [{ bearer: [] }], description: expect.stringContaining('decisions:write') });
       expect(spec.paths['/v1/worker/decisions'].post.description).toContain('decisions:write');
       // callbacks whose adapters come later say so, like every route not built yet
-      for (const [path, method] of [['/webhooks/billing', 'post'], ['/v1/surfaces/chatA/events', 'post'], ['/v1/integrations/chatB/callback', 'get']] as const) {
+      for (const [path, method] of [['/webhooks/billing', 'post'], ['/v1/surfaces/esign/connect', 'post']] as const) {
         const op = spec.paths[path][method];
         expect({ path, codes: Object.keys(op.responses).sort(), note: op.description }).toEqual({ path, codes: ['501', 'default'], note: expect.stringContaining('Not implemented yet') });
       }

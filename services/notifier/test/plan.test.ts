@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ResolvedApprover } from '@approvals/shared';
 import { escalationTarget, initialTargets, orderedTargets, retryDelayMs } from '../src/domain/plan';
-import { renderEmail, summarizeBlock } from '../src/templates/messages';
+import { renderChatNotice, renderEmail, summarizeBlock } from '../src/templates/messages';
 
 const approver = (over: Partial<ResolvedApprover> = {}): ResolvedApprover => ({
   email: 'ann@example.com',
@@ -88,5 +88,30 @@ describe('email content', () => {
     expect(summarizeBlock({ kind: 'diff', before: 'a', after: 'b' })).toBe('change: a → b');
     expect(summarizeBlock({ kind: 'tool_call', tool: 'refund', args: { id: 1 } })).toBe('tool refund {"id":1}');
     expect(summarizeBlock({ kind: 'ai_output', model: 'm', output: 'x'.repeat(400) })).toHaveLength(3 + 300 + 1);
+  });
+});
+
+describe('chat notice content', () => {
+  const d = {
+    id: 'dec_9',
+    status: 'PENDING',
+    context: { title: 'Refund', prompt: 'Refund $40?', blocks: [{ kind: 'fields', fields: [{ label: 'Order', value: '42' }] }] },
+    expiresAt: null,
+    answerableByLink: true,
+    linkAnswers: ['approve', 'reject'],
+  } as never;
+  it('carries title, question, key context and the buttons decisions allows', () => {
+    expect(renderChatNotice(d, 'remind', 'https://app/x')).toEqual({
+      kind: 'remind',
+      heading: 'Reminder: ',
+      title: 'Refund',
+      question: 'Refund $40?',
+      lines: ['Order: 42'],
+      buttons: ['approve', 'reject'],
+      appUrl: 'https://app/x',
+      expiresAt: null,
+    });
+    expect(renderChatNotice({ ...(d as object), answerableByLink: false, linkAnswers: [] } as never, 'notify', 'u').buttons).toEqual([]);
+    expect(renderChatNotice({ ...(d as object), answerableByLink: false, linkAnswers: ['reject'] } as never, 'notify', 'u').buttons).toEqual(['reject']);
   });
 });

@@ -382,5 +382,19 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       const edit = await waitFor(() => discord.calls.find((c) => c.method === 'PATCH' && c.path === `/channels/${dmChannel}/messages/${messageId}`), { timeoutMs: 15_000, what: 'DM updated' });
       expect(edit.body).toMatchObject({ components: [], content: expect.stringContaining('Approved by cal@example.com') });
     });
+
+    it('reminds on chat like by mail, and shows the expiry on every message once the time is up', async () => {
+      const id = await open('chat-b-remind', [C], { timeoutSec: 4 });
+      const ours = (prefix: string) => discord.calls.filter((c) => c.method === 'POST' && c.path === '/channels/DM_D_CAL/messages' && String(c.body.content).startsWith(prefix) && String(c.body.content).includes('chat-b-remind'));
+      await waitFor(() => ours('Approval needed: ').length === 1 || null, { timeoutMs: 10_000, what: 'the notice' });
+      const reminder = await waitFor(() => ours('Reminder: ')[0], { timeoutMs: 15_000, what: 'the reminder DM' });
+      expect(reminder.body.components[0].components.map((b: { custom_id?: string }) => b.custom_id).slice(0, 2)).toEqual([`approve:${id}`, `reject:${id}`]);
+      const expired = await waitFor(() => {
+        const edits = discord.calls.filter((c) => c.method === 'PATCH' && String(c.body.content).includes('chat-b-remind'));
+        return edits.length === 2 ? edits : null;
+      }, { timeoutMs: 20_000, what: 'both DMs updated to Expired' });
+      for (const e of expired) expect(e.body.content).toContain('Expired');
+      expect((await read(id)).status).toBe('EXPIRED');
+    });
   });
 });

@@ -193,8 +193,22 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     cb('/v1/surfaces/chatA/events', 'surfaces', 'chatA (Slack) Events API: url_verification, app_uninstalled, tokens_revoked'),
     cb('/v1/surfaces/chatB/interactions', 'surfaces', 'chatB (Discord) interactions endpoint: PING and button clicks (Ed25519)'),
     { ...cb('/v1/surfaces/esign/connect', 'surfaces', 'esign (DocuSign) Connect callback'), callbackNotBuilt: LATER },
-    cb('/v1/integrations/chatA/callback', 'integrations', 'chatA install callback (OAuth v2): stores the installation, 302 to the app', 'get'),
-    cb('/v1/integrations/chatB/callback', 'integrations', 'chatB install callback (OAuth2): stores the installation, 302 to the app', 'get'),
+    {
+      ...cb('/v1/integrations/chatA/callback', 'integrations', 'chatA install callback (OAuth v2): stores the installation, 302 to the app', 'get'),
+      htmlResponses: {
+        302: 'Installed: redirect to the web app\'s integrations page',
+        400: 'The state is missing, altered, expired, already used or for another provider, or no code came back: nothing stored',
+        502: 'The provider did not accept the code: nothing stored',
+      },
+    },
+    {
+      ...cb('/v1/integrations/chatB/callback', 'integrations', 'chatB install callback (OAuth2): stores the installation, 302 to the app', 'get'),
+      htmlResponses: {
+        302: 'Installed: redirect to the web app\'s integrations page',
+        400: 'The state is missing, altered, expired, already used or for another provider, or no code came back: nothing stored',
+        502: 'The provider did not accept the code: nothing stored',
+      },
+    },
 
     // ---- workflows
     fwd('get', '/v1/workflows/', 'session', 'workflows', 'Registered workflows', W.list),

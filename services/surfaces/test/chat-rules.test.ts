@@ -1,0 +1,100 @@
+import { describe, expect, it } from '@jest/globals';
+import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
+import { ManualClock } from '@approvals/shared';
+import {
+  INSTALL_STATE_TTL_MS,
+  buttonChoice,
+  decisionOfCustomId,
+  discordCustomId,
+  discordSignatureValid,
+  emailOfTarget,
+  newInstallState,
+  signInstallState,
+  slackSignatureValid,
+  verifyInstallState,
+} from '../src/domain/chat';
+import { discordNotice, slackEscape, slackNotice } from '../src/templates/chat';
+
+// Pure rules of the chat surfaces, on an injected clock.
+
+const SECRET = 'a-secret-of-some-length';
+
+describe('install state', () => {
+  it('is bound to the org and provider, signed, and valid for 10 minutes', () => {
+    const clock = new ManualClock(new Date('2026-11-24T12:00:00Z'));
+    const s = newInstallState('org_1', 'chatA', clock.now());
+    const value = signInstallState(SECRET, s);
+    expect(verifyInstallState(SECRET, value, 'chatA', clock.now())).toEqual({ ok: true, state: s });
+    expect(verifyInstallState(SECRET, value, 'chatB', clock.now())).toEqual({ ok: false, reason: 'wrong_provider' });
+    expect(verifyInstallState('another-secret-entirely', value, 'chatA', clock.now())).toEqual({ ok: false, reason: 'bad_signature' });
+    expect(verifyInstallState(SECRET, 'garbage', 'chatA', clock.now())).toEqual({ ok: false, reason: 'malformed' });
+    // A payload edited to another org does not carry a valid signature.
+    const [payload, sig] = value.split('.');
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload!, 'base64url').toString()), o: 'org_2' })).toString('base64url');
+    expect(verifyInstallState(SECRET, `${forged}.${sig}`, 'chatA', clock.now()).ok).toBe(false);
+    clock.advance(INSTALL_STATE_TTL_MS - 1);
+    expect(verifyInstallState(SECRET, value, 'chatA', clock.now()).ok).toBe(true);
+    clock.advance(1);
+    expect(verifyInstallState(SECRET, value, 'chatA', clock.now())).toEqual({ ok: false, reason: 'expired' });
+  });
+});
+
+describe('request signatures', () => {
+  const now = new Date('2026-11-24T12:00:00Z');
+  const ts = Math.floor(now.getTime() / 1000);
+  const slackHeaders = (body: string, t = ts, secret = SECRET) => ({
+    'x-slack-request-timestamp': String(t),
+    'x-slack-signature': `v0=${createHmac('sha256', secret).update(`v0:${t}:${body}`).digest('hex')}`,
+  });
+
+  it('Slack v0: the exact raw body, within 300 s either way', () => {
+    const body = 'payload=%7B%7D';
+    expect(slackSignatureValid(SECRET, slackHeaders(body), body, now)).toBe(true);
+    expect(slackSignatureValid(SECRET, slackHeaders(body), `${body}&x=1`, now)).toBe(false);
+    expect(slackSignatureValid(SECRET, slackHeaders(body, ts, 'wrong-secret'), body, now)).toBe(false);
+    expect(slackSignatureValid(SECRET, slackHeaders(body, ts - 300), body, now)).toBe(true);
+    expect(slackSignatureValid(SECRET, slackHeaders(body, ts - 301), body, now)).toBe(false);
+    expect(slackSignatureValid(SECRET, slackHeaders(body, ts + 301), body, now)).toBe(false);
+    expect(slackSignatureValid(SECRET, {}, body, now)).toBe(false);
+    expect(slackSignatureValid(SECRET, { 'x-slack-request-timestamp': 'soon', 'x-slack-signature': 'v0=00' }, body, now)).toBe(false);
+  });
+
+  it('Discord Ed25519 over timestamp + body, within 300 s', () => {
+    const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+    const hex = (publicKey.export({ format: 'der', type: 'spki' }) as Buffer).subarray(12).toString('hex');
+    const body = Buffer.from('{"type":1}');
+    const headers = (t = ts, b = body) => ({ 'x-signature-timestamp': String(t), 'x-signature-ed25519': sign(null, Buffer.concat([Buffer.from(String(t)), b]), privateKey).toString('hex') });
+    expect(discordSignatureValid(hex, headers(), body, now)).toBe(true);
+    expect(discordSignatureValid(hex, headers(), Buffer.from('{"type":2}'), now)).toBe(false);
+    expect(discordSignatureValid(hex, headers(ts - 301), body, now)).toBe(false);
+    const other = (generateKeyPairSync('ed25519').publicKey.export({ format: 'der', type: 'spki' }) as Buffer).subarray(12).toString('hex');
+    expect(discordSignatureValid(other, headers(), body, now)).toBe(false);
+    expect(discordSignatureValid(hex, { 'x-signature-timestamp': String(ts), 'x-signature-ed25519': 'zz' }, body, now)).toBe(false);
+  });
+});
+
+describe('buttons and targets', () => {
+  it('reads approve/reject from action and custom ids, and the decision from a custom id', () => {
+    expect(buttonChoice('approve')).toBe('approve');
+    expect(buttonChoice('reject_1')).toBe('reject');
+    expect(buttonChoice('open_in_app')).toBeNull();
+    expect(buttonChoice(undefined)).toBeNull();
+    expect(discordCustomId('approve', 'dec_1')).toBe('approve:dec_1');
+    expect(decisionOfCustomId('approve:dec_1')).toBe('dec_1');
+    expect(decisionOfCustomId('approve')).toBeNull();
+    expect(decisionOfCustomId('approve:dec 1')).toBeNull();
+    expect(emailOfTarget('email:a@x.com')).toBe('a@x.com');
+    expect(emailOfTarget('U123')).toBeNull();
+  });
+
+  it('renders buttons only for the answers a click can give: none on a signature decision', () => {
+    const notice = { kind: 'notify' as const, heading: 'Approval needed: ', title: 'Sign <it>', question: 'a & b', lines: ['x: <y>'], buttons: [] as Array<'approve' | 'reject'>, appUrl: 'https://app/x', expiresAt: null };
+    const signed = slackNotice(notice, 'dec_1');
+    const actions = signed.blocks!.find((b) => b.type === 'actions') as { elements: Array<{ action_id: string }> };
+    expect(actions.elements.map((e) => e.action_id)).toEqual(['open_in_app']);
+    expect(JSON.stringify(signed.blocks)).toContain('a &amp; b');
+    expect(slackEscape('<@U1> & <!channel>')).toBe('&lt;@U1&gt; &amp; &lt;!channel&gt;');
+    const both = discordNotice({ ...notice, buttons: ['approve', 'reject'] }, 'dec_1');
+    expect((both.components![0]!.components as Array<{ custom_id?: string }>).map((c) => c.custom_id)).toEqual(['approve:dec_1', 'reject:dec_1', undefined]);
+  });
+});
