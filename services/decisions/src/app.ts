@@ -2,6 +2,7 @@ import { ContractEngine, SecretBox, contractEngineOptions, createLogger, createO
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer } from './consumers/notification-sent.consumer';
+import { approverStateConsumer } from './consumers/approver-state.consumer';
 import { timerStepConsumers } from './consumers/timer-steps.consumer';
 import { createLifecycle } from './usecases/lifecycle';
 import { createDecisionOpener } from './usecases/create-decision';
@@ -45,6 +46,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       });
       ctx.consume(timerExpireConsumer(actions.expire));
       ctx.consume(notificationSentConsumer(store));
+      ctx.consume(approverStateConsumer(store));
       const stopWaiters = () => waiters.stop();
       for (const c of timerStepConsumers(createLifecycle({ store, bus: ctx.bus, clock: ctx.clock, log: ctx.log }))) ctx.consume(c);
       return {

@@ -113,7 +113,7 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
     const fresh = await stack.newOrg();
     for (const step of ['a', 'b']) expect((await create({ externalRunId: run('usage'), stepRef: step, approvers: ['a@example.com'] }, fresh.apiKey)).status).toBe(201);
     const res = await stack.http('GET', '/v1/usage/current', { token: fresh.admin });
-    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { period: new Date().toISOString().slice(0, 7), decisions: 2, limit: null } });
+    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { period: new Date().toISOString().slice(0, 7), plan: 'default', decisions: { used: 2, limit: null } } });
   });
 
   describe('exclusive', () => {
@@ -260,7 +260,7 @@ describe('monthly decision quota', () => {
   it('the 4th new decision of the month is 402 quota_exceeded; repeats still answer existing; usage shows 3 of 3', async () => {
     const { apiKey, admin } = await stack.newOrg();
     const fresh = await stack.http('GET', '/v1/usage/current', { token: admin });
-    expect({ status: fresh.status, body: fresh.body }).toEqual({ status: 200, body: { period: period(), decisions: 0, limit: 3 } });
+    expect({ status: fresh.status, body: fresh.body }).toEqual({ status: 200, body: { period: period(), plan: 'default', decisions: { used: 0, limit: 3 } } });
 
     const runId = run('quota');
     // Refusals and "not required" do not count.
@@ -278,7 +278,7 @@ describe('monthly decision quota', () => {
     expect({ status: repeat.status, body: repeat.body }).toEqual({ status: 200, body: { ...made[1].body, reason: 'existing' } });
 
     const usage = await stack.http('GET', '/v1/usage/current', { token: admin });
-    expect({ status: usage.status, body: usage.body }).toEqual({ status: 200, body: { period: period(), decisions: 3, limit: 3 } });
+    expect({ status: usage.status, body: usage.body }).toEqual({ status: 200, body: { period: period(), plan: 'default', decisions: { used: 3, limit: 3 } } });
 
     // Nothing was stored for the refused step: the worker inbox holds exactly three.
     const inbox = await stack.http('GET', '/v1/worker/decisions', { token: apiKey });
@@ -299,7 +299,7 @@ describe('monthly decision quota', () => {
     expect(results.map((r) => r.status).sort()).toEqual([201, 201, 201, 402, 402, 402]);
     for (const r of results.filter((x) => x.status === 402)) expectError(r, 402, { error: 'quota_exceeded', used: 3, limit: 3 });
     const usage = await stack.http('GET', '/v1/usage/current', { token: admin });
-    expect(usage.body).toEqual({ period: period(), decisions: 3, limit: 3 });
+    expect(usage.body).toEqual({ period: period(), plan: 'default', decisions: { used: 3, limit: 3 } });
     const list = await stack.http('GET', '/v1/decisions/', { token: admin });
     expect(list.body.total).toBe(3);
   });

@@ -45,6 +45,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         const llm = await settings.llm(req.org);
         return llm ? { configured: true, baseUrl: llm.baseUrl, model: llm.model, apiKeySealed: llm.apiKey } : { configured: false };
       });
+      ctx.host.handle(AccessEndpoints.upsertOrg, async (req) => ({ org: req.org, created: await store.upsertOrg(req.org, req.name) }));
       ctx.host.handle(AccessEndpoints.actorLabel, async (req) => {
         const key = await store.getApiKey(req.org, req.ref);
         if (key) return { found: true, kind: 'apiKey' as const, label: `API key ${key.name} (${key.prefix}…)` };

@@ -426,44 +426,18 @@ describe('gateway HTTP behaviour', () => {
       }
     });
 
-    it('answers 501 not_implemented, never 404, on routes not built yet', async () => {
-      const checks: Array<[string, string, string]> = [
-        ['GET', '/v1/usage/', org.admin],
-        ['PUT', '/v1/settings/esign', org.admin],
-        ['GET', '/v1/settings/esign', org.admin],
-      ];
-      for (const [method, path, token] of checks) {
-        const res = await stack.http(method, path, { token, body: method === 'GET' || method === 'DELETE' ? undefined : {} });
-        expect({ method, path, status: res.status }).toEqual({ method, path, status: 501 });
-        expect(res.body).toEqual({ error: 'not_implemented', message: expect.stringMatching(/not implemented/) });
-      }
-    });
-
-    it('every operation documented as not implemented answers 501 with the right credentials', async () => {
+    it('every route of the spec is built: none is documented or answered as not implemented', async () => {
       const spec = (await stack.http('GET', '/openapi.json')).body;
-      const pending: Array<{ method: string; path: string; description: string }> = [];
+      const pending: string[] = [];
       for (const [path, ops] of Object.entries<Record<string, any>>(spec.paths)) {
         for (const [method, op] of Object.entries<any>(ops)) {
-          if (/Not implemented yet/.test(op.description ?? '')) pending.push({ method, path, description: op.description });
+          if (/Not implemented yet/.test(op.description ?? '') || op.responses?.['501']) pending.push(`${method} ${path}`);
         }
       }
-      // the explicit picks above are among them
-      expect(pending.map((o) => `${o.method} ${o.path}`)).toEqual(expect.arrayContaining(['get /v1/usage/', 'put /v1/settings/esign']));
-      for (const { method, path, description } of pending) {
-        const tokens = /Session or API key/.test(description)
-          ? [org.apiKey, org.admin]
-          : /API key \(worker scope\)/.test(description)
-            ? [org.apiKey]
-            : /Signed-in session/.test(description)
-              ? [org.admin]
-              : /No bearer token/.test(description)
-                ? [undefined] // a callback: the provider calls it without a bearer token
-                : [];
-        expect({ op: `${method} ${path}`, scoped: tokens.length > 0 }).toEqual({ op: `${method} ${path}`, scoped: true });
-        for (const token of tokens as Array<string | undefined>) {
-          const res = await stack.http(method.toUpperCase(), fillPath(path), { token, body: method === 'get' || method === 'delete' ? undefined : {} });
-          expect({ op: `${method} ${path}`, status: res.status, error: res.body?.error }).toEqual({ op: `${method} ${path}`, status: 501, error: 'not_implemented' });
-        }
+      expect(pending).toEqual([]);
+      for (const [method, path] of [['GET', '/v1/usage/'], ['GET', '/v1/settings/esign'], ['GET', '/v1/integrations/chatA']] as const) {
+        const res = await stack.http(method, path, { token: org.admin });
+        expect({ method, path, status: res.status }).not.toEqual({ method, path, status: 501 });
       }
     });
 
@@ -486,16 +460,16 @@ describe('gateway HTTP behaviour', () => {
       expect(res.headers.get('content-type')).toMatch(/application\/json/);
       expect(res.body).toEqual({ error: 'invalid_signature', message: expect.stringContaining('Slack') });
       const esign = await stack.http('POST', '/v1/surfaces/esign/connect', { rawBody: 'x', headers: { 'content-type': 'text/plain' } });
-      expect(esign.status).toBe(501);
-      expect(esign.body).toEqual({ error: 'not_implemented', message: expect.stringContaining('/v1/surfaces/esign/connect') });
+      expect(esign.status).toBe(400);
+      expect(esign.body).toEqual({ error: 'invalid_request', message: expect.stringContaining('JSON') });
     });
 
     it('do not parse JSON (a malformed JSON body still reaches the service) and ignore Authorization', async () => {
-      const expected: Record<string, number> = { '/v1/surfaces/chatA/events': 401, '/v1/surfaces/chatB/interactions': 401, '/v1/surfaces/esign/connect': 501 };
+      const expected: Record<string, number> = { '/v1/surfaces/chatA/events': 401, '/v1/surfaces/chatB/interactions': 401, '/v1/surfaces/esign/connect': 400, '/webhooks/identity': 401, '/webhooks/billing': 401 };
       for (const [path, status] of Object.entries(expected)) {
         const res = await stack.http('POST', path, { rawBody: '{"broken": ', headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-token' } });
         expect({ path, status: res.status }).toEqual({ path, status });
-        expect(res.body.error).toBe(status === 401 ? 'invalid_signature' : 'not_implemented');
+        expect(res.body.error).toBe(status === 401 ? 'invalid_signature' : 'invalid_request');
         const empty = await stack.http('POST', path, {});
         expect({ path, status: empty.status }).toEqual({ path, status });
       }
@@ -611,11 +585,12 @@ describe('gateway HTTP behaviour', () => {
       expect(act.parameters).toContainEqual(expect.objectContaining({ name: 'token', in: 'query' }));
       expect(spec.paths['/mcp'].post).toMatchObject({ security: [{ bearer: [] }], description: expect.stringContaining('decisions:write') });
       expect(spec.paths['/v1/worker/decisions'].post.description).toContain('decisions:write');
-      // callbacks whose adapters come later say so, like every route not built yet
-      for (const [path, method] of [['/webhooks/billing', 'post'], ['/v1/surfaces/esign/connect', 'post']] as const) {
+      // callbacks say who calls them and how they are verified
+      for (const [path, method] of [['/webhooks/billing', 'post'], ['/v1/surfaces/esign/connect', 'post'], ['/v1/surfaces/chatA/events', 'post']] as const) {
         const op = spec.paths[path][method];
-        expect({ path, codes: Object.keys(op.responses).sort(), note: op.description }).toEqual({ path, codes: ['501', 'default'], note: expect.stringContaining('Not implemented yet') });
+        expect({ path, note: op.description }).toEqual({ path, note: expect.stringContaining('No bearer token') });
       }
+      expect(Object.keys(spec.paths['/v1/integrations/chatA/callback'].get.responses).sort()).toEqual(['302', '400', '502']);
     });
 
     it('serves a readable HTML reference at /docs', async () => {

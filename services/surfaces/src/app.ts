@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, SecretBox, SurfacesEndpoints, consumerOf, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { DURABLE, EVENT, EsignEndpoints, SecretBox, SurfacesEndpoints, consumerOf, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
@@ -9,6 +9,8 @@ import { chatCallbackRoutes, registerChatHandlers } from './handlers/chat.handle
 import { SlackApi } from './providers/slack';
 import { DiscordApi } from './providers/discord';
 import { createChat } from './usecases/chat';
+import { createWebhooks } from './usecases/webhooks';
+import { createWebhooksStore } from './store/webhooks.store';
 
 export const SURFACES_VERSION = '0.1.0';
 /** Expired action tokens are kept this long (the page still says "expired"), then deleted. */
@@ -44,12 +46,18 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
         discord: new DiscordApi(config.CHAT_B_API_URL, config.CHAT_B_BOT_TOKEN, http),
       });
       registerChatHandlers(ctx.host, chat);
+      const webhooks = createWebhooks({ config, store: createWebhooksStore(ctx.db), bus: ctx.bus, log: ctx.log, secrets: SecretBox.fromConfig(config) });
+      ctx.host.handle(EsignEndpoints.get, async (r) => webhooks.esignGet(r.org));
+      ctx.host.handle(EsignEndpoints.put, async (r) => webhooks.esignPut(r.org, r.body));
       ctx.host.handle(
         CallbackEndpoint,
         createCallbackHandler({
           [`GET ${EMAIL_ACT_PATH}`]: email.get,
           [`POST ${EMAIL_ACT_PATH}`]: email.post,
           ...chatCallbackRoutes(chat),
+          'POST /v1/surfaces/esign/connect': (req) => webhooks.docusignConnect(req),
+          'POST /webhooks/identity': (req) => webhooks.identity(req),
+          'POST /webhooks/billing': (req) => webhooks.billing(req),
         }),
       );
       // Chat messages after the fact: announcements, deliberation threads, outcomes.

@@ -19,6 +19,10 @@ const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === 
 const apiUrl = (name: string, fallback: string) =>
   z.preprocess((v) => (v === '' ? undefined : v), z.string().url(`${name} must be a URL`).default(fallback));
 
+/** A comma-separated list of secrets (every one is accepted: rotation without downtime). */
+const secretList = (name: string) =>
+  z.preprocess((v) => (v === '' || v === undefined ? [] : String(v).split(',').map((s) => s.trim()).filter(Boolean)), z.array(z.string().min(8, `each ${name} entry must be at least 8 characters`)).max(5)).default([]);
+
 export const SurfacesEnv = BaseServiceEnv.extend(SecretsEnv.shape).extend({
   /** Where the web app is served ("Open in app" links, the page after an install); defaults to PUBLIC_BASE_URL. */
   APP_BASE_URL: optional(z.string().url('APP_BASE_URL must be a URL')),
@@ -34,6 +38,10 @@ export const SurfacesEnv = BaseServiceEnv.extend(SecretsEnv.shape).extend({
   CHAT_B_BOT_TOKEN: optional(z.string().min(1)),
   CHAT_B_CLIENT_SECRET: optional(z.string().min(1)),
   CHAT_B_API_URL: apiUrl('CHAT_B_API_URL', 'https://discord.com/api/v10'),
+  /** Identity webhook (Svix signing): `whsec_…`; several comma-separated while rotating. */
+  IDENTITY_WEBHOOK_SECRET: secretList('IDENTITY_WEBHOOK_SECRET'),
+  /** Billing webhook (Stripe signing): `whsec_…`; several comma-separated while rotating. */
+  BILLING_WEBHOOK_SECRET: secretList('BILLING_WEBHOOK_SECRET'),
 
   /** HMAC-SHA256 key for email action link tokens (16+ characters). */
   SURFACES_LINK_SECRET: optionalSecret('SURFACES_LINK_SECRET must be at least 16 characters'),

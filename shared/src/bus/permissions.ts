@@ -30,6 +30,13 @@ const INTERNAL = [
   SUBJECT.approvers.channels,
   SUBJECT.surfaces.mintLinks,
   SUBJECT.surfaces.chatNotify,
+  SUBJECT.access.upsertOrg,
+  SUBJECT.approvers.identityUpdated,
+  SUBJECT.approvers.identityDisabled,
+  SUBJECT.decisions.byEnvelope,
+  SUBJECT.decisions.signatureVoided,
+  SUBJECT.decisions.setPlan,
+  SUBJECT.notifier.revokeUserDevices,
 ];
 
 export const BUS_ROLES: Record<ServiceName, BusRole> = {
@@ -48,7 +55,7 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
   policies: {
     serves: ['svc.policies.>', 'svc.approvers.>', 'svc.directory.>'],
     calls: [SUBJECT.access.actorLabel],
-    publishes: ['evt.policy.>'],
+    publishes: ['evt.policy.>', 'evt.approver.>'],
   },
   notifier: {
     serves: ['svc.notifier.>'],
@@ -57,7 +64,19 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
   },
   surfaces: {
     serves: ['svc.surfaces.>', 'svc.integrations.>'],
-    calls: [SUBJECT.decisions.surfaceVote, SUBJECT.decisions.peek, SUBJECT.approvers.channels],
+    calls: [
+      SUBJECT.decisions.surfaceVote,
+      SUBJECT.decisions.peek,
+      SUBJECT.approvers.channels,
+      // The signature, identity and billing webhooks, applied by the services that own what they change.
+      SUBJECT.decisions.byEnvelope,
+      SUBJECT.decisions.signatureVoided,
+      SUBJECT.decisions.setPlan,
+      SUBJECT.approvers.identityUpdated,
+      SUBJECT.approvers.identityDisabled,
+      SUBJECT.notifier.revokeUserDevices,
+      SUBJECT.access.upsertOrg,
+    ],
     publishes: [],
   },
   scheduler: {

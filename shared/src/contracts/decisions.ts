@@ -342,7 +342,10 @@ export const RunBody = z.strictObject({
 });
 export const RunReply = z.object({ runId: z.string(), workflowId: z.string(), duplicate: z.boolean() });
 
-export const UsageReply = z.object({ period: z.string(), decisions: z.number(), limit: z.number().nullable() });
+/** `GET /v1/usage/current`: what the quota counts (created decisions; not repeats, not approvalNeeded: false). */
+export const UsageCurrentReply = z.object({ period: z.string(), plan: z.string(), decisions: z.object({ used: z.number(), limit: z.number().nullable() }) });
+/** `GET /v1/usage/`: newest first, at most 24 months. */
+export const UsageHistoryReply = z.object({ items: z.array(z.object({ period: z.string(), decisions: z.number() })) });
 
 /**
  * A decision as other services (notifier, surfaces) read it: a decision past its deadline
@@ -385,10 +388,30 @@ export const DecisionsEndpoints = {
   refine: endpoint(SUBJECT.decisions.refine, forwarded({ params: IdParams, body: RefineBody }), RefineReply, { timeoutMs: 65_000 }),
   vote: endpoint(SUBJECT.decisions.vote, forwarded({ params: IdParams, body: DecideBody }), DecideReply),
   surfaceVote: endpoint(SUBJECT.decisions.surfaceVote, SurfaceVoteRequest, DecideReply),
-  usage: endpoint(SUBJECT.decisions.usage, forwarded({}), UsageReply, READ),
   wait: endpoint(SUBJECT.decisions.wait, forwarded({ params: IdParams, query: WaitQuery }), DecisionView),
   /** Internal read for surfaces and the notifier (no principal): the record as read back. */
   peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string() }), PeekView, READ),
+  /** The org's decisions carrying this signature envelope (`esign.envelopeId`), oldest first. */
+  byEnvelope: endpoint(SUBJECT.decisions.byEnvelope, z.object({ org: z.string(), envelopeId: z.string().min(1).max(200) }), z.object({ decisionIds: z.array(z.string()) }), READ),
+  /** The envelope was voided: a PENDING signature decision is REJECTED with the note. */
+  signatureVoided: endpoint(
+    SUBJECT.decisions.signatureVoided,
+    z.object({ org: z.string(), decisionId: z.string(), note: z.string().max(4000) }),
+    z.object({ decisionId: z.string(), status: DecisionStatus, changed: z.boolean() }),
+    RESENDABLE,
+  ),
+  /**
+   * The org's plan from billing: `plan` and its monthly quota (`limit` null = unlimited);
+   * `plan: null` returns the org to the deployment default.
+   */
+  setPlan: endpoint(
+    SUBJECT.decisions.setPlan,
+    z.object({ org: z.string(), plan: z.string().min(1).max(200).nullable(), limit: z.number().int().positive().nullable() }),
+    z.object({ org: z.string(), plan: z.string(), limit: z.number().nullable() }),
+    RESENDABLE,
+  ),
+  usageCurrent: endpoint(SUBJECT.decisions.usageCurrent, forwarded({}), UsageCurrentReply, READ),
+  usageHistory: endpoint(SUBJECT.decisions.usageHistory, forwarded({}), UsageHistoryReply, READ),
 };
 
 export const WorkflowsEndpoints = {

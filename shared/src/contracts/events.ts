@@ -125,6 +125,9 @@ export const DecisionEscalatedData = z.object({
   route: DecisionRoute.nullable(),
 });
 
+/** An approver was disabled (by an admin, or by the identity provider: a leaver) or enabled again. */
+export const ApproverStateData = z.object({ approverId: z.string(), email: z.string(), reason: z.string() });
+
 /** A timer the scheduler fired. */
 export const TimerDueData = z.object({
   decisionId: z.string(),
@@ -157,6 +160,8 @@ export const EVENT_DATA = {
   [EVENT.decisionReminded]: DecisionRemindedData,
   [EVENT.decisionEscalated]: DecisionEscalatedData,
   [EVENT.policyForceDeleted]: PolicyForceDeletedData,
+  [EVENT.approverDisabled]: ApproverStateData,
+  [EVENT.approverEnabled]: ApproverStateData,
   [EVENT.timerExpireDue]: TimerDueData,
   [EVENT.timerRemindDue]: TimerDueData,
   [EVENT.timerEscalateDue]: TimerDueData,

@@ -94,3 +94,27 @@ export const ChatNotifyReply = z.union([
 export const ChatEndpoints = {
   notify: endpoint(SUBJECT.surfaces.chatNotify, ChatNotifyRequest, ChatNotifyReply, { timeoutMs: 20_000 }),
 };
+
+/** Signature-provider settings per org (`/v1/settings/esign`, admin). The HMAC key is write-only. */
+export const EsignSettingsBody = z.strictObject({
+  provider: z.literal('docusign'),
+  /** The DocuSign account (API account id): Connect messages name it, and it names the org. */
+  accountId: z.string().min(1).max(200),
+  /** Connect HMAC key(s), write-only; several comma-separated (up to 5) while rotating. Omit to keep the stored one. */
+  connectHmacKey: z.string().min(16).max(2000).optional(),
+  /** Where envelopes are opened (the app links them), e.g. https://demo.docusign.net. */
+  baseUrl: z.string().max(2000).pipe(z.url({ protocol: /^https?$/ })).optional(),
+});
+export const EsignSettingsView = z.object({
+  configured: z.boolean(),
+  provider: z.literal('docusign').nullable(),
+  accountId: z.string().nullable(),
+  connectHmacKeySet: z.boolean(),
+  baseUrl: z.string().nullable(),
+  updatedAt: z.string().nullable(),
+});
+
+export const EsignEndpoints = {
+  get: endpoint(SUBJECT.surfaces.esignSettingsGet, forwarded({}), EsignSettingsView, READ),
+  put: endpoint(SUBJECT.surfaces.esignSettingsPut, forwarded({ body: EsignSettingsBody }), EsignSettingsView, RESENDABLE),
+};

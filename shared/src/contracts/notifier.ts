@@ -58,4 +58,6 @@ export const NotifierEndpoints = {
     }),
     READ,
   ),
+  /** The identity provider deleted a user: their push devices are revoked in every org. */
+  revokeUserDevices: endpoint(SUBJECT.notifier.revokeUserDevices, z.object({ userId: z.string().min(1) }), z.object({ revoked: z.number() }), RESENDABLE),
 };

@@ -349,6 +349,20 @@ export const ApproversEndpoints = {
   disable: endpoint(SUBJECT.approvers.disable, forwarded({ params: ApproverIdParams }), ApproverView, RESENDABLE),
   enable: endpoint(SUBJECT.approvers.enable, forwarded({ params: ApproverIdParams }), ApproverView, RESENDABLE),
   lookup: endpoint(SUBJECT.approvers.channels, ApproverLookupRequest, ApproverLookupReply, READ),
+  /** The identity provider updated a user: approvers with that identityUserId take the new name and primary email. */
+  identityUpdated: endpoint(
+    SUBJECT.approvers.identityUpdated,
+    z.object({ identityUserId: z.string().min(1), email: z.string().optional(), name: z.string().nullable().optional() }),
+    z.object({ updated: z.number() }),
+    RESENDABLE,
+  ),
+  /** A user left: their approvers are disabled, in one org (`org`) or in every org. */
+  identityDisabled: endpoint(
+    SUBJECT.approvers.identityDisabled,
+    z.object({ identityUserId: z.string().min(1), org: z.string().optional(), email: z.string().optional() }),
+    z.object({ disabled: z.number() }),
+    RESENDABLE,
+  ),
 };
 
 export const DirectoryEndpoints = {

@@ -56,8 +56,12 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
       responseValue: r.responseValue,
     }),
   );
-  host.handle(E.usage, async (r) => x.reads.usage(r.org, x.now()));
   host.handle(E.peek, async (r) => x.reads.peek(r.org, r.id));
+  host.handle(E.byEnvelope, async (r) => x.reads.byEnvelope(r.org, r.envelopeId));
+  host.handle(E.signatureVoided, async (r) => x.actions.signatureVoided(r.org, r.decisionId, r.note));
+  host.handle(E.setPlan, async (r) => x.reads.setPlan(r.org, r.plan, r.limit));
+  host.handle(E.usageCurrent, async (r) => x.reads.usageCurrent(r.org, x.now()));
+  host.handle(E.usageHistory, async (r) => x.reads.usageItems(r.org));
   // Long poll: answer as soon as the decision leaves PENDING, or at the deadline still PENDING.
   host.handle(E.wait, async (r) => {
     const deadline = Date.now() + r.query.timeoutSec * 1000;

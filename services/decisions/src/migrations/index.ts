@@ -6,5 +6,6 @@ import * as m20261122000300 from './20261122000300_outbox_sequence';
 import * as m20261122000400 from './20261122000400_runs';
 import * as m20261123000000 from './20261123000000_timeline_notified';
 
+import * as m20261124000000 from './20261124000000_signatures_plans';
 /** Ordered list of this service's migrations. Append; never edit one that has shipped. */
-export const migrations: Migration[] = [m20261122000000, m20261122000100, m20261122000200, m20261122000300, m20261122000400, m20261123000000];
+export const migrations: Migration[] = [m20261122000000, m20261122000100, m20261122000200, m20261122000300, m20261122000400, m20261123000000, m20261124000000];

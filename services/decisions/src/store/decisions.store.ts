@@ -125,6 +125,39 @@ export class DecisionsStore {
     return row;
   }
 
+  /** PENDING → REJECTED without a vote (the signature envelope was voided). Undefined if no longer PENDING. */
+  async rejectWithoutVote(id: string, note: string, at: Date): Promise<DecisionRow | undefined> {
+    const [row]: DecisionRow[] = await this.q('decisions').where({ id, status: 'PENDING' }).update({ status: 'REJECTED', decided_by: null, note, resolved_at: at }).returning('*');
+    return row;
+  }
+
+  /** The org's decisions carrying this signature envelope, oldest first. */
+  async byEnvelope(org: string, envelopeId: string): Promise<string[]> {
+    const rows: Array<{ id: string }> = await this.q('decisions')
+      .where({ org_id: org })
+      .whereNotNull('esign')
+      .andWhereRaw(`esign->>'envelopeId' = ?`, [envelopeId])
+      .orderBy([{ column: 'created_at' }, { column: 'id' }])
+      .select('id');
+    return rows.map((r) => r.id);
+  }
+
+  // ---- approvers disabled since (a projection of evt.approver.*) --------------------
+
+  async isDisabled(org: string, email: string): Promise<boolean> {
+    return !!(await this.q('approver_states').where({ org_id: org, email, disabled: true }).first('email'));
+  }
+
+  /** Applies an approver's state as of `at`; an older event never overwrites a newer one. */
+  async applyApproverState(org: string, email: string, disabled: boolean, at: Date): Promise<void> {
+    await this.q.raw(
+      `INSERT INTO approver_states (org_id, email, disabled, changed_at) VALUES (?, ?, ?, ?)
+       ON CONFLICT (org_id, email) DO UPDATE SET disabled = EXCLUDED.disabled, changed_at = EXCLUDED.changed_at
+       WHERE approver_states.changed_at <= EXCLUDED.changed_at`,
+      [org, email.toLowerCase(), disabled, at],
+    );
+  }
+
   async markConsumed(id: string, consumer: string, at: Date): Promise<void> {
     await this.q('decisions').where({ id, consumed_at: null }).update({ consumed_at: at, consumed_by: consumer });
   }
@@ -276,8 +309,25 @@ export class DecisionsStore {
 
   /** The org's override of the monthly quota: a number, null (unlimited), or undefined (none set). */
   async quotaOverride(org: string): Promise<number | null | undefined> {
-    const row = await this.q('org_quotas').where({ org_id: org }).first('monthly_decision_limit');
-    return row ? row.monthly_decision_limit : undefined;
+    return (await this.quotaRow(org))?.limit;
+  }
+
+  /** The org's own quota row (billing's plan or an operator's override), if any. */
+  async quotaRow(org: string): Promise<{ limit: number | null; plan: string | null } | undefined> {
+    const row = await this.q('org_quotas').where({ org_id: org }).first('monthly_decision_limit', 'plan');
+    return row ? { limit: row.monthly_decision_limit, plan: row.plan } : undefined;
+  }
+
+  /** Billing's plan and quota (limit null = unlimited); `plan` null removes the row (the deployment default). */
+  async setPlan(org: string, plan: string | null, limit: number | null): Promise<void> {
+    if (plan === null) {
+      await this.q('org_quotas').where({ org_id: org }).delete();
+      return;
+    }
+    await this.q('org_quotas')
+      .insert({ org_id: org, plan, monthly_decision_limit: limit })
+      .onConflict('org_id')
+      .merge({ plan, monthly_decision_limit: limit, updated_at: this.q.fn.now() });
   }
 
   /**

@@ -81,7 +81,9 @@ export function createDecisionActions(deps: ActionDeps) {
       const outcome = await store.transaction(async (tx) => {
         const d = await tx.lock(args.org, args.id);
         if (!d) return { kind: 'not_found' as const };
-        const why = voterRefusal(d.approvers, args.voter);
+        // An approver disabled since the decision opened (a leaver) no longer answers.
+        const disabled = args.voter.kind === 'person' && !voterRefusal(d.approvers, args.voter) && (await tx.isDisabled(args.org, args.voter.email));
+        const why = disabled ? 'a disabled approver' : voterRefusal(d.approvers, args.voter);
         if (why || args.voter.kind !== 'person') {
           // Refused votes are recorded (timeline + audit via the event) and never counted.
           const reason = why ?? 'API keys cannot vote';
@@ -181,6 +183,22 @@ export function createDecisionActions(deps: ActionDeps) {
       return store.transaction(async (tx) => {
         const locked = (await tx.lock(org, id))!;
         return (await tx.expireIfDue(locked, clock.now())) ?? locked;
+      });
+    },
+
+    /** The signature envelope was voided: only the signature decides, so the decision is rejected, with the note. */
+    async signatureVoided(org: string, id: string, note: string) {
+      const now = clock.now();
+      return store.transaction(async (tx) => {
+        const d = await tx.lock(org, id);
+        if (!d) throw notFound();
+        const expired = await tx.expireIfDue(d, now);
+        if (expired) return { decisionId: id, status: expired.status, changed: false };
+        if (!d.requires_signature || d.status !== 'PENDING') return { decisionId: id, status: d.status, changed: false };
+        const row = (await tx.rejectWithoutVote(id, note, now))!;
+        await tx.timeline(id, 'resolved', 'esign', now, { status: 'REJECTED', reason: 'envelope_voided', note });
+        await tx.events([{ subject: EVENT.decisionResolved, org, data: resolvedEventData(row) }]);
+        return { decisionId: id, status: row.status, changed: true };
       });
     },
 

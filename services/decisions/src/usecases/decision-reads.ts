@@ -73,15 +73,26 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
       return { evidence: (await store.evidenceOf(id)).map(evidenceView) };
     },
 
-    async usage(org: string, now: Date) {
+    /** `GET /v1/usage/current`: the counter and limit the 402 quota_exceeded uses. */
+    async usageCurrent(org: string, now: Date) {
       const period = quotaPeriod(now);
-      const [decisions, override] = await Promise.all([store.used(org, period), store.quotaOverride(org)]);
-      const limit = override === undefined ? (deps.defaultMonthlyQuota ?? null) : override;
-      return { period, decisions, limit };
+      const [used, row] = await Promise.all([store.used(org, period), store.quotaRow(org)]);
+      const limit = row === undefined ? (deps.defaultMonthlyQuota ?? null) : row.limit;
+      return { period, plan: row?.plan ?? 'default', decisions: { used, limit } };
     },
 
-    async usageHistory(org: string) {
-      return { usage: await store.usageHistory(org, 24) };
+    async usageItems(org: string) {
+      return { items: await store.usageHistory(org, 24) };
+    },
+
+    async byEnvelope(org: string, envelopeId: string) {
+      return { decisionIds: await store.byEnvelope(org, envelopeId) };
+    },
+
+    /** Billing sets the org's plan and quota; `plan: null` returns it to the deployment default. */
+    async setPlan(org: string, plan: string | null, limit: number | null) {
+      await store.setPlan(org, plan, limit);
+      return plan === null ? { org, plan: 'default', limit: deps.defaultMonthlyQuota ?? null } : { org, plan, limit };
     },
   };
 }

@@ -9,16 +9,14 @@ import {
   WorkflowsEndpoints,
   NotifierEndpoints,
   IntegrationsEndpoints,
+  EsignEndpoints,
 } from '@approvals/shared';
 import { LlmSettingsBody, LlmSettingsView, RetentionSettingsBody, RetentionSettingsView, type createSettings } from '../handlers/settings.handler';
 import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
 import { AuditEntry, AuditQuery, auditHandlers } from '../handlers/audit.handler';
 import type { AccessStore } from '../store/access.store';
-import { NI, httpSchemasOf, type RouteDef } from './route';
+import { httpSchemasOf, type RouteDef } from './route';
 
-const ISSUE_LOOP = 'scheduler, notifier and email surface';
-const ISSUE_AGENTS = 'agents, client and runs';
-const ISSUE_CHAT = 'chat, signature, identity and billing integrations';
 
 /**
  * Every route of the spec. A route whose capability has not been built yet answers
@@ -34,14 +32,6 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     tag,
     summary,
     target: { kind: 'callback', subject: SUBJECT.surfaces.callback },
-  });
-  const ni = (method: RouteDef['method'], path: string, scope: RouteDef['scope'], tag: string, summary: string, plannedIn: string): RouteDef => ({
-    method,
-    path,
-    scope,
-    tag,
-    summary,
-    target: NI(plannedIn),
   });
 
   /**
@@ -65,7 +55,6 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
   const W = WorkflowsEndpoints;
   const N = NotifierEndpoints;
   /** Callback adapters built with later issues (chat, e-signature, identity, billing). */
-  const LATER = 'a later issue (its adapter)';
   // Every worker route that opens, reads or acts on decisions, workflows and runs needs the
   // role decisions:write; policy reads accept any key (policy-as-code CI reads what it applies).
   const DW = { apiKeyRole: 'decisions:write' } as const;
@@ -166,8 +155,8 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     fwd('delete', '/v1/push-devices/{id}', 'session', 'notifications', 'Revoke a push device (soft, idempotent)', N.pushDeviceRevoke),
 
     // ---- callbacks (raw body forwarded for signature checks)
-    { ...cb('/webhooks/identity', 'webhooks', 'Identity provider webhook (Svix-style signature)'), callbackNotBuilt: LATER },
-    { ...cb('/webhooks/billing', 'webhooks', 'Billing webhook (Stripe-Signature)'), callbackNotBuilt: LATER },
+    cb('/webhooks/identity', 'webhooks', 'Identity provider webhook (Svix signature): orgs, user changes, leavers'),
+    cb('/webhooks/billing', 'webhooks', 'Billing webhook (Stripe-Signature): plan and monthly decision quota'),
     {
       ...cb('/v1/surfaces/email/act', 'surfaces', 'Email action link: confirmation page (HTML; following the link records nothing)', 'get'),
       query: z.object({ token: z.string().describe('the single-use action token from the mail (it names the decision, the approver and the action)') }),
@@ -192,7 +181,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     cb('/v1/surfaces/chatA/interactivity', 'surfaces', 'chatA (Slack) interactivity: button clicks (signed, v0)'),
     cb('/v1/surfaces/chatA/events', 'surfaces', 'chatA (Slack) Events API: url_verification, app_uninstalled, tokens_revoked'),
     cb('/v1/surfaces/chatB/interactions', 'surfaces', 'chatB (Discord) interactions endpoint: PING and button clicks (Ed25519)'),
-    { ...cb('/v1/surfaces/esign/connect', 'surfaces', 'esign (DocuSign) Connect callback'), callbackNotBuilt: LATER },
+    cb('/v1/surfaces/esign/connect', 'surfaces', 'esign (DocuSign) Connect callback (HMAC): signers decide signature decisions'),
     {
       ...cb('/v1/integrations/chatA/callback', 'integrations', 'chatA install callback (OAuth v2): stores the installation, 302 to the app', 'get'),
       htmlResponses: {
@@ -319,8 +308,8 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       response: LlmSettingsView,
       target: { kind: 'local', handler: deps.settings.handlers.putLlm },
     },
-    { ...ni('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings', ISSUE_CHAT), adminOnly: true },
-    { ...ni('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings', ISSUE_CHAT), adminOnly: true },
+    fwd('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings (admin; the HMAC key reads back only as set)', EsignEndpoints.get, { adminOnly: true }),
+    fwd('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings (admin)', EsignEndpoints.put, { adminOnly: true }),
     fwd('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration: installed, or the install URL', I.chatB.get),
     fwd('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'chatB text channels', I.chatB.channels),
     fwd('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the chatB channel where decisions are announced (admin)', I.chatB.setChannel, { adminOnly: true }),
@@ -331,7 +320,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     fwd('get', '/v1/integrations/chatA/channels', 'session', 'integrations', 'chatA channels', I.chatA.channels),
     fwd('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel where decisions are announced (admin)', I.chatA.setChannel, { adminOnly: true }),
     fwd('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message (admin)', I.chatA.test, { adminOnly: true }),
-    ni('get', '/v1/usage/', 'session', 'usage', 'Usage records', ISSUE_CHAT),
-    fwd('get', '/v1/usage/current', 'session', 'usage', 'Decisions opened this month and the monthly limit', D.usage),
+    fwd('get', '/v1/usage/', 'session', 'usage', 'Decisions opened per month, newest first (24 months)', D.usageHistory),
+    fwd('get', '/v1/usage/current', 'session', 'usage', 'This month: the plan, decisions opened and the monthly limit (what 402 quota_exceeded enforces)', D.usageCurrent),
   ];
 }

@@ -59,6 +59,13 @@ export function createAccessStore(db: Knex) {
       knownOrgs.add(orgId);
     },
 
+    /** The identity provider created or renamed an org: the row, with its name. */
+    async upsertOrg(orgId: string, name: string | null): Promise<boolean> {
+      const [row] = await db('orgs').insert({ id: orgId, name }).onConflict('id').merge({ name }).returning(db.raw('(xmax = 0) AS created'));
+      knownOrgs.add(orgId);
+      return Boolean((row as { created?: boolean } | undefined)?.created);
+    },
+
     async touchUser(u: { org: string; id: string; email: string; role: string }): Promise<void> {
       const k = `${u.org}\u0000${u.id}\u0000${u.email}\u0000${u.role}`;
       const last = seenUsers.get(k);

@@ -42,6 +42,8 @@ export function registerNotifierHandlers(host: ServiceHost, deps: { people: Peop
     return deviceView(row);
   });
 
+  host.handle(E.revokeUserDevices, async (r) => ({ revoked: await people.revokeAllOf(r.userId) }));
+
   host.handle(E.deliveries, async (r) => ({
     deliveries: (await deps.deliveries.forDecision(r.org, r.decisionId)).map(
       (d: { id: string; kind: string; channel: string; target: string; status: 'pending'; attempts: number; last_error: string | null; event_id: string; created_at: Date; sent_at: Date | null }) => ({

@@ -55,6 +55,11 @@ export function createPeopleStore(db: Knex) {
       return db('push_devices').where({ org_id: org, user_id: user }).orderBy('created_at');
     },
 
+    /** Every active device of a user, in every org (the identity provider deleted the user). */
+    async revokeAllOf(user: string): Promise<number> {
+      return db('push_devices').where({ user_id: user }).whereNull('revoked_at').update({ revoked_at: db.fn.now() });
+    },
+
     /** Soft revoke, idempotent; undefined for a device that is not this person's. */
     async revokeDevice(org: string, user: string, id: string): Promise<DeviceRow | undefined> {
       const existing: DeviceRow | undefined = await db('push_devices').where({ org_id: org, user_id: user, id }).first();

@@ -17,6 +17,15 @@ export function registerApproverHandlers(host: ServiceHost, deps: { approvers: A
   host.handle(E.verify, async (r) => (await approvers.verify(r.org, r.params.id, r.body)) ?? Promise.reject(approverNotFound()));
   host.handle(E.disable, async (r) => (await approvers.setDisabled(r.org, r.params.id, true)) ?? Promise.reject(approverNotFound()));
   host.handle(E.enable, async (r) => (await approvers.setDisabled(r.org, r.params.id, false)) ?? Promise.reject(approverNotFound()));
+  // The identity provider (through the surfaces service's verified webhook).
+  host.handle(E.identityUpdated, async (r) => ({ updated: await approvers.applyIdentity(r.identityUserId, { email: r.email, name: r.name }) }));
+  host.handle(E.identityDisabled, async (r) => {
+    let disabled = 0;
+    for (const a of await approvers.byIdentity(r.identityUserId, { org: r.org, email: r.org ? r.email : undefined })) {
+      if (!a.disabled && (await approvers.setDisabled(a.org_id, a.id, true, 'identity'))) disabled++;
+    }
+    return { disabled };
+  });
   host.handle(E.lookup, async (r) => {
     const registered = new Map((await approvers.lookup(r.org, r.emails)).map((a) => [a.email, a]));
     return { approvers: r.emails.map((e) => registered.get(e) ?? bare(e)) };

@@ -1,4 +1,4 @@
-import { AppError, newId, type ApproverView, type Knex, type ResolvedApprover } from '@approvals/shared';
+import { AppError, EVENT, enqueueEvents, isUniqueViolation, newId, type ApproverView, type Knex, type ResolvedApprover } from '@approvals/shared';
 import { z } from 'zod';
 import type { ApproverRegisterBody, ApproverVerifyBody } from '@approvals/shared';
 
@@ -101,12 +101,62 @@ export function createApproversStore(db: Knex) {
       return row ? (await view(db, [row]))[0] : undefined;
     },
 
-    async setDisabled(org: string, id: string, disabled: boolean): Promise<ApproverView | undefined> {
-      const [row] = await db('approvers')
-        .where({ org_id: org, id })
-        .update({ disabled, updated_at: db.raw('CASE WHEN disabled = ? THEN updated_at ELSE now() END', [disabled]) })
-        .returning('*');
-      return row ? (await view(db, [row]))[0] : undefined;
+    /**
+     * Disables or enables an approver. A change is announced (evt.approver.disabled /
+     * enabled, through the outbox, in the same transaction): the decisions service then
+     * refuses a disabled approver's votes on decisions already open.
+     */
+    async setDisabled(org: string, id: string, disabled: boolean, reason = 'admin'): Promise<ApproverView | undefined> {
+      return db.transaction(async (trx) => {
+        const cur: ApproverRow | undefined = await trx('approvers').where({ org_id: org, id }).forUpdate().first();
+        if (!cur) return undefined;
+        let row = cur;
+        if (cur.disabled !== disabled) {
+          [row] = await trx('approvers').where({ id }).update({ disabled, updated_at: trx.fn.now() }).returning('*');
+          await enqueueEvents(trx, [{ subject: disabled ? EVENT.approverDisabled : EVENT.approverEnabled, org, data: { approverId: id, email: cur.email, reason } }]);
+        }
+        return (await view(trx, [row]))[0];
+      });
+    },
+
+    /** Approvers linked to an identity-provider user, in one org or all; `email` also matches in that org. */
+    async byIdentity(identityUserId: string, scope: { org?: string; email?: string } = {}): Promise<ApproverRow[]> {
+      const q = db('approvers').where((w) => {
+        w.where({ identity_user_id: identityUserId });
+        if (scope.email) w.orWhere({ email: scope.email.toLowerCase() });
+      });
+      if (scope.org) q.andWhere({ org_id: scope.org });
+      return q;
+    },
+
+    /**
+     * The identity provider changed a user: their approvers take the new name and primary
+     * email (and their email channel follows). An email another approver of the org
+     * already has is left as it was (the two records stay distinct). Answers how many changed.
+     */
+    async applyIdentity(identityUserId: string, change: { email?: string; name?: string | null }): Promise<number> {
+      let updated = 0;
+      for (const row of await db('approvers').where({ identity_user_id: identityUserId })) {
+        const patch: Record<string, unknown> = {};
+        if (change.name !== undefined && change.name !== row.name) patch.name = change.name;
+        const email = change.email?.toLowerCase();
+        if (email && email !== row.email) patch.email = email;
+        if (Object.keys(patch).length === 0) continue;
+        try {
+          await db.transaction(async (trx) => {
+            await trx('approvers').where({ id: row.id }).update({ ...patch, updated_at: trx.fn.now() });
+            if (patch.email) await trx('approver_channels').where({ approver_id: row.id, channel: 'email', endpoint: row.email }).update({ endpoint: patch.email });
+          });
+          updated++;
+        } catch (err) {
+          if (!isUniqueViolation(err)) throw err;
+          if (patch.name !== undefined) {
+            await db('approvers').where({ id: row.id }).update({ name: patch.name, updated_at: db.fn.now() });
+            updated++;
+          }
+        }
+      }
+      return updated;
     },
 
     /** Records the outcome of a proof: status plus the endpoint or ref that was proven. */
