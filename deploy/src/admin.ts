@@ -126,7 +126,9 @@ export async function main(argv: string[]): Promise<void> {
     if (!databaseUrl) throw new Error('no database: start the system with `npm start` first, or set DATABASE_URL');
     const db = createDb({ url: databaseUrl, schema: 'decisions', poolMax: 1 });
     try {
-      await db('org_quotas').insert({ org_id: org, monthly_decision_limit: limit }).onConflict('org_id').merge({ monthly_decision_limit: limit, updated_at: db.fn.now() });
+      // none: the row goes, and the org is back on the deployment default (DECISION_QUOTA_PER_MONTH).
+      if (limit === null) await db('org_quotas').where({ org_id: org }).delete();
+      else await db('org_quotas').insert({ org_id: org, monthly_decision_limit: limit, plan: 'manual' }).onConflict('org_id').merge({ monthly_decision_limit: limit, plan: 'manual', updated_at: db.fn.now() });
       process.stdout.write(`${JSON.stringify({ orgId: org, monthlyDecisionLimit: limit })}\n`);
     } finally {
       await db.destroy();
