@@ -111,7 +111,9 @@ describe('chat notice content', () => {
       appUrl: 'https://app/x',
       expiresAt: null,
     });
-    expect(renderChatNotice({ ...(d as object), answerableByLink: false, linkAnswers: [] } as never, 'notify', 'u').buttons).toEqual([]);
+    const signed = renderChatNotice({ ...(d as object), answerableByLink: false, linkAnswers: [], requiresSignature: true, esign: { envelopeId: 'e', documentUrl: 'https://sign/e' } } as never, 'notify', 'u');
+    expect(signed.buttons).toEqual([]);
+    expect(signed.lines.at(-1)).toBe('Decided by signing the document: https://sign/e');
     expect(renderChatNotice({ ...(d as object), answerableByLink: false, linkAnswers: ['reject'] } as never, 'notify', 'u').buttons).toEqual(['reject']);
   });
 });

@@ -105,6 +105,12 @@ export function renderPhone(d: Pick<PeekView, 'context'>): string {
   return `An approval is waiting for you: ${contextOf(d).title ?? 'a decision'}.`;
 }
 
+/** On a signature decision, where the document is signed (only the signature decides). */
+function signatureLine(d: Pick<PeekView, 'esign'>): string {
+  const url = (d.esign as { documentUrl?: string } | null)?.documentUrl;
+  return `Decided by signing the document${url ? `: ${url}` : ''}`;
+}
+
 /**
  * A chat notice (chatA, chatB): what the message shows. Buttons only for the answers a
  * click can give (decisions' `linkAnswers`: none on a signature decision); the surfaces
@@ -117,7 +123,7 @@ export function renderChatNotice(d: PeekView, kind: NoticeKind, appUrl: string):
     heading: PREFIX[kind],
     title: c.title ?? `Decision ${d.id}`,
     question: c.prompt,
-    lines: c.blocks.map(summarizeBlock).filter(Boolean).slice(0, 20),
+    lines: [...c.blocks.map(summarizeBlock).filter(Boolean).slice(0, 19), ...(d.requiresSignature ? [signatureLine(d)] : [])],
     buttons: d.linkAnswers,
     appUrl,
     expiresAt: d.expiresAt,
