@@ -24,6 +24,7 @@ export const ERROR_STATUS = {
   idempotency_key_reused: 409,
   integration_not_installed: 409,
   integration_not_configured: 409,
+  engine_not_configured: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   unknown_policy: 422,

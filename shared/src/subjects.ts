@@ -91,6 +91,10 @@ export const SUBJECT = {
     pushDeviceRevoke: 'svc.notifier.push_device_revoke',
     deliveries: 'svc.notifier.deliveries',
     revokeUserDevices: 'svc.notifier.revoke_user_devices',
+    engineSettingsGet: 'svc.notifier.engine_settings_get',
+    engineSettingsPut: 'svc.notifier.engine_settings_put',
+    engineTest: 'svc.notifier.engine_test',
+    engineConfigured: 'svc.notifier.engine_configured',
     echo: 'svc.notifier.echo',
   },
   integrations: {
@@ -143,6 +147,7 @@ export const EVENT = {
   timerRetentionDue: 'evt.timer.retention_due',
   runRequested: 'evt.run.requested',
   notificationSent: 'evt.notification.sent',
+  notificationSkipped: 'evt.notification.skipped',
   test: 'evt.test.ping',
 } as const;
 export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
@@ -165,6 +170,7 @@ export const DURABLE = {
   surfacesVoteRecorded: 'surfaces-vote-recorded',
   surfacesDecisionCancelled: 'surfaces-decision-cancelled',
   decisionsApproverState: 'decisions-approver-state',
+  decisionsNotificationSkipped: 'decisions-notification-skipped',
   notifierDecisionCreated: 'notifier-decision-created',
   notifierDecisionResolved: 'notifier-decision-resolved',
   notifierDecisionReminded: 'notifier-decision-reminded',

@@ -1,7 +1,7 @@
 import { ContractEngine, SecretBox, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
-import { notificationSentConsumer } from './consumers/notification-sent.consumer';
+import { notificationSentConsumer, notificationSkippedConsumer } from './consumers/notification-sent.consumer';
 import { approverStateConsumer } from './consumers/approver-state.consumer';
 import { timerStepConsumers } from './consumers/timer-steps.consumer';
 import { createLifecycle } from './usecases/lifecycle';
@@ -40,13 +40,14 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
         create: createDecisionOpener({ store, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts }),
         actions,
         reads: createDecisionReads({ store, actions, defaultMonthlyQuota: quota }),
-        workflows: createWorkflows({ store: new WorkflowsStore(ctx.db) }),
+        workflows: createWorkflows({ store: new WorkflowsStore(ctx.db), bus: ctx.bus }),
         now: () => ctx.clock.now(),
         waiters,
       });
       ctx.consume(timerExpireConsumer(actions.expire));
       ctx.consume(notificationSentConsumer(store));
       ctx.consume(approverStateConsumer(store));
+      ctx.consume(notificationSkippedConsumer(store));
       const stopWaiters = () => waiters.stop();
       for (const c of timerStepConsumers(createLifecycle({ store, bus: ctx.bus, clock: ctx.clock, log: ctx.log }))) ctx.consume(c);
       return {

@@ -75,9 +75,20 @@ describe('long-poll wait and workflow runs', () => {
 
       const req = await waitFor(() => engine.requests.find((r) => r.body?.data?.runId === first.body.runId), { what: 'engineA run event' });
       expect(req.path).toBe('/e/k1');
-      expect(req.body).toEqual({ name: 'approval/run.requested', id: expect.any(String), data: { workflowId: 'onboarding', runId: first.body.runId, input: { user: 'u1' } } });
+      expect(req.body).toEqual({ name: 'approval/run.requested', id: expect.any(String), data: { workflowId: 'onboarding', runId: first.body.runId, input: { user: 'u1' }, timeoutSec: null } });
       await new Promise((r) => setTimeout(r, 500));
       expect(engine.requests.filter((r) => r.body?.data?.runId === first.body.runId)).toHaveLength(1);
+    });
+
+    it('passes timeoutSec to the engine, and refuses a run whose engine nobody configured (409 engine_not_configured)', async () => {
+      const timed = await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'onboarding', input: {}, timeoutSec: 90 } });
+      expect(timed.status).toBe(202);
+      const req = await waitFor(() => engine.requests.find((r) => r.body?.data?.runId === timed.body.runId), { what: 'timed run event' });
+      expect(req.body.data.timeoutSec).toBe(90);
+      expect((await stack.http('POST', '/v1/worker/register', { token: apiKey, body: { id: 'on-trigger', engine: 'trigger', steps: [{ id: 'a' }] } })).status).toBe(200);
+      const refused = await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'on-trigger', input: {} } });
+      expect(refused.status).toBe(409);
+      expect(refused.body).toMatchObject({ error: 'engine_not_configured', engine: 'trigger' });
     });
 
     it('concurrent requests with one key start one run', async () => {

@@ -1,4 +1,4 @@
-import { createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { SecretBox, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { NotifierConfig } from './config';
 import { notifierConsumers } from './consumers/decision-events.consumer';
 import { registerNotifierHandlers } from './handlers/people.handlers';
@@ -8,6 +8,9 @@ import { peopleProviders } from './providers/people';
 import { createDeliveriesStore } from './store/deliveries.store';
 import { createPeopleStore } from './store/people.store';
 import { createDeliver } from './usecases/deliver';
+import { createEngines } from './usecases/engines';
+import { createEnginesStore } from './store/engines.store';
+import { ApnsSender, FcmSender } from './providers/push';
 import { DeliveryWorker } from './worker';
 
 export const NOTIFIER_VERSION = '0.1.0';
@@ -35,24 +38,32 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
         tenant: createOutboundClient({ guard: outboundGuard(config) }),
         trusted: createOutboundClient({ guard: null }),
       };
+      const guard = outboundGuard(config);
+      const people = createPeopleStore(ctx.db);
+      const push = {
+        fcm: config.PUSH_FCM_SERVICE_ACCOUNT ? new FcmSender(config, outbound.trusted) : undefined,
+        apns: config.PUSH_APNS_KEY && config.PUSH_APNS_KEY_ID && config.PUSH_APNS_TEAM_ID && config.PUSH_APNS_TOPIC ? new ApnsSender(config) : undefined,
+      };
+      const engines = createEngines({ config, store: createEnginesStore(ctx.db), secrets: SecretBox.fromConfig(config), guard, tenant: outbound.tenant, trusted: outbound.trusted });
       worker = new DeliveryWorker({
         store: deliveries,
         log: ctx.log,
         deliver: createDeliver({
           bus: ctx.bus,
-          providers: [...peopleProviders(config, { outbound, bus: ctx.bus }), ...engineProviders(config, outbound)],
+          providers: [...peopleProviders(config, { outbound, bus: ctx.bus, people, push }), ...engineProviders(engines.resolve)],
           appBaseUrl: config.APP_BASE_URL ?? config.PUBLIC_BASE_URL,
         }),
         pollMs: config.DELIVERY_POLL_MS,
         retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
       });
-      registerNotifierHandlers(ctx.host, { people: createPeopleStore(ctx.db), deliveries });
-      for (const c of notifierConsumers({ store: deliveries, bus: ctx.bus, wake: () => worker.wake() })) ctx.consume(c);
+      registerNotifierHandlers(ctx.host, { people, deliveries, engines });
+      for (const c of notifierConsumers({ store: deliveries, people, bus: ctx.bus, wake: () => worker.wake() })) ctx.consume(c);
       worker.start();
       // Stop sending before the bus closes: a send in flight finishes and records its result.
       return {
         afterStop: async () => {
           await worker.stop();
+          push.apns?.close();
           await Promise.all([outbound.tenant.close(), outbound.trusted.close()]);
         },
       };

@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { BaseServiceEnv, loadConfig } from '@approvals/shared';
+import { BaseServiceEnv, SecretsEnv, loadConfig } from '@approvals/shared';
 
 const url = (name: string) => z.string().url(`${name} must be a URL`).optional();
 
-export const NotifierEnv = BaseServiceEnv.extend({
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
+
+export const NotifierEnv = BaseServiceEnv.extend(SecretsEnv.shape).extend({
   SMTP_URL: z.string().regex(/^smtps?:\/\//, 'SMTP_URL must be an smtp:// or smtps:// URL').optional(),
   MAIL_FROM: z.string().min(3).default('Approvals <approvals@localhost>'),
   /** Where "open in app" links point; defaults to PUBLIC_BASE_URL. */
@@ -22,6 +24,18 @@ export const NotifierEnv = BaseServiceEnv.extend({
   ENGINE_TRIGGER_SECRET: z.string().optional(),
   ENGINE_BUNDLED_URL: url('ENGINE_BUNDLED_URL'),
   ENGINE_BUNDLED_SECRET: z.string().optional(),
+  /** Push, Android: FCM HTTP v1. The service account JSON (inline, or a path to the file). */
+  PUSH_FCM_SERVICE_ACCOUNT: optional(z.string().min(2)),
+  /** FCM API base (tests point it at a local stand-in). */
+  PUSH_FCM_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url('PUSH_FCM_URL must be a URL').default('https://fcm.googleapis.com')),
+  /** Where service-account tokens are obtained (the account's token_uri; tests point it at a stand-in). */
+  PUSH_FCM_TOKEN_URL: optional(z.string().url('PUSH_FCM_TOKEN_URL must be a URL')),
+  /** Push, iOS: APNs over HTTP/2 with token auth (a .p8 key, inline PEM or a path; its key id; the team id; the app's bundle id). */
+  PUSH_APNS_KEY: optional(z.string().min(2)),
+  PUSH_APNS_KEY_ID: optional(z.string().min(1)),
+  PUSH_APNS_TEAM_ID: optional(z.string().min(1)),
+  PUSH_APNS_TOPIC: optional(z.string().min(1)),
+  PUSH_APNS_URL: z.preprocess((v) => (v === '' ? undefined : v), z.string().url('PUSH_APNS_URL must be a URL').default('https://api.push.apple.com')),
   DELIVERY_POLL_MS: z.coerce.number({ error: 'DELIVERY_POLL_MS must be a number' }).int().min(10).max(60_000).default(500),
   /** How long a claimed delivery stays reserved for the worker that claimed it. */
   DELIVERY_LEASE_SEC: z.coerce.number({ error: 'DELIVERY_LEASE_SEC must be a number' }).int().min(1).max(3600).default(60),

@@ -11,6 +11,7 @@ import type { Deliver } from './usecases/deliver';
  */
 export class DeliveryWorker {
   private running = false;
+  private readonly inflight = new Set<Promise<void>>();
   private loop?: Promise<void>;
   private wakeUp?: () => void;
 
@@ -25,16 +26,31 @@ export class DeliveryWorker {
     this.wakeUp?.();
   }
 
+  /**
+   * A pool, not batches: up to `concurrency` sends in flight, and a free slot is filled at
+   * once. A slow receiver (a hanging engine URL of one org) holds one slot until its
+   * timeout, never the deliveries of everyone else.
+   */
   private async run(): Promise<void> {
+    const limit = this.deps.concurrency ?? 16;
     while (this.running) {
       let claimed = 0;
-      try {
-        claimed = await this.drainOnce();
-      } catch (err) {
-        if (this.running) this.deps.log.warn({ err }, 'delivery batch failed; will retry');
+      if (this.inflight.size < limit) {
+        try {
+          for (const d of await this.deps.store.claim(limit - this.inflight.size)) {
+            claimed++;
+            const p: Promise<void> = this.deliver(d).finally(() => {
+              this.inflight.delete(p);
+              this.wakeUp?.();
+            });
+            this.inflight.add(p);
+          }
+        } catch (err) {
+          if (this.running) this.deps.log.warn({ err }, 'claiming deliveries failed; will retry');
+        }
       }
       if (!this.running) break;
-      if (claimed > 0) continue;
+      if (claimed > 0 && this.inflight.size < limit) continue;
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, this.deps.pollMs);
         this.wakeUp = () => {
@@ -44,13 +60,8 @@ export class DeliveryWorker {
       });
       this.wakeUp = undefined;
     }
-  }
-
-  /** Claims and sends one batch; returns how many were claimed. */
-  async drainOnce(): Promise<number> {
-    const batch = await this.deps.store.claim(this.deps.concurrency ?? 16);
-    await Promise.all(batch.map((d) => this.deliver(d)));
-    return batch.length;
+    // Sends in flight finish and record their result.
+    await Promise.all([...this.inflight]);
   }
 
   private async deliver(d: DeliveryRow): Promise<void> {

@@ -12,6 +12,7 @@ describe('engine resumes', () => {
   let bus: Bus;
   let apiKey: string;
   let org: string;
+  let admin: string;
   let failNext = 0;
   const secret = 'whsec_' + Buffer.from('bundled-secret-bytes-0123456789').toString('base64');
 
@@ -38,7 +39,7 @@ describe('engine resumes', () => {
         DELIVERY_RETRY_BASE_MS: '100',
       },
     });
-    ({ apiKey, org } = await stack.newOrg());
+    ({ apiKey, org, admin } = await stack.newOrg());
     bus = await Bus.connect({ url: stack.nats.url, name: 'engines-test', log: createLogger('t', 'silent') });
   });
   afterAll(async () => {
@@ -101,6 +102,14 @@ describe('engine resumes', () => {
     const engineA = await resolve('engineA', 'approve'); // no ENGINE_A_URL in this stack
     await waitFor(async () => (await deliveries(engineA.id)).some((d) => d.kind === 'resume' && d.status === 'skipped'), { what: 'engineA skip' });
     const [d] = (await deliveries(engineA.id)).filter((x) => x.kind === 'resume');
-    expect(d.lastError).toContain('no URL configured');
+    expect(d.lastError).toBe('engine_not_configured: no engineA is configured for this org or the deployment');
+    // The decision's timeline says so (an mcp decision has no engine by design: nothing there).
+    const skipped = await waitFor(async () => {
+      const full = await stack.http('GET', `/v1/decisions/${engineA.id}`, { token: admin });
+      return full.body.timeline.find((t: { type: string }) => t.type === 'resume_skipped');
+    }, { what: 'resume_skipped on the timeline' });
+    expect(skipped).toMatchObject({ channel: 'engineA', reason: d.lastError, deliveryId: d.id });
+    const m = await stack.http('GET', `/v1/decisions/${mcp.id}`, { token: admin });
+    expect(m.body.timeline.some((t: { type: string }) => t.type === 'resume_skipped')).toBe(false);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ResolvedApprover } from '@approvals/shared';
-import { escalationTarget, initialTargets, orderedTargets, retryDelayMs } from '../src/domain/plan';
+import { escalationTarget, initialTargets, orderedTargets, pushTargets, retryDelayMs, withPersonalChannels } from '../src/domain/plan';
 import { renderChatNotice, renderEmail, summarizeBlock } from '../src/templates/messages';
 
 const approver = (over: Partial<ResolvedApprover> = {}): ResolvedApprover => ({
@@ -19,12 +19,29 @@ const approver = (over: Partial<ResolvedApprover> = {}): ResolvedApprover => ({
 });
 
 describe('delivery planning', () => {
-  it('uses only verified channels, route order first', () => {
+  it('uses only verified channels; a route that names channels is followed, in its order', () => {
     expect(orderedTargets(approver(), { channels: ['sms', 'email'] })).toEqual([
       { channel: 'sms', target: '+15550100' },
       { channel: 'email', target: 'ann@example.com' },
-      { channel: 'chatA', target: 'U123' },
     ]);
+    expect(orderedTargets(approver(), null).map((t) => t.channel)).toEqual(['email', 'sms', 'chatA']);
+    // Nobody is left unreachable: with none of the route's channels, every channel they have.
+    expect(orderedTargets(approver(), { channels: ['chatB'] }).map((t) => t.channel)).toEqual(['email', 'sms', 'chatA']);
+  });
+
+  it('a person\'s own contact methods become their channels; push goes to each active device', () => {
+    const p = { sms: '+15550999', chatA: null, devices: ['dev_1', 'dev_2'] };
+    expect(orderedTargets(withPersonalChannels(approver(), p), null)).toEqual([
+      { channel: 'email', target: 'ann@example.com' },
+      { channel: 'chatA', target: 'U123' },
+      { channel: 'sms', target: '+15550999' },
+    ]);
+    expect(pushTargets(approver(), p)).toEqual([
+      { channel: 'push', target: 'dev_1' },
+      { channel: 'push', target: 'dev_2' },
+    ]);
+    expect(pushTargets(approver({ disabled: true }), p)).toEqual([]);
+    expect(withPersonalChannels(approver(), undefined)).toEqual(approver());
   });
 
   it('fans out to every verified channel, or starts escalation with the first', () => {

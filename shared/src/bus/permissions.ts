@@ -37,6 +37,7 @@ const INTERNAL = [
   SUBJECT.decisions.signatureVoided,
   SUBJECT.decisions.setPlan,
   SUBJECT.notifier.revokeUserDevices,
+  SUBJECT.notifier.engineConfigured,
 ];
 
 export const BUS_ROLES: Record<ServiceName, BusRole> = {
@@ -49,7 +50,7 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
   },
   decisions: {
     serves: ['svc.decisions.>', 'svc.workflows.>'],
-    calls: [SUBJECT.policies.resolve, SUBJECT.policies.resolveAdhoc, SUBJECT.access.llmSettings, SUBJECT.access.retentionSettings],
+    calls: [SUBJECT.notifier.engineConfigured, SUBJECT.policies.resolve, SUBJECT.policies.resolveAdhoc, SUBJECT.access.llmSettings, SUBJECT.access.retentionSettings],
     publishes: ['evt.decision.>', 'evt.run.>'],
   },
   policies: {

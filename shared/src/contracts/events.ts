@@ -43,6 +43,16 @@ export const NotificationSentData = z.object({
 });
 export type NotificationSentData = z.infer<typeof NotificationSentData>;
 
+/** A delivery the notifier could not make at all (an engine resume with no engine configured): the timeline says why. */
+export const NotificationSkippedData = z.object({
+  decisionId: z.string(),
+  deliveryId: z.string(),
+  kind: z.enum(['notify', 'remind', 'escalate', 'resume']),
+  channel: z.string(),
+  reason: z.string(),
+  at: z.string(),
+});
+
 export const DecisionResolvedData = z.object({
   decisionId: z.string(),
   policy: DecisionPolicyRef,
@@ -168,6 +178,7 @@ export const EVENT_DATA = {
   [EVENT.timerRetentionDue]: TimerDueData,
   [EVENT.runRequested]: RunRequestedData,
   [EVENT.notificationSent]: NotificationSentData,
+  [EVENT.notificationSkipped]: NotificationSkippedData,
   [EVENT.test]: z.record(z.string(), z.unknown()),
 } as const satisfies Record<EventSubject, z.ZodType>;
 

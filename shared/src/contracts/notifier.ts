@@ -31,6 +31,32 @@ export const PushDeviceView = z.object({
 });
 export const DeviceIdParams = z.strictObject({ id: z.string().min(1).max(100) });
 
+export const EngineName = z.enum(['engineA', 'engineB', 'trigger', 'bundled']);
+const EngineUrl = z.string().max(2000).pipe(z.url({ protocol: /^https?$/, error: 'url must be an http(s) URL' }));
+const Secret = z.string().min(1).max(2000);
+
+/**
+ * `PUT /v1/settings/engines`: the engines named are set (a secret left out keeps the
+ * stored one; a bundled secret never set is generated and shown once), `null` removes
+ * one, engines left out are unchanged. An engine the org has not set falls back to the
+ * deployment's ENGINE_* environment.
+ */
+export const EngineSettingsBody = z.strictObject({
+  engineA: z.strictObject({ url: EngineUrl, eventKey: Secret.optional() }).nullable().optional(),
+  engineB: z.strictObject({ url: EngineUrl, namespace: z.string().min(1).max(200), apiKey: Secret.optional() }).nullable().optional(),
+  trigger: z.strictObject({ url: EngineUrl, secretKey: Secret.optional() }).nullable().optional(),
+  bundled: z.strictObject({ url: EngineUrl, secret: z.string().min(16).max(2000).optional() }).nullable().optional(),
+});
+export const EngineSettingsView = z.object({
+  engineA: z.object({ url: z.string(), eventKeySet: z.boolean() }).nullable(),
+  engineB: z.object({ url: z.string(), namespace: z.string(), apiKeySet: z.boolean() }).nullable(),
+  trigger: z.object({ url: z.string(), secretKeySet: z.boolean() }).nullable(),
+  bundled: z.object({ url: z.string(), secretSet: z.boolean(), secret: z.string().optional() }).nullable(),
+  /** Which engines the deployment's environment configures (the fallback). */
+  deployment: z.object({ engineA: z.boolean(), engineB: z.boolean(), trigger: z.boolean(), bundled: z.boolean() }),
+});
+export const EngineTestReply = z.object({ engine: EngineName, source: z.enum(['org', 'deployment']), ok: z.boolean(), status: z.number().nullable(), error: z.string().optional() });
+
 export const NotifierEndpoints = {
   contactMethodsGet: endpoint(SUBJECT.notifier.contactMethodsGet, forwarded({}), ContactMethodsView, READ),
   contactMethodsPut: endpoint(SUBJECT.notifier.contactMethodsPut, forwarded({ body: ContactMethods }), ContactMethodsView, RESENDABLE),
@@ -60,4 +86,9 @@ export const NotifierEndpoints = {
   ),
   /** The identity provider deleted a user: their push devices are revoked in every org. */
   revokeUserDevices: endpoint(SUBJECT.notifier.revokeUserDevices, z.object({ userId: z.string().min(1) }), z.object({ revoked: z.number() }), RESENDABLE),
+  engineSettingsGet: endpoint(SUBJECT.notifier.engineSettingsGet, forwarded({}), EngineSettingsView, READ),
+  engineSettingsPut: endpoint(SUBJECT.notifier.engineSettingsPut, forwarded({ body: EngineSettingsBody }), EngineSettingsView),
+  engineTest: endpoint(SUBJECT.notifier.engineTest, forwarded({ params: z.object({ engine: EngineName }) }), EngineTestReply, { timeoutMs: 20_000 }),
+  /** Whether an engine can be reached for an org (its settings, or the deployment's): `POST /v1/runs/` refuses otherwise. */
+  engineConfigured: endpoint(SUBJECT.notifier.engineConfigured, z.object({ org: z.string(), engine: z.string() }), z.object({ configured: z.boolean(), source: z.enum(['org', 'deployment']).nullable() }), READ),
 };

@@ -14,3 +14,11 @@ export function notificationSentConsumer(store: DecisionsStore) {
     await store.recordNotified(event.org, d.decisionId, new Date(d.sentAt), { channel: d.channel, kind: d.kind, to: d.approver, deliveryId: d.deliveryId });
   });
 }
+
+/** evt.notification.skipped (an engine resume that could not be made) → a `resume_skipped` timeline entry with the reason. */
+export function notificationSkippedConsumer(store: DecisionsStore) {
+  return consumerOf(DURABLE.decisionsNotificationSkipped, EVENT.notificationSkipped, async (event) => {
+    const d = event.data;
+    await store.recordResumeSkipped(event.org, d.decisionId, new Date(d.at), { channel: d.channel, reason: d.reason, deliveryId: d.deliveryId });
+  });
+}

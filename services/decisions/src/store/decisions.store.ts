@@ -284,6 +284,16 @@ export class DecisionsStore {
     );
   }
 
+  /** A `resume_skipped` entry: the engine resume could not be made (and why); once per delivery. */
+  async recordResumeSkipped(org: string, decisionId: string, at: Date, data: { channel: string; reason: string; deliveryId: string }): Promise<void> {
+    await this.q.raw(
+      `INSERT INTO timeline (decision_id, type, actor, at, data)
+       SELECT id, 'resume_skipped', NULL, ?, ?::jsonb FROM decisions WHERE id = ? AND org_id = ?
+       ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = 'resume_skipped' DO NOTHING`,
+      [at, JSON.stringify(data), decisionId, org],
+    );
+  }
+
   // ---- evidence, refinements ------------------------------------------------------
 
   /** Appends an item; identical content (same hash) is not stored twice. */

@@ -1,4 +1,4 @@
-import { AppError, EVENT, canonicalize, isUniqueViolation, newId, sha256Hex, type DecisionStatus, type ResponseSpec } from '@approvals/shared';
+import { AppError, EVENT, NotifierEndpoints, canonicalize, isUniqueViolation, newId, sha256Hex, type Bus, type DecisionStatus, type ResponseSpec } from '@approvals/shared';
 import { answerableByLink, linkAnswers, quotaPeriod } from '../domain/decision';
 import { toView, type DecisionRow } from '../store/decision.row';
 import type { DecisionsStore } from '../store/decisions.store';
@@ -98,7 +98,7 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
 }
 
 /** Workflow definitions: idempotent upsert by id; each distinct (version, definition) is kept. */
-export function createWorkflows(deps: { store: WorkflowsStore }) {
+export function createWorkflows(deps: { store: WorkflowsStore; bus: Bus }) {
   const { store } = deps;
   const view = (r: WorkflowRow) => ({
     id: r.id,
@@ -147,6 +147,11 @@ export function createWorkflows(deps: { store: WorkflowsStore }) {
       };
       const before = await existing();
       if (before) return repeatOf(before);
+      // A run whose engine nobody configured would be a silent skip: refused instead.
+      const engine = await deps.bus.call(NotifierEndpoints.engineConfigured, { org, engine: wf.engine });
+      if (!engine.configured) {
+        throw new AppError('engine_not_configured', `workflow ${b.workflowId} runs on ${wf.engine}, which is not configured for this org (PUT /v1/settings/engines) or the deployment`, { engine: wf.engine });
+      }
       const runId = newId('run');
       try {
         await store.transaction(async (tx) => {

@@ -1,5 +1,6 @@
 import { ApproversEndpoints, DURABLE, EVENT, consumerOf, type Bus } from '@approvals/shared';
-import { escalationTarget, initialTargets } from '../domain/plan';
+import { escalationTarget, initialTargets, pushTargets, withPersonalChannels } from '../domain/plan';
+import type { PeopleStore } from '../store/people.store';
 import type { DeliveriesStore, NewDelivery } from '../store/deliveries.store';
 
 /** People notifications give up after a day of retries; engine resumes keep going for days. */
@@ -11,9 +12,13 @@ export const RESUME_MAX_ATTEMPTS = 100;
  * channel and target); the worker sends them. So an event is acked once its deliveries
  * are durable, and a crash between the two loses nothing.
  */
-export function notifierConsumers(deps: { store: DeliveriesStore; bus: Bus; wake: () => void }) {
+export function notifierConsumers(deps: { store: DeliveriesStore; people: PeopleStore; bus: Bus; wake: () => void }) {
   const { store, bus } = deps;
-  const lookup = async (org: string, emails: string[]) => (await bus.call(ApproversEndpoints.lookup, { org, emails })).approvers;
+  /** The approvers as the notifier reaches them: their record, with their own contact methods and push devices. */
+  const lookup = async (org: string, emails: string[]) => {
+    const [{ approvers }, personal] = await Promise.all([bus.call(ApproversEndpoints.lookup, { org, emails }), deps.people.personalChannels(org, emails)]);
+    return approvers.map((a) => ({ a: withPersonalChannels(a, personal.get(a.email)), push: pushTargets(a, personal.get(a.email)) }));
+  };
   const plan = async (rows: NewDelivery[]) => {
     if ((await store.plan(rows)) > 0) deps.wake();
   };
@@ -21,14 +26,14 @@ export function notifierConsumers(deps: { store: DeliveriesStore; bus: Bus; wake
   return [
     consumerOf(DURABLE.notifierRunRequested, EVENT.runRequested, async (event) => {
         const d = event.data;
-        await plan([{ org: event.org, decisionId: d.runId, eventId: event.id, kind: 'run', channel: d.engine, target: d.engine, payload: { workflowId: d.workflowId, runId: d.runId, input: d.input }, maxAttempts: RESUME_MAX_ATTEMPTS }]);
+        await plan([{ org: event.org, decisionId: d.runId, eventId: event.id, kind: 'run', channel: d.engine, target: d.engine, payload: { workflowId: d.workflowId, runId: d.runId, input: d.input, timeoutSec: d.timeoutSec ?? null }, maxAttempts: RESUME_MAX_ATTEMPTS }]);
     }),
     consumerOf(DURABLE.notifierDecisionCreated, EVENT.decisionCreated, async (event) => {
         const d = event.data;
         const route = d.route;
         const rows: NewDelivery[] = [];
-        for (const a of await lookup(event.org, d.approvers)) {
-          for (const t of initialTargets(a, route)) {
+        for (const { a, push } of await lookup(event.org, d.approvers)) {
+          for (const t of [...initialTargets(a, route), ...push]) {
             rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'notify', channel: t.channel, target: t.target, payload: { approver: a.email }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
           }
         }
@@ -38,10 +43,10 @@ export function notifierConsumers(deps: { store: DeliveriesStore; bus: Bus; wake
         const d = event.data;
         const route = d.route;
         const rows: NewDelivery[] = [];
-        for (const a of await lookup(event.org, d.to)) {
+        for (const { a, push } of await lookup(event.org, d.to)) {
           // A reminder reaches the person the way the first notice did: every verified
-          // channel (fanout), or the first channel of an escalate route.
-          for (const t of initialTargets(a, route)) {
+          // channel (fanout), or the first channel of an escalate route; push as well.
+          for (const t of [...initialTargets(a, route), ...push]) {
             rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'remind', channel: t.channel, target: t.target, payload: { approver: a.email }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
           }
         }
@@ -51,8 +56,9 @@ export function notifierConsumers(deps: { store: DeliveriesStore; bus: Bus; wake
         const d = event.data;
         const route = d.route;
         const rows: NewDelivery[] = [];
-        for (const a of await lookup(event.org, d.to)) {
+        for (const { a, push } of await lookup(event.org, d.to)) {
           const t = escalationTarget(a, route, d.step);
+          for (const p of push) rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'escalate', channel: p.channel, target: p.target, payload: { approver: a.email, step: d.step }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
           if (t) rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'escalate', channel: t.channel, target: t.target, payload: { approver: a.email, step: d.step }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
         }
         await plan(rows);

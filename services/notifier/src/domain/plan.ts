@@ -13,10 +13,11 @@ export interface Target {
 }
 
 /**
- * An approver's channels in the order they are tried: the policy route's channel order
- * first (for the channels the approver has), then the approver's other channels. Only
- * verified channels are used: an unproven endpoint is never messaged. A bare email is an
- * approver verified for email.
+ * An approver's channels in the order they are tried. When the policy route names
+ * channels, those, in the route's order (an approver who has none of them is reached on
+ * every channel they do have, rather than not at all); without a route, every channel.
+ * Only verified channels are used: an unproven endpoint is never messaged. A bare email
+ * is an approver verified for email.
  */
 export function orderedTargets(a: ResolvedApprover, route: Route | null): Target[] {
   // A chatA channel registered without an endpoint is resolved by email in the org's Slack
@@ -26,11 +27,9 @@ export function orderedTargets(a: ResolvedApprover, route: Route | null): Target
   const endpoint = (c: (typeof verified)[number]) => c.endpoint ?? (c.channel === 'email' ? a.email : byEmail(c) ? `email:${a.email}` : null);
   const usable = verified.filter((c) => endpoint(c) !== null);
   const order = route?.channels ?? [];
-  const rank = (ch: string) => {
-    const i = order.indexOf(ch);
-    return i === -1 ? order.length : i;
-  };
-  return [...usable].sort((x, y) => rank(x.channel) - rank(y.channel)).map((c) => ({ channel: c.channel, target: endpoint(c)! }));
+  const named = usable.filter((c) => order.includes(c.channel));
+  const chosen = order.length > 0 && named.length > 0 ? named.sort((x, y) => order.indexOf(x.channel) - order.indexOf(y.channel)) : usable;
+  return chosen.map((c) => ({ channel: c.channel, target: endpoint(c)! }));
 }
 
 /** Who gets what now: fanout sends on every channel; escalate starts with the first. */
@@ -49,4 +48,32 @@ export function escalationTarget(a: ResolvedApprover, route: Route | null, step:
 /** Delay before a failed delivery's next attempt (attempt 1 is the first retry): the tree's one backoff, jittered. */
 export function retryDelayMs(attempt: number, baseMs = 1000, maxMs = 10 * 60_000, random?: () => number): number {
   return backoffDelayMs(attempt, { baseMs, maxMs, random });
+}
+
+/** A person's own contact methods (set while signed in), as channels of their approver record. */
+export interface PersonalChannels {
+  sms: string | null;
+  chatA: string | null;
+  /** Active push devices when push is on (each is a delivery of its own). */
+  devices: string[];
+}
+
+/**
+ * The approver as the notifier reaches them: their contact methods override or add the
+ * SMS number and the Slack user id (from the next notice on; removing one stops it).
+ */
+export function withPersonalChannels(a: ResolvedApprover, p: PersonalChannels | undefined): ResolvedApprover {
+  if (!p) return a;
+  const own = [
+    ...(p.sms ? [{ channel: 'sms' as const, endpoint: p.sms, status: 'verified' as const, verifiedAt: null }] : []),
+    ...(p.chatA ? [{ channel: 'chatA' as const, endpoint: p.chatA, status: 'verified' as const, verifiedAt: null }] : []),
+  ];
+  const replaced = new Set<string>(own.map((c) => c.channel));
+  return { ...a, channels: [...a.channels.filter((c) => !replaced.has(c.channel)), ...own] };
+}
+
+/** Push goes to every active device as well, whatever the route (it is the person's own choice). */
+export function pushTargets(a: ResolvedApprover, p: PersonalChannels | undefined): Target[] {
+  if (a.disabled || !p) return [];
+  return p.devices.map((id) => ({ channel: 'push', target: id }));
 }

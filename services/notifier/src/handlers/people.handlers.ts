@@ -1,6 +1,12 @@
 import { AppError, NotifierEndpoints, withStatus, type Principal, type ServiceHost } from '@approvals/shared';
 import type { DeliveriesStore } from '../store/deliveries.store';
 import type { ContactRow, DeviceRow, PeopleStore } from '../store/people.store';
+import type { Engines } from '../usecases/engines';
+
+function personOf(p: Principal): string {
+  if (p.kind !== 'user') throw new AppError('forbidden', 'contact methods and devices belong to a signed-in person');
+  return p.email.toLowerCase();
+}
 
 function userOf(p: Principal): string {
   if (p.kind !== 'user') throw new AppError('forbidden', 'contact methods and devices belong to a signed-in person');
@@ -15,7 +21,7 @@ const deviceView = (r: DeviceRow) => ({
   revokedAt: r.revoked_at ? r.revoked_at.toISOString() : null,
 });
 
-export function registerNotifierHandlers(host: ServiceHost, deps: { people: PeopleStore; deliveries: DeliveriesStore }): void {
+export function registerNotifierHandlers(host: ServiceHost, deps: { people: PeopleStore; deliveries: DeliveriesStore; engines: Engines }): void {
   const { people } = deps;
   const E = NotifierEndpoints;
   const contactView = (r?: ContactRow) => ({
@@ -28,7 +34,7 @@ export function registerNotifierHandlers(host: ServiceHost, deps: { people: Peop
 
   host.handle(E.contactMethodsGet, async (r) => contactView(await people.contactMethods(r.org, userOf(r.principal))));
   host.handle(E.contactMethodsPut, async (r) =>
-    contactView(await people.replaceContactMethods(r.org, userOf(r.principal), { email: r.body.email ?? null, sms: r.body.sms ?? null, chat_a: r.body.chatA ?? null, push_enabled: r.body.pushEnabled ?? false })),
+    contactView(await people.replaceContactMethods(r.org, userOf(r.principal), { email: r.body.email ?? null, sms: r.body.sms ?? null, chat_a: r.body.chatA ?? null, push_enabled: r.body.pushEnabled ?? false, person_email: personOf(r.principal) })),
   );
   host.handle(E.pushDeviceRegister, async (r) => {
     const out = await people.registerDevice(r.org, userOf(r.principal), r.body);
@@ -42,6 +48,11 @@ export function registerNotifierHandlers(host: ServiceHost, deps: { people: Peop
     return deviceView(row);
   });
 
+  // Engines per org (settings routes are admin only at the gateway).
+  host.handle(E.engineSettingsGet, async (r) => deps.engines.view(r.org));
+  host.handle(E.engineSettingsPut, async (r) => deps.engines.put(r.org, r.body));
+  host.handle(E.engineTest, async (r) => deps.engines.test(r.org, r.params.engine));
+  host.handle(E.engineConfigured, async (r) => deps.engines.configured(r.org, r.engine));
   host.handle(E.revokeUserDevices, async (r) => ({ revoked: await people.revokeAllOf(r.userId) }));
 
   host.handle(E.deliveries, async (r) => ({

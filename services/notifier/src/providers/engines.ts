@@ -1,81 +1,131 @@
-import type { NotifierConfig } from '../config';
-import { DeliveryError, postJson, type ChannelProvider, type EngineMessage, type Outbound } from './provider';
+import { randomUUID } from 'node:crypto';
+import { expectOk, OutboundError, type OutboundClient } from '@approvals/shared';
+import { DeliveryError, postJson, type ChannelProvider, type EngineMessage } from './provider';
 import { signStandardWebhook } from './standard-webhooks';
 
-const noUrl = (engine: string) => `no URL configured for engine ${engine}`;
+export type EngineName = 'engineA' | 'engineB' | 'trigger' | 'bundled';
+export const ENGINES: readonly EngineName[] = ['engineA', 'engineB', 'trigger', 'bundled'];
+
+/** Where an org's engine events go: its own settings, or the deployment's ENGINE_* environment. */
+export interface EngineTarget {
+  engine: EngineName;
+  source: 'org' | 'deployment';
+  url: string;
+  /** engineA event key, engineB API key, trigger secret key, bundled signing secret. */
+  secret?: string;
+  /** engineB (Temporal) namespace. */
+  namespace?: string;
+  /** The guarded client for an org's URL; the trusted one for the deployment's. */
+  http: OutboundClient;
+}
+
+export type ResolveEngine = (org: string, engine: EngineName) => Promise<EngineTarget | null>;
+
+const base = (u: string) => u.replace(/\/$/, '');
+const bearer = (secret?: string): Record<string, string> => (secret ? { authorization: `Bearer ${secret}` } : {});
 
 /**
- * Engine resumes and run starts. Every engine gets the same payload (the resolution, or
- * the run request); the event id is the idempotency key the receiver can use
- * (at-least-once delivery). Each provider only speaks its engine's protocol.
+ * One engine event: a decision's verdict (resume) or a run to start. Every engine gets the
+ * same payload; the event id is the idempotency key the receiver dedupes on (at-least-once).
  */
-export function engineProviders(config: NotifierConfig, outbound: Outbound): ChannelProvider[] {
-  // Engine URLs come from the deployment's environment: trusted configuration.
-  const http = outbound.trusted;
-  const engines: Array<ChannelProvider<EngineMessage>> = [
-    {
-      channel: 'engineA',
-      audience: 'engine',
-      unavailable: () => (!config.ENGINE_A_URL || !config.ENGINE_A_EVENT_KEY ? noUrl('engineA') : null),
-      async send(d) {
-        const url = `${config.ENGINE_A_URL!.replace(/\/$/, '')}/e/${encodeURIComponent(config.ENGINE_A_EVENT_KEY!)}`;
-        const name = d.kind === 'run' ? 'approval/run.requested' : 'approval/decision.resolved';
-        await postJson(http, url, { name, id: d.eventId, data: d.payload });
-        return { status: 'sent' };
-      },
+export async function sendEngineEvent(t: EngineTarget, m: EngineMessage): Promise<void> {
+  const p = m.payload;
+  switch (t.engine) {
+    case 'engineA': {
+      if (!t.secret) throw new DeliveryError('engineA has no event key', true);
+      const name = m.kind === 'run' ? 'approval/run.requested' : 'approval/decision.resolved';
+      await postJson(t.http, `${base(t.url)}/e/${encodeURIComponent(t.secret)}`, { name, id: m.eventId, data: p });
+      return;
+    }
+    case 'engineB': {
+      const ns = `${base(t.url)}/api/v1/namespaces/${encodeURIComponent(t.namespace ?? 'default')}`;
+      const headers = { ...bearer(t.secret), 'idempotency-key': m.eventId };
+      if (m.kind === 'run') {
+        // The run id is the workflow id, so a repeat is refused by Temporal too.
+        await postJson(t.http, `${ns}/workflows/${encodeURIComponent(String(p.runId))}`, { workflowType: { name: p.workflowId }, input: [p.input ?? {}], requestId: m.eventId, ...(p.timeoutSec ? { workflowExecutionTimeout: `${p.timeoutSec}s` } : {}) }, headers);
+        return;
+      }
+      await postJson(t.http, `${ns}/workflows/${encodeURIComponent(String(p.externalRunId))}/signal/approval-resolved`, { input: [p] }, headers);
+      return;
+    }
+    case 'trigger': {
+      const headers = { ...bearer(t.secret), 'idempotency-key': m.eventId };
+      if (m.kind === 'run') {
+        const options = { idempotencyKey: m.eventId, ...(p.timeoutSec ? { maxDuration: p.timeoutSec } : {}) };
+        await postJson(t.http, `${base(t.url)}/api/v1/tasks/${encodeURIComponent(String(p.workflowId))}/trigger`, { payload: p.input ?? {}, options }, headers);
+        return;
+      }
+      await postJson(t.http, `${base(t.url)}/api/v1/waitpoints/tokens/${encodeURIComponent(String(p.stepRef))}/complete`, { data: p }, headers);
+      return;
+    }
+    case 'bundled': {
+      if (!t.secret) throw new DeliveryError('the bundled engine has no signing secret: refusing to send an unsigned webhook', true);
+      const body = JSON.stringify({ type: m.kind === 'run' ? 'run.requested' : 'decision.resolved', data: p });
+      await postJson(t.http, t.url, undefined, signStandardWebhook(t.secret, m.eventId, Math.floor(Date.now() / 1000), body), body);
+      return;
+    }
+  }
+}
+
+/**
+ * A test event (`POST /v1/settings/engines/{engine}/test`): signed like a real one,
+ * harmless to the receiver. Answers the receiver's HTTP status.
+ */
+export async function sendEngineTest(t: EngineTarget): Promise<{ ok: boolean; status: number | null; error?: string }> {
+  const id = `test_${randomUUID()}`;
+  const json = { 'content-type': 'application/json' };
+  try {
+    let res;
+    switch (t.engine) {
+      case 'engineA':
+        res = await t.http.send(`${base(t.url)}/e/${encodeURIComponent(t.secret ?? '')}`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'approval/test', id, data: { test: true } }) });
+        break;
+      case 'engineB':
+        // Describe the namespace: reachable, and the API key accepted.
+        res = await t.http.send(`${base(t.url)}/api/v1/namespaces/${encodeURIComponent(t.namespace ?? 'default')}`, { method: 'GET', headers: bearer(t.secret) });
+        break;
+      case 'trigger':
+        res = await t.http.send(`${base(t.url)}/api/v1/runs?page%5Bsize%5D=1`, { method: 'GET', headers: bearer(t.secret) });
+        break;
+      case 'bundled': {
+        const body = JSON.stringify({ type: 'test', data: { test: true } });
+        res = await t.http.send(t.url, { method: 'POST', headers: { ...json, ...signStandardWebhook(t.secret ?? '', id, Math.floor(Date.now() / 1000), body) }, body });
+        break;
+      }
+    }
+    try {
+      expectOk(res, 'test');
+      return { ok: true, status: res.status };
+    } catch {
+      return { ok: false, status: res.status };
+    }
+  } catch (err) {
+    return { ok: false, status: null, error: err instanceof OutboundError ? err.message : (err as Error).message };
+  }
+}
+
+/**
+ * Engine channels. The target is resolved per delivery at send time, so a change of an
+ * org's settings applies to every delivery not yet sent; nothing configured for the org
+ * or the deployment is a recorded skip (and, for a resume, a timeline entry).
+ */
+export function engineProviders(resolve: ResolveEngine): ChannelProvider[] {
+  const engines: Array<ChannelProvider<EngineMessage>> = ENGINES.map((engine) => ({
+    channel: engine,
+    audience: 'engine' as const,
+    unavailable: () => null,
+    async send(m: EngineMessage) {
+      const target = await resolve(m.org, engine);
+      if (!target) return { status: 'skipped' as const, reason: `engine_not_configured: no ${engine} is configured for this org or the deployment` };
+      await sendEngineEvent(target, m);
+      return { status: 'sent' as const };
     },
-    {
-      channel: 'engineB',
-      audience: 'engine',
-      unavailable: () => (!config.ENGINE_B_URL ? noUrl('engineB') : null),
-      async send(d) {
-        const p = d.payload;
-        const ns = `${config.ENGINE_B_URL!.replace(/\/$/, '')}/api/v1/namespaces/${encodeURIComponent(config.ENGINE_B_NAMESPACE)}`;
-        if (d.kind === 'run') {
-          // Start the workflow with the run id as its workflow id, so a repeat is refused by Temporal too.
-          await postJson(http, `${ns}/workflows/${encodeURIComponent(String(p.runId))}`, { workflowType: { name: p.workflowId }, input: [p.input ?? {}], requestId: d.eventId }, { 'idempotency-key': d.eventId });
-          return { status: 'sent' };
-        }
-        const url = `${ns}/workflows/${encodeURIComponent(String(p.externalRunId))}/signal/approval-resolved`;
-        await postJson(http, url, { input: [p] }, { 'idempotency-key': d.eventId });
-        return { status: 'sent' };
-      },
-    },
-    {
-      channel: 'trigger',
-      audience: 'engine',
-      unavailable: () => (!config.ENGINE_TRIGGER_URL ? noUrl('trigger') : null),
-      async send(d) {
-        const p = d.payload;
-        const auth: Record<string, string> = config.ENGINE_TRIGGER_SECRET ? { authorization: `Bearer ${config.ENGINE_TRIGGER_SECRET}` } : {};
-        if (d.kind === 'run') {
-          await postJson(http, `${config.ENGINE_TRIGGER_URL!.replace(/\/$/, '')}/api/v1/tasks/${encodeURIComponent(String(p.workflowId))}/trigger`, { payload: p.input ?? {}, options: { idempotencyKey: d.eventId } }, { ...auth, 'idempotency-key': d.eventId });
-          return { status: 'sent' };
-        }
-        const url = `${config.ENGINE_TRIGGER_URL!.replace(/\/$/, '')}/api/v1/waitpoints/tokens/${encodeURIComponent(String(p.stepRef))}/complete`;
-        await postJson(http, url, { data: p }, { ...auth, 'idempotency-key': d.eventId });
-        return { status: 'sent' };
-      },
-    },
-    {
-      channel: 'bundled',
-      audience: 'engine',
-      unavailable: () => (!config.ENGINE_BUNDLED_URL ? noUrl('bundled') : null),
-      async send(d) {
-        if (!config.ENGINE_BUNDLED_SECRET) throw new DeliveryError('ENGINE_BUNDLED_SECRET is not set: refusing to send an unsigned webhook', true);
-        const body = JSON.stringify({ type: d.kind === 'run' ? 'run.requested' : 'decision.resolved', data: d.payload });
-        const headers = signStandardWebhook(config.ENGINE_BUNDLED_SECRET, d.eventId, Math.floor(Date.now() / 1000), body);
-        await postJson(http, config.ENGINE_BUNDLED_URL!, undefined, headers, body);
-        return { status: 'sent' };
-      },
-    },
-    // Decisions opened by agents (MCP) or plain API callers have no engine to resume: they poll.
-  ];
+  }));
   const polled = (channel: string, reason: string): ChannelProvider => ({ channel, audience: 'engine', unavailable: () => reason, send: async () => ({ status: 'skipped', reason }) });
   return [
     ...(engines as ChannelProvider[]),
+    // Decisions opened by agents (MCP) or plain API callers have no engine to resume: they poll.
     polled('mcp', 'mcp callers read the verdict with await_decision / check_decision'),
-    // (runs are only started for registered workflows, whose engines are the four above)
     polled('api', 'api callers poll the decision'),
   ];
 }

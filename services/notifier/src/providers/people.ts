@@ -1,6 +1,8 @@
 import nodemailer, { type Transporter } from 'nodemailer';
 import { ChatEndpoints, type Bus } from '@approvals/shared';
 import type { NotifierConfig } from '../config';
+import type { PeopleStore } from '../store/people.store';
+import type { ApnsSender, FcmSender } from './push';
 import { postJson, type ChannelProvider, type Outbound, type PersonMessage } from './provider';
 import { signStandardWebhook } from './standard-webhooks';
 
@@ -8,7 +10,7 @@ type Of<C extends PersonMessage['channel']> = Extract<PersonMessage, { channel: 
 const ready = () => null;
 
 /** The channels that reach people. Each sends the rendered message it is given, nothing more. */
-export function peopleProviders(config: NotifierConfig, deps: { outbound: Outbound; bus: Bus; now?: () => Date }): ChannelProvider[] {
+export function peopleProviders(config: NotifierConfig, deps: { outbound: Outbound; bus: Bus; people: PeopleStore; push: { fcm?: FcmSender; apns?: ApnsSender }; now?: () => Date }): ChannelProvider[] {
   let transport: Transporter | undefined;
   const mailer = () => (transport ??= nodemailer.createTransport(config.SMTP_URL!));
   const nowSec = () => Math.floor((deps.now?.() ?? new Date()).getTime() / 1000);
@@ -69,5 +71,22 @@ export function peopleProviders(config: NotifierConfig, deps: { outbound: Outbou
       return r.status === 'sent' ? { status: 'sent', detail: `${r.channel}/${r.messageId}` } : r;
     },
   });
-  return [email, webhook, sms, phone, chat('chatA'), chat('chatB')] as ChannelProvider[];
+  // Push: Android through FCM HTTP v1, iOS through APNs; a token the provider reports dead revokes the device.
+  const push: ChannelProvider<Of<'push'>> = {
+    channel: 'push',
+    audience: 'person',
+    unavailable: ready,
+    async send(m) {
+      const device = await deps.people.activeDevice(m.to);
+      if (!device) return { status: 'skipped', reason: 'the push device was revoked' };
+      const sender = device.platform === 'android' ? deps.push.fcm : deps.push.apns;
+      if (!sender) return { status: 'skipped', reason: device.platform === 'android' ? 'PUSH_FCM_SERVICE_ACCOUNT is not configured' : 'PUSH_APNS_KEY (with its key id, team id and topic) is not configured' };
+      if ((await sender.send(device.token, m.content)) === 'unregistered') {
+        await deps.people.revokeById(device.id);
+        return { status: 'skipped', reason: 'the provider reports the device unregistered: revoked' };
+      }
+      return { status: 'sent' };
+    },
+  };
+  return [email, webhook, sms, phone, chat('chatA'), chat('chatB'), push] as ChannelProvider[];
 }

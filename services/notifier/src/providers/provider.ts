@@ -1,4 +1,5 @@
 import { expectOk, OutboundError, type ChatNotice, type OutboundClient } from '@approvals/shared';
+import type { PushContent } from './push';
 
 export interface DeliveryRow {
   id: string;
@@ -24,10 +25,13 @@ export type PersonMessage =
   | { channel: 'sms'; to: string; body: string; idempotencyKey: string }
   | { channel: 'phone'; to: string; message: string; idempotencyKey: string }
   /** `to`: the chat user id, or `email:<address>` (chatA resolves it). The surfaces service posts it. */
-  | { channel: 'chatA' | 'chatB'; to: string; org: string; deliveryId: string; decisionId: string; approverEmail: string; notice: ChatNotice };
+  | { channel: 'chatA' | 'chatB'; to: string; org: string; deliveryId: string; decisionId: string; approverEmail: string; notice: ChatNotice }
+  /** `to`: the push device id (its token and platform are looked up at send time). */
+  | { channel: 'push'; to: string; content: PushContent };
 
 /** An engine event: a decision's verdict (resume) or a workflow run to start. */
 export interface EngineMessage {
+  org: string;
   kind: 'resume' | 'run';
   /** The event id: the idempotency key the receiver dedupes on (at-least-once delivery). */
   eventId: string;

@@ -14,6 +14,7 @@ export interface NewDelivery {
 
 /** Deliveries that reach a person; `resume` and `run` go to workflow engines. */
 const PERSON_KINDS = new Set(['notify', 'remind', 'escalate']);
+const ENGINE_CHANNELS = new Set(['engineA', 'engineB', 'trigger', 'bundled']);
 
 /**
  * `leaseSec`: how long a claimed delivery is reserved; a worker that dies mid-send gives
@@ -90,8 +91,23 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number } = { l
       });
     },
 
+    /**
+     * Marks a delivery skipped. A decision's engine resume that cannot be made (no engine
+     * configured) also emits evt.notification.skipped: the decision's timeline says why.
+     */
     async skipped(id: string, reason: string): Promise<void> {
-      await db('deliveries').where({ id }).update({ status: 'skipped', last_error: reason, lease_until: null });
+      await db.transaction(async (trx) => {
+        const [row] = await trx('deliveries')
+          .where({ id })
+          .whereNot({ status: 'skipped' })
+          .update({ status: 'skipped', last_error: reason, lease_until: null })
+          .returning(['org_id', 'decision_id', 'kind', 'channel']);
+        // mcp and api decisions have no engine by design (callers poll): nothing to say.
+        if (!row || row.kind !== 'resume' || !ENGINE_CHANNELS.has(row.channel)) return;
+        await enqueueEvents(trx, [
+          { subject: EVENT.notificationSkipped, org: row.org_id, data: { decisionId: row.decision_id, deliveryId: id, kind: 'resume', channel: row.channel, reason, at: new Date().toISOString() } },
+        ]);
+      });
     },
 
     async failed(id: string, error: string, retryInMs: number | null): Promise<void> {

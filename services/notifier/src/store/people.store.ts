@@ -1,4 +1,5 @@
 import { newId, type Knex } from '@approvals/shared';
+import type { PersonalChannels } from '../domain/plan';
 
 export interface ContactRow {
   email: string | null;
@@ -23,8 +24,8 @@ export function createPeopleStore(db: Knex) {
       return db('contact_methods').where({ org_id: org, user_id: user }).first();
     },
 
-    /** Replaces the set: fields left out are cleared. */
-    async replaceContactMethods(org: string, user: string, values: { email: string | null; sms: string | null; chat_a: string | null; push_enabled: boolean }): Promise<ContactRow> {
+    /** Replaces the set: fields left out are cleared. `person_email` (the session's) ties them to the approver record. */
+    async replaceContactMethods(org: string, user: string, values: { email: string | null; sms: string | null; chat_a: string | null; push_enabled: boolean; person_email: string }): Promise<ContactRow> {
       const [row] = await db('contact_methods')
         .insert({ org_id: org, user_id: user, ...values })
         .onConflict(['org_id', 'user_id'])
@@ -53,6 +54,36 @@ export function createPeopleStore(db: Knex) {
 
     devices(org: string, user: string): Promise<DeviceRow[]> {
       return db('push_devices').where({ org_id: org, user_id: user }).orderBy('created_at');
+    },
+
+    /**
+     * The contact methods and active push devices of the people with these emails in the
+     * org (matched by the email of the session that set them).
+     */
+    async personalChannels(org: string, emails: string[]): Promise<Map<string, PersonalChannels>> {
+      const out = new Map<string, PersonalChannels>();
+      if (emails.length === 0) return out;
+      const rows: Array<{ user_id: string; person_email: string; sms: string | null; chat_a: string | null; push_enabled: boolean }> = await db('contact_methods')
+        .where({ org_id: org })
+        .whereIn('person_email', emails.map((e) => e.toLowerCase()));
+      const pushUsers = rows.filter((r) => r.push_enabled).map((r) => r.user_id);
+      const devices: Array<{ id: string; user_id: string }> = pushUsers.length
+        ? await db('push_devices').where({ org_id: org }).whereIn('user_id', pushUsers).whereNull('revoked_at').orderBy('created_at').select('id', 'user_id')
+        : [];
+      for (const r of rows) {
+        out.set(r.person_email, { sms: r.sms, chatA: r.chat_a, devices: r.push_enabled ? devices.filter((d) => d.user_id === r.user_id).map((d) => d.id) : [] });
+      }
+      return out;
+    },
+
+    /** A push device by id, for sending (undefined once revoked). */
+    activeDevice(id: string): Promise<{ id: string; org_id: string; user_id: string; token: string; platform: 'ios' | 'android' } | undefined> {
+      return db('push_devices').where({ id }).whereNull('revoked_at').first('id', 'org_id', 'user_id', 'token', 'platform');
+    },
+
+    /** The provider said the device token is no longer valid. */
+    async revokeById(id: string): Promise<void> {
+      await db('push_devices').where({ id }).whereNull('revoked_at').update({ revoked_at: db.fn.now() });
     },
 
     /** Every active device of a user, in every org (the identity provider deleted the user). */

@@ -129,3 +129,10 @@ export function renderChatNotice(d: PeekView, kind: NoticeKind, appUrl: string):
     expiresAt: d.expiresAt,
   };
 }
+
+/** A push notification: the kind and title, the question, a deep link to the decision in the app. */
+export function renderPush(d: Pick<PeekView, 'id' | 'context'>, kind: NoticeKind, appUrl: string): { title: string; body: string; url: string; decisionId: string } {
+  const c = contextOf(d);
+  const body = c.prompt ?? (c.blocks.map(summarizeBlock).find(Boolean) || 'Open the app to decide.');
+  return { title: `${PREFIX[kind]}${c.title ?? `Decision ${d.id}`}`.slice(0, 200), body: body.slice(0, 1000), url: appUrl, decisionId: d.id };
+}

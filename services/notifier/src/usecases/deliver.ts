@@ -1,6 +1,6 @@
 import { DecisionsEndpoints, SurfacesEndpoints, type Bus, type PeekView } from '@approvals/shared';
 import type { ChannelProvider, DeliveryRow, EngineMessage, OutgoingMessage, PersonMessage, SendResult } from '../providers/provider';
-import { renderChatNotice, renderEmail, renderPhone, renderSms, renderWebhook, type NoticeKind } from '../templates/messages';
+import { renderChatNotice, renderEmail, renderPhone, renderPush, renderSms, renderWebhook, type NoticeKind } from '../templates/messages';
 
 export interface DeliverDeps {
   bus: Bus;
@@ -47,6 +47,8 @@ export function createDeliver(deps: DeliverDeps) {
         return { channel: 'sms', to: row.target, body: renderSms(d, appUrl(d.id)), idempotencyKey: row.id };
       case 'phone':
         return { channel: 'phone', to: row.target, message: renderPhone(d), idempotencyKey: row.id };
+      case 'push':
+        return { channel: 'push', to: row.target, content: renderPush(d, kind, appUrl(d.id)) };
       case 'chatA':
       case 'chatB':
         return { channel: row.channel, to: row.target, org: row.org_id, deliveryId: row.id, decisionId: d.id, approverEmail: approverOf(row), notice: renderChatNotice(d, kind, appUrl(d.id)) };
@@ -62,7 +64,7 @@ export function createDeliver(deps: DeliverDeps) {
     if (unavailable) return { status: 'skipped', reason: unavailable };
     let message: OutgoingMessage;
     if (provider.audience === 'engine') {
-      message = { kind: row.kind === 'run' ? 'run' : 'resume', eventId: row.event_id, payload: row.payload } satisfies EngineMessage;
+      message = { org: row.org_id, kind: row.kind === 'run' ? 'run' : 'resume', eventId: row.event_id, payload: row.payload } satisfies EngineMessage;
     } else {
       // Fresh, so a notice never shows stale state; a decision no longer open gets none.
       const d = await deps.bus.call(DecisionsEndpoints.peek, { org: row.org_id, id: row.decision_id });

@@ -1,0 +1,126 @@
+import { randomBytes } from 'node:crypto';
+import { AppError, literalTargetRefusal, type AddressPolicy, type OutboundClient, type SecretBox } from '@approvals/shared';
+import type { z } from 'zod';
+import type { EngineSettingsBody } from '@approvals/shared';
+import type { NotifierConfig } from '../config';
+import { ENGINES, sendEngineTest, type EngineName, type EngineTarget } from '../providers/engines';
+import type { EngineSettingsRow, EnginesStore } from '../store/engines.store';
+
+type Body = z.infer<typeof EngineSettingsBody>;
+
+const secretContext = (org: string, engine: EngineName) => `engine:${engine}:${org}`;
+const SECRET_FIELD: Record<EngineName, 'eventKey' | 'apiKey' | 'secretKey' | 'secret'> = { engineA: 'eventKey', engineB: 'apiKey', trigger: 'secretKey', bundled: 'secret' };
+
+/**
+ * Engines per org: settings (secrets sealed, write-only; a bundled secret generated and
+ * shown once), the fallback to the deployment's ENGINE_* environment, and resolution of
+ * where an org's engine events go. An org's URLs go through the guarded client (checked
+ * at save and at every connect), the deployment's through the trusted one.
+ */
+export function createEngines(deps: { config: NotifierConfig; store: EnginesStore; secrets: SecretBox; guard: AddressPolicy; tenant: OutboundClient; trusted: OutboundClient }) {
+  const { config, store, secrets } = deps;
+
+  function fromDeployment(engine: EngineName): EngineTarget | null {
+    const http = deps.trusted;
+    switch (engine) {
+      case 'engineA':
+        return config.ENGINE_A_URL && config.ENGINE_A_EVENT_KEY ? { engine, source: 'deployment', url: config.ENGINE_A_URL, secret: config.ENGINE_A_EVENT_KEY, http } : null;
+      case 'engineB':
+        return config.ENGINE_B_URL ? { engine, source: 'deployment', url: config.ENGINE_B_URL, namespace: config.ENGINE_B_NAMESPACE, http } : null;
+      case 'trigger':
+        return config.ENGINE_TRIGGER_URL ? { engine, source: 'deployment', url: config.ENGINE_TRIGGER_URL, secret: config.ENGINE_TRIGGER_SECRET, http } : null;
+      case 'bundled':
+        return config.ENGINE_BUNDLED_URL ? { engine, source: 'deployment', url: config.ENGINE_BUNDLED_URL, secret: config.ENGINE_BUNDLED_SECRET, http } : null;
+    }
+  }
+
+  function fromRow(row: EngineSettingsRow): EngineTarget {
+    return {
+      engine: row.engine,
+      source: 'org',
+      url: row.url,
+      secret: row.secret_sealed ? secrets.open(row.secret_sealed, secretContext(row.org_id, row.engine)) : undefined,
+      namespace: row.options.namespace,
+      http: deps.tenant,
+    };
+  }
+
+  function view(rows: EngineSettingsRow[], shown?: { bundled?: string }) {
+    const by = new Map(rows.map((r) => [r.engine, r]));
+    const a = by.get('engineA');
+    const b = by.get('engineB');
+    const t = by.get('trigger');
+    const u = by.get('bundled');
+    return {
+      engineA: a ? { url: a.url, eventKeySet: Boolean(a.secret_sealed) } : null,
+      engineB: b ? { url: b.url, namespace: b.options.namespace ?? 'default', apiKeySet: Boolean(b.secret_sealed) } : null,
+      trigger: t ? { url: t.url, secretKeySet: Boolean(t.secret_sealed) } : null,
+      bundled: u ? { url: u.url, secretSet: Boolean(u.secret_sealed), ...(shown?.bundled ? { secret: shown.bundled } : {}) } : null,
+      deployment: { engineA: !!fromDeployment('engineA'), engineB: !!fromDeployment('engineB'), trigger: !!fromDeployment('trigger'), bundled: !!fromDeployment('bundled') },
+    };
+  }
+
+  async function resolve(org: string, engine: EngineName): Promise<EngineTarget | null> {
+    const row = await store.get(org, engine);
+    return row ? fromRow(row) : fromDeployment(engine);
+  }
+
+  return {
+    resolve,
+
+    async view(org: string) {
+      return view(await store.ofOrg(org));
+    },
+
+    async put(org: string, body: Body) {
+      const current = new Map((await store.ofOrg(org)).map((r) => [r.engine, r]));
+      const changes: Parameters<EnginesStore['apply']>[1] = [];
+      let generated: string | undefined;
+      for (const engine of ENGINES) {
+        const given = body[engine];
+        if (given === undefined) continue;
+        if (given === null) {
+          changes.push({ engine, row: null });
+          continue;
+        }
+        const refused = literalTargetRefusal(given.url, deps.guard);
+        if (refused) {
+          const message = `${engine} url may not point at ${refused}: engine events are sent from inside this deployment (WEBHOOK_ALLOW_PRIVATE_TARGETS=true allows it)`;
+          throw new AppError('invalid_request', `body.${engine}.url: ${message}`, { issues: [{ path: `body.${engine}.url`, message }] });
+        }
+        const field = SECRET_FIELD[engine];
+        let secret = (given as Record<string, unknown>)[field] as string | undefined;
+        const kept = current.get(engine)?.secret_sealed ?? null;
+        if (secret === undefined && !kept) {
+          if (engine === 'engineA') {
+            throw new AppError('invalid_request', 'body.engineA.eventKey: required the first time', { issues: [{ path: 'body.engineA.eventKey', message: 'required the first time' }] });
+          }
+          if (engine === 'bundled') secret = generated = `whsec_${randomBytes(32).toString('base64')}`;
+        }
+        changes.push({
+          engine,
+          row: {
+            url: given.url,
+            options: engine === 'engineB' ? { namespace: (given as { namespace: string }).namespace } : {},
+            secretSealed: secret !== undefined ? secrets.seal(secret, secretContext(org, engine)) : kept,
+          },
+        });
+      }
+      await store.apply(org, changes);
+      return view(await store.ofOrg(org), generated ? { bundled: generated } : undefined);
+    },
+
+    async test(org: string, engine: EngineName) {
+      const target = await resolve(org, engine);
+      if (!target) throw new AppError('engine_not_configured', `no ${engine} is configured for this org (PUT /v1/settings/engines) or the deployment (ENGINE_* environment)`, { engine });
+      return { engine, source: target.source, ...(await sendEngineTest(target)) };
+    },
+
+    async configured(org: string, engine: string) {
+      if (!(ENGINES as readonly string[]).includes(engine)) return { configured: false, source: null };
+      const target = await resolve(org, engine as EngineName);
+      return { configured: Boolean(target), source: target?.source ?? null };
+    },
+  };
+}
+export type Engines = ReturnType<typeof createEngines>;
