@@ -42,7 +42,8 @@ export class FcmSender {
     const sa = JSON.parse(inlineOrFile(config.PUSH_FCM_SERVICE_ACCOUNT!)) as { client_email: string; private_key: string; project_id: string; token_uri?: string };
     this.projectId = sa.project_id;
     const tokenUrl = config.PUSH_FCM_TOKEN_URL ?? sa.token_uri;
-    const transporter = new Gaxios();
+    // Node's own fetch, not the node-fetch gaxios would import by default.
+    const transporter = new Gaxios({ fetchImplementation: globalThis.fetch as never });
     if (tokenUrl && tokenUrl !== GOOGLE_TOKEN_URL) {
       // The library posts to Google's token endpoint; a configured one (a stand-in, a proxy) takes its place.
       transporter.interceptors.request.add({
@@ -60,7 +61,8 @@ export class FcmSender {
     try {
       access = (await this.jwt.getAccessToken()).token;
     } catch (err) {
-      throw new DeliveryError(`FCM: no access token for the service account: ${(err as Error).message}`);
+      const cause = (err as { cause?: { message?: string } }).cause?.message;
+      throw new DeliveryError(`FCM: no access token for the service account: ${(err as Error).message}${cause ? ` (${cause})` : ""}`);
     }
     const url = `${this.config.PUSH_FCM_URL.replace(/\/$/, '')}/v1/projects/${encodeURIComponent(this.projectId)}/messages:send`;
     const body = {
