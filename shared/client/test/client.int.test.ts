@@ -9,12 +9,13 @@ const REV = 'rev@example.com';
 describe('ApprovalsClient against the real system', () => {
   let stack: Stack;
   let org: string;
+  let admin: string;
   let apiKey: string;
   let client: ApprovalsClient;
 
   beforeAll(async () => {
     stack = await startStack({ label: 'client' });
-    ({ org, apiKey } = await stack.newOrg());
+    ({ org, apiKey, admin } = await stack.newOrg());
     client = new ApprovalsClient({ baseUrl: stack.baseUrl, apiKey });
   });
   afterAll(async () => {
@@ -195,8 +196,13 @@ describe('ApprovalsClient against the real system', () => {
       expect(await client.registerWorkflow(def)).toMatchObject({ id: def.id, version: 1, created: false });
     });
 
-    it('startRun posts to /v1/runs/ (202 with a runId; an unknown workflow is 404)', async () => {
+    it('startRun posts to /v1/runs/ (202 with a runId; an unknown workflow is 404; no engine is 409)', async () => {
       const def = { id: uniq('wf'), steps: [{ id: 'a' }] };
+      await client.registerWorkflow(def);
+      await expect(client.startRun({ workflowId: def.id })).rejects.toMatchObject({ status: 409, code: 'engine_not_configured', retryable: false });
+      // The org points engineA somewhere (its own settings); the run then goes out.
+      const put = await stack.http('PUT', '/v1/settings/engines', { token: admin, body: { engineA: { url: 'https://engine.example.com', eventKey: 'k' } } });
+      expect(put.status).toBe(200);
       await client.registerWorkflow(def);
       const r = await client.startRun({ workflowId: def.id, input: { x: 1 }, idempotencyKey: uniq('idem') });
       expect(r).toMatchObject({ runId: expect.any(String), workflowId: def.id });
