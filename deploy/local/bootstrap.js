@@ -42,6 +42,18 @@ function ensureBuilt() {
   // tsc -b is incremental: a no-op build takes about a second.
   console.error('[setup] building (tsc -b)…');
   run(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-b']);
+  ensureWebBuilt();
 }
 
-module.exports = { root, ensureInstalled, ensureBuilt, run, newestMtime };
+/** The web app (services/gateway/web): type-checked and bundled when a source is newer than the bundle. */
+function ensureWebBuilt() {
+  const web = join(root, 'services', 'gateway', 'web');
+  const built = join(web, 'dist', 'index.html');
+  const sources = [join(web, 'src'), join(root, 'shared', 'client', 'src')];
+  const newest = Math.max(...sources.map(newestMtime), ...['index.html', 'vite.config.mjs', 'build.mjs', 'tsconfig.json'].map((f) => statSync(join(web, f)).mtimeMs));
+  if (existsSync(built) && statSync(built).mtimeMs >= newest) return;
+  console.error('[setup] building the web app (vite)…');
+  run(process.execPath, [join(web, 'build.mjs')]);
+}
+
+module.exports = { root, ensureInstalled, ensureBuilt, ensureWebBuilt, run, newestMtime };

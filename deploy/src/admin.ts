@@ -10,7 +10,7 @@ const USAGE = `usage:
   npm run admin -- bootstrap --org <org id> --email <email> [--name <key name>]
       prints {"orgId","sessionToken","apiKey"} for a first admin
   npm run admin -- session --org <org id> --email <email> [--role admin|member] [--sub <user id>] [--ttl <seconds>]
-      prints a session token
+      prints a session token, and the web app sign-in link (/app/login#token=…) on stderr
   npm run admin -- quota --org <org id> --limit <decisions per month | none>
       sets the org's monthly decision quota (none = back to the deployment default)
   npm run admin -- dlq list [--durable <name>] | dlq show <seq> | dlq replay <seq> | dlq drop <seq>
@@ -48,6 +48,11 @@ function checkEmail(email: string): string {
 
 const cmd0 = (argv: string[]) => argv[0];
 
+/** Where the running system is reached (what npm start recorded), for sign-in links. */
+function appBaseUrl(): string {
+  return (process.env.APP_BASE_URL ?? process.env.PUBLIC_BASE_URL ?? readRuntime()?.baseUrl ?? `http://localhost:${process.env.PORT ?? 8080}`).replace(/\/$/, '');
+}
+
 export async function main(argv: string[]): Promise<void> {
   const { cmd, flags } = cmd0(argv) === 'dlq' ? { cmd: 'dlq', flags: {} as Record<string, string> } : parseArgs(argv);
   const secret = localJwtSecret();
@@ -58,6 +63,8 @@ export async function main(argv: string[]): Promise<void> {
     if (role !== 'admin' && role !== 'member') throw new Error('--role must be admin or member');
     const token = signSessionToken(secret, { sub: flags.sub ?? `usr_${email}`, email, org, role }, Number(flags.ttl ?? 12 * 3600));
     process.stdout.write(`${token}\n`);
+    // The web app's sign-in link (the token rides in the fragment: never sent to a server).
+    process.stderr.write(`Sign in to the web app: ${appBaseUrl()}/app/login#token=${token}\n`);
     return;
   }
   if (cmd === 'bootstrap') {
@@ -77,7 +84,7 @@ export async function main(argv: string[]): Promise<void> {
       // Like a key made over HTTP: every key's creation is in the org's audit log.
       await store.appendAudit({ org, action: 'api_key.created', actor: sub, target: row.id, details: { roles: [...roles], via: 'admin bootstrap' } });
       const sessionToken = signSessionToken(secret, { sub, email, org, role: 'admin' }, Number(flags.ttl ?? 12 * 3600));
-      process.stdout.write(`${JSON.stringify({ orgId: org, sessionToken, apiKey: key })}\n`);
+      process.stdout.write(`${JSON.stringify({ orgId: org, sessionToken, apiKey: key, signInUrl: `${appBaseUrl()}/app/login#token=${sessionToken}` })}\n`);
     } finally {
       await db.destroy();
     }

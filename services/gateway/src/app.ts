@@ -73,6 +73,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         publicBaseUrl: config.PUBLIC_BASE_URL,
         trustProxy: config.TRUST_PROXY,
         selfUrl: () => `http://127.0.0.1:${port}`,
+        oidc: config.AUTH_OIDC_ISSUER && config.AUTH_OIDC_CLIENT_ID ? { issuer: config.AUTH_OIDC_ISSUER, clientId: config.AUTH_OIDC_CLIENT_ID, scope: config.AUTH_OIDC_SCOPE } : undefined,
       });
       server = createLimitedServer(
         app,

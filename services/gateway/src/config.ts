@@ -11,6 +11,10 @@ export const GatewayEnv = BaseServiceEnv.extend(SecretsEnv.shape).extend({
   AUTH_JWKS_URL: z.string().url('AUTH_JWKS_URL must be a URL').optional(),
   AUTH_JWT_ISSUER: z.string().optional(),
   AUTH_JWT_AUDIENCE: z.string().optional(),
+  /** The web app signs in through this OIDC issuer (authorization code + PKCE) when both are set. */
+  AUTH_OIDC_ISSUER: z.preprocess((v) => (v === '' ? undefined : v), z.string().url('AUTH_OIDC_ISSUER must be a URL').optional()),
+  AUTH_OIDC_CLIENT_ID: z.preprocess((v) => (v === '' ? undefined : v), z.string().min(1).optional()),
+  AUTH_OIDC_SCOPE: z.string().default('openid email profile'),
   AUTH_SESSION_MAX_AGE_SEC: positiveInt('AUTH_SESSION_MAX_AGE_SEC', 12 * 3600),
   BODY_LIMIT_BYTES: positiveInt('BODY_LIMIT_BYTES', 1024 * 1024),
   RATE_LIMIT_PER_KEY_PER_MIN: positiveInt('RATE_LIMIT_PER_KEY_PER_MIN', 6000),

@@ -1,5 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
+import { mountWebApp } from './web-app';
 import { pinoHttp } from 'pino-http';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -24,6 +25,8 @@ export interface AppDeps {
   trustProxy?: string;
   /** This gateway's own address (the MCP tools call the worker API through it). */
   selfUrl: () => string;
+  /** Sign-in for the web app through the org's identity provider (authorization code + PKCE). */
+  oidc?: { issuer: string; clientId: string; scope: string };
 }
 
 type Req = Request & { auth?: Authenticated };
@@ -83,6 +86,8 @@ export function createApp(deps: AppDeps) {
     res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");
     res.type('html').send(docsPage);
   });
+
+  mountWebApp(app, { oidc: deps.oidc });
 
   mountMcp(app, { authenticate: deps.authenticate, selfUrl: deps.selfUrl, log: deps.log, bodyLimitBytes: deps.bodyLimitBytes });
 

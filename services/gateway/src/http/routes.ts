@@ -123,6 +123,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       otherStatuses: { 201: 'The policy was created, or an archived one restored' },
       description: 'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed. The version source is `dashboard`.',
     }),
+    fwd('post', '/v1/policies/preview', 'session', 'policies', 'Preview a policy edit from the dashboard (writes nothing; refused for the same reasons a save is)', P.preview),
     fwd('get', '/v1/policies/{key}', 'session', 'policies', 'One policy', P.get),
     fwd('put', '/v1/policies/{key}', 'session', 'policies', 'Replace the definition of an existing policy (404 when absent)', P.update),
     fwd('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy (409 policy_in_use unless force=true, admin)', P.remove),

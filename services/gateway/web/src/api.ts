@@ -1,0 +1,61 @@
+import { currentSession, signOut } from './auth';
+
+/** An API error as the spec shapes it: `{error, message, ...details}` with the HTTP status. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly body: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** The session ended (expired or refused): back to sign-in with a message, never a blank page. */
+export function toSignIn(reason: string): void {
+  signOut();
+  const back = location.pathname + location.search;
+  location.assign(`/app/login?reason=${encodeURIComponent(reason)}&next=${encodeURIComponent(back)}`);
+}
+
+/** Calls the public REST API with the session's bearer token. */
+export async function api<T = any>(method: string, path: string, body?: unknown): Promise<T> {
+  const session = currentSession();
+  if (!session) {
+    toSignIn('Your session has ended. Sign in again.');
+    throw new ApiError(401, 'unauthorized', 'signed out');
+  }
+  let res: Response;
+  try {
+    res = await fetch(path, {
+      method,
+      headers: { authorization: `Bearer ${session.token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError(0, 'network', 'The service could not be reached. Check your connection and try again.');
+  }
+  const text = await res.text();
+  let parsed: any = undefined;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  if (res.status === 401) {
+    toSignIn('Your session has expired. Sign in again.');
+    throw new ApiError(401, 'unauthorized', parsed?.message ?? 'unauthorized');
+  }
+  if (!res.ok) {
+    throw new ApiError(res.status, parsed?.error ?? 'error', parsed?.message ?? `The request failed (HTTP ${res.status}).`, parsed ?? {});
+  }
+  return parsed as T;
+}
+
+export const qs = (o: Record<string, string | number | undefined | null>) => {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(o)) if (v !== undefined && v !== null && v !== '') p.set(k, String(v));
+  const s = p.toString();
+  return s ? `?${s}` : '';
+};

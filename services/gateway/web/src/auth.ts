@@ -1,0 +1,96 @@
+import * as oauth from 'oauth4webapi';
+
+/**
+ * The session: a JWT the gateway verifies on every call. It arrives in the URL fragment
+ * of `/app/login#token=…` (never sent to a server, never in a log), or from the org's
+ * identity provider through OIDC authorization code + PKCE. Kept in sessionStorage: it
+ * dies with the tab.
+ */
+const KEY = 'approvals.session';
+
+export interface Session {
+  token: string;
+  email: string;
+  org: string;
+  role: 'admin' | 'member';
+  exp: number;
+}
+
+function decode(token: string): Omit<Session, 'token'> | null {
+  try {
+    const part = token.split('.')[1]!;
+    const claims = JSON.parse(atob(part.replace(/-/g, '+').replace(/_/g, '/'))) as Record<string, unknown>;
+    const email = String(claims.email ?? '');
+    const org = String(claims.org ?? claims.org_id ?? '');
+    const exp = Number(claims.exp ?? 0);
+    if (!email || !exp) return null;
+    return { email, org, role: claims.role === 'admin' ? 'admin' : 'member', exp };
+  } catch {
+    return null;
+  }
+}
+
+export function currentSession(): Session | null {
+  const token = sessionStorage.getItem(KEY);
+  if (!token) return null;
+  const s = decode(token);
+  if (!s || s.exp * 1000 <= Date.now()) {
+    sessionStorage.removeItem(KEY);
+    return null;
+  }
+  return { token, ...s };
+}
+
+export function signIn(token: string): Session | null {
+  const s = decode(token);
+  if (!s || s.exp * 1000 <= Date.now()) return null;
+  sessionStorage.setItem(KEY, token);
+  return { token, ...s };
+}
+
+export function signOut(): void {
+  sessionStorage.removeItem(KEY);
+}
+
+export interface OidcConfig {
+  issuer: string;
+  clientId: string;
+  scope: string;
+}
+
+const PKCE_KEY = 'approvals.pkce';
+const redirectUri = () => `${location.origin}/app/login`;
+
+/** Starts the OIDC sign-in: discovery, PKCE (S256), then the browser goes to the issuer. */
+export async function startOidc(cfg: OidcConfig, returnTo: string): Promise<void> {
+  const issuer = new URL(cfg.issuer);
+  const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oidc' }));
+  const verifier = oauth.generateRandomCodeVerifier();
+  const state = oauth.generateRandomState();
+  sessionStorage.setItem(PKCE_KEY, JSON.stringify({ verifier, state, returnTo }));
+  const url = new URL(as.authorization_endpoint!);
+  url.searchParams.set('client_id', cfg.clientId);
+  url.searchParams.set('redirect_uri', redirectUri());
+  url.searchParams.set('response_type', 'code');
+  url.searchParams.set('scope', cfg.scope);
+  url.searchParams.set('state', state);
+  url.searchParams.set('code_challenge', await oauth.calculatePKCECodeChallenge(verifier));
+  url.searchParams.set('code_challenge_method', 'S256');
+  location.assign(url.toString());
+}
+
+/** Completes it on /app/login?code&state: the ID token is the session the gateway verifies (AUTH_JWKS_URL). */
+export async function finishOidc(cfg: OidcConfig, current: URL): Promise<{ session: Session; returnTo: string }> {
+  const saved = JSON.parse(sessionStorage.getItem(PKCE_KEY) ?? 'null') as { verifier: string; state: string; returnTo: string } | null;
+  sessionStorage.removeItem(PKCE_KEY);
+  if (!saved) throw new Error('The sign-in was not started here, or took too long. Start again.');
+  const issuer = new URL(cfg.issuer);
+  const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oidc' }));
+  const client: oauth.Client = { client_id: cfg.clientId };
+  const params = oauth.validateAuthResponse(as, client, current, saved.state);
+  const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri(), saved.verifier);
+  const result = await oauth.processAuthorizationCodeResponse(as, client, response, { requireIdToken: true });
+  const session = signIn(result.id_token!);
+  if (!session) throw new Error('The identity provider answered without an email in the ID token.');
+  return { session, returnTo: saved.returnTo };
+}

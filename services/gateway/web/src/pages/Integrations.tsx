@@ -1,0 +1,93 @@
+import { useState } from 'react';
+import { api } from '../api';
+import type { Session } from '../auth';
+import { ErrorBox, Field, Loading, useAction, useLoad } from '../ui';
+
+type View = { installed: false; installUrl: string } | { installed: true; teamId?: string; guildId?: string; name: string | null; channel: string | null };
+const NAMES = { chatA: 'Slack', chatB: 'Discord' } as const;
+
+function Chat({ provider, session }: { provider: 'chatA' | 'chatB'; session: Session }) {
+  const view = useLoad(() => api<View>('GET', `/v1/integrations/${provider}`), [provider]);
+  const installed = view.data?.installed === true;
+  const channels = useLoad(() => (installed ? api<{ channels: Array<{ id: string; name: string }> }>('GET', `/v1/integrations/${provider}/channels`) : Promise.resolve({ channels: [] })), [installed]);
+  const [channel, setChannel] = useState('');
+  const act = useAction();
+  const [sent, setSent] = useState<string | null>(null);
+  const admin = session.role === 'admin';
+  const name = NAMES[provider];
+  return (
+    <section aria-label={name}>
+      <h2>{name}</h2>
+      {view.error ? <ErrorBox error={view.error} /> : null}
+      {!view.data && !view.error ? <Loading what={name} /> : null}
+      {view.data && !view.data.installed ? (
+        <p>
+          <a className="button" href={view.data.installUrl}>
+            Connect {name}
+          </a>
+        </p>
+      ) : null}
+      {view.data && view.data.installed ? (
+        <>
+          <p>
+            Connected to <strong>{view.data.name ?? view.data.teamId ?? view.data.guildId}</strong>. New decisions are announced in{' '}
+            {view.data.channel ? <code>{channels.data?.channels.find((c) => c.id === (view.data as { channel: string }).channel)?.name ?? view.data.channel}</code> : 'no channel yet'}.
+          </p>
+          {admin ? (
+            <form
+              onSubmit={(e) => {
+                e.preventDefault();
+                void act.run(async () => {
+                  await api('PUT', `/v1/integrations/${provider}/channel`, { channelId: channel });
+                  view.reload();
+                });
+              }}
+            >
+              <Field label={`${name} channel for announcements`}>
+                <select value={channel} onChange={(e) => setChannel(e.target.value)} required>
+                  <option value="">Choose a channel</option>
+                  {(channels.data?.channels ?? []).map((c) => (
+                    <option key={c.id} value={c.id}>
+                      #{c.name}
+                    </option>
+                  ))}
+                </select>
+              </Field>
+              <div className="row">
+                <button type="submit" disabled={act.busy}>
+                  Save channel
+                </button>
+                <button
+                  type="button"
+                  disabled={act.busy || !view.data.channel}
+                  onClick={() =>
+                    act.run(async () => {
+                      const r = await api<{ channel: string }>('POST', `/v1/integrations/${provider}/test`);
+                      setSent(`Test message sent to ${r.channel}.`);
+                    })
+                  }
+                >
+                  Send a test message
+                </button>
+              </div>
+              {sent ? <p role="status">{sent}</p> : null}
+              <ErrorBox error={act.error ?? channels.error} />
+            </form>
+          ) : null}
+        </>
+      ) : null}
+    </section>
+  );
+}
+
+export function IntegrationsPage({ session }: { session: Session }) {
+  const installed = new URLSearchParams(location.search).get('installed');
+  return (
+    <section>
+      <h1>Integrations</h1>
+      {installed === 'chatA' || installed === 'chatB' ? <p role="status" className="notice">{NAMES[installed]} is connected.</p> : null}
+      <Chat provider="chatA" session={session} />
+      <Chat provider="chatB" session={session} />
+    </section>
+  );
+}

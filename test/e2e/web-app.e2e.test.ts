@@ -1,0 +1,209 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { existsSync, mkdirSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { waitFor } from '@approvals/shared/testing';
+import { signSessionToken } from '../../services/gateway/src/auth/jwt';
+import { startStack, type Stack } from '../helpers/stack';
+
+// The web app in a real Chromium (Debian's), against the whole system: sign-in, the
+// reviewer's inbox and decision page, and the operator console, all through the public API.
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SCREENSHOT = join(__dirname, '..', '..', 'docs', 'app-decision.png');
+
+describe('web app in Chromium', () => {
+  let stack: Stack;
+  let browser: Browser;
+  let model: Server;
+  let org: string;
+  let admin: string;
+  let apiKey: string;
+  const REVIEWER = 'rita@example.com';
+  const consoleErrors: string[] = [];
+
+  beforeAll(async () => {
+    // An OpenAI-compatible model stand-in for "refine".
+    model = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', () => {
+        const body = JSON.parse(raw || '{}') as { messages?: Array<{ content: string }> };
+        const feedback = body.messages?.at(-1)?.content.split('Feedback:\n')[1] ?? '';
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ message: { content: `Dear customer, (revised: ${feedback.trim()})` } }] }));
+      });
+    });
+    await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
+    stack = await startStack({ label: 'webapp', env: { OUTBOUND_ALLOWED_CIDRS: '127.0.0.1/32', DELIVERY_POLL_MS: '50' } });
+    ({ org, admin, apiKey } = await stack.newOrg());
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await stack?.stop();
+    await new Promise<void>((r) => model?.close(() => r()));
+  });
+
+  async function open(token: string, path = '/app/', viewport = { width: 1280, height: 900 }): Promise<{ page: Page; ctx: BrowserContext }> {
+    const ctx = await browser.newContext({ viewport });
+    const page = await ctx.newPage();
+    page.on('console', (m) => m.type() === 'error' && consoleErrors.push(`${m.text()} @ ${page.url()}`));
+    page.on('pageerror', (e) => consoleErrors.push(`${e.message} @ ${page.url()}`));
+    await page.goto(`${stack.baseUrl}/app/login?next=${encodeURIComponent(path)}#token=${token}`);
+    await page.waitForURL((u) => u.pathname !== '/app/login');
+    return { page, ctx };
+  }
+  const openDecision = async (run: string, extra: Record<string, unknown>) => {
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: {
+        engine: 'api',
+        externalRunId: run,
+        stepRef: 'review',
+        workflowRef: 'refunds',
+        approvers: [REVIEWER],
+        context: {
+          title: `Refund order ${run}`,
+          prompt: 'Refund the customer?',
+          blocks: [
+            { kind: 'fields', title: 'Order', fields: [{ label: 'Amount', value: '$40.00' }, { label: 'Customer', value: 'ACME Corp' }] },
+            { kind: 'tool_call', tool: 'stripe.refund', args: { amount: 4000 } },
+            { kind: 'diff', before: 'status: paid', after: 'status: refunded' },
+          ],
+        },
+        ...extra,
+      },
+    });
+    expect(res.status).toBe(201);
+    return res.body.decisionId as string;
+  };
+
+  it('serves the app at /app/ with its own CSP, and unknown app paths get the app', async () => {
+    const res = await fetch(`${stack.baseUrl}/app/decisions/whatever`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(await res.text()).toContain('<div id="root">');
+    expect((await (await fetch(`${stack.baseUrl}/app/config.json`)).json()).oidc).toBeNull();
+  });
+
+  it('sign-in by link; an expired session goes back to sign-in with a message', async () => {
+    const expired = signSessionToken(stack.secret, { sub: 'usr_x', email: REVIEWER, org, role: 'member' }, -60);
+    const ctx = await browser.newContext();
+    const page = await ctx.newPage();
+    await page.goto(`${stack.baseUrl}/app/login#token=${expired}`);
+    await expect(page.getByRole('alert').textContent()).resolves.toMatch(/not valid or has expired/);
+    await page.goto(`${stack.baseUrl}/app/policies`);
+    await page.waitForURL((u) => u.pathname === '/app/login');
+    expect(page.url()).toContain('next=%2Fapp%2Fpolicies');
+    await ctx.close();
+  });
+
+  it('reviewer: inbox → decision → choose an answer → Approve; the API shows APPROVED with the answer', async () => {
+    const id = await openDecision('web-1', {
+      responseSpec: { type: 'select', options: [{ id: 'full', label: 'Full refund' }, { id: 'partial', label: 'Partial refund' }] },
+    });
+    const { page, ctx } = await open(stack.session({ org, email: REVIEWER }));
+    await page.getByRole('link', { name: 'Refund order web-1' }).click();
+    await page.waitForURL(`**/app/decisions/${id}`);
+    await page.getByRole('heading', { name: 'Refund order web-1' }).waitFor();
+    for (const text of ['$40.00', 'stripe.refund', 'status: refunded', 'Refund the customer?']) {
+      await expect(page.getByText(text, { exact: false }).first().isVisible()).resolves.toBe(true);
+    }
+    if (!existsSync(SCREENSHOT) || process.env.UPDATE_SCREENSHOTS) {
+      mkdirSync(join(SCREENSHOT, '..'), { recursive: true });
+      await page.screenshot({ path: SCREENSHOT, fullPage: true });
+    }
+    await page.getByLabel('Partial refund').check();
+    await page.getByLabel('Note (optional)').fill('half now');
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page.getByText('APPROVED').first().waitFor();
+    const d = (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body;
+    expect(d).toMatchObject({ status: 'APPROVED', decidedBy: REVIEWER, note: 'half now', responseValue: ['partial'] });
+    await expect(page.getByRole('button', { name: 'Approve' }).count()).resolves.toBe(0);
+    await ctx.close();
+  });
+
+  it('reviewer: edits and saves the draft, then refines it with the model', async () => {
+    expect((await stack.http('PUT', '/v1/settings/llm', { token: admin, body: { baseUrl: `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`, model: 'stand-in' } })).status).toBe(200);
+    const id = await openDecision('web-2', { proposedOutput: { title: 'Reply', content: 'Dear customer, no.' } });
+    const { page, ctx } = await open(stack.session({ org, email: REVIEWER }), `/app/decisions/${id}`);
+    const draft = page.getByLabel('Draft text');
+    await draft.fill('Dear customer, yes.');
+    await page.getByRole('button', { name: 'Save draft' }).click();
+    await waitFor(async () => (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body.refinedOutput?.content === 'Dear customer, yes.' || null, { what: 'draft saved' });
+    await page.getByLabel('Feedback for the model').fill('be warmer');
+    await page.getByRole('button', { name: 'Refine with the model' }).click();
+    await waitFor(async () => ((await draft.inputValue()).includes('revised: be warmer') ? true : null), { what: 'the refined draft in the editor' });
+    await ctx.close();
+  });
+
+  it('a non-approver sees the decision without vote buttons, at phone width too', async () => {
+    const id = await openDecision('web-3', {});
+    const { page, ctx } = await open(stack.session({ org, email: 'someone.else@example.com' }), `/app/decisions/${id}`, { width: 390, height: 844 });
+    await page.getByRole('heading', { name: 'Refund order web-3' }).waitFor();
+    await expect(page.getByText('You are not an approver of this decision.').isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('button', { name: 'Approve' }).count()).resolves.toBe(0);
+    await expect(page.getByRole('button', { name: 'Reject' }).count()).resolves.toBe(0);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    expect(width).toBeLessThanOrEqual(390);
+    await ctx.close();
+  });
+
+  it('operator: an API key is shown once, with a copy button', async () => {
+    const { page, ctx } = await open(admin, '/app/api-keys');
+    await page.getByLabel('Key name').fill('ci deploys');
+    await page.getByRole('button', { name: 'Create API key' }).click();
+    const shown = await page.getByTestId('new-key').textContent();
+    expect(shown).toMatch(/^ak_/);
+    await expect(page.getByRole('button', { name: 'Copy key' }).isVisible()).resolves.toBe(true);
+    const keys = (await stack.http('GET', '/v1/api-keys/', { token: admin })).body.apiKeys as Array<{ name: string }>;
+    expect(keys.some((k) => k.name === 'ci deploys')).toBe(true);
+    await page.getByRole('button', { name: 'Done' }).click();
+    await expect(page.getByTestId('new-key').count()).resolves.toBe(0);
+    await page.reload();
+    await page.getByRole('cell', { name: 'ci deploys', exact: true }).waitFor();
+    expect(await page.content()).not.toContain(shown!);
+    await ctx.close();
+  });
+
+  it('operator: policy version history and a side-by-side compare', async () => {
+    const key = `web-policy-${Date.now()}`;
+    expect((await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'Refunds', defaults: { approvers: ['a@example.com'] } } })).status).toBe(201);
+    expect((await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'Refunds', defaults: { approvers: ['a@example.com', 'b@example.com'] }, timeoutSec: 3600 } })).status).toBe(200);
+    const { page, ctx } = await open(admin, '/app/policies');
+    await page.getByRole('link', { name: 'Refunds' }).first().click();
+    await page.getByRole('button', { name: 'Compare v1 with v2' }).click();
+    await page.getByText('approver added: b@example.com').waitFor();
+    await expect(page.getByRole('heading', { name: 'v1', exact: true }).isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('heading', { name: 'v2', exact: true }).isVisible()).resolves.toBe(true);
+    // Preview an edit before saving: nothing is written.
+    await page.getByRole('button', { name: 'Edit policy' }).click();
+    await page.getByLabel('Timeout (seconds)').fill('7200');
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await page.getByText('Saving makes version 3').waitFor();
+    expect((await stack.http('GET', `/v1/policies/${key}`, { token: admin })).body.version).toBe(2);
+    await ctx.close();
+  });
+
+  it('a member sees no admin actions, and the API still refuses them', async () => {
+    const member = stack.session({ org, email: 'member@example.com', role: 'member' });
+    const { page, ctx } = await open(member, '/app/');
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    await expect(nav.getByRole('link', { name: 'Policies' }).isVisible()).resolves.toBe(true);
+    await expect(nav.getByRole('link', { name: 'API keys' }).count()).resolves.toBe(0);
+    await expect(nav.getByRole('link', { name: 'Settings' }).count()).resolves.toBe(0);
+    await page.goto(`${stack.baseUrl}/app/api-keys`);
+    await page.getByRole('alert').waitFor();
+    expect((await stack.http('POST', '/v1/api-keys/', { token: member, body: { name: 'nope' } })).status).toBe(403);
+    await ctx.close();
+  });
+
+  it('logged no console errors on any page', () => {
+    expect(consoleErrors).toEqual([]);
+  });
+});
