@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'pg';
@@ -8,6 +8,7 @@ import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, sta
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { DATA_DIR } from './dev-env';
 import { launchServices, waitHealthy } from './processes';
+import { perOp, sampleWork, workTable, type WorkTargets } from './work';
 
 /**
  * `npm run bench`: the whole system as separate processes on a private PostgreSQL and
@@ -176,18 +177,34 @@ export async function main(): Promise<number> {
     const floorPool = new Pool({ connectionString: databaseUrl, max: CONCURRENCY });
     stops.push(() => floorPool.end());
     await floorPool.query(FLOOR_SCHEMA);
+    const pids: Record<string, number> = {};
+    for (const [name, child] of procs.children) if (child.pid) pids[name] = child.pid;
+    const statsPool = new Pool({ connectionString: databaseUrl, max: 1 });
+    stops.push(() => statsPool.end());
+    const targets: WorkTargets = {
+      services: pids,
+      natsPid: nats.process.pid,
+      postmasterPid: Number(readFileSync(join(dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]),
+      pool: statsPool,
+      database: 'bench',
+    };
 
     say(`warm-up`);
     await runLoad(100, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
     await runLoad(100, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
 
     say(`create: ${N_CREATE} decisions, concurrency ${CONCURRENCY}`);
+    const beforeCreate = await sampleWork(targets);
     const sysCreate = await runLoad(N_CREATE, CONCURRENCY, async (i) => {
       await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `c-${i}`, stepRef: 's', policy: 'bench', factsHash: factsHash({ i }), context: { title: `Decision ${i}` } });
     });
+    // Work of the create, the asynchronous part included (notices planned and sent, timers, projections).
+    await new Promise((r) => setTimeout(r, 3000));
+    const createWork = perOp(beforeCreate, await sampleWork(targets), N_CREATE);
     const floorCreateR = await runLoad(N_CREATE, CONCURRENCY, (i) => floorCreate(floorPool, `fc${i}`, `c-${i}`, factsHash({ i })));
 
     say(`cycle: ${N_CYCLE} × (create → 2 votes → verify → consume), concurrency ${CONCURRENCY}`);
+    const beforeCycle = await sampleWork(targets);
     const sysCycle = await runLoad(N_CYCLE, CONCURRENCY, async (i) => {
       const facts = { cycle: i, amount: 100 };
       const hash = factsHash(facts);
@@ -199,6 +216,8 @@ export async function main(): Promise<number> {
       if (!v.valid) throw new Error(`verify said ${v.reason}`);
       await http(base, 'POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'bench', factsHash: hash });
     });
+    await new Promise((r) => setTimeout(r, 3000));
+    const cycleWork = perOp(beforeCycle, await sampleWork(targets), N_CYCLE);
     const floorCycleR = await runLoad(N_CYCLE, CONCURRENCY, (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })));
 
     say(`expiry: ${N_BACKGROUND_TIMERS} pending timers in the scheduler, ${N_EXPIRY} decisions expiring after 3 s`);
@@ -239,6 +258,8 @@ export async function main(): Promise<number> {
       `create: system throughput is ${((sysCreate.throughput / floorCreateR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCreate.p50 / floorCreateR.p50).toFixed(1)}× the floor's`,
       `cycle:  system throughput is ${((sysCycle.throughput / floorCycleR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCycle.p50 / floorCycleR.p50).toFixed(1)}× the floor's`,
       '',
+      ...workTable('create', createWork),
+      ...workTable('cycle (create → 2 votes → verify → consume, and the resume)', cycleWork),
       `expiry lag (expiresAt → EXPIRED) with ${N_BACKGROUND_TIMERS} pending timers: ${lags.length}/${expiring.length} expired; ` +
         `p50 ${percentile(lags, 50).toFixed(0)} ms, p99 ${percentile(lags, 99).toFixed(0)} ms, max ${(lags[lags.length - 1] ?? NaN).toFixed(0)} ms; early: ${early}`,
     ];
@@ -246,7 +267,7 @@ export async function main(): Promise<number> {
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, sysCreate, floorCreate: floorCreateR, sysCycle, floorCycle: floorCycleR, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early } }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, createWork, cycleWork, sysCreate, floorCreate: floorCreateR, sysCycle, floorCycle: floorCycleR, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early } }, null, 2),
     );
     return sysCreate.errors + sysCycle.errors > 0 || lags.length < expiring.length || early > 0 ? 1 : 0;
   } finally {

@@ -180,7 +180,11 @@ describe('npm start (process level)', () => {
 
     // ---- bootstrap: one JSON line, the key works on a worker route
     const boot = JSON.parse(admin(['bootstrap', '--org', 'e2e-org', '--email', 'admin@e2e.test']));
-    expect(boot).toEqual({ orgId: 'e2e-org', sessionToken: expect.any(String), apiKey: expect.stringMatching(/^ak_/) });
+    expect(boot).toEqual({ orgId: 'e2e-org', sessionToken: expect.any(String), apiKey: expect.stringMatching(/^ak_/), signInUrl: `http://localhost:${s.port}/app/login#token=${boot.sessionToken}` });
+    // The web app is served by the same process, built by npm start.
+    const appPage = await fetch(`http://localhost:${s.port}/app/`);
+    expect(appPage.status).toBe(200);
+    expect(await appPage.text()).toContain('<div id="root">');
     expect(await get('/v1/worker/policies', boot.apiKey)).toEqual({ status: 200, body: { policies: [] } });
     // the bootstrap session is signed with the secret npm start uses: an admin session
     expect((await get('/v1/api-keys/', boot.sessionToken)).status).toBe(200);

@@ -1,0 +1,107 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import type { Pool } from 'pg';
+
+/**
+ * Work per operation, stable on a shared machine where throughput is not: CPU time of
+ * every process of the system (from /proc/<pid>/stat), and PostgreSQL's transactions and
+ * tuples (pg_stat_database), sampled before and after a workload.
+ */
+
+/** Linux clock ticks per second (USER_HZ); 100 on every common kernel. */
+const TICKS_PER_SEC = 100;
+
+function statOf(pid: number): { ppid: number; cpuTicks: number } | null {
+  try {
+    const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) is in parentheses and may hold spaces: split after it.
+    const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    // rest[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
+    return { ppid: Number(rest[1]), cpuTicks: Number(rest[11]) + Number(rest[12]) };
+  } catch {
+    return null;
+  }
+}
+
+/** CPU ms of a process; with `withChildren`, of it and every live process whose parent it is (PostgreSQL's backends). */
+function cpuMs(pid: number, withChildren: boolean): number {
+  let ticks = statOf(pid)?.cpuTicks ?? 0;
+  if (withChildren) {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      const st = statOf(Number(entry));
+      if (st && st.ppid === pid) ticks += st.cpuTicks;
+    }
+  }
+  return (ticks * 1000) / TICKS_PER_SEC;
+}
+
+export interface WorkTargets {
+  /** Service name → pid. */
+  services: Record<string, number>;
+  natsPid?: number;
+  postmasterPid?: number;
+  pool: Pool;
+  database: string;
+}
+
+export interface WorkSample {
+  cpuMs: Record<string, number>;
+  xacts: number;
+  tuplesRead: number;
+  tuplesWritten: number;
+}
+
+export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
+  // Backends flush their statistics at most once a second: wait for them.
+  await new Promise((r) => setTimeout(r, 1200));
+  const cpu: Record<string, number> = {};
+  for (const [name, pid] of Object.entries(t.services)) cpu[name] = cpuMs(pid, false);
+  if (t.natsPid) cpu['nats-server'] = cpuMs(t.natsPid, false);
+  if (t.postmasterPid) cpu.postgres = cpuMs(t.postmasterPid, true);
+  const r = await t.pool.query(
+    `SELECT xact_commit + xact_rollback AS xacts, tup_returned + tup_fetched AS read, tup_inserted + tup_updated + tup_deleted AS written
+       FROM pg_stat_database WHERE datname = $1`,
+    [t.database],
+  );
+  const row = r.rows[0] ?? { xacts: 0, read: 0, written: 0 };
+  return { cpuMs: cpu, xacts: Number(row.xacts), tuplesRead: Number(row.read), tuplesWritten: Number(row.written) };
+}
+
+export interface WorkPerOp {
+  ops: number;
+  cpuMsPerOp: Record<string, number>;
+  totalCpuMsPerOp: number;
+  xactsPerOp: number;
+  tuplesReadPerOp: number;
+  tuplesWrittenPerOp: number;
+}
+
+export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkPerOp {
+  const cpuMsPerOp: Record<string, number> = {};
+  let total = 0;
+  for (const name of Object.keys(after.cpuMs)) {
+    const v = (after.cpuMs[name]! - (before.cpuMs[name] ?? 0)) / ops;
+    cpuMsPerOp[name] = v;
+    total += v;
+  }
+  return {
+    ops,
+    cpuMsPerOp,
+    totalCpuMsPerOp: total,
+    xactsPerOp: (after.xacts - before.xacts) / ops,
+    tuplesReadPerOp: (after.tuplesRead - before.tuplesRead) / ops,
+    tuplesWrittenPerOp: (after.tuplesWritten - before.tuplesWritten) / ops,
+  };
+}
+
+export function workTable(title: string, w: WorkPerOp): string[] {
+  const names = Object.keys(w.cpuMsPerOp).sort((a, b) => w.cpuMsPerOp[b]! - w.cpuMsPerOp[a]!);
+  return [
+    `${title} — work per operation (${w.ops} ops):`,
+    '',
+    `| ${names.join(' | ')} | total CPU | DB transactions | tuples read | tuples written |`,
+    `|${names.map(() => '---').join('|')}|---|---|---|---|`,
+    `| ${names.map((n) => `${w.cpuMsPerOp[n]!.toFixed(2)} ms`).join(' | ')} | ${w.totalCpuMsPerOp.toFixed(2)} ms | ${w.xactsPerOp.toFixed(1)} | ${w.tuplesReadPerOp.toFixed(0)} | ${w.tuplesWrittenPerOp.toFixed(1)} |`,
+    '',
+  ];
+}
