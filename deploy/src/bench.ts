@@ -9,6 +9,7 @@ import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { DATA_DIR } from './dev-env';
 import { launchServices, waitHealthy } from './processes';
 import { perOp, sampleWork, workTable, type WorkTargets } from './work';
+import { profilesIn, topFrames } from './profile';
 
 /**
  * `npm run bench`: the whole system as separate processes on a private PostgreSQL and
@@ -20,6 +21,7 @@ const N_CYCLE = Number(process.env.BENCH_CYCLES ?? 500);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const N_EXPIRY = Number(process.env.BENCH_EXPIRING ?? 300);
 const N_BACKGROUND_TIMERS = Number(process.env.BENCH_PENDING_TIMERS ?? 10_000);
+const PROFILE = process.env.BENCH_PROFILE === '1';
 
 function say(line: string) {
   process.stderr.write(`[bench] ${line}\n`);
@@ -158,7 +160,14 @@ export async function main(): Promise<number> {
     const port = await freePort();
     const secret = randomBytes(24).toString('hex');
     const base = `http://127.0.0.1:${port}`;
+    // BENCH_PROFILE=1: a V8 CPU profile per service (written when it stops), summarised below.
+    const profileDir = join(DATA_DIR, 'bench', 'profiles');
+    if (PROFILE) {
+      rmSync(profileDir, { recursive: true, force: true });
+      mkdirSync(profileDir, { recursive: true });
+    }
     const procs = launchServices({
+      nodeArgs: (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.\${pid}.cpuprofile`] : []),
       natsUsers,
       env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000' },
       onLine: (name, _i, line) => (line.includes('"level":50') || line.includes('"level":60') ? say(`${name}: ${line.slice(0, 300)}`) : undefined),
@@ -193,6 +202,9 @@ export async function main(): Promise<number> {
     await runLoad(100, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
     await runLoad(100, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
 
+    // Steady state: planner statistics as autovacuum would have them after its first round
+    // (a fresh database has none, and PostgreSQL then picks any index that leads with org_id).
+    await statsPool.query('ANALYZE');
     say(`create: ${N_CREATE} decisions, concurrency ${CONCURRENCY}`);
     const beforeCreate = await sampleWork(targets);
     const sysCreate = await runLoad(N_CREATE, CONCURRENCY, async (i) => {
@@ -201,6 +213,14 @@ export async function main(): Promise<number> {
     // Work of the create, the asynchronous part included (notices planned and sent, timers, projections).
     await new Promise((r) => setTimeout(r, 3000));
     const createWork = perOp(beforeCreate, await sampleWork(targets), N_CREATE);
+    // Where the reads go: tables by rows read through sequential and index scans since the start.
+    const scans = await statsPool.query(
+      `SELECT schemaname || '.' || relname AS t, seq_scan, seq_tup_read, idx_scan, idx_tup_fetch, n_tup_ins + n_tup_upd + n_tup_del AS writes
+         FROM pg_stat_user_tables ORDER BY seq_tup_read + coalesce(idx_tup_fetch, 0) DESC LIMIT 12`,
+    );
+    const indexes = await statsPool.query(
+      `SELECT schemaname || '.' || indexrelname AS i, idx_scan, idx_tup_read, idx_tup_fetch FROM pg_stat_user_indexes ORDER BY idx_tup_read DESC LIMIT 8`,
+    );
     const floorCreateR = await runLoad(N_CREATE, CONCURRENCY, (i) => floorCreate(floorPool, `fc${i}`, `c-${i}`, factsHash({ i })));
 
     say(`cycle: ${N_CYCLE} × (create → 2 votes → verify → consume), concurrency ${CONCURRENCY}`);
@@ -260,9 +280,27 @@ export async function main(): Promise<number> {
       '',
       ...workTable('create', createWork),
       ...workTable('cycle (create → 2 votes → verify → consume, and the resume)', cycleWork),
+      'tables by rows read (after the create run):',
+      '',
+      '| table | seq scans | rows read by seq scans | index scans | rows fetched by index | rows written |',
+      '|---|---|---|---|---|---|',
+      ...scans.rows.map((r: Record<string, unknown>) => `| ${r.t} | ${r.seq_scan} | ${r.seq_tup_read} | ${r.idx_scan ?? 0} | ${r.idx_tup_fetch ?? 0} | ${r.writes} |`),
+      '',
+      '| index | scans | entries read | rows fetched |',
+      '|---|---|---|---|',
+      ...indexes.rows.map((r: Record<string, unknown>) => `| ${r.i} | ${r.idx_scan} | ${r.idx_tup_read} | ${r.idx_tup_fetch} |`),
+      '',
       `expiry lag (expiresAt → EXPIRED) with ${N_BACKGROUND_TIMERS} pending timers: ${lags.length}/${expiring.length} expired; ` +
         `p50 ${percentile(lags, 50).toFixed(0)} ms, p99 ${percentile(lags, 99).toFixed(0)} ms, max ${(lags[lags.length - 1] ?? NaN).toFixed(0)} ms; early: ${early}`,
     ];
+    if (PROFILE) {
+      await procs.stop();
+      await new Promise((r) => setTimeout(r, 500));
+      lines.push('', 'CPU profiles (self time, the whole run), top frames per service:', '');
+      for (const [name, file] of Object.entries(profilesIn(profileDir))) {
+        lines.push(`${name}:`, ...topFrames(file).map((f) => `  ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.selfMs.toFixed(0).padStart(6)} ms  ${f.frame}`), '');
+      }
+    }
     process.stdout.write(`${lines.join('\n')}\n`);
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(

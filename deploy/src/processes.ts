@@ -23,6 +23,8 @@ export function launchServices(opts: {
   onLine?: (service: string, index: number, line: string) => void;
   restart?: boolean;
   onRestart?: (service: string, reason: string, delayMs: number) => void;
+  /** Node flags before the script, e.g. `--cpu-prof` (the bench's profiles). */
+  nodeArgs?: (service: string) => string[];
 }): ServiceProcesses {
   const children = new Map<string, ChildProcess>();
   let stopping = false;
@@ -30,7 +32,7 @@ export function launchServices(opts: {
   const launch = (name: string, idx: number, attempt = 0) => {
     const user = opts.natsUsers?.[name as ServiceName];
     const env = user ? { ...opts.env, NATS_USER: user.user, NATS_PASSWORD: user.password } : opts.env;
-    const child = spawn(process.execPath, [join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...(opts.nodeArgs?.(name) ?? []), join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.set(name, child);
     for (const stream of [child.stdout!, child.stderr!]) {
       const rl = createInterface({ input: stream });

@@ -194,9 +194,16 @@ export class OutboxRelay {
         .limit(this.batchSize)
         .forUpdate()
         .skipLocked();
-      for (const row of rows) {
-        await this.opts.bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id });
-        if (this.opts.afterPublish) await this.opts.afterPublish(row.id);
+      if (this.opts.afterPublish) {
+        for (const row of rows) {
+          await this.opts.bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id });
+          await this.opts.afterPublish(row.id);
+        }
+      } else {
+        // Sent in order on one connection, acks collected together: one round trip per
+        // batch, not per event. Any failure fails the batch (nothing marked sent; the
+        // stream's duplicate window drops what was already stored when it is retried).
+        await Promise.all(rows.map((row) => this.opts.bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id })));
       }
       if (rows.length > 0) {
         await trx(OUTBOX_TABLE)

@@ -12,6 +12,15 @@ export interface Authenticated {
  * hash on every request, so a revoked or rotated key fails on the very next call.
  */
 export function createAuthenticator(deps: { store: AccessStore; verifyJwt: (t: string) => Promise<SessionClaims>; log: Logger }) {
+  /** lastUsedAt is written at most once a minute per key and process (it is for people, not metering): no write per request. */
+  const lastMarked = new Map<string, number>();
+  const markUsed = (id: string) => {
+    const now = Date.now();
+    if ((lastMarked.get(id) ?? 0) > now - 60_000) return;
+    lastMarked.set(id, now);
+    if (lastMarked.size > 10_000) lastMarked.clear();
+    deps.store.markUsed(id).catch((err) => deps.log.warn({ err }, 'could not record API key use'));
+  };
   return async function authenticate(header: string | undefined): Promise<Authenticated> {
     if (!header) throw new AppError('unauthorized', 'missing Authorization header');
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -20,7 +29,7 @@ export function createAuthenticator(deps: { store: AccessStore; verifyJwt: (t: s
     if (token.startsWith(API_KEY_PREFIX)) {
       const row = await deps.store.findActiveKey(token);
       if (!row) throw new AppError('unauthorized', 'unknown or revoked API key');
-      deps.store.markUsed(row.id).catch((err) => deps.log.warn({ err }, 'could not record API key use'));
+      markUsed(row.id);
       return { org: row.org_id, principal: { kind: 'apiKey', keyId: row.id, roles: row.roles, name: row.name } };
     }
     const claims = await deps.verifyJwt(token);

@@ -52,7 +52,21 @@ export interface SaveResult {
   labelsChanged: boolean;
 }
 
+type JoinedRow = PolicyRow & { v_id: string; v_number: number; v_definition: PolicyDefinition; v_hash: string; v_changed_by: string | null; v_source: VersionRow['source']; v_created_at: Date };
+
+function splitRow(r: JoinedRow): { policy: PolicyRow; version: VersionRow } {
+  return {
+    policy: r,
+    version: { id: r.v_id, policy_id: r.id, org_id: r.org_id, number: r.v_number, definition: r.v_definition, content_hash: r.v_hash, changed_by: r.v_changed_by, source: r.v_source, created_at: r.v_created_at },
+  };
+}
+
 export function createPoliciesStore(db: Knex) {
+  const withCurrentVersion = () =>
+    db('policies as p')
+      .join('policy_versions as v', 'v.id', 'p.current_version_id')
+      .select('p.*', 'v.id as v_id', 'v.number as v_number', 'v.definition as v_definition', 'v.content_hash as v_hash', 'v.changed_by as v_changed_by', 'v.source as v_source', 'v.created_at as v_created_at');
+
   async function currentVersion(trx: Knex, policy: PolicyRow): Promise<VersionRow> {
     return trx('policy_versions').where({ id: policy.current_version_id }).first();
   }
@@ -151,23 +165,15 @@ export function createPoliciesStore(db: Knex) {
       return q.first();
     },
 
+    /** The policy and its current version, in one statement (it is on every decision's path). */
     async current(org: string, key: string): Promise<{ policy: PolicyRow; version: VersionRow } | undefined> {
-      const policy = await this.find(org, key);
-      if (!policy) return undefined;
-      return { policy, version: await currentVersion(db, policy) };
+      const rows = await withCurrentVersion().where('p.org_id', org).andWhere('p.key', key).whereNull('p.archived_at').limit(1);
+      return rows.map(splitRow)[0];
     },
 
     async list(org: string): Promise<Array<{ policy: PolicyRow; version: VersionRow }>> {
-      const rows: Array<PolicyRow & { v_id: string; v_number: number; v_definition: PolicyDefinition; v_hash: string; v_changed_by: string | null; v_source: VersionRow['source']; v_created_at: Date }> = await db('policies as p')
-        .join('policy_versions as v', 'v.id', 'p.current_version_id')
-        .where('p.org_id', org)
-        .whereNull('p.archived_at')
-        .orderBy('p.key')
-        .select('p.*', 'v.id as v_id', 'v.number as v_number', 'v.definition as v_definition', 'v.content_hash as v_hash', 'v.changed_by as v_changed_by', 'v.source as v_source', 'v.created_at as v_created_at');
-      return rows.map((r) => ({
-        policy: r,
-        version: { id: r.v_id, policy_id: r.id, org_id: r.org_id, number: r.v_number, definition: r.v_definition, content_hash: r.v_hash, changed_by: r.v_changed_by, source: r.v_source, created_at: r.v_created_at },
-      }));
+      const rows = await withCurrentVersion().where('p.org_id', org).whereNull('p.archived_at').orderBy('p.key');
+      return rows.map(splitRow);
     },
 
     async versions(policyId: string): Promise<VersionRow[]> {

@@ -56,6 +56,11 @@ export function createChatStore(db: Knex) {
       return db('chat_installations').where({ org_id: org, provider }).first();
     },
 
+    /** Every chat installation of an org (one read, on every new decision). */
+    installationsOf(org: string): Promise<InstallationRow[]> {
+      return db('chat_installations').where({ org_id: org });
+    },
+
     byWorkspace(provider: ChatProvider, workspaceId: string): Promise<InstallationRow[]> {
       return db('chat_installations').where({ provider, workspace_id: workspaceId });
     },

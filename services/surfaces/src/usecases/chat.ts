@@ -387,10 +387,12 @@ export function createChat(deps: ChatDeps) {
     /** New decision: announced in the org's channel; with deliberation on, a thread for it. */
     async announce(org: string, e: { decisionId: string; title: string | null; approvers: string[] }): Promise<void> {
       const title = e.title ?? `Decision ${e.decisionId}`;
-      for (const p of ['chatA', 'chatB'] as const) {
-        const row = await store.installation(org, p);
-        if (!row) continue;
-        const posted = await store.messagesOf(e.decisionId);
+      // Most orgs have nothing to announce to: one read, and done.
+      const installs = (await store.installationsOf(org)).filter((r) => r.channel_id || (r.provider === 'chatA' && r.deliberation_enabled && r.deliberation_channel_id));
+      if (installs.length === 0) return;
+      const posted = await store.messagesOf(e.decisionId);
+      for (const row of installs) {
+        const p = row.provider;
         if (row.channel_id && !posted.some((m) => m.provider === p && m.kind === 'announce')) {
           const m =
             p === 'chatA'
