@@ -45,19 +45,20 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
         apns: config.PUSH_APNS_KEY && config.PUSH_APNS_KEY_ID && config.PUSH_APNS_TEAM_ID && config.PUSH_APNS_TOPIC ? new ApnsSender(config) : undefined,
       };
       const engines = createEngines({ config, store: createEnginesStore(ctx.db), secrets: SecretBox.fromConfig(config), guard, tenant: outbound.tenant, trusted: outbound.trusted });
+      const deliver = createDeliver({
+        bus: ctx.bus,
+        providers: [...peopleProviders(config, { outbound, bus: ctx.bus, people, push }), ...engineProviders(engines.resolve)],
+        appBaseUrl: config.APP_BASE_URL ?? config.PUBLIC_BASE_URL,
+      });
       worker = new DeliveryWorker({
         store: deliveries,
         log: ctx.log,
-        deliver: createDeliver({
-          bus: ctx.bus,
-          providers: [...peopleProviders(config, { outbound, bus: ctx.bus, people, push }), ...engineProviders(engines.resolve)],
-          appBaseUrl: config.APP_BASE_URL ?? config.PUBLIC_BASE_URL,
-        }),
+        deliver,
         pollMs: config.DELIVERY_POLL_MS,
         retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
       });
       registerNotifierHandlers(ctx.host, { people, deliveries, engines });
-      for (const c of notifierConsumers({ store: deliveries, people, bus: ctx.bus, wake: () => worker.wake() })) ctx.consume(c);
+      for (const c of notifierConsumers({ store: deliveries, people, bus: ctx.bus, wake: () => worker.wake(), unavailable: deliver.unavailable })) ctx.consume(c);
       worker.start();
       // Stop sending before the bus closes: a send in flight finishes and records its result.
       return {

@@ -12,15 +12,18 @@ export const RESUME_MAX_ATTEMPTS = 100;
  * channel and target); the worker sends them. So an event is acked once its deliveries
  * are durable, and a crash between the two loses nothing.
  */
-export function notifierConsumers(deps: { store: DeliveriesStore; people: PeopleStore; bus: Bus; wake: () => void }) {
+export function notifierConsumers(deps: { store: DeliveriesStore; people: PeopleStore; bus: Bus; wake: () => void; unavailable?: (channel: string) => string | null }) {
   const { store, bus } = deps;
   /** The approvers as the notifier reaches them: their record, with their own contact methods and push devices. */
   const lookup = async (org: string, emails: string[]) => {
     const [{ approvers }, personal] = await Promise.all([bus.call(ApproversEndpoints.lookup, { org, emails }), deps.people.personalChannels(org, emails)]);
     return approvers.map((a) => ({ a: withPersonalChannels(a, personal.get(a.email)), push: pushTargets(a, personal.get(a.email)) }));
   };
+  // A notice to a person on a channel that cannot send at all (SMTP not configured...) is
+  // recorded skipped as it is planned: no claim, no send attempt, no second transaction.
   const plan = async (rows: NewDelivery[]) => {
-    if ((await store.plan(rows)) > 0) deps.wake();
+    const planned = rows.map((r) => (r.kind === 'notify' || r.kind === 'remind' || r.kind === 'escalate' ? { ...r, skipReason: deps.unavailable?.(r.channel) ?? null } : r));
+    if ((await store.plan(planned)) > 0 && planned.some((r) => !r.skipReason)) deps.wake();
   };
 
   return [

@@ -10,6 +10,8 @@ export interface NewDelivery {
   target: string;
   payload: Record<string, unknown>;
   maxAttempts: number;
+  /** Known at planning time: the channel cannot send at all (not configured). Recorded skipped, never claimed. */
+  skipReason?: string | null;
 }
 
 /** Deliveries that reach a person; `resume` and `run` go to workflow engines. */
@@ -36,7 +38,8 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number } = { l
             channel: r.channel,
             target: r.target,
             payload: JSON.stringify(r.payload),
-            status: 'pending',
+            status: r.skipReason ? 'skipped' : 'pending',
+            last_error: r.skipReason ?? null,
             max_attempts: r.maxAttempts,
           })),
         )

@@ -57,7 +57,13 @@ export function createDeliver(deps: DeliverDeps) {
     }
   }
 
-  return async function deliver(row: DeliveryRow): Promise<SendResult> {
+  /** Why a channel cannot send at all right now (not configured), or null. */
+  const unavailable = (channel: string): string | null => {
+    const p = providers.get(channel);
+    return p ? p.unavailable() : `no provider for channel ${channel}`;
+  };
+
+  const deliver = async function deliver(row: DeliveryRow): Promise<SendResult> {
     const provider = providers.get(row.channel);
     if (!provider) return { status: 'skipped', reason: `no provider for channel ${row.channel}` };
     const unavailable = provider.unavailable();
@@ -73,5 +79,6 @@ export function createDeliver(deps: DeliverDeps) {
     }
     return provider.send(message);
   };
+  return Object.assign(deliver, { unavailable });
 }
 export type Deliver = ReturnType<typeof createDeliver>;
