@@ -22,6 +22,8 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const N_EXPIRY = Number(process.env.BENCH_EXPIRING ?? 300);
 const N_BACKGROUND_TIMERS = Number(process.env.BENCH_PENDING_TIMERS ?? 10_000);
 const PROFILE = process.env.BENCH_PROFILE === '1';
+/** Resolved decisions (with their votes' outbox rows and deliveries) put in the database before the runs: nothing may scale with history. */
+const N_HISTORY = Number(process.env.BENCH_HISTORY ?? 0);
 
 function say(line: string) {
   process.stderr.write(`[bench] ${line}\n`);
@@ -202,6 +204,31 @@ export async function main(): Promise<number> {
     await runLoad(100, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
     await runLoad(100, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
 
+    if (N_HISTORY > 0) {
+      say(`history: ${N_HISTORY} resolved decisions, ${2 * N_HISTORY} sent outbox rows, ${2 * N_HISTORY} settled deliveries`);
+      const t0 = Date.now();
+      await statsPool.query(
+        `INSERT INTO decisions.decisions (id, org_id, external_run_id, step_ref, engine, status, reason, approvers, approvals_required, rejections_required, requires_signature, exclusive, decided_by, created_at, resolved_at)
+         SELECT 'dec_hist_' || g, $1, 'hist-' || g, 's', 'api', 'APPROVED', 'created', ARRAY['a@x.com'], 1, 1, false, false, 'a@x.com',
+                now() - interval '30 days' + g * interval '1 millisecond', now() - interval '30 days' + g * interval '1 millisecond'
+           FROM generate_series(1, $2) g`,
+        [org, N_HISTORY],
+      );
+      await statsPool.query(
+        `INSERT INTO decisions.outbox (id, subject, org, envelope, created_at, sent_at)
+         SELECT 'evt_hist_' || g, 'evt.decision.resolved', $1, '{}'::jsonb, now() - interval '30 days', now() - interval '30 days'
+           FROM generate_series(1, $2) g`,
+        [org, 2 * N_HISTORY],
+      );
+      await statsPool.query(
+        `INSERT INTO notifier.deliveries (id, org_id, decision_id, event_id, kind, channel, target, payload, status, attempts, max_attempts, created_at, sent_at)
+         SELECT 'dlv_hist_' || g, $1, 'dec_hist_' || (g / 2), 'evt_hist_' || g, 'notify', 'email', 'a@x.com', '{}'::jsonb, 'sent', 1, 12,
+                now() - interval '30 days', now() - interval '30 days'
+           FROM generate_series(1, $2) g`,
+        [org, 2 * N_HISTORY],
+      );
+      say(`history written in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+    }
     // Steady state: planner statistics as autovacuum would have them after its first round
     // (a fresh database has none, and PostgreSQL then picks any index that leads with org_id).
     await statsPool.query('ANALYZE');
@@ -266,7 +293,7 @@ export async function main(): Promise<number> {
     const early = lags.filter((l) => l < 0).length;
 
     const lines = [
-      `Approvals benchmark — ${new Date().toISOString()} — concurrency ${CONCURRENCY}, Node ${process.version}`,
+      `Approvals benchmark — ${new Date().toISOString()} — concurrency ${CONCURRENCY}, Node ${process.version}${N_HISTORY ? `, ${N_HISTORY} decisions of history` : ''}`,
       '',
       '| workload | ops | errors | ops/s | p50 ms | p95 ms | p99 ms |',
       '|---|---|---|---|---|---|---|',
