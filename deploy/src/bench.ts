@@ -143,6 +143,15 @@ async function floorCycle(pool: Pool, id: string, run: string, hash: string) {
   }
 }
 
+async function waitForCount(pool: Pool, sql: string, params: unknown[], n: number, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if ((await pool.query(sql, params)).rows[0].n >= n) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${n} rows: ${sql}`);
+}
+
 function row(name: string, r: LoadResult) {
   return `| ${name} | ${r.n} | ${r.errors} | ${r.throughput.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p95.toFixed(1)} | ${r.p99.toFixed(1)} |`;
 }
@@ -267,7 +276,7 @@ export async function main(): Promise<number> {
     const cycleWork = perOp(beforeCycle, await sampleWork(targets), N_CYCLE);
     const floorCycleR = await runLoad(N_CYCLE, CONCURRENCY, (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })));
 
-    say(`expiry: ${N_BACKGROUND_TIMERS} pending timers in the scheduler, ${N_EXPIRY} decisions expiring after 3 s`);
+    say(`expiry: ${N_BACKGROUND_TIMERS} pending timers in the scheduler, ${N_EXPIRY} decisions expiring in the same second`);
     await floorPool.query(
       `INSERT INTO scheduler.timers (id, org_id, kind, ref, step, due_at)
        SELECT 'tmr_bench_' || g, $1, 'expire', 'dec_bench_background_' || g, 0, now() + interval '1 hour' + g * interval '1 second'
@@ -276,9 +285,17 @@ export async function main(): Promise<number> {
     );
     const expiring: string[] = [];
     await runLoad(N_EXPIRY, CONCURRENCY, async (i) => {
-      const r = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `x-${i}`, stepRef: 's', approvers: ['a@x.com'], timeoutSec: 3 });
+      const r = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `x-${i}`, stepRef: 's', approvers: ['a@x.com'], timeoutSec: 3600 });
       expiring.push(r.decisionId);
     });
+    // All of them due at the same instant, 3 s from now: the decision's deadline and its
+    // expiry timer together (once the scheduler has armed every timer).
+    await waitForCount(floorPool, `SELECT count(*)::int AS n FROM scheduler.timers WHERE kind = 'expire' AND ref = ANY($1)`, [expiring], expiring.length);
+    await floorPool.query(`UPDATE decisions.decisions SET expires_at = date_trunc('second', now()) + interval '4 seconds' WHERE id = ANY($1)`, [expiring]);
+    await floorPool.query(
+      `UPDATE scheduler.timers t SET due_at = d.expires_at FROM decisions.decisions d WHERE t.kind = 'expire' AND t.ref = d.id AND d.id = ANY($1)`,
+      [expiring],
+    );
     const deadline = Date.now() + 120_000;
     let lags: number[] = [];
     for (;;) {

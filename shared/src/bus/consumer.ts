@@ -36,6 +36,13 @@ export interface ConsumerOptions {
   /** Base of the exponential nak delay. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;
+  /**
+   * Messages handled at once by this process (default 8). Handlers are idempotent and
+   * keyed by what they change (row locks, unique keys, event times), so the order of two
+   * messages in flight together does not matter; a burst (a thousand expiries due in one
+   * second) is not worked off one database round trip at a time.
+   */
+  concurrency?: number;
 }
 
 export function nakDelayMs(deliveryCount: number, baseMs = 500, maxMs = 30_000): number {
@@ -103,10 +110,18 @@ export class EventConsumer {
   }
 
   private async run(messages: ConsumerMessages): Promise<void> {
+    const limit = Math.max(1, this.opts.concurrency ?? 8);
+    const inflight = new Set<Promise<void>>();
     for await (const m of messages) {
-      await this.handleOne(m);
+      const p: Promise<void> = this.handleOne(m)
+        .catch((err) => this.opts.log.error({ durable: this.opts.durable, err }, 'event handling failed unexpectedly; it will be redelivered'))
+        .finally(() => inflight.delete(p));
+      inflight.add(p);
+      if (inflight.size >= limit) await Promise.race(inflight);
       if (this.stopped) break;
     }
+    // Stopping: what is in flight finishes and is acked (or nak'ed).
+    await Promise.all([...inflight]);
   }
 
   private async handleOne(m: JsMsg): Promise<void> {
