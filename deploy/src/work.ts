@@ -10,13 +10,14 @@ import type { Pool } from 'pg';
 /** Linux clock ticks per second (USER_HZ); 100 on every common kernel. */
 const TICKS_PER_SEC = 100;
 
-function statOf(pid: number): { ppid: number; cpuTicks: number } | null {
+function statOf(pid: number): { ppid: number; cpuTicks: number; childTicks: number } | null {
   try {
     const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) is in parentheses and may hold spaces: split after it.
     const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
     // rest[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
-    return { ppid: Number(rest[1]), cpuTicks: Number(rest[11]) + Number(rest[12]) };
+    // cutime + cstime (16, 17): children that exited and were waited for.
+    return { ppid: Number(rest[1]), cpuTicks: Number(rest[11]) + Number(rest[12]), childTicks: Number(rest[13]) + Number(rest[14]) };
   } catch {
     return null;
   }
@@ -24,8 +25,11 @@ function statOf(pid: number): { ppid: number; cpuTicks: number } | null {
 
 /** CPU ms of a process; with `withChildren`, of it and every live process whose parent it is (PostgreSQL's backends). */
 function cpuMs(pid: number, withChildren: boolean): number {
-  let ticks = statOf(pid)?.cpuTicks ?? 0;
+  const own = statOf(pid);
+  let ticks = own?.cpuTicks ?? 0;
   if (withChildren) {
+    // Backends that ended (autovacuum workers, closed connections) count through the parent.
+    ticks += own?.childTicks ?? 0;
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
       const st = statOf(Number(entry));
