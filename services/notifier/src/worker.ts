@@ -39,7 +39,11 @@ export class DeliveryWorker {
         try {
           for (const d of await this.deps.store.claim(limit - this.inflight.size)) {
             claimed++;
-            const p: Promise<void> = this.deliver(d).finally(() => {
+            // A failure to even record the outcome (the database gone) leaves the row
+            // leased: it comes back when the lease runs out.
+            const p: Promise<void> = this.deliver(d)
+              .catch((err) => this.deps.log.warn({ err, deliveryId: d.id }, 'could not record a delivery outcome; it will be retried after its lease'))
+              .finally(() => {
               this.inflight.delete(p);
               this.wakeUp?.();
             });
