@@ -59,12 +59,17 @@ export interface OidcConfig {
 }
 
 const PKCE_KEY = 'approvals.pkce';
+
+/** Plain http only for an issuer on this machine (a local identity provider in development and tests). */
+function options(issuer: URL): { [oauth.allowInsecureRequests]?: boolean } {
+  return issuer.protocol === 'http:' && (issuer.hostname === 'localhost' || issuer.hostname === '127.0.0.1') ? { [oauth.allowInsecureRequests]: true } : {};
+}
 const redirectUri = () => `${location.origin}/app/login`;
 
 /** Starts the OIDC sign-in: discovery, PKCE (S256), then the browser goes to the issuer. */
 export async function startOidc(cfg: OidcConfig, returnTo: string): Promise<void> {
   const issuer = new URL(cfg.issuer);
-  const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oidc' }));
+  const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oidc', ...options(issuer) }));
   const verifier = oauth.generateRandomCodeVerifier();
   const state = oauth.generateRandomState();
   sessionStorage.setItem(PKCE_KEY, JSON.stringify({ verifier, state, returnTo }));
@@ -85,10 +90,10 @@ export async function finishOidc(cfg: OidcConfig, current: URL): Promise<{ sessi
   sessionStorage.removeItem(PKCE_KEY);
   if (!saved) throw new Error('The sign-in was not started here, or took too long. Start again.');
   const issuer = new URL(cfg.issuer);
-  const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oidc' }));
+  const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oidc', ...options(issuer) }));
   const client: oauth.Client = { client_id: cfg.clientId };
   const params = oauth.validateAuthResponse(as, client, current, saved.state);
-  const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri(), saved.verifier);
+  const response = await oauth.authorizationCodeGrantRequest(as, client, oauth.None(), params, redirectUri(), saved.verifier, options(issuer));
   const result = await oauth.processAuthorizationCodeResponse(as, client, response, { requireIdToken: true });
   const session = signIn(result.id_token!);
   if (!session) throw new Error('The identity provider answered without an email in the ID token.');
