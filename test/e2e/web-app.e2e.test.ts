@@ -3,6 +3,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { waitFor } from '@approvals/shared/testing';
 import { signSessionToken } from '../../services/gateway/src/auth/jwt';
@@ -201,6 +202,15 @@ describe('web app in Chromium', () => {
     await page.getByRole('alert').waitFor();
     expect((await stack.http('POST', '/v1/api-keys/', { token: member, body: { name: 'nope' } })).status).toBe(403);
     await ctx.close();
+  });
+
+  it('loads under 200 KB of compressed JavaScript', async () => {
+    const html = await (await fetch(`${stack.baseUrl}/app/`)).text();
+    const scripts = [...html.matchAll(/src="(\/app\/assets\/[^"]+\.js)"/g)].map((m) => m[1]!);
+    expect(scripts.length).toBeGreaterThan(0);
+    let total = 0;
+    for (const src of scripts) total += gzipSync(Buffer.from(await (await fetch(`${stack.baseUrl}${src}`)).arrayBuffer())).length;
+    expect(total).toBeLessThan(200 * 1024);
   });
 
   it('logged no console errors on any page', () => {
