@@ -260,4 +260,19 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     await relay.stop();
     expect(Date.now() - t0).toBeLessThan(2000);
   });
+  it('deletes published rows once old, a batch at a time, and never an unsent one', async () => {
+    const subject = freshSubject();
+    const sent = await commitEvents(subject, 3);
+    const relay = newRelay({ keepSentMs: 60_000 });
+    await relay.relayBatch();
+    const waiting = await commitEvents(freshSubject(), 1); // committed, not yet published
+    const ids = [...sent.map((e) => e.id), waiting[0]!.id];
+    // Young: kept.
+    await relay.cleanup();
+    expect((await db(OUTBOX_TABLE).whereIn('id', ids).pluck('id')).sort()).toEqual([...ids].sort());
+    // Two minutes later the published ones go; the unsent one stays for the relay.
+    expect(await relay.cleanup(Date.now() + 120_000)).toBeGreaterThanOrEqual(3);
+    expect(await db(OUTBOX_TABLE).whereIn('id', ids).pluck('id')).toEqual([waiting[0]!.id]);
+  });
+
 });

@@ -86,6 +86,8 @@ export interface OutboxRelayOptions {
   batchSize?: number;
   /** Test seam: runs after a publish and before the row is marked sent. */
   afterPublish?: (eventId: string) => Promise<void>;
+  /** Published rows are deleted once this old (default 24 h): the table holds what is in flight, not history. */
+  keepSentMs?: number;
 }
 
 export class OutboxRelay {
@@ -97,6 +99,7 @@ export class OutboxRelay {
   private loop?: Promise<void>;
   private readonly pollMs: number;
   private readonly batchSize: number;
+  private lastCleanup = 0;
 
   constructor(private readonly opts: OutboxRelayOptions) {
     this.pollMs = opts.pollMs ?? 1000;
@@ -158,8 +161,35 @@ export class OutboxRelay {
     }
   }
 
+  /**
+   * Deletes published rows older than `keepSentMs`, a bounded batch at a time (oldest
+   * first: they sit at the front of the table). Unsent rows are never touched. Answers
+   * how many went. Runs from the relay loop at most every 10 minutes.
+   */
+  async cleanup(now = Date.now()): Promise<number> {
+    const cutoff = new Date(now - (this.opts.keepSentMs ?? 24 * 3600_000));
+    const r = await this.opts.db.raw(
+      `DELETE FROM ?? WHERE id IN (SELECT id FROM ?? WHERE sent_at IS NOT NULL AND sent_at < ? ORDER BY seq LIMIT 5000)`,
+      [OUTBOX_TABLE, OUTBOX_TABLE, cutoff],
+    );
+    return r.rowCount ?? 0;
+  }
+
+  private async maybeCleanup(): Promise<void> {
+    const now = Date.now();
+    if (now - this.lastCleanup < 10 * 60_000) return;
+    this.lastCleanup = now;
+    try {
+      const n = await this.cleanup(now);
+      if (n > 0) this.opts.log.debug({ deleted: n }, 'published outbox rows deleted');
+    } catch (err) {
+      this.opts.log.warn({ err }, 'outbox cleanup failed; will retry');
+    }
+  }
+
   private async run(): Promise<void> {
     while (this.running) {
+      await this.maybeCleanup();
       let published = 0;
       let failed = false;
       // A commit notified while the batch below runs may not be in it: look again then.
