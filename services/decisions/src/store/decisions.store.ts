@@ -347,11 +347,17 @@ export class DecisionsStore {
    */
   async takeQuota(org: string, now: Date, limit: number | null | undefined): Promise<{ taken: true } | { taken: false; used: number }> {
     const period = quotaPeriod(now);
-    await this.q('usage_counters').insert({ org_id: org, period, decisions: 0 }).onConflict(['org_id', 'period']).ignore();
-    const q = this.q('usage_counters').where({ org_id: org, period });
-    if (limit !== null && limit !== undefined) q.andWhere('decisions', '<', limit);
-    const updated = await q.increment('decisions', 1).returning('decisions');
-    if (updated.length > 0) return { taken: true };
+    // One statement: the period's first decision inserts the counter, the next ones count
+    // up while under the limit (no row comes back at the limit).
+    const bounded = limit !== null && limit !== undefined;
+    const r = await this.q.raw(
+      `INSERT INTO usage_counters (org_id, period, decisions) VALUES (?, ?, 1)
+       ON CONFLICT (org_id, period) DO UPDATE SET decisions = usage_counters.decisions + 1
+       ${bounded ? 'WHERE usage_counters.decisions < ?' : ''}
+       RETURNING decisions`,
+      bounded ? [org, period, limit] : [org, period],
+    );
+    if (r.rows.length > 0) return { taken: true };
     return { taken: false, used: await this.used(org, period) };
   }
 
