@@ -152,6 +152,34 @@ async function waitForCount(pool: Pool, sql: string, params: unknown[], n: numbe
   throw new Error(`timed out waiting for ${n} rows: ${sql}`);
 }
 
+interface StatementCount {
+  query: string;
+  perOp: number;
+  meanMs: number;
+}
+
+/** The statements PostgreSQL ran since the last reset, by calls per operation (BEGIN and COMMIT included). */
+async function statementsPerOp(pool: Pool, ops: number): Promise<StatementCount[]> {
+  const r = await pool.query(
+    `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, mean_exec_time FROM pg_stat_statements
+      WHERE query NOT ILIKE '%pg_stat%' AND calls >= $1 ORDER BY calls DESC LIMIT 30`,
+    [Math.max(1, Math.floor(ops / 20))],
+  );
+  return r.rows.map((x: { query: string; calls: string; mean_exec_time: number }) => ({ query: x.query, perOp: Number(x.calls) / ops, meanMs: x.mean_exec_time }));
+}
+
+function statementTable(name: string, rows: StatementCount[]): string[] {
+  const total = rows.reduce((s, r) => s + r.perOp, 0);
+  return [
+    `${name} — statements per operation (${total.toFixed(1)} in all, the most frequent first):`,
+    '',
+    '| per op | mean ms | statement |',
+    '|---|---|---|',
+    ...rows.map((r) => `| ${r.perOp.toFixed(2)} | ${r.meanMs.toFixed(3)} | \`${r.query.slice(0, 140).replace(/\|/g, '\\|')}\` |`),
+    '',
+  ];
+}
+
 function row(name: string, r: LoadResult) {
   return `| ${name} | ${r.n} | ${r.errors} | ${r.throughput.toFixed(0)} | ${r.p50.toFixed(1)} | ${r.p95.toFixed(1)} | ${r.p99.toFixed(1)} |`;
 }
@@ -162,7 +190,13 @@ export async function main(): Promise<number> {
   const stops: Array<() => Promise<void>> = [];
   try {
     say('starting PostgreSQL and nats-server');
-    const pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: await freePort(), persistent: false });
+    const pg = await startEmbeddedPostgres({
+      dataDir: join(dir, 'pg'),
+      port: await freePort(),
+      persistent: false,
+      // Statement counts per operation (which statements, how often, how long).
+      settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' },
+    });
     stops.push(() => pg.stop());
     const natsUsers = generateNatsUsers();
     const nats = await startNatsServer({ storeDir: join(dir, 'nats'), users: natsUsers });
@@ -241,7 +275,9 @@ export async function main(): Promise<number> {
     // Steady state: planner statistics as autovacuum would have them after its first round
     // (a fresh database has none, and PostgreSQL then picks any index that leads with org_id).
     await statsPool.query('ANALYZE');
+    await statsPool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
     say(`create: ${N_CREATE} decisions, concurrency ${CONCURRENCY}`);
+    await statsPool.query('SELECT pg_stat_statements_reset()');
     const beforeCreate = await sampleWork(targets);
     const sysCreate = await runLoad(N_CREATE, CONCURRENCY, async (i) => {
       await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `c-${i}`, stepRef: 's', policy: 'bench', factsHash: factsHash({ i }), context: { title: `Decision ${i}` } });
@@ -249,6 +285,7 @@ export async function main(): Promise<number> {
     // Work of the create, the asynchronous part included (notices planned and sent, timers, projections).
     await new Promise((r) => setTimeout(r, 3000));
     const createWork = perOp(beforeCreate, await sampleWork(targets), N_CREATE);
+    const createStatements = await statementsPerOp(statsPool, N_CREATE);
     // Where the reads go: tables by rows read through sequential and index scans since the start.
     const scans = await statsPool.query(
       `SELECT schemaname || '.' || relname AS t, seq_scan, seq_tup_read, idx_scan, idx_tup_fetch, n_tup_ins + n_tup_upd + n_tup_del AS writes
@@ -260,6 +297,7 @@ export async function main(): Promise<number> {
     const floorCreateR = await runLoad(N_CREATE, CONCURRENCY, (i) => floorCreate(floorPool, `fc${i}`, `c-${i}`, factsHash({ i })));
 
     say(`cycle: ${N_CYCLE} × (create → 2 votes → verify → consume), concurrency ${CONCURRENCY}`);
+    await statsPool.query('SELECT pg_stat_statements_reset()');
     const beforeCycle = await sampleWork(targets);
     const sysCycle = await runLoad(N_CYCLE, CONCURRENCY, async (i) => {
       const facts = { cycle: i, amount: 100 };
@@ -274,6 +312,7 @@ export async function main(): Promise<number> {
     });
     await new Promise((r) => setTimeout(r, 3000));
     const cycleWork = perOp(beforeCycle, await sampleWork(targets), N_CYCLE);
+    const cycleStatements = await statementsPerOp(statsPool, N_CYCLE);
     const floorCycleR = await runLoad(N_CYCLE, CONCURRENCY, (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })));
 
     say(`expiry: ${N_BACKGROUND_TIMERS} pending timers in the scheduler, ${N_EXPIRY} decisions expiring in the same second`);
@@ -333,6 +372,8 @@ export async function main(): Promise<number> {
       '',
       ...workTable('create', createWork),
       ...workTable('cycle (create → 2 votes → verify → consume, and the resume)', cycleWork),
+      ...statementTable('create', createStatements),
+      ...statementTable('cycle', cycleStatements),
       'tables by rows read (after the create run):',
       '',
       '| table | seq scans | rows read by seq scans | index scans | rows fetched by index | rows written |',

@@ -42,6 +42,8 @@ export interface ServiceOptions {
   clock?: Clock;
   /** Runs an outbox relay for this schema (services that emit events). */
   outbox?: boolean | { pollMs?: number };
+  /** Announces every change made through its (not read-only) endpoints to the caches of its data (bus/invalidation). */
+  announcesChanges?: boolean;
   setup(ctx: ServiceContext): Promise<SetupResult | void>;
 }
 
@@ -69,7 +71,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     }
     bus = await Bus.connect({ url: opts.natsUrl, name: opts.name, log, auth: opts.natsAuth });
     await bus.ensureEventsStream();
-    const host = await ServiceHost.create({ bus, name: opts.name, version: opts.version, log });
+    const host = await ServiceHost.create({ bus, name: opts.name, version: opts.version, log, announcesChangesAs: opts.announcesChanges ? opts.name : undefined });
     host.handle(EchoEndpoints[opts.name], async (req) => {
       if (req.delayMs) await new Promise((r) => setTimeout(r, req.delayMs));
       return { message: req.message, instance: host.instanceId };

@@ -1,4 +1,4 @@
-import { ContractEngine, SecretBox, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { CachedCalls, ContractEngine, SecretBox, followChanges, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer, notificationSkippedConsumer } from './consumers/notification-sent.consumer';
@@ -35,9 +35,12 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       const contracts = new ContractEngine(contractEngineOptions(config));
       const http = createOutboundClient({ guard: outboundGuard(config) });
       const store = new DecisionsStore(ctx.db);
+      // Resolved policies and ad-hoc approver sets, until policies announces a change.
+      const policies = new CachedCalls(ctx.bus);
+      const stopFollowing = followChanges(ctx.bus, ctx.log, 'policies', [policies.cache]);
       const actions = createDecisionActions({ store, bus: ctx.bus, clock: ctx.clock, http, secrets: SecretBox.fromConfig(config) });
       registerDecisionHandlers(ctx.host, {
-        create: createDecisionOpener({ store, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts }),
+        create: createDecisionOpener({ store, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts, policies }),
         actions,
         reads: createDecisionReads({ store, actions, defaultMonthlyQuota: quota }),
         workflows: createWorkflows({ store: new WorkflowsStore(ctx.db), bus: ctx.bus }),
@@ -51,7 +54,10 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       const stopWaiters = () => waiters.stop();
       for (const c of timerStepConsumers(createLifecycle({ store, bus: ctx.bus, clock: ctx.clock, log: ctx.log }))) ctx.consume(c);
       return {
-        beforeStop: async () => stopWaiters(),
+        beforeStop: async () => {
+          stopWaiters();
+          stopFollowing();
+        },
         afterStop: async () => {
           await contracts.close();
           await http.close();

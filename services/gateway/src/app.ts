@@ -1,6 +1,6 @@
 import { createSettingsStore } from './store/settings.store';
 import type { Server } from 'node:http';
-import { AccessEndpoints, SecretBox, createLogger, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { AccessEndpoints, SecretBox, announceChange, followChanges, createLogger, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import { createAuthenticator } from './auth/authenticate';
 import { createJwtVerifier } from './auth/jwt';
 import type { GatewayConfig } from './config';
@@ -36,7 +36,8 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
     log,
     clock: opts.clock,
     setup: async (ctx) => {
-      const store = createAccessStore(ctx.db);
+      const store = createAccessStore(ctx.db, { changed: (org) => announceChange(ctx.bus, 'gateway', org) });
+      const stopFollowing = followChanges(ctx.bus, ctx.log, 'gateway', [store.apiKeyCache]);
       const secrets = SecretBox.fromConfig(config);
       const settings = createSettings(createSettingsStore(ctx.db), { guard: outboundGuard(config), secrets });
       await settings.sealStoredKeys(ctx.log);
@@ -101,6 +102,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         // Stop taking HTTP first; requests in flight still need NATS to finish.
         beforeStop: () =>
           new Promise<void>((resolve) => {
+            stopFollowing();
             server!.close(() => resolve());
             server!.closeIdleConnections();
           }),

@@ -1,4 +1,4 @@
-import { SecretBox, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { CachedCalls, OrgCache, SecretBox, followChanges, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { NotifierConfig } from './config';
 import { notifierConsumers } from './consumers/decision-events.consumer';
 import { registerNotifierHandlers } from './handlers/people.handlers';
@@ -7,6 +7,7 @@ import { engineProviders } from './providers/engines';
 import { peopleProviders } from './providers/people';
 import { createDeliveriesStore } from './store/deliveries.store';
 import { createPeopleStore } from './store/people.store';
+import type { PersonalChannels } from './domain/plan';
 import { createDeliver } from './usecases/deliver';
 import { createEngines } from './usecases/engines';
 import { createEnginesStore } from './store/engines.store';
@@ -32,6 +33,8 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
     outbox: true,
     log: opts.log ?? createLogger('notifier', config.LOG_LEVEL),
     clock: opts.clock,
+    // Contact methods and push devices are cached by every replica (bus/invalidation).
+    announcesChanges: true,
     setup: async (ctx) => {
       const deliveries = createDeliveriesStore(ctx.db, { leaseSec: config.DELIVERY_LEASE_SEC });
       const outbound = {
@@ -58,10 +61,14 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
         retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
       });
       registerNotifierHandlers(ctx.host, { people, deliveries, engines });
-      for (const c of notifierConsumers({ store: deliveries, people, bus: ctx.bus, wake: () => worker.wake(), unavailable: deliver.unavailable })) ctx.consume(c);
+      const approvers = new CachedCalls(ctx.bus);
+      const personal = new OrgCache<Map<string, PersonalChannels>>();
+      const stopFollowing = [followChanges(ctx.bus, ctx.log, 'policies', [approvers.cache]), followChanges(ctx.bus, ctx.log, 'notifier', [personal])];
+      for (const c of notifierConsumers({ store: deliveries, people, approvers, personal, wake: () => worker.wake(), unavailable: deliver.unavailable })) ctx.consume(c);
       worker.start();
       // Stop sending before the bus closes: a send in flight finishes and records its result.
       return {
+        beforeStop: async () => stopFollowing.forEach((stop) => stop()),
         afterStop: async () => {
           await worker.stop();
           push.apns?.close();

@@ -22,6 +22,8 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
     log: opts.log ?? createLogger('policies', config.LOG_LEVEL),
     clock: opts.clock,
     outbox: true,
+    // Decisions and the notifier cache resolved policies and approvers (bus/invalidation).
+    announcesChanges: true,
     setup: async (ctx) => {
       const policies = createPoliciesStore(ctx.db);
       const approvers = createApproversStore(ctx.db);

@@ -1,10 +1,10 @@
-import { DURABLE, EVENT, EsignEndpoints, SecretBox, SurfacesEndpoints, consumerOf, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { DURABLE, EVENT, EsignEndpoints, OrgCache, SecretBox, announceChange, followChanges, SurfacesEndpoints, consumerOf, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
 import { EMAIL_ACT_PATH, createEmailActRoutes, createMintLinksHandler } from './handlers/email-act.handler';
 import { createTokenStore } from './store/action-tokens.store';
-import { createChatStore } from './store/chat.store';
+import { createChatStore, type InstallationRow } from './store/chat.store';
 import { chatCallbackRoutes, registerChatHandlers } from './handlers/chat.handlers';
 import { SlackApi } from './providers/slack';
 import { DiscordApi } from './providers/discord';
@@ -35,9 +35,12 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
       const email = createEmailActRoutes(links);
       // The chat platforms' APIs are the operator's configuration (CHAT_*_API_URL): trusted.
       const http = createOutboundClient({ guard: null });
+      // Read on every new decision, changed rarely: cached by every replica until a change is announced.
+      const installations = new OrgCache<InstallationRow[]>();
+      const stopFollowing = followChanges(ctx.bus, ctx.log, 'surfaces', [installations]);
       const chat = createChat({
         config,
-        store: createChatStore(ctx.db),
+        store: createChatStore(ctx.db, { installations, changed: (org) => announceChange(ctx.bus, 'surfaces', org) }),
         bus: ctx.bus,
         clock: ctx.clock,
         log: ctx.log,
@@ -76,7 +79,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
           if (purged > 0) ctx.log.info({ purged }, 'expired action tokens deleted');
         },
       });
-      return { afterStop: () => http.close() };
+      return { beforeStop: async () => stopFollowing(), afterStop: () => http.close() };
     },
   });
 }

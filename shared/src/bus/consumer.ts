@@ -43,7 +43,19 @@ export interface ConsumerOptions {
    * second) is not worked off one database round trip at a time.
    */
   concurrency?: number;
+  /**
+   * Handles the messages that are waiting together (up to `max`), in one call: for
+   * projections where one statement can apply many events. Success acks them all; a
+   * failure falls back to `handler`, one message at a time (with its retries and dead
+   * letters), so one bad event never holds back the others.
+   */
+  batch?: {
+    max?: number;
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    handler: (events: DomainEvent<any>[]) => Promise<void>;
+  };
 }
+
 
 export function nakDelayMs(deliveryCount: number, baseMs = 500, maxMs = 30_000): number {
   return backoffDelayMs(deliveryCount, { baseMs, maxMs, jitter: false });
@@ -106,7 +118,56 @@ export class EventConsumer {
     }
     const consumer = await bus.js.consumers.get(STREAM_EVENTS, durable);
     this.messages = await consumer.consume({ max_messages: 64 });
-    this.loop = this.run(this.messages);
+    this.loop = this.opts.batch ? this.runBatches(this.messages, this.opts.batch) : this.run(this.messages);
+  }
+
+  /**
+   * Batches: every message already received is taken into the batch (the iterator hands
+   * buffered messages over without yielding to the event loop); the batch is handled once
+   * the loop would wait, on the next macrotask. One batch at a time, in arrival order.
+   */
+  private async runBatches(messages: ConsumerMessages, batch: NonNullable<ConsumerOptions['batch']>): Promise<void> {
+    const max = Math.max(1, batch.max ?? 64);
+    let waiting: JsMsg[] = [];
+    let chain: Promise<void> = Promise.resolve();
+    let scheduled = false;
+    const flush = () => {
+      scheduled = false;
+      const taken = waiting;
+      waiting = [];
+      if (taken.length === 0) return chain;
+      chain = chain
+        .then(() => this.handleBatch(taken, batch.handler))
+        .catch((err) => this.opts.log.error({ durable: this.opts.durable, err }, 'event batch failed unexpectedly; it will be redelivered'));
+      return chain;
+    };
+    for await (const m of messages) {
+      waiting.push(m);
+      if (waiting.length >= max) await flush();
+      else if (!scheduled) {
+        scheduled = true;
+        setImmediate(() => void flush());
+      }
+      if (this.stopped) break;
+    }
+    await flush();
+  }
+
+  private async handleBatch(msgs: JsMsg[], handler: NonNullable<ConsumerOptions['batch']>['handler']): Promise<void> {
+    const ready: Array<{ m: JsMsg; event: DomainEvent }> = [];
+    for (const m of msgs) {
+      const checked = await this.check(m);
+      if (checked) ready.push({ m, event: checked });
+    }
+    if (ready.length === 0) return;
+    try {
+      await handler(ready.map((r) => r.event));
+    } catch (err) {
+      this.opts.log.warn({ durable: this.opts.durable, n: ready.length, err }, 'event batch failed; handling its events one by one');
+      for (const r of ready) await this.handleChecked(r.m, r.event);
+      return;
+    }
+    for (const r of ready) r.m.ack();
   }
 
   private async run(messages: ConsumerMessages): Promise<void> {
@@ -125,24 +186,34 @@ export class EventConsumer {
   }
 
   private async handleOne(m: JsMsg): Promise<void> {
-    const { log, durable, handler } = this.opts;
-    const deliveryCount = m.info.deliveryCount;
+    const event = await this.check(m);
+    if (event) await this.handleChecked(m, event);
+  }
+
+  /** The event of a message, checked against its envelope and contract; a message that fails either is parked. */
+  private async check(m: JsMsg): Promise<DomainEvent | undefined> {
     let event: EventEnvelope;
     try {
       event = EventEnvelope.parse(decodeJson(m.data));
     } catch (err) {
       await this.deadLetter(m, null, 'malformed', (err as Error).message);
-      return;
+      return undefined;
     }
     const schema = eventSchemaOf(event.type);
     const data = schema?.safeParse(event.data);
     if (!schema || !data!.success) {
       const why = schema ? data!.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ') : `no contract for ${event.type}`;
       await this.deadLetter(m, event.id, 'contract', why);
-      return;
+      return undefined;
     }
+    return { ...event, data: data!.data } as DomainEvent;
+  }
+
+  private async handleChecked(m: JsMsg, event: DomainEvent): Promise<void> {
+    const { log, durable, handler } = this.opts;
+    const deliveryCount = m.info.deliveryCount;
     try {
-      await handler({ ...event, data: data!.data } as DomainEvent, { deliveryCount, working: () => m.working() });
+      await handler(event, { deliveryCount, working: () => m.working() });
       m.ack();
     } catch (err) {
       if (err instanceof PoisonMessage) {

@@ -4,3 +4,4 @@ export * from './outbox';
 export * from './consumer';
 export * from './permissions';
 export * from './dead-letters';
+export * from './invalidation';

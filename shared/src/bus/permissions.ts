@@ -115,6 +115,8 @@ export function natsPermissionsOf(name: ServiceName, user: string = name): NatsP
       allow: [
         ...role.calls,
         ...role.publishes,
+        // Announcements of changes to what it owns, for the caches of it (bus/invalidation).
+        `cache.${name}`,
         // The EVENTS stream: every service makes sure it exists.
         `${js}.INFO`,
         `${js}.STREAM.INFO.${STREAM_EVENTS}`,
@@ -148,7 +150,7 @@ export function natsPermissionsOf(name: ServiceName, user: string = name): NatsP
       ...(role.neverCalls?.length ? { deny: role.neverCalls } : {}),
     },
     subscribe: {
-      allow: [...role.serves, '$SRV.>', `${inboxPrefixOf(user)}.>`],
+      allow: [...role.serves, '$SRV.>', `${inboxPrefixOf(user)}.>`, 'cache.>'],
     },
     allow_responses: true,
   };

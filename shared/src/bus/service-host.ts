@@ -7,7 +7,9 @@ import { isDatabaseUnavailable } from '../db';
 import { AppError, httpStatusOf } from '../errors';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
+import type { ServiceName } from '../subjects';
 import { Bus, decodeJson, encodeJson } from './bus';
+import { announceChange } from './invalidation';
 
 /** A handler result with an explicit success status (for example 201 Created). */
 export class StatusReply<T> {
@@ -35,9 +37,15 @@ export class ServiceHost {
     private readonly bus: Bus,
     private readonly service: Service,
     private readonly log: Logger,
+    private readonly announces?: ServiceName,
   ) {}
 
-  static async create(opts: { bus: Bus; name: string; version: string; description?: string; log: Logger }): Promise<ServiceHost> {
+  /**
+   * `announcesChangesAs`: after every successful request to an endpoint that is not
+   * read-only, and before answering it, the change is announced for the caches of this
+   * service's data (bus/invalidation), for the request's org.
+   */
+  static async create(opts: { bus: Bus; name: string; version: string; description?: string; log: Logger; announcesChangesAs?: ServiceName }): Promise<ServiceHost> {
     const svcm = new Svcm(opts.bus.nc);
     const service = await svcm.add({
       name: opts.name,
@@ -45,7 +53,7 @@ export class ServiceHost {
       description: opts.description ?? `approvals ${opts.name} service`,
       queue: opts.name,
     });
-    return new ServiceHost(opts.bus, service, opts.log);
+    return new ServiceHost(opts.bus, service, opts.log, opts.announcesChangesAs);
   }
 
   get serviceId(): string {
@@ -100,7 +108,16 @@ export class ServiceHost {
           issues: parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message })),
         });
       }
-      const result = await handler(parsed.data);
+      let result: Awaited<ReturnType<typeof handler>>;
+      try {
+        result = await handler(parsed.data);
+      } finally {
+        // Even after a failure: a handler may have changed something before it failed.
+        if (this.announces && !ep.readOnly) {
+          const org = (parsed.data as { org?: unknown }).org;
+          await announceChange(this.bus, this.announces, typeof org === 'string' ? org : null);
+        }
+      }
       reply = result instanceof StatusReply ? { ok: true, status: result.status, data: result.data } : { ok: true, data: result };
     } catch (err) {
       reply = errorReply(err, this.log, ep.subject);

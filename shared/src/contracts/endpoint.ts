@@ -9,6 +9,8 @@ export interface EndpointOptions {
   idempotent?: boolean;
   /** How long a caller waits for the answer (default: the bus's, 10 s). */
   timeoutMs?: number;
+  /** Changes nothing: a service that announces its changes (bus/invalidation) stays silent after it. */
+  readOnly?: boolean;
 }
 
 /** A request/reply endpoint: subject plus the schemas of both sides, validated at each end. */
@@ -21,7 +23,7 @@ export interface EndpointDef<Req extends z.ZodType = z.ZodType, Res extends z.Zo
 /** A write whose requests are safe to resend (keyed so a repeat finds the first one's result). */
 export const RESENDABLE: EndpointOptions = { idempotent: true };
 /** A read: safe to resend, and a short wait before doing so (a dead replica costs little). */
-export const READ: EndpointOptions = { idempotent: true, timeoutMs: 5_000 };
+export const READ: EndpointOptions = { idempotent: true, timeoutMs: 5_000, readOnly: true };
 
 export function endpoint<Req extends z.ZodType, Res extends z.ZodType>(subject: string, request: Req, reply: Res, options: EndpointOptions = {}): EndpointDef<Req, Res> {
   return { subject, request, reply, ...options };

@@ -27,6 +27,8 @@ export async function startEmbeddedPostgres(opts: {
    * graceful shutdown; with this option they are removed.
    */
   callerHandlesSignals?: boolean;
+  /** More server settings, as `-c` pairs (the bench loads pg_stat_statements). */
+  settings?: Record<string, string>;
 }): Promise<LocalPostgres> {
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
   const before = new Map(signals.map((sig) => [sig, new Set(process.listeners(sig))]));
@@ -43,7 +45,10 @@ export async function startEmbeddedPostgres(opts: {
     port,
     persistent: opts.persistent ?? true,
     createPostgresUser: true,
-    postgresFlags: ['-c', 'max_connections=300', '-c', 'fsync=off', '-c', 'full_page_writes=off'],
+    postgresFlags: [
+      '-c', 'max_connections=300', '-c', 'fsync=off', '-c', 'full_page_writes=off',
+      ...Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
+    ],
     onLog: (m: unknown) => opts.log?.(String(m)),
     onError: (m: unknown) => opts.log?.(String(m)),
   });

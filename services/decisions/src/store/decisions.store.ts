@@ -32,6 +32,9 @@ export interface ListFilter {
   workflowRef?: string;
 }
 
+/** Rows an unlimited org's monthly count is spread over (see takeQuota). */
+export const USAGE_SHARDS = 8;
+
 const NEWEST_FIRST = [
   { column: 'created_at', order: 'desc' as const },
   { column: 'id', order: 'desc' as const },
@@ -318,10 +321,6 @@ export class DecisionsStore {
   // ---- quota --------------------------------------------------------------------
 
   /** The org's override of the monthly quota: a number, null (unlimited), or undefined (none set). */
-  async quotaOverride(org: string): Promise<number | null | undefined> {
-    return (await this.quotaRow(org))?.limit;
-  }
-
   /** The org's own quota row (billing's plan or an operator's override), if any. */
   async quotaRow(org: string): Promise<{ limit: number | null; plan: string | null } | undefined> {
     const row = await this.q('org_quotas').where({ org_id: org }).first('monthly_decision_limit', 'plan');
@@ -341,33 +340,53 @@ export class DecisionsStore {
   }
 
   /**
-   * Counts one decision in the period unless that would pass `limit`: checked and counted
-   * in one statement, so concurrent creates cannot both take the last unit. Answers the
-   * count used when refused.
+   * Counts one decision in the period unless that would pass the org's limit (its own
+   * row in org_quotas, else `defaultLimit`; null = unlimited): read, checked and counted in
+   * one statement. With a limit, every create counts on shard 0 under its row lock against
+   * the sum of all shards, so concurrent creates cannot both take the last unit. Without
+   * one, a create counts on a random one of `USAGE_SHARDS` rows: no single hot row for
+   * every create of the org to queue on. Answers the count used and the limit when refused.
    */
-  async takeQuota(org: string, now: Date, limit: number | null | undefined): Promise<{ taken: true } | { taken: false; used: number }> {
+  async takeQuota(org: string, now: Date, defaultLimit: number | null | undefined): Promise<{ taken: true } | { taken: false; used: number; limit: number }> {
     const period = quotaPeriod(now);
-    // One statement: the period's first decision inserts the counter, the next ones count
-    // up while under the limit (no row comes back at the limit).
-    const bounded = limit !== null && limit !== undefined;
+    const shard = Math.floor(Math.random() * USAGE_SHARDS);
     const r = await this.q.raw(
-      `INSERT INTO usage_counters (org_id, period, decisions) VALUES (?, ?, 1)
-       ON CONFLICT (org_id, period) DO UPDATE SET decisions = usage_counters.decisions + 1
-       ${bounded ? 'WHERE usage_counters.decisions < ?' : ''}
-       RETURNING decisions`,
-      bounded ? [org, period, limit] : [org, period],
+      `WITH q AS (
+         SELECT CASE WHEN EXISTS (SELECT 1 FROM org_quotas WHERE org_id = :org)
+                     THEN (SELECT monthly_decision_limit FROM org_quotas WHERE org_id = :org)
+                     ELSE :dflt::int END AS lim
+       ), ins AS (
+         INSERT INTO usage_counters (org_id, period, shard, decisions)
+         SELECT :org, :period, CASE WHEN q.lim IS NULL THEN :shard::smallint ELSE 0 END, 1 FROM q
+          WHERE q.lim IS NULL OR (SELECT coalesce(sum(u.decisions), 0) FROM usage_counters u WHERE u.org_id = :org AND u.period = :period) < q.lim
+         ON CONFLICT (org_id, period, shard) DO UPDATE SET decisions = usage_counters.decisions + 1
+          WHERE (SELECT lim FROM q) IS NULL
+             OR usage_counters.decisions
+                + (SELECT coalesce(sum(o.decisions), 0) FROM usage_counters o WHERE o.org_id = :org AND o.period = :period AND o.shard <> 0)
+                < (SELECT lim FROM q)
+         RETURNING decisions
+       )
+       SELECT (SELECT count(*) FROM ins)::int AS taken, (SELECT lim FROM q) AS lim`,
+      { org, period, shard, dflt: defaultLimit ?? null },
     );
-    if (r.rows.length > 0) return { taken: true };
-    return { taken: false, used: await this.used(org, period) };
+    const row = r.rows[0] as { taken: number; lim: number | null };
+    if (row.taken > 0) return { taken: true };
+    return { taken: false, used: await this.used(org, period), limit: row.lim ?? 0 };
   }
 
   async used(org: string, period: string): Promise<number> {
-    return (await this.q('usage_counters').where({ org_id: org, period }).first('decisions'))?.decisions ?? 0;
+    const row = await this.q('usage_counters').where({ org_id: org, period }).sum({ n: 'decisions' }).first();
+    return Number((row as { n?: unknown } | undefined)?.n ?? 0);
   }
 
   async usageHistory(org: string, months: number): Promise<Array<{ period: string; decisions: number }>> {
-    const rows: Array<{ period: string; decisions: number }> = await this.q('usage_counters').where({ org_id: org }).orderBy('period', 'desc').limit(months);
-    return rows.map((r) => ({ period: r.period, decisions: r.decisions }));
+    const rows: Array<{ period: string; decisions: string | number }> = await this.q('usage_counters')
+      .where({ org_id: org })
+      .groupBy('period')
+      .select('period', this.q.raw('sum(decisions) AS decisions'))
+      .orderBy('period', 'desc')
+      .limit(months);
+    return rows.map((r) => ({ period: r.period, decisions: Number(r.decisions) }));
   }
 
   // ---- events -------------------------------------------------------------------

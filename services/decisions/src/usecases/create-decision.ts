@@ -8,6 +8,7 @@ import {
   isUniqueViolation,
   newId,
   type Bus,
+  type CachedCalls,
   type Clock,
   type DecisionRequest,
   type NewEvent,
@@ -26,6 +27,8 @@ export interface CreateDeps {
   defaultMonthlyQuota?: number;
   /** Checks context contracts off the event loop, under a time limit. */
   contracts: ContractEngine;
+  /** The policies service's answers, cached until it announces a change (bus/invalidation). */
+  policies: CachedCalls;
 }
 
 type CreateResult = { status: 200 | 201; body: Record<string, unknown> };
@@ -73,12 +76,12 @@ export function createDecisionOpener(deps: CreateDeps) {
 
   async function gateOf(org: string, b: DecisionRequest): Promise<GateResult> {
     if (b.policy) {
-      const policy = await bus.call(PoliciesEndpoints.resolve, { org, key: b.policy, ...(b.policyVersion !== undefined ? { version: b.policyVersion } : {}) });
+      const policy = await deps.policies.call(PoliciesEndpoints.resolve, org, { org, key: b.policy, ...(b.policyVersion !== undefined ? { version: b.policyVersion } : {}) });
       if (policy.definition.contextSchema) await checkContract(org, policy.key, policy.definition.contextSchema, b.context?.data);
       return policyGate(policy, b);
     }
     adhocPrecheck(b);
-    const resolved = await bus.call(PoliciesEndpoints.resolveAdhoc, {
+    const resolved = await deps.policies.call(PoliciesEndpoints.resolveAdhoc, org, {
       org,
       approvers: adhocNamed(b),
       approvalsRequired: b.approvalsRequired ?? 1,
@@ -88,10 +91,14 @@ export function createDecisionOpener(deps: CreateDeps) {
   }
 
   async function takeQuota(tx: DecisionsStore, org: string, now: Date): Promise<void> {
-    const override = await tx.quotaOverride(org);
-    const limit = override === undefined ? deps.defaultMonthlyQuota : override;
-    const taken = await tx.takeQuota(org, now, limit);
-    if (!taken.taken) throw new AppError('quota_exceeded', `the org's monthly decision quota (${limit}) is used up`, { used: taken.used, limit });
+    const taken = await tx.takeQuota(org, now, deps.defaultMonthlyQuota);
+    if (!taken.taken) throw new AppError('quota_exceeded', `the org's monthly decision quota (${taken.limit}) is used up`, { used: taken.used, limit: taken.limit });
+  }
+
+  /** The decision already opened for this run and step, as a repeat of its create answers. */
+  async function existing(org: string, b: DecisionRequest): Promise<CreateResult | undefined> {
+    const found = await store.findByRunStep(org, b.externalRunId, b.stepRef);
+    return found ? existingReply(found) : undefined;
   }
 
   function rowOf(org: string, b: DecisionRequest, gate: Gate, createdBy: string, now: Date, id: string, expiresAt: Date | null) {
@@ -130,11 +137,18 @@ export function createDecisionOpener(deps: CreateDeps) {
 
   return async function create(req: { org: string; principal: Principal; body: DecisionRequest }): Promise<CreateResult> {
     const { org, body: b } = req;
-    const existing = await store.findByRunStep(org, b.externalRunId, b.stepRef);
-    if (existing) return existingReply(existing);
-
-    const gate = await gateOf(org, b);
-    if (gate === 'not_required') return { status: 200, body: { approvalNeeded: false, reason: 'not_required' } };
+    // No read before the gate: a repeat is found by the insert (its unique key). Only when
+    // the gate refuses or finds no approval needed is the first decision looked for, so a
+    // repeat still answers with it even if the policy changed (or went away) since.
+    let gate: GateResult;
+    try {
+      gate = await gateOf(org, b);
+    } catch (err) {
+      const first = err instanceof AppError ? await existing(org, b) : undefined;
+      if (first) return first;
+      throw err;
+    }
+    if (gate === 'not_required') return (await existing(org, b)) ?? { status: 200, body: { approvalNeeded: false, reason: 'not_required' } };
     const p = gate.policy;
     const createdBy = actorOf(req.principal);
 
@@ -149,7 +163,6 @@ export function createDecisionOpener(deps: CreateDeps) {
         const expiresAt = deadlineOf(now, gate.timeoutSec);
         const d = await tx.insert(rowOf(org, b, gate, createdBy, now, id, expiresAt));
         if (!d) return existingReply((await tx.findByRunStep(org, b.externalRunId, b.stepRef))!);
-        await takeQuota(tx, org, now);
         const events: NewEvent[] = [];
         if (b.exclusive) {
           for (const s of await tx.supersede(org, b.externalRunId, id, now)) {
@@ -183,6 +196,8 @@ export function createDecisionOpener(deps: CreateDeps) {
           },
         });
         await tx.events(events);
+        // Last: the counter row (shard 0 of an org with a limit) stays locked only for the commit.
+        await takeQuota(tx, org, now);
         return {
           status: 201 as const,
           body: {

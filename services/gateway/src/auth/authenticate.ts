@@ -8,8 +8,9 @@ export interface Authenticated {
 }
 
 /**
- * Bearer token → principal. API keys are recognised by their prefix and looked up by
- * hash on every request, so a revoked or rotated key fails on the very next call.
+ * Bearer token → principal. API keys are recognised by their prefix and found by hash
+ * (a short cache that a revoke or rotate clears on every gateway before it answers, so
+ * a revoked or rotated key fails on the very next call).
  */
 export function createAuthenticator(deps: { store: AccessStore; verifyJwt: (t: string) => Promise<SessionClaims>; log: Logger }) {
   /** lastUsedAt is written at most once a minute per key and process (it is for people, not metering): no write per request. */

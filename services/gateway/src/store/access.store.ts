@@ -47,11 +47,53 @@ function generateKey(): { key: string; prefix: string; hash: string } {
   return { key, prefix: `${API_KEY_PREFIX}${pub}`, hash: sha256Hex(key) };
 }
 
-export function createAccessStore(db: Knex) {
+/**
+ * Active API keys by hash, for a minute at most: every request authenticates, keys change
+ * rarely. A revoke or rotate drops the org's keys here and is announced to every other
+ * gateway before it answers (bus/invalidation), so the revoked key fails on the next
+ * request wherever it lands. Unknown keys are not cached: a new key works at once.
+ */
+export class ApiKeyCache {
+  private readonly byHash = new Map<string, { row: ApiKeyRow; at: number }>();
+  private generation = 0;
+
+  constructor(
+    private readonly ttlMs = 60_000,
+    private readonly max = 10_000,
+  ) {}
+
+  async find(hash: string, load: () => Promise<ApiKeyRow | undefined>): Promise<ApiKeyRow | undefined> {
+    const hit = this.byHash.get(hash);
+    if (hit && Date.now() - hit.at < this.ttlMs) return hit.row;
+    const generation = this.generation;
+    const row = await load();
+    if (row && generation === this.generation) {
+      if (this.byHash.size >= this.max) this.byHash.clear();
+      this.byHash.set(hash, { row, at: Date.now() });
+    } else if (!row) this.byHash.delete(hash);
+    return row;
+  }
+
+  invalidate(org: string | null): void {
+    this.generation++;
+    if (org === null) return this.byHash.clear();
+    for (const [hash, e] of this.byHash) if (e.row.org_id === org) this.byHash.delete(hash);
+  }
+}
+
+export function createAccessStore(db: Knex, opts: { changed?: (org: string) => Promise<void> } = {}) {
   const knownOrgs = new Set<string>();
   const seenUsers = new Map<string, number>();
+  const keys = new ApiKeyCache();
+  /** A key changed: dropped here, then announced to the other replicas' caches. */
+  const keysChanged = async (org: string) => {
+    keys.invalidate(org);
+    await opts.changed?.(org);
+  };
 
   return {
+    apiKeyCache: keys,
+
     /** Creates the org row on first sight; cached so the hot path does not write. */
     async ensureOrg(orgId: string): Promise<void> {
       if (knownOrgs.has(orgId)) return;
@@ -99,7 +141,8 @@ export function createAccessStore(db: Knex) {
 
     /** Active key by its secret. Revoked or rotated-away secrets no longer match a row. */
     async findActiveKey(key: string): Promise<ApiKeyRow | undefined> {
-      return db('api_keys').where({ key_hash: sha256Hex(key) }).whereNull('revoked_at').first();
+      const hash = sha256Hex(key);
+      return keys.find(hash, () => db('api_keys').where({ key_hash: hash }).whereNull('revoked_at').first());
     },
 
     async markUsed(id: string): Promise<void> {
@@ -112,6 +155,7 @@ export function createAccessStore(db: Knex) {
 
     async revokeApiKey(org: string, id: string): Promise<ApiKeyRow | undefined> {
       const [row] = await db('api_keys').where({ org_id: org, id }).whereNull('revoked_at').update({ revoked_at: db.fn.now() }).returning('*');
+      if (row) await keysChanged(org);
       return row ?? (await db('api_keys').where({ org_id: org, id }).first());
     },
 
@@ -123,6 +167,7 @@ export function createAccessStore(db: Knex) {
         .whereNull('revoked_at')
         .update({ key_hash: hash, prefix, rotated_at: db.fn.now() })
         .returning('*');
+      if (row) await keysChanged(org);
       return row ? { row, key } : undefined;
     },
 

@@ -1,6 +1,7 @@
-import { ApproversEndpoints, DURABLE, EVENT, consumerOf, type Bus } from '@approvals/shared';
+import { ApproversEndpoints, DURABLE, EVENT, consumerOf, type CachedCalls, type OrgCache } from '@approvals/shared';
 import { escalationTarget, initialTargets, pushTargets, withPersonalChannels } from '../domain/plan';
 import type { PeopleStore } from '../store/people.store';
+import type { PersonalChannels } from '../domain/plan';
 import type { DeliveriesStore, NewDelivery } from '../store/deliveries.store';
 
 /** People notifications give up after a day of retries; engine resumes keep going for days. */
@@ -12,11 +13,23 @@ export const RESUME_MAX_ATTEMPTS = 100;
  * channel and target); the worker sends them. So an event is acked once its deliveries
  * are durable, and a crash between the two loses nothing.
  */
-export function notifierConsumers(deps: { store: DeliveriesStore; people: PeopleStore; bus: Bus; wake: () => void; unavailable?: (channel: string) => string | null }) {
-  const { store, bus } = deps;
+export function notifierConsumers(deps: {
+  store: DeliveriesStore;
+  people: PeopleStore;
+  /** The policies service's approver records, cached until it announces a change. */
+  approvers: CachedCalls;
+  /** Contact methods and push devices, cached until this service announces a change. */
+  personal: OrgCache<Map<string, PersonalChannels>>;
+  wake: () => void;
+  unavailable?: (channel: string) => string | null;
+}) {
+  const { store } = deps;
   /** The approvers as the notifier reaches them: their record, with their own contact methods and push devices. */
   const lookup = async (org: string, emails: string[]) => {
-    const [{ approvers }, personal] = await Promise.all([bus.call(ApproversEndpoints.lookup, { org, emails }), deps.people.personalChannels(org, emails)]);
+    const [{ approvers }, personal] = await Promise.all([
+      deps.approvers.call(ApproversEndpoints.lookup, org, { org, emails }),
+      deps.personal.get(org, emails.join('\u0000'), () => deps.people.personalChannels(org, emails)),
+    ]);
     return approvers.map((a) => ({ a: withPersonalChannels(a, personal.get(a.email)), push: pushTargets(a, personal.get(a.email)) }));
   };
   // A notice to a person on a channel that cannot send at all (SMTP not configured...) is

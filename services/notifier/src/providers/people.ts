@@ -1,5 +1,5 @@
 import nodemailer, { type Transporter } from 'nodemailer';
-import { ChatEndpoints, type Bus } from '@approvals/shared';
+import { ChatEndpoints, announceChange, type Bus } from '@approvals/shared';
 import type { NotifierConfig } from '../config';
 import type { PeopleStore } from '../store/people.store';
 import type { ApnsSender, FcmSender } from './push';
@@ -83,6 +83,7 @@ export function peopleProviders(config: NotifierConfig, deps: { outbound: Outbou
       if (!sender) return { status: 'skipped', reason: device.platform === 'android' ? 'PUSH_FCM_SERVICE_ACCOUNT is not configured' : 'PUSH_APNS_KEY (with its key id, team id and topic) is not configured' };
       if ((await sender.send(device.token, m.content)) === 'unregistered') {
         await deps.people.revokeById(device.id);
+        await announceChange(deps.bus, 'notifier', device.org_id);
         return { status: 'skipped', reason: 'the provider reports the device unregistered: revoked' };
       }
       return { status: 'sent' };

@@ -211,6 +211,31 @@ export function createPoliciesStore(db: Knex) {
       await db('decision_usage').insert({ decision_id: e.decisionId, org_id: e.org, policy_id: e.policyId, pending: true, used_at: e.at }).onConflict('decision_id').ignore();
     },
 
+    /**
+     * Many events at once (the consumer's batch): the opened ones in one statement, then
+     * the closed ones in another, in one transaction. The result is the same as applying
+     * them one by one in any order: opening never undoes a close.
+     */
+    async recordDecisionsBatch(opened: Array<{ decisionId: string; org: string; policyId: string; at: Date }>, closed: Array<{ decisionId: string; org: string; policyId: string; at: Date }>): Promise<void> {
+      const once = <T extends { decisionId: string }>(xs: T[]) => [...new Map(xs.map((x) => [x.decisionId, x])).values()];
+      const write = async (q: Knex) => {
+        if (opened.length) {
+          await q('decision_usage')
+            .insert(once(opened).map((e) => ({ decision_id: e.decisionId, org_id: e.org, policy_id: e.policyId, pending: true, used_at: e.at })))
+            .onConflict('decision_id')
+            .ignore();
+        }
+        if (closed.length) {
+          await q('decision_usage')
+            .insert(once(closed).map((e) => ({ decision_id: e.decisionId, org_id: e.org, policy_id: e.policyId, pending: false, used_at: e.at })))
+            .onConflict('decision_id')
+            .merge({ pending: false });
+        }
+      };
+      if (opened.length && closed.length) await db.transaction((trx) => write(trx));
+      else await write(db);
+    },
+
     /** Closing before the created event arrived (out of order) still leaves a non-pending row. */
     async recordDecisionClosed(e: { decisionId: string; org: string; policyId: string; createdAt?: Date; at: Date }): Promise<void> {
       await db('decision_usage')

@@ -1,4 +1,4 @@
-import type { ChatProvider, Knex } from '@approvals/shared';
+import type { ChatProvider, Knex, OrgCache } from '@approvals/shared';
 
 export interface InstallationRow {
   org_id: string;
@@ -26,7 +26,13 @@ export interface ChatMessageRow {
 }
 
 /** Chat installations, install states and posted messages: the SQL of the chat surfaces. */
-export function createChatStore(db: Knex) {
+/**
+ * `installations` caches each org's installations (read on every new decision); every
+ * write here is announced through `changed` (org, or null when the orgs are not known)
+ * so every replica's cache drops it (bus/invalidation).
+ */
+export function createChatStore(db: Knex, opts: { installations?: OrgCache<InstallationRow[]>; changed?: (org: string | null) => Promise<void> } = {}) {
+  const changed = opts.changed ?? (async () => undefined);
   return {
     async createState(s: { id: string; org: string; provider: ChatProvider; expiresAt: Date }): Promise<void> {
       await db('chat_install_states').insert({ id: s.id, org_id: s.org, provider: s.provider, expires_at: s.expiresAt });
@@ -50,6 +56,7 @@ export function createChatStore(db: Knex) {
         .insert({ org_id: org, provider, ...values })
         .onConflict(['org_id', 'provider'])
         .merge({ ...values, installed_at: db.fn.now(), updated_at: db.fn.now() });
+      await changed(org);
     },
 
     installation(org: string, provider: ChatProvider): Promise<InstallationRow | undefined> {
@@ -58,7 +65,8 @@ export function createChatStore(db: Knex) {
 
     /** Every chat installation of an org (one read, on every new decision). */
     installationsOf(org: string): Promise<InstallationRow[]> {
-      return db('chat_installations').where({ org_id: org });
+      const read = () => db('chat_installations').where({ org_id: org }) as Promise<InstallationRow[]>;
+      return opts.installations ? opts.installations.get(org, 'all', read) : read();
     },
 
     byWorkspace(provider: ChatProvider, workspaceId: string): Promise<InstallationRow[]> {
@@ -67,11 +75,14 @@ export function createChatStore(db: Knex) {
 
     /** The app was uninstalled or its tokens revoked: the installation is removed. Answers how many. */
     async removeWorkspace(provider: ChatProvider, workspaceId: string): Promise<number> {
-      return db('chat_installations').where({ provider, workspace_id: workspaceId }).delete();
+      const n = await db('chat_installations').where({ provider, workspace_id: workspaceId }).delete();
+      await changed(null);
+      return n;
     },
 
     async setChannel(org: string, provider: ChatProvider, channelId: string): Promise<InstallationRow | undefined> {
       const [row] = await db('chat_installations').where({ org_id: org, provider }).update({ channel_id: channelId, updated_at: db.fn.now() }).returning('*');
+      await changed(org);
       return row;
     },
 
@@ -79,6 +90,7 @@ export function createChatStore(db: Knex) {
       const values: Record<string, unknown> = { deliberation_enabled: enabled, updated_at: db.fn.now() };
       if (channelId !== null) values.deliberation_channel_id = channelId;
       const [row] = await db('chat_installations').where({ org_id: org, provider }).update(values).returning('*');
+      await changed(org);
       return row;
     },
 
