@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'pg';
 import { factsHash } from '@approvals/shared';
+import { coalesceWrites } from '@approvals/shared';
 import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, startNatsServer } from '@approvals/shared/infra';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { DATA_DIR } from './dev-env';
@@ -229,6 +230,8 @@ export async function main(): Promise<number> {
     await http(base, 'POST', '/v1/worker/policies', key, { key: 'bench', name: 'Bench', defaults: { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2 } });
 
     const floorPool = new Pool({ connectionString: databaseUrl, max: CONCURRENCY });
+    // The floor writes its statements the way the services do (one write per statement).
+    floorPool.on('connect', (client) => coalesceWrites(client));
     stops.push(() => floorPool.end());
     await floorPool.query(FLOOR_SCHEMA);
     const pids: Record<string, number> = {};

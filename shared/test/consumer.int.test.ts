@@ -113,6 +113,58 @@ describe('EventConsumer (real JetStream)', () => {
     expect((await consumerInfo(durable)).num_redelivered).toBe(0);
   });
 
+  describe('batches', () => {
+    it('applies the events waiting together in one call, in order, and acks them all', async () => {
+      const { subject, durable } = fresh();
+      const published: string[] = [];
+      for (let i = 0; i < 40; i++) published.push((await publish(subject, { i })).id);
+      const batches: string[][] = [];
+      await startConsumer({
+        durable,
+        filterSubject: subject,
+        handler: async () => {
+          throw new Error('not called while batches succeed');
+        },
+        batch: { max: 16, handler: async (events) => void batches.push(events.map((e) => e.id)) },
+      });
+      await waitFor(() => batches.flat().length === 40, { what: 'all events applied' });
+      expect(batches.flat()).toEqual(published);
+      // They were waiting: fewer calls than events, none over the maximum.
+      expect(batches.length).toBeLessThan(40);
+      expect(Math.max(...batches.map((b) => b.length))).toBeLessThanOrEqual(16);
+      await waitFor(() => settled(durable), { what: 'consumer settled' });
+      expect((await consumerInfo(durable)).num_redelivered).toBe(0);
+    });
+
+    it('a failed batch falls back to one event at a time: the poison one is parked, the others applied once', async () => {
+      const { subject, durable } = fresh();
+      const applied: number[] = [];
+      let batchCalls = 0;
+      const envs = [];
+      for (let i = 0; i < 5; i++) envs.push(await publish(subject, { i, poison: i === 2 }));
+      await startConsumer({
+        durable,
+        filterSubject: subject,
+        handler: async (e) => {
+          if (e.data.poison) throw new PoisonMessage('cannot ever apply this one');
+          applied.push(e.data.i as number);
+        },
+        batch: {
+          handler: async (events) => {
+            batchCalls++;
+            if (events.some((e) => e.data.poison)) throw new Error('one of these cannot be applied');
+            for (const e of events) applied.push(e.data.i as number);
+          },
+        },
+      });
+      await waitFor(() => settled(durable), { what: 'consumer settled' });
+      expect(batchCalls).toBeGreaterThan(0);
+      expect([...applied].sort()).toEqual([0, 1, 3, 4]);
+      const parked = await deadLetters(durable);
+      expect(parked.map((d) => [d.eventId, d.reason])).toEqual([[envs[2].id, 'poison']]);
+    });
+  });
+
   it('hands the handler the envelope as published', async () => {
     const { subject, durable } = fresh();
     const seen: EventEnvelope[] = [];

@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startStack, type HttpResult, type Stack } from '../../../test/helpers/stack';
 
@@ -317,6 +318,34 @@ describe('monthly decision quota', () => {
       const got = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
       expect(got.body).toMatchObject({ status: 'PENDING', note: null });
       expect(got.body.timeline.map((e: { type: string }) => e.type)).toEqual(['created']);
+    }
+  });
+
+  it('an org without a limit counts every concurrent create (spread over shards); a limit set mid-month counts them all', async () => {
+    const { org, apiKey, admin } = await stack.newOrg();
+    const pg = new Client({ connectionString: stack.db.url });
+    await pg.connect();
+    try {
+      // An operator's "no limit" for this org (npm run admin -- quota --limit none is the default; this is unlimited).
+      await pg.query(`INSERT INTO decisions.org_quotas (org_id, monthly_decision_limit, plan) VALUES ($1, NULL, 'manual')`, [org]);
+      const runId = run('unlimited');
+      const made = await Promise.all(Array.from({ length: 24 }, (_, i) => create(apiKey, { externalRunId: `${runId}-${i}`, stepRef: 's', approvers: ['a@example.com'] })));
+      expect(made.map((r) => r.status)).toEqual(made.map(() => 201));
+      const shards = await pg.query(`SELECT count(*)::int AS n, sum(decisions)::int AS total FROM decisions.usage_counters WHERE org_id = $1`, [org]);
+      expect(shards.rows[0].total).toBe(24);
+      expect(shards.rows[0].n).toBeGreaterThan(1);
+      const usage = await stack.http('GET', '/v1/usage/current', { token: admin });
+      expect(usage.body).toEqual({ period: period(), plan: 'manual', decisions: { used: 24, limit: null } });
+
+      // A limit of 26: of 5 concurrent creates, exactly 2 fit, whatever shard the 24 are on.
+      await pg.query(`UPDATE decisions.org_quotas SET monthly_decision_limit = 26 WHERE org_id = $1`, [org]);
+      const more = await Promise.all(Array.from({ length: 5 }, (_, i) => create(apiKey, { externalRunId: `${runId}-more-${i}`, stepRef: 's', approvers: ['a@example.com'] })));
+      expect(more.map((r) => r.status).sort()).toEqual([201, 201, 402, 402, 402]);
+      for (const r of more.filter((x) => x.status === 402)) expectError(r, 402, { error: 'quota_exceeded', used: 26, limit: 26 });
+      const history = await stack.http('GET', '/v1/usage/', { token: admin });
+      expect({ status: history.status, body: history.body }).toEqual({ status: 200, body: { items: [{ period: period(), decisions: 26 }] } });
+    } finally {
+      await pg.end();
     }
   });
 
