@@ -53,9 +53,12 @@ export async function addOutboxSequence(knex: Knex, schema: string): Promise<voi
  * and it fails the transaction instead of reaching consumers. Returns the envelopes as
  * they will be published.
  */
-export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEvent[]): Promise<EventEnvelope[]> {
-  if (events.length === 0) return [];
-  const envelopes = events.map((e) => {
+/**
+ * Events as they are stored in the outbox: each checked against its subject's contract
+ * (a bug here must fail the write, not reach the consumers), with its id and time.
+ */
+export function toEnvelopes(events: NewEvent[]): EventEnvelope[] {
+  return events.map((e) => {
     const schema = eventSchemaOf(e.subject);
     if (!schema) throw new AppError('internal', `no contract for event subject ${e.subject}`);
     const parsed = schema.safeParse(e.data);
@@ -70,6 +73,11 @@ export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEve
       data: parsed.data as Record<string, unknown>,
     };
   });
+}
+
+export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEvent[]): Promise<EventEnvelope[]> {
+  if (events.length === 0) return [];
+  const envelopes = toEnvelopes(events);
   await trx(OUTBOX_TABLE).insert(
     envelopes.map((env) => ({ id: env.id, subject: env.type, org: env.org, envelope: JSON.stringify(env) })),
   );

@@ -1,4 +1,4 @@
-import { EVENT, enqueueEvents, type DecisionStatus, type Knex, type NewEvent } from '@approvals/shared';
+import { EVENT, OUTBOX_TABLE, enqueueEvents, toEnvelopes, type DecisionStatus, type Knex, type NewEvent } from '@approvals/shared';
 import { isPastDeadline, quotaPeriod, type Tally } from '../domain/decision';
 import { resolvedEventData, type DecisionRow } from './decision.row';
 
@@ -73,10 +73,17 @@ export class DecisionsStore {
     await this.q.raw('SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))', [org, runId]);
   }
 
-  /** Inserts a new decision; undefined when (org, run, step) already has one. */
-  async insert(row: Record<string, unknown>): Promise<DecisionRow | undefined> {
-    const inserted: DecisionRow[] = await this.q('decisions').insert(row).onConflict(['org_id', 'external_run_id', 'step_ref']).ignore().returning('*');
-    return inserted[0];
+  /**
+   * Inserts a new decision and its first timeline entry in one statement; undefined (and
+   * no entry) when (org, run, step) already has one.
+   */
+  async insertWithEntry(row: Record<string, unknown>, entry: { type: string; actor: string | null; at: Date; data: Record<string, unknown> }): Promise<DecisionRow | undefined> {
+    const insert = this.q('decisions').insert(row).onConflict(['org_id', 'external_run_id', 'step_ref']).ignore().returning('*');
+    const r = await this.q.raw(
+      `WITH d AS (?), t AS (INSERT INTO timeline (decision_id, type, actor, at, data) SELECT d.id, ?::text, ?::text, ?::timestamptz, ?::jsonb FROM d) SELECT * FROM d`,
+      [insert, entry.type, entry.actor, entry.at, JSON.stringify(entry.data)],
+    );
+    return (r.rows as DecisionRow[])[0];
   }
 
   /** Every other PENDING decision of the run becomes CANCELLED (an `exclusive` create). */
@@ -347,11 +354,21 @@ export class DecisionsStore {
    * one, a create counts on a random one of `USAGE_SHARDS` rows: no single hot row for
    * every create of the org to queue on. Answers the count used and the limit when refused.
    */
-  async takeQuota(org: string, now: Date, defaultLimit: number | null | undefined): Promise<{ taken: true } | { taken: false; used: number; limit: number }> {
+  async takeQuota(
+    org: string,
+    now: Date,
+    defaultLimit: number | null | undefined,
+    /** Written to the outbox in the same statement (the caller rolls back when refused). */
+    events: NewEvent[] = [],
+  ): Promise<{ taken: true } | { taken: false; used: number; limit: number }> {
     const period = quotaPeriod(now);
     const shard = Math.floor(Math.random() * USAGE_SHARDS);
+    const envelopes = toEnvelopes(events);
+    const outbox = envelopes.length
+      ? `o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope) SELECT e->>'id', e->>'type', e->>'org', e FROM jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n), `
+      : '';
     const r = await this.q.raw(
-      `WITH q AS (
+      `WITH ${outbox}q AS (
          SELECT CASE WHEN EXISTS (SELECT 1 FROM org_quotas WHERE org_id = :org)
                      THEN (SELECT monthly_decision_limit FROM org_quotas WHERE org_id = :org)
                      ELSE :dflt::int END AS lim
@@ -367,7 +384,7 @@ export class DecisionsStore {
          RETURNING decisions
        )
        SELECT (SELECT count(*) FROM ins)::int AS taken, (SELECT lim FROM q) AS lim`,
-      { org, period, shard, dflt: defaultLimit ?? null },
+      { org, period, shard, dflt: defaultLimit ?? null, ...(envelopes.length ? { events: JSON.stringify(envelopes) } : {}) },
     );
     const row = r.rows[0] as { taken: number; lim: number | null };
     if (row.taken > 0) return { taken: true };

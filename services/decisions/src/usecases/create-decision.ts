@@ -90,8 +90,8 @@ export function createDecisionOpener(deps: CreateDeps) {
     return adhocGate(b, resolved);
   }
 
-  async function takeQuota(tx: DecisionsStore, org: string, now: Date): Promise<void> {
-    const taken = await tx.takeQuota(org, now, deps.defaultMonthlyQuota);
+  async function takeQuota(tx: DecisionsStore, org: string, now: Date, events: NewEvent[]): Promise<void> {
+    const taken = await tx.takeQuota(org, now, deps.defaultMonthlyQuota, events);
     if (!taken.taken) throw new AppError('quota_exceeded', `the org's monthly decision quota (${taken.limit}) is used up`, { used: taken.used, limit: taken.limit });
   }
 
@@ -161,7 +161,12 @@ export function createDecisionOpener(deps: CreateDeps) {
         const now = clock.now();
         const id = newId('decision', now.getTime());
         const expiresAt = deadlineOf(now, gate.timeoutSec);
-        const d = await tx.insert(rowOf(org, b, gate, createdBy, now, id, expiresAt));
+        const d = await tx.insertWithEntry(rowOf(org, b, gate, createdBy, now, id, expiresAt), {
+          type: 'created',
+          actor: createdBy,
+          at: now,
+          data: { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null },
+        });
         if (!d) return existingReply((await tx.findByRunStep(org, b.externalRunId, b.stepRef))!);
         const events: NewEvent[] = [];
         if (b.exclusive) {
@@ -174,7 +179,6 @@ export function createDecisionOpener(deps: CreateDeps) {
             });
           }
         }
-        await tx.timeline(id, 'created', createdBy, now, { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null });
         events.push({
           subject: EVENT.decisionCreated,
           org,
@@ -195,9 +199,9 @@ export function createDecisionOpener(deps: CreateDeps) {
             requiresSignature: gate.requiresSignature,
           },
         });
-        await tx.events(events);
-        // Last: the counter row (shard 0 of an org with a limit) stays locked only for the commit.
-        await takeQuota(tx, org, now);
+        // Last, with the events in the same statement: the counter row (shard 0 of an org
+        // with a limit) stays locked only for the commit; a refusal rolls everything back.
+        await takeQuota(tx, org, now, events);
         return {
           status: 201 as const,
           body: {
