@@ -23,6 +23,9 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const N_EXPIRY = Number(process.env.BENCH_EXPIRING ?? 300);
 const N_BACKGROUND_TIMERS = Number(process.env.BENCH_PENDING_TIMERS ?? 10_000);
 const PROFILE = process.env.BENCH_PROFILE === '1';
+/** Open-loop cycle rates (cycles a second, each for BENCH_RATE_SECONDS); empty to skip. */
+const RATES = (process.env.BENCH_RATES ?? '25,100').split(',').map(Number).filter((r) => r > 0);
+const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 10);
 /** Resolved decisions (with their votes' outbox rows and deliveries) put in the database before the runs: nothing may scale with history. */
 const N_HISTORY = Number(process.env.BENCH_HISTORY ?? 0);
 
@@ -72,6 +75,57 @@ export async function runLoad(n: number, concurrency: number, fn: (i: number) =>
   if (firstError) say(`first error: ${(firstError as Error).message}`);
   latencies.sort((a, b) => a - b);
   return { n, errors, wallMs, throughput: (latencies.length / wallMs) * 1000, p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99) };
+}
+
+export interface OpenLoopResult extends LoadResult {
+  rate: number;
+  seconds: number;
+  max: number;
+}
+
+/**
+ * Open loop: operations start at a fixed rate whatever the answers (as independent callers
+ * would send them), and each latency runs from the operation's scheduled start, so a
+ * system that falls behind shows it in its latencies (no coordinated omission).
+ */
+export async function runOpenLoop(rate: number, seconds: number, fn: (i: number) => Promise<void>): Promise<OpenLoopResult> {
+  const n = Math.max(1, Math.round(rate * seconds));
+  const interval = 1000 / rate;
+  const latencies: number[] = [];
+  let errors = 0;
+  let firstError: unknown;
+  const inflight: Promise<void>[] = [];
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const due = t0 + i * interval;
+    const wait = due - performance.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    inflight.push(
+      fn(i).then(
+        () => void latencies.push(performance.now() - due),
+        (err) => {
+          errors++;
+          firstError ??= err;
+        },
+      ),
+    );
+  }
+  await Promise.all(inflight);
+  const wallMs = performance.now() - t0;
+  if (firstError) say(`first error: ${(firstError as Error).message}`);
+  latencies.sort((a, b) => a - b);
+  return {
+    n,
+    errors,
+    wallMs,
+    rate,
+    seconds,
+    throughput: (latencies.length / wallMs) * 1000,
+    p50: percentile(latencies, 50),
+    p95: percentile(latencies, 95),
+    p99: percentile(latencies, 99),
+    max: latencies[latencies.length - 1] ?? NaN,
+  };
 }
 
 async function http(base: string, method: string, path: string, token: string, body?: unknown, expect: number[] = [200, 201]) {
@@ -302,21 +356,28 @@ export async function main(): Promise<number> {
     say(`cycle: ${N_CYCLE} × (create → 2 votes → verify → consume), concurrency ${CONCURRENCY}`);
     await statsPool.query('SELECT pg_stat_statements_reset()');
     const beforeCycle = await sampleWork(targets);
-    const sysCycle = await runLoad(N_CYCLE, CONCURRENCY, async (i) => {
-      const facts = { cycle: i, amount: 100 };
+    const cycle = async (tag: string) => {
+      const facts = { cycle: tag, amount: 100 };
       const hash = factsHash(facts);
-      const created = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `y-${i}`, stepRef: 's', policy: 'bench', factsHash: hash });
+      const created = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: tag, stepRef: 's', policy: 'bench', factsHash: hash });
       const id = created.decisionId as string;
       await http(base, 'POST', `/v1/decisions/${id}/decide`, a, { decision: 'approve' });
       await http(base, 'POST', `/v1/decisions/${id}/decide`, b, { decision: 'approve' });
       const v = await http(base, 'GET', `/v1/worker/decisions/${id}/verify?factsHash=${hash}`, key);
       if (!v.valid) throw new Error(`verify said ${v.reason}`);
       await http(base, 'POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'bench', factsHash: hash });
-    });
+    };
+    const sysCycle = await runLoad(N_CYCLE, CONCURRENCY, (i) => cycle(`y-${i}`));
     await new Promise((r) => setTimeout(r, 3000));
     const cycleWork = perOp(beforeCycle, await sampleWork(targets), N_CYCLE);
     const cycleStatements = await statementsPerOp(statsPool, N_CYCLE);
     const floorCycleR = await runLoad(N_CYCLE, CONCURRENCY, (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })));
+    const openLoop: OpenLoopResult[] = [];
+    for (const rate of RATES) {
+      say(`cycle, open loop: ${rate} cycles a second for ${RATE_SECONDS} s`);
+      openLoop.push(await runOpenLoop(rate, RATE_SECONDS, (i) => cycle(`o${rate}-${i}`)));
+      await new Promise((r) => setTimeout(r, 2000));
+    }
 
     say(`expiry: ${N_BACKGROUND_TIMERS} pending timers in the scheduler, ${N_EXPIRY} decisions expiring in the same second`);
     await floorPool.query(
@@ -373,6 +434,16 @@ export async function main(): Promise<number> {
       `create: system throughput is ${((sysCreate.throughput / floorCreateR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCreate.p50 / floorCreateR.p50).toFixed(1)}× the floor's`,
       `cycle:  system throughput is ${((sysCycle.throughput / floorCycleR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCycle.p50 / floorCycleR.p50).toFixed(1)}× the floor's`,
       '',
+      ...(openLoop.length
+        ? [
+            'cycle at a fixed rate (open loop; latency from each cycle\'s scheduled start):',
+            '',
+            '| offered | achieved | errors | p50 ms | p95 ms | p99 ms | max ms |',
+            '|---|---|---|---|---|---|---|',
+            ...openLoop.map((r) => `| ${r.rate}/s for ${r.seconds} s | ${r.throughput.toFixed(0)}/s | ${r.errors} | ${r.p50.toFixed(1)} | ${r.p95.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.max.toFixed(1)} |`),
+            '',
+          ]
+        : []),
       ...workTable('create', createWork),
       ...workTable('cycle (create → 2 votes → verify → consume, and the resume)', cycleWork),
       ...statementTable('create', createStatements),
@@ -404,9 +475,9 @@ export async function main(): Promise<number> {
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, createWork, cycleWork, sysCreate, floorCreate: floorCreateR, sysCycle, floorCycle: floorCycleR, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early } }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, createWork, cycleWork, sysCreate, floorCreate: floorCreateR, sysCycle, floorCycle: floorCycleR, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early } }, null, 2),
     );
-    return sysCreate.errors + sysCycle.errors > 0 || lags.length < expiring.length || early > 0 ? 1 : 0;
+    return sysCreate.errors + sysCycle.errors + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 ? 1 : 0;
   } finally {
     for (const s of stops.reverse()) await s().catch((err) => say(`cleanup: ${(err as Error).message}`));
     rmSync(dir, { recursive: true, force: true });

@@ -47,7 +47,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
         now: () => ctx.clock.now(),
         waiters,
       });
-      ctx.consume(timerExpireConsumer(actions.expire));
+      ctx.consume(timerExpireConsumer(actions));
       ctx.consume(notificationSentConsumer(store));
       ctx.consume(approverStateConsumer(store));
       ctx.consume(notificationSkippedConsumer(store));

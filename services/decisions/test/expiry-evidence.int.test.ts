@@ -130,6 +130,38 @@ describe('expiry, evidence and events', () => {
       expect(countType(p, 'expired')).toBe(0);
     });
 
+    it('a burst of timers (applied in batches) expires each due decision once; a voted one, another org\'s and a not-yet-due one are left as they are', async () => {
+      const due = await Promise.all(Array.from({ length: 40 }, () => openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1 })));
+      const voted = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1 });
+      const early = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 4 });
+      expect((await decide(stack, a, voted, { decision: 'approve' })).body.status).toBe('APPROVED');
+      await untilPast((await readDecision(stack, a, due[due.length - 1])).expiresAt);
+
+      // All at once, with repeats, so the consumer takes them in batches.
+      let last = 0;
+      await Promise.all([...due, ...due.slice(0, 5), voted, early].map(async (id) => (last = Math.max(last, await publishExpireDue(id)))));
+      last = Math.max(last, await publishExpireDue(due[0], 'org_someone_else'));
+      await timerHandled(last);
+
+      for (const id of due) {
+        const d = await readDecision(stack, a, id);
+        expect({ id, status: d.status, expired: countType(d, 'expired') }).toEqual({ id, status: 'EXPIRED', expired: 1 });
+        expect(Date.parse(d.resolvedAt)).toBeGreaterThanOrEqual(Date.parse(d.expiresAt));
+        expect(await stream.forDecision(stack, id, 'evt.decision.resolved')).toHaveLength(1);
+      }
+      expect((await readDecision(stack, a, voted)).status).toBe('APPROVED');
+      // Not due when its timer came: retried on its own, applied only after its deadline.
+      const late = await waitFor(
+        async () => {
+          const d = await readDecision(stack, a, early);
+          return d.status === 'EXPIRED' ? d : undefined;
+        },
+        { what: 'the early timer to expire its decision once due', timeoutMs: 20_000 },
+      );
+      expect(Date.parse(late.resolvedAt)).toBeGreaterThanOrEqual(Date.parse(late.expiresAt));
+      expect(countType(late, 'expired')).toBe(1);
+    });
+
     it('a vote after expiresAt, without any timer event, is 409 not_pending EXPIRED and expires the decision', async () => {
       const id = await openDecision(stack, apiKey, { approvers: [A, B], timeoutSec: 1 });
       const d0 = await readDecision(stack, a, id);

@@ -32,6 +32,9 @@ export interface ListFilter {
   workflowRef?: string;
 }
 
+/** An element of a PostgreSQL array literal, quoted. */
+const pgArrayItem = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+
 /** Rows an unlimited org's monthly count is spread over (see takeQuota). */
 export const USAGE_SHARDS = 8;
 
@@ -133,6 +136,37 @@ export class DecisionsStore {
     await this.timeline(row.id, 'expired', null, now, { expiresAt: row.expires_at?.toISOString() });
     await this.events([{ subject: EVENT.decisionResolved, org: row.org_id, data: resolvedEventData(row) }]);
     return row;
+  }
+
+  /**
+   * Many expiries at once (a burst of timers): every listed decision still PENDING and
+   * past its deadline becomes EXPIRED, with its timeline entry and resolved event, in
+   * three statements. The UPDATE takes each row's lock and re-checks it, so a vote that
+   * resolved one first wins. Answers the decisions expired and those still not due.
+   */
+  async expireDue(items: Array<{ org: string; id: string }>, now: Date): Promise<{ expired: DecisionRow[]; notDue: string[] }> {
+    const orgs = items.map((i) => i.org);
+    const ids = items.map((i) => i.id);
+    const r = await this.q.raw(
+      `UPDATE decisions SET status = 'EXPIRED', resolved_at = :now, decided_by = NULL
+        WHERE (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
+          AND status = 'PENDING' AND expires_at <= :now
+        RETURNING *`,
+      { now, orgs: `{${orgs.map(pgArrayItem).join(',')}}`, ids: `{${ids.map(pgArrayItem).join(',')}}` },
+    );
+    const expired = r.rows as DecisionRow[];
+    const done = new Set(expired.map((d) => d.id));
+    const rest = ids.filter((id) => !done.has(id));
+    const notDue: string[] = rest.length
+      ? (await this.q('decisions').whereIn('id', rest).andWhere({ status: 'PENDING' }).andWhere('expires_at', '>', now).select('id')).map((x: { id: string }) => x.id)
+      : [];
+    if (expired.length) {
+      await this.q('timeline').insert(
+        expired.map((row) => ({ decision_id: row.id, type: 'expired', actor: null, at: now, data: JSON.stringify({ expiresAt: row.expires_at?.toISOString() }) })),
+      );
+      await this.events(expired.map((row) => ({ subject: EVENT.decisionResolved, org: row.org_id, data: resolvedEventData(row) })));
+    }
+    return { expired, notDue };
   }
 
   /** PENDING → REJECTED without a vote (the signature envelope was voided). Undefined if no longer PENDING. */

@@ -173,6 +173,20 @@ export function createDecisionActions(deps: ActionDeps) {
     },
 
     /**
+     * A burst of expiry timers in one transaction. Throws when one of them is not due yet
+     * (clock skew): nothing is written, and each is then handled on its own (and the early
+     * one retried later).
+     */
+    async expireMany(items: Array<{ org: string; id: string }>): Promise<number> {
+      const now = clock.now();
+      return store.transaction(async (tx) => {
+        const { expired, notDue } = await tx.expireDue(items, now);
+        if (notDue.length) throw new AppError('unavailable', `${notDue.length} expiry timer(s) arrived before the deadline; retrying one by one`);
+        return expired.length;
+      });
+    },
+
+    /**
      * The decision as another service must see it: one past its deadline is expired first,
      * so nobody reads PENDING for a decision whose time is up (the rule has one owner).
      */
