@@ -269,7 +269,7 @@ export async function main(): Promise<number> {
     const procs = launchServices({
       nodeArgs: (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.\${pid}.cpuprofile`] : []),
       natsUsers,
-      env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000' },
+      env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000', HTTP_MAX_CONNECTIONS_PER_IP: '100000', HTTP_MAX_CONNECTIONS: '100000' },
       onLine: (name, _i, line) => (line.includes('"level":50') || line.includes('"level":60') || (process.env.BENCH_SHOW_WARN && line.includes('"level":40')) ? say(`${name}: ${line.slice(0, 300)}`) : undefined),
     });
     stops.push(() => procs.stop());

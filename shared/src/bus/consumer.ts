@@ -117,7 +117,8 @@ export class EventConsumer {
       });
     }
     const consumer = await bus.js.consumers.get(STREAM_EVENTS, durable);
-    this.messages = await consumer.consume({ max_messages: 64 });
+    // A batch consumer keeps more messages coming, so a burst is taken in few batches.
+    this.messages = await consumer.consume({ max_messages: this.opts.batch ? Math.max(64, 2 * (this.opts.batch.max ?? 64)) : 64 });
     this.loop = this.opts.batch ? this.runBatches(this.messages, this.opts.batch) : this.run(this.messages);
   }
 

@@ -111,7 +111,9 @@ export class OutboxRelay {
 
   constructor(private readonly opts: OutboxRelayOptions) {
     this.pollMs = opts.pollMs ?? 1000;
-    this.batchSize = opts.batchSize ?? 100;
+    // A burst (a thousand timers due in one second) goes out in a few batches, each one
+    // round trip of publishes and one UPDATE.
+    this.batchSize = opts.batchSize ?? 500;
   }
 
   async start(): Promise<void> {

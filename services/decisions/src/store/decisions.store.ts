@@ -62,9 +62,14 @@ export class DecisionsStore {
     return this.q('decisions').where({ org_id: org, id }).first();
   }
 
-  /** The row, locked until the transaction ends: every change of a decision goes through this. */
+  /**
+   * The row, locked until the transaction ends: every change of a decision goes through
+   * this. FOR NO KEY UPDATE: two changes of one decision still queue, but rows that only
+   * reference it (timeline entries written by other transactions, whose foreign key check
+   * takes FOR KEY SHARE) are not held up behind the lock.
+   */
   lock(org: string, id: string): Promise<DecisionRow | undefined> {
-    return this.q('decisions').where({ org_id: org, id }).forUpdate().first();
+    return this.q('decisions').where({ org_id: org, id }).forNoKeyUpdate().first();
   }
 
   findByRunStep(org: string, runId: string, stepRef: string): Promise<DecisionRow | undefined> {
