@@ -421,6 +421,31 @@ export async function main(): Promise<number> {
     const fireLag = fired.map((r) => Number(r.fire)).sort((a, b) => a - b);
     const applyLag = fired.map((r) => Number(r.apply)).sort((a, b) => a - b);
 
+    // Reminders: as many decisions again, their reminder timers all due in the same second.
+    say(`reminders: ${N_EXPIRY} decisions reminded in the same second`);
+    const reminding: string[] = [];
+    await runLoad(N_EXPIRY, CONCURRENCY, async (i) => {
+      const r = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `r-${i}`, stepRef: 's', approvers: ['a@x.com'], timeoutSec: 3600 });
+      reminding.push(r.decisionId);
+    });
+    await waitForCount(floorPool, `SELECT count(*)::int AS n FROM scheduler.timers WHERE kind = 'remind' AND ref = ANY($1)`, [reminding], reminding.length);
+    const remindAt = new Date(Math.ceil((Date.now() + 5000) / 1000) * 1000);
+    await floorPool.query(`UPDATE scheduler.timers SET due_at = $2 WHERE kind = 'remind' AND ref = ANY($1) AND fired_at IS NULL`, [reminding, remindAt]);
+    if (Date.now() >= remindAt.getTime()) throw new Error('setting the reminder times took longer than the 5 s lead');
+    const remindDeadline = Date.now() + 120_000;
+    let remindLags: number[] = [];
+    for (;;) {
+      const r = await floorPool.query(
+        `SELECT extract(epoch FROM (d.reminded_at - t.due_at)) * 1000 AS lag FROM decisions.decisions d JOIN scheduler.timers t ON t.ref = d.id AND t.kind = 'remind'
+          WHERE d.id = ANY($1) AND d.reminded_at IS NOT NULL`,
+        [reminding],
+      );
+      remindLags = r.rows.map((x: { lag: string }) => Number(x.lag)).sort((a: number, b: number) => a - b);
+      if (remindLags.length === reminding.length || Date.now() > remindDeadline) break;
+      await new Promise((res) => setTimeout(res, 500));
+    }
+    const remindEarly = remindLags.filter((l) => l < 0).length;
+
     const lines = [
       `Approvals benchmark — ${new Date().toISOString()} — concurrency ${CONCURRENCY}, Node ${process.version}${N_HISTORY ? `, ${N_HISTORY} decisions of history` : ''}`,
       '',
@@ -462,6 +487,8 @@ export async function main(): Promise<number> {
         `p50 ${percentile(lags, 50).toFixed(0)} ms, p99 ${percentile(lags, 99).toFixed(0)} ms, max ${(lags[lags.length - 1] ?? NaN).toFixed(0)} ms; early: ${early}`,
       `  of which the timer firing (due → fired): p50 ${percentile(fireLag, 50).toFixed(0)} ms, p99 ${percentile(fireLag, 99).toFixed(0)} ms; ` +
         `the expiry applied (fired → EXPIRED): p50 ${percentile(applyLag, 50).toFixed(0)} ms, p99 ${percentile(applyLag, 99).toFixed(0)} ms`,
+      `reminder lag (due → reminded) with the same pending timers: ${remindLags.length}/${reminding.length} reminded; ` +
+        `p50 ${percentile(remindLags, 50).toFixed(0)} ms, p99 ${percentile(remindLags, 99).toFixed(0)} ms, max ${(remindLags[remindLags.length - 1] ?? NaN).toFixed(0)} ms; early: ${remindEarly}`,
     ];
     if (PROFILE) {
       await procs.stop();
@@ -475,9 +502,9 @@ export async function main(): Promise<number> {
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, createWork, cycleWork, sysCreate, floorCreate: floorCreateR, sysCycle, floorCycle: floorCycleR, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early } }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, createWork, cycleWork, sysCreate, floorCreate: floorCreateR, sysCycle, floorCycle: floorCycleR, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
     );
-    return sysCreate.errors + sysCycle.errors + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 ? 1 : 0;
+    return sysCreate.errors + sysCycle.errors + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 || remindLags.length < reminding.length || remindEarly > 0 ? 1 : 0;
   } finally {
     for (const s of stops.reverse()) await s().catch((err) => say(`cleanup: ${(err as Error).message}`));
     rmSync(dir, { recursive: true, force: true });

@@ -162,6 +162,40 @@ describe('expiry, evidence and events', () => {
       expect(countType(late, 'expired')).toBe(1);
     });
 
+    it('a burst of reminder timers (applied in batches) reminds each PENDING decision once, only those yet to vote; a resolved one is not reminded', async () => {
+      const pending = await Promise.all(Array.from({ length: 30 }, () => openDecision(stack, apiKey, { approvers: [A, B], approvalsRequired: 2, timeoutSec: 600 })));
+      const resolved = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 600 });
+      expect((await decide(stack, a, resolved, { decision: 'approve' })).body.status).toBe('APPROVED');
+      // B has voted on the first one: only A is reminded there.
+      expect((await decide(stack, b, pending[0], { decision: 'approve' })).status).toBe(200);
+
+      const remindDue = async (decisionId: string) => {
+        const id = `evt_${randomBytes(8).toString('hex')}`;
+        const data = { decisionId, timerId: `tmr_${randomBytes(4).toString('hex')}`, kind: 'remind', step: 0, dueAt: new Date().toISOString() };
+        const envelope = { id, type: 'evt.timer.remind_due', org, occurredAt: new Date().toISOString(), data };
+        return (await stream.js().publish('evt.timer.remind_due', encodeJson(envelope), { msgID: id })).seq;
+      };
+      const seqs = await Promise.all([...pending, ...pending.slice(0, 5), resolved].map(remindDue));
+      const last = Math.max(...seqs);
+      await waitFor(
+        async () => {
+          const info = await stream.manager().consumers.info(STREAM_EVENTS, DURABLE.decisionsTimerRemind);
+          return info.ack_floor.stream_seq >= last && info.num_ack_pending === 0;
+        },
+        { what: 'the reminder consumer to handle the burst', timeoutMs: 15_000 },
+      );
+
+      for (const id of pending) {
+        const d = await readDecision(stack, a, id);
+        const entries = d.timeline.filter((t: { type: string }) => t.type === 'reminded');
+        expect({ id, status: d.status, reminded: entries.length }).toEqual({ id, status: 'PENDING', reminded: 1 });
+        expect(entries[0].to).toEqual(id === pending[0] ? [A] : [A, B]);
+        const events = await stream.forDecision(stack, id, 'evt.decision.reminded');
+        expect(events.map((e) => e.envelope.data.to)).toEqual([entries[0].to]);
+      }
+      expect(countType(await readDecision(stack, a, resolved), 'reminded')).toBe(0);
+    });
+
     it('a vote after expiresAt, without any timer event, is 409 not_pending EXPIRED and expires the decision', async () => {
       const id = await openDecision(stack, apiKey, { approvers: [A, B], timeoutSec: 1 });
       const d0 = await readDecision(stack, a, id);

@@ -215,6 +215,31 @@ export class DecisionsStore {
     await this.q('decisions').where({ id }).update({ refined_output: JSON.stringify(draft) });
   }
 
+  /**
+   * Many decisions due a reminder (a burst of timers): those still PENDING and not yet
+   * reminded are marked, in one statement that takes and re-checks each row's lock.
+   * Answers the rows marked, each with the voters who have voted.
+   */
+  async markRemindedMany(items: Array<{ org: string; id: string }>, at: Date): Promise<Array<{ row: DecisionRow; voted: string[] }>> {
+    const r = await this.q.raw(
+      `UPDATE decisions SET reminded_at = :at
+        WHERE (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
+          AND status = 'PENDING' AND reminded_at IS NULL
+        RETURNING *`,
+      { at, orgs: `{${items.map((i) => pgArrayItem(i.org)).join(',')}}`, ids: `{${items.map((i) => pgArrayItem(i.id)).join(',')}}` },
+    );
+    const rows = r.rows as DecisionRow[];
+    if (rows.length === 0) return [];
+    const votes: Array<{ decision_id: string; voter: string }> = await this.q('votes').whereIn('decision_id', rows.map((d) => d.id)).select('decision_id', 'voter');
+    return rows.map((row) => ({ row, voted: votes.filter((v) => v.decision_id === row.id).map((v) => v.voter) }));
+  }
+
+  /** Timeline entries of many decisions in one statement. */
+  async timelineMany(entries: Array<{ decisionId: string; type: string; actor: string | null; at: Date; data: Record<string, unknown> }>): Promise<void> {
+    if (entries.length === 0) return;
+    await this.q('timeline').insert(entries.map((e) => ({ decision_id: e.decisionId, type: e.type, actor: e.actor, at: e.at, data: JSON.stringify(e.data) })));
+  }
+
   async markReminded(id: string, at: Date): Promise<void> {
     await this.q('decisions').where({ id }).update({ reminded_at: at });
   }

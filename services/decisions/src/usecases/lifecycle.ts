@@ -35,6 +35,24 @@ export function createLifecycle(deps: { store: DecisionsStore; bus: Bus; clock: 
       });
     },
 
+    /** A burst of reminder timers in one transaction: the same outcome as `remind` for each. */
+    async remindMany(items: Array<{ org: string; id: string }>): Promise<number> {
+      const now = clock.now();
+      return store.transaction(async (tx) => {
+        const marked = await tx.markRemindedMany(items, now);
+        const sent = marked.map(({ row: d, voted }) => ({ d, to: remindRecipients(d.assignee_email, pendingVoters(d.approvers, voted)) }));
+        await tx.timelineMany(sent.map(({ d, to }) => ({ decisionId: d.id, type: 'reminded', actor: null, at: now, data: { to } })));
+        await tx.events(
+          sent.map(({ d, to }) => ({
+            subject: EVENT.decisionReminded,
+            org: d.org_id,
+            data: { decisionId: d.id, to, title: title(d), expiresAt: d.expires_at?.toISOString() ?? null, policy: policyRef(d), route: d.route },
+          })),
+        );
+        return marked.length;
+      });
+    },
+
     /** Escalation step n of an `escalate` route, for those yet to vote. */
     async escalate(org: string, id: string, step: number): Promise<boolean> {
       const now = clock.now();

@@ -1,4 +1,4 @@
-import { ApproversEndpoints, DURABLE, EVENT, consumerOf, type CachedCalls, type OrgCache } from '@approvals/shared';
+import { ApproversEndpoints, DURABLE, EVENT, consumerOf, type CachedCalls, type DomainEvent, type EventSubject, type OrgCache } from '@approvals/shared';
 import { escalationTarget, initialTargets, pushTargets, withPersonalChannels } from '../domain/plan';
 import type { PeopleStore } from '../store/people.store';
 import type { PersonalChannels } from '../domain/plan';
@@ -39,12 +39,22 @@ export function notifierConsumers(deps: {
     if ((await store.plan(planned)) > 0 && planned.some((r) => !r.skipReason)) deps.wake();
   };
 
+  /**
+   * A consumer whose events each become delivery rows: one at a time, its rows are
+   * planned; the events waiting together are planned in one statement (the plan is keyed
+   * by event, channel and target, so a batch is the same as its events one by one).
+   */
+  const planner = <S extends EventSubject>(durable: string, subject: S, rowsOf: (event: DomainEvent<S>) => Promise<NewDelivery[]>) => ({
+    ...consumerOf(durable, subject, async (event) => plan(await rowsOf(event))),
+    batch: { max: 200, handler: async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(rowsOf))).flat()) },
+  });
+
   return [
-    consumerOf(DURABLE.notifierRunRequested, EVENT.runRequested, async (event) => {
+    planner(DURABLE.notifierRunRequested, EVENT.runRequested, async (event) => {
         const d = event.data;
-        await plan([{ org: event.org, decisionId: d.runId, eventId: event.id, kind: 'run', channel: d.engine, target: d.engine, payload: { workflowId: d.workflowId, runId: d.runId, input: d.input, timeoutSec: d.timeoutSec ?? null }, maxAttempts: RESUME_MAX_ATTEMPTS }]);
+        return [{ org: event.org, decisionId: d.runId, eventId: event.id, kind: 'run', channel: d.engine, target: d.engine, payload: { workflowId: d.workflowId, runId: d.runId, input: d.input, timeoutSec: d.timeoutSec ?? null }, maxAttempts: RESUME_MAX_ATTEMPTS }];
     }),
-    consumerOf(DURABLE.notifierDecisionCreated, EVENT.decisionCreated, async (event) => {
+    planner(DURABLE.notifierDecisionCreated, EVENT.decisionCreated, async (event) => {
         const d = event.data;
         const route = d.route;
         const rows: NewDelivery[] = [];
@@ -53,9 +63,9 @@ export function notifierConsumers(deps: {
             rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'notify', channel: t.channel, target: t.target, payload: { approver: a.email }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
           }
         }
-        await plan(rows);
+        return rows;
     }),
-    consumerOf(DURABLE.notifierDecisionReminded, EVENT.decisionReminded, async (event) => {
+    planner(DURABLE.notifierDecisionReminded, EVENT.decisionReminded, async (event) => {
         const d = event.data;
         const route = d.route;
         const rows: NewDelivery[] = [];
@@ -66,9 +76,9 @@ export function notifierConsumers(deps: {
             rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'remind', channel: t.channel, target: t.target, payload: { approver: a.email }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
           }
         }
-        await plan(rows);
+        return rows;
     }),
-    consumerOf(DURABLE.notifierDecisionEscalated, EVENT.decisionEscalated, async (event) => {
+    planner(DURABLE.notifierDecisionEscalated, EVENT.decisionEscalated, async (event) => {
         const d = event.data;
         const route = d.route;
         const rows: NewDelivery[] = [];
@@ -77,9 +87,9 @@ export function notifierConsumers(deps: {
           for (const p of push) rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'escalate', channel: p.channel, target: p.target, payload: { approver: a.email, step: d.step }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
           if (t) rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'escalate', channel: t.channel, target: t.target, payload: { approver: a.email, step: d.step }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
         }
-        await plan(rows);
+        return rows;
     }),
-    consumerOf(DURABLE.notifierDecisionResolved, EVENT.decisionResolved, async (event) => {
+    planner(DURABLE.notifierDecisionResolved, EVENT.decisionResolved, async (event) => {
         const d = event.data;
         // The same payload for every engine; `approved` only for APPROVED, so EXPIRED and
         // REJECTED take the rejection branch.
@@ -96,7 +106,7 @@ export function notifierConsumers(deps: {
           output: d.output ?? null,
           policyVersion: d.policyVersion,
         };
-        await plan([{ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'resume', channel: d.engine, target: d.engine, payload, maxAttempts: RESUME_MAX_ATTEMPTS }]);
+        return [{ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'resume', channel: d.engine, target: d.engine, payload, maxAttempts: RESUME_MAX_ATTEMPTS }];
     }),
   ];
 }
