@@ -2,7 +2,7 @@ import { ApproversEndpoints, DURABLE, EVENT, consumerOf, type CachedCalls, type 
 import { escalationTarget, initialTargets, pushTargets, withPersonalChannels } from '../domain/plan';
 import type { PeopleStore } from '../store/people.store';
 import type { PersonalChannels } from '../domain/plan';
-import type { DeliveriesStore, NewDelivery } from '../store/deliveries.store';
+import { ENGINE_CHANNELS, type DeliveriesStore, type NewDelivery } from '../store/deliveries.store';
 
 /** People notifications give up after a day of retries; engine resumes keep going for days. */
 export const NOTIFY_MAX_ATTEMPTS = 12;
@@ -35,7 +35,10 @@ export function notifierConsumers(deps: {
   // A notice to a person on a channel that cannot send at all (SMTP not configured...) is
   // recorded skipped as it is planned: no claim, no send attempt, no second transaction.
   const plan = async (rows: NewDelivery[]) => {
-    const planned = rows.map((r) => (r.kind === 'notify' || r.kind === 'remind' || r.kind === 'escalate' ? { ...r, skipReason: deps.unavailable?.(r.channel) ?? null } : r));
+    // So is the resume of a decision whose caller polls (api, mcp): it has no engine.
+    const planned = rows.map((r) =>
+      r.kind === 'notify' || r.kind === 'remind' || r.kind === 'escalate' || !ENGINE_CHANNELS.has(r.channel) ? { ...r, skipReason: deps.unavailable?.(r.channel) ?? null } : r,
+    );
     if ((await store.plan(planned)) > 0 && planned.some((r) => !r.skipReason)) deps.wake();
   };
 

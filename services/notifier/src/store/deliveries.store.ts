@@ -16,7 +16,8 @@ export interface NewDelivery {
 
 /** Deliveries that reach a person; `resume` and `run` go to workflow engines. */
 const PERSON_KINDS = new Set(['notify', 'remind', 'escalate']);
-const ENGINE_CHANNELS = new Set(['engineA', 'engineB', 'trigger', 'bundled']);
+/** Channels that resume a workflow engine (api and mcp callers poll instead). */
+export const ENGINE_CHANNELS = new Set(['engineA', 'engineB', 'trigger', 'bundled']);
 
 /**
  * `leaseSec`: how long a claimed delivery is reserved; a worker that dies mid-send gives

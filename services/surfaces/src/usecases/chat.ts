@@ -409,6 +409,8 @@ export function createChat(deps: ChatDeps) {
 
     /** A vote: a reply in the decision's deliberation thread. */
     async voteInThread(org: string, e: { decisionId: string; voter: string; choice: string; tally: { approvals: number; approvalsRequired: number; rejections: number; rejectionsRequired: number } }): Promise<void> {
+      // Without an installation nothing was posted (the cached list: no read for most orgs).
+      if ((await store.installationsOf(org)).length === 0) return;
       const thread = (await store.messagesOf(e.decisionId, 'thread')).find((m) => m.org_id === org);
       if (!thread) return;
       const row = await store.installation(org, 'chatA');
@@ -418,6 +420,8 @@ export function createChat(deps: ChatDeps) {
 
     /** Resolved or cancelled: every message posted for it shows the outcome, without buttons. */
     async showOutcome(org: string, e: { decisionId: string; status: string; decidedBy: string | null }): Promise<void> {
+      // A message is only ever updated through its org's installation: none, nothing to do.
+      if ((await store.installationsOf(org)).length === 0) return;
       const messages = (await store.messagesOf(e.decisionId)).filter((m) => m.org_id === org);
       if (messages.length === 0) return;
       let title = `Decision ${e.decisionId}`;
