@@ -58,6 +58,24 @@ describe('decisions under concurrency', () => {
     expect(await stream.forDecision(stack, id, 'evt.decision.vote_recorded')).toHaveLength(3);
   });
 
+  it('one approver votes 6 times at once: one vote counts, the others are 409 already_voted showing it', async () => {
+    const reviewers = emails(2);
+    const id = await openDecision(stack, apiKey, { approvers: reviewers, approvalsRequired: 2 });
+    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => decide(stack, session(reviewers[0]), id, { decision: 'approve', note: `try ${i}` })));
+    const ok = results.filter((r) => r.status === 200);
+    expect(ok).toHaveLength(1);
+    expect(ok[0].body).toMatchObject({ recorded: true, status: 'PENDING', tally: { approvals: 1, rejections: 0 } });
+    const note = (await readDecision(stack, session(reviewers[0]), id)).timeline.find((t: { type: string }) => t.type === 'vote').note;
+    for (const r of results.filter((x) => x.status !== 200)) {
+      expect(r.status).toBe(409);
+      expect(r.body).toMatchObject({ error: 'already_voted', status: 'PENDING', vote: { choice: 'approve', note } });
+    }
+    const d = await readDecision(stack, session(reviewers[0]), id);
+    expect(countType(d, 'vote')).toBe(1);
+    expect(d.tally).toMatchObject({ approvals: 1, rejections: 0 });
+    expect(await stream.forDecision(stack, id, 'evt.decision.vote_recorded')).toHaveLength(1);
+  });
+
   it('5 approvers, quorum 3, three approve and two reject at once: exactly one final state', async () => {
     const reviewers = emails(5);
     const id = await openDecision(stack, apiKey, { approvers: reviewers, approvalsRequired: 3, rejectionsRequired: 2 });

@@ -82,6 +82,64 @@ export class DecisionsStore {
   }
 
   /**
+   * The decision locked for a vote (as `lock`), with what the vote needs to know of its
+   * voter, in one statement: whether the voter is a disabled approver, and their earlier
+   * vote. (A vote by the same person committed while this waited for the lock may not be
+   * in `earlier`: the vote's insert is then refused by the unique index, the second guard.)
+   */
+  async lockForVote(org: string, id: string, email: string | null): Promise<{ d: DecisionRow; voterDisabled: boolean; earlier: VoteRow | undefined } | undefined> {
+    const r = await this.q.raw(
+      `SELECT d.*,
+              EXISTS (SELECT 1 FROM approver_states s WHERE s.org_id = d.org_id AND s.email = :email AND s.disabled) AS vote_voter_disabled,
+              (SELECT row_to_json(v) FROM (SELECT choice, note, surface, response_value, created_at FROM votes WHERE decision_id = d.id AND voter = :email) v) AS vote_earlier
+         FROM decisions d WHERE d.org_id = :org AND d.id = :id
+          FOR NO KEY UPDATE OF d`,
+      { org, id, email: email ?? '' },
+    );
+    const row = r.rows[0] as (DecisionRow & { vote_voter_disabled: boolean; vote_earlier: (Omit<VoteRow, 'created_at'> & { created_at: string }) | null }) | undefined;
+    if (!row) return undefined;
+    const { vote_voter_disabled: voterDisabled, vote_earlier: earlier, ...d } = row;
+    return { d: d as DecisionRow, voterDisabled, earlier: earlier ? { ...earlier, created_at: new Date(earlier.created_at) } : undefined };
+  }
+
+  /**
+   * Records a vote with its timeline entry and answers the tally with it, in one statement;
+   * undefined (and no entry) when this voter already has a vote (the unique index).
+   */
+  async insertVoteCounted(
+    v: { id: string; decisionId: string; voter: string; voterRef: string | null; surface: string; choice: string; note: string | null; responseValue: unknown; at: Date },
+    d: Pick<DecisionRow, 'approvals_required' | 'rejections_required'>,
+  ): Promise<Tally | undefined> {
+    const r = await this.q.raw(
+      `WITH v AS (
+         INSERT INTO votes (id, decision_id, voter, voter_ref, surface, choice, note, response_value, created_at)
+         VALUES (:id, :decision, :voter, :voterRef, :surface, :choice, :note, :rv::jsonb, :at)
+         ON CONFLICT (decision_id, voter) DO NOTHING RETURNING choice
+       ), t AS (
+         INSERT INTO timeline (decision_id, type, actor, at, data) SELECT :decision, 'vote', :voter, :at, :entry::jsonb FROM v
+       )
+       SELECT (SELECT count(*) FROM v)::int AS inserted,
+              ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'approve') + (SELECT count(*) FROM v WHERE choice = 'approve'))::int AS approvals,
+              ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'reject') + (SELECT count(*) FROM v WHERE choice = 'reject'))::int AS rejections`,
+      {
+        id: v.id,
+        decision: v.decisionId,
+        voter: v.voter,
+        voterRef: v.voterRef,
+        surface: v.surface,
+        choice: v.choice,
+        note: v.note,
+        rv: v.responseValue === undefined ? null : JSON.stringify(v.responseValue),
+        at: v.at,
+        entry: JSON.stringify({ choice: v.choice, note: v.note, surface: v.surface }),
+      },
+    );
+    const row = r.rows[0] as { inserted: number; approvals: number; rejections: number };
+    if (row.inserted === 0) return undefined;
+    return { approvals: row.approvals, rejections: row.rejections, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required };
+  }
+
+  /**
    * Inserts a new decision and its first timeline entry in one statement; undefined (and
    * no entry) when (org, run, step) already has one.
    */
@@ -193,10 +251,6 @@ export class DecisionsStore {
 
   // ---- approvers disabled since (a projection of evt.approver.*) --------------------
 
-  async isDisabled(org: string, email: string): Promise<boolean> {
-    return !!(await this.q('approver_states').where({ org_id: org, email, disabled: true }).first('email'));
-  }
-
   /** Applies an approver's state as of `at`; an older event never overwrites a newer one. */
   async applyApproverState(org: string, email: string, disabled: boolean, at: Date): Promise<void> {
     await this.q.raw(
@@ -305,26 +359,6 @@ export class DecisionsStore {
 
   voteOf(decisionId: string, voter: string): Promise<VoteRow | undefined> {
     return this.q('votes').where({ decision_id: decisionId, voter }).first('choice', 'note', 'surface', 'response_value', 'created_at');
-  }
-
-  /** False when this voter already has a vote (the unique index: the second guard after the lock). */
-  async insertVote(v: { id: string; decisionId: string; voter: string; voterRef: string | null; surface: string; choice: string; note: string | null; responseValue: unknown; at: Date }): Promise<boolean> {
-    const inserted = await this.q('votes')
-      .insert({
-        id: v.id,
-        decision_id: v.decisionId,
-        voter: v.voter,
-        voter_ref: v.voterRef,
-        surface: v.surface,
-        choice: v.choice,
-        note: v.note,
-        response_value: v.responseValue === undefined ? null : JSON.stringify(v.responseValue),
-        created_at: v.at,
-      })
-      .onConflict(['decision_id', 'voter'])
-      .ignore()
-      .returning('id');
-    return inserted.length > 0;
   }
 
   async voters(decisionId: string): Promise<string[]> {

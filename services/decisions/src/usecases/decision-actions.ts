@@ -79,10 +79,11 @@ export function createDecisionActions(deps: ActionDeps) {
       const actor = args.voter.kind === 'apiKey' ? args.voter.keyId : args.voter.email;
       const note = args.note ?? null;
       const outcome = await store.transaction(async (tx) => {
-        const d = await tx.lock(args.org, args.id);
-        if (!d) return { kind: 'not_found' as const };
+        const locked = await tx.lockForVote(args.org, args.id, args.voter.kind === 'person' ? args.voter.email : null);
+        if (!locked) return { kind: 'not_found' as const };
+        const { d } = locked;
         // An approver disabled since the decision opened (a leaver) no longer answers.
-        const disabled = args.voter.kind === 'person' && !voterRefusal(d.approvers, args.voter) && (await tx.isDisabled(args.org, args.voter.email));
+        const disabled = args.voter.kind === 'person' && !voterRefusal(d.approvers, args.voter) && locked.voterDisabled;
         const why = disabled ? 'a disabled approver' : voterRefusal(d.approvers, args.voter);
         if (why || args.voter.kind !== 'person') {
           // Refused votes are recorded (timeline + audit via the event) and never counted.
@@ -93,7 +94,7 @@ export function createDecisionActions(deps: ActionDeps) {
         }
         const person = args.voter;
         // The row lock makes this read race-free; the unique index is the second guard.
-        const earlier = await tx.voteOf(d.id, person.email);
+        const earlier = locked.earlier;
         const ruling = voteRuling(
           { status: d.status, expiresAt: d.expires_at, requiresSignature: d.requires_signature, responseSpec: d.response_spec as ResponseSpec | null },
           { surface: person.surface, choice: args.choice, responseValue: args.responseValue, votedBefore: earlier !== undefined },
@@ -111,20 +112,15 @@ export function createDecisionActions(deps: ActionDeps) {
           case 'record':
             break;
         }
-        const inserted = await tx.insertVote({
-          id: newId('vote'),
-          decisionId: d.id,
-          voter: person.email,
-          voterRef: person.ref,
-          surface: person.surface,
-          choice: args.choice,
-          note,
-          responseValue: args.responseValue,
-          at: now,
-        });
-        if (!inserted) return { kind: 'already_voted' as const, vote: null, status: d.status };
-        const tally = await tx.tally(d);
-        await tx.timeline(d.id, 'vote', person.email, now, { choice: args.choice, note, surface: person.surface });
+        // The vote, its timeline entry and the tally with it, in one statement.
+        const tally = await tx.insertVoteCounted(
+          { id: newId('vote'), decisionId: d.id, voter: person.email, voterRef: person.ref, surface: person.surface, choice: args.choice, note, responseValue: args.responseValue, at: now },
+          d,
+        );
+        if (!tally) {
+          const first = await tx.voteOf(d.id, person.email);
+          return { kind: 'already_voted' as const, vote: first ? recordedVote(first) : null, status: d.status };
+        }
         const events: NewEvent[] = [
           { subject: EVENT.decisionVoteRecorded, org: args.org, data: { decisionId: d.id, voter: person.email, choice: args.choice, surface: person.surface, tally, policy: policyRef(d) } },
         ];
