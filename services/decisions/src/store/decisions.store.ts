@@ -36,7 +36,7 @@ export interface ListFilter {
 const pgArrayItem = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
 
 /** Rows an unlimited org's monthly count is spread over (see takeQuota). */
-export const USAGE_SHARDS = 8;
+export const USAGE_SHARDS = 16;
 
 const NEWEST_FIRST = [
   { column: 'created_at', order: 'desc' as const },
