@@ -8,7 +8,7 @@ import { EchoEndpoints } from './contracts/access';
 import { ConfigError } from './config';
 import { createDb, migrate, type Migration } from './db';
 import { createLogger, type Logger } from './logger';
-import type { ServiceName } from './subjects';
+import { RETIRED_DURABLES, STREAM_EVENTS, type ServiceName } from './subjects';
 
 export interface ServiceContext {
   name: ServiceName;
@@ -90,6 +90,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     const hooks = (await opts.setup(ctx)) ?? {};
     const consumers = consumerOpts.map((c) => new EventConsumer({ ...c, bus: bus!, log }));
     for (const c of consumers) await c.start();
+    await deleteRetiredDurables(bus, opts.name, log);
     let relay: OutboxRelay | undefined;
     if (opts.outbox) {
       relay = new OutboxRelay({
@@ -127,6 +128,21 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     await bus?.close().catch(() => undefined);
     await db.destroy().catch(() => undefined);
     throw err;
+  }
+}
+
+/** Removes this service's retired durables (RETIRED_DURABLES) from the EVENTS stream, if still there. */
+async function deleteRetiredDurables(bus: Bus, name: ServiceName, log: Logger): Promise<void> {
+  const retired = RETIRED_DURABLES[name] ?? [];
+  if (retired.length === 0) return;
+  const jsm = await bus.jsm();
+  for (const durable of retired) {
+    try {
+      if (await jsm.consumers.delete(STREAM_EVENTS, durable)) log.info({ durable }, 'retired durable consumer deleted');
+    } catch (err) {
+      // Not there (a new deployment, or another replica deleted it first): nothing to do.
+      if (!/not found/i.test(String((err as Error).message))) log.warn({ durable, err }, 'could not delete a retired durable consumer');
+    }
   }
 }
 

@@ -153,12 +153,28 @@ export const EVENT = {
 export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
 
 /**
+ * Durables no longer used, deleted by their service at start: each took a wildcard
+ * (`evt.>`, `evt.decision.>`) and so received, and acknowledged, every event it ignored.
+ * Their successors, one per subject they need, start from the stream's beginning; what
+ * they apply is keyed by event or decision id, so replaying changes nothing.
+ */
+export const RETIRED_DURABLES: Partial<Record<'gateway' | 'policies' | 'decisions' | 'notifier' | 'surfaces' | 'scheduler', string[]>> = {
+  gateway: ['gateway-audit'],
+  policies: ['policies-decision-usage'],
+};
+
+/**
  * Durable consumer names: `<service>-<what>`. One durable per (service, filter subject)
  * because nats-server 2.9 allows one filter subject per consumer.
  */
 export const DURABLE = {
-  gatewayAudit: 'gateway-audit',
-  policiesDecisionUsage: 'policies-decision-usage',
+  gatewayAuditForceDeleted: 'gateway-audit-force-deleted',
+  gatewayAuditVoteRefused: 'gateway-audit-vote-refused',
+  gatewayAuditConsumed: 'gateway-audit-consumed',
+  gatewayAuditCancelled: 'gateway-audit-cancelled',
+  policiesDecisionCreated: 'policies-decision-created',
+  policiesDecisionResolved: 'policies-decision-resolved',
+  policiesDecisionCancelled: 'policies-decision-cancelled',
   decisionsTimerExpire: 'decisions-timer-expire',
   decisionsTimerRemind: 'decisions-timer-remind',
   decisionsTimerEscalate: 'decisions-timer-escalate',

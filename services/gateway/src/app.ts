@@ -4,7 +4,7 @@ import { AccessEndpoints, SecretBox, announceChange, followChanges, createLogger
 import { createAuthenticator } from './auth/authenticate';
 import { createJwtVerifier } from './auth/jwt';
 import type { GatewayConfig } from './config';
-import { auditConsumer } from './consumers/audit.consumer';
+import { auditConsumers } from './consumers/audit.consumer';
 import { createHealthCheck } from './health';
 import { createApp } from './http/app';
 import { createLimitedServer } from './http/connections';
@@ -54,7 +54,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         if (user) return { found: true, kind: 'user' as const, label: user.email, email: user.email };
         return { found: false };
       });
-      ctx.consume(auditConsumer(store));
+      for (const c of auditConsumers(store)) ctx.consume(c);
       const verifyJwt = createJwtVerifier({
         secret: config.AUTH_JWT_SECRET,
         jwksUrl: config.AUTH_JWKS_URL,

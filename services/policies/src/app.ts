@@ -1,6 +1,6 @@
 import { ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { PoliciesConfig } from './config';
-import { decisionUsageConsumer } from './consumers/decision-usage.consumer';
+import { decisionUsageConsumers } from './consumers/decision-usage.consumer';
 import { registerApproverHandlers } from './handlers/approvers.handlers';
 import { registerPolicyHandlers } from './handlers/policies.handlers';
 import { createPolicyLogic } from './usecases/policies';
@@ -30,7 +30,7 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
       const contracts = new ContractEngine(contractEngineOptions(config));
       registerPolicyHandlers(ctx.host, createPolicyLogic({ policies, approvers, clock: ctx.clock, contracts }));
       registerApproverHandlers(ctx.host, { approvers, bus: ctx.bus });
-      ctx.consume(decisionUsageConsumer(policies));
+      for (const c of decisionUsageConsumers(policies)) ctx.consume(c);
       return { afterStop: () => contracts.close() };
     },
   });

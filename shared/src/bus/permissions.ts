@@ -1,4 +1,4 @@
-import { DURABLE, SERVICE_NAMES, STREAM_DEADLETTER, STREAM_EVENTS, SUBJECT, deadLetterSubject, type ServiceName } from '../subjects';
+import { DURABLE, RETIRED_DURABLES, SERVICE_NAMES, STREAM_DEADLETTER, STREAM_EVENTS, SUBJECT, deadLetterSubject, type ServiceName } from '../subjects';
 import { LARGE_BUCKET } from './large';
 
 /**
@@ -137,6 +137,8 @@ export function natsPermissionsOf(name: ServiceName, user: string = name): NatsP
           `${js}.CONSUMER.MSG.NEXT.${STREAM_EVENTS}.${d}`,
           `$JS.ACK.${STREAM_EVENTS}.${d}.>`,
         ]),
+        // Its retired durables, deleted at start.
+        ...(RETIRED_DURABLES[name] ?? []).map((d) => `${js}.CONSUMER.DELETE.${STREAM_EVENTS}.${d}`),
         // The object store that carries bodies over max_payload.
         `${js}.STREAM.*.${obj}`,
         `${js}.STREAM.MSG.*.${obj}`,

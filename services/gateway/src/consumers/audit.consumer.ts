@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, EVENTS_SUBJECTS, type DomainEvent } from '@approvals/shared';
+import { DURABLE, EVENT, type DomainEvent } from '@approvals/shared';
 import type { AccessStore } from '../store/access.store';
 
 /** The audit entry an event makes, for the events that belong in the org's audit log. */
@@ -17,15 +17,21 @@ export function auditEntryOf(e: DomainEvent): { action: string; actor?: string; 
   }
 }
 
-/** Events that belong in the org's audit log. The entry is keyed by event id, so a redelivered event writes nothing twice. */
-export function auditConsumer(store: AccessStore) {
-  return {
-    durable: DURABLE.gatewayAudit,
-    filterSubject: EVENTS_SUBJECTS,
-    handler: async (event: DomainEvent) => {
-      const entry = auditEntryOf(event);
-      if (!entry) return;
-      await store.appendAudit({ org: event.org, ...entry, details: event.data as Record<string, unknown>, eventId: event.id, at: new Date(event.occurredAt) });
-    },
+/**
+ * Events that belong in the org's audit log, one durable per subject (so the gateway
+ * receives only those). The entry is keyed by event id, so a redelivered event writes
+ * nothing twice.
+ */
+export function auditConsumers(store: AccessStore) {
+  const handler = async (event: DomainEvent) => {
+    const entry = auditEntryOf(event);
+    if (!entry) return;
+    await store.appendAudit({ org: event.org, ...entry, details: event.data as Record<string, unknown>, eventId: event.id, at: new Date(event.occurredAt) });
   };
+  return [
+    { durable: DURABLE.gatewayAuditForceDeleted, filterSubject: EVENT.policyForceDeleted, handler },
+    { durable: DURABLE.gatewayAuditVoteRefused, filterSubject: EVENT.decisionVoteRefused, handler },
+    { durable: DURABLE.gatewayAuditConsumed, filterSubject: EVENT.decisionConsumed, handler },
+    { durable: DURABLE.gatewayAuditCancelled, filterSubject: EVENT.decisionCancelled, handler },
+  ];
 }

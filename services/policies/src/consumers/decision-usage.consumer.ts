@@ -5,34 +5,27 @@ import type { PoliciesStore } from '../store/policies.store';
  * Keeps the usage projection (pending decisions, last use) from decision events. Every
  * write is keyed by decision id, so redelivery and reordering are harmless.
  */
-export function decisionUsageConsumer(store: PoliciesStore) {
-  return {
-    durable: DURABLE.policiesDecisionUsage,
-    filterSubject: 'evt.decision.>',
-    // The events waiting are applied together: a statement per kind, not per event.
-    batch: {
-      max: 200,
-      handler: async (events: DomainEvent[]) => {
-        const opened: Array<{ decisionId: string; org: string; policyId: string; at: Date }> = [];
-        const closed: typeof opened = [];
-        for (const event of events) {
-          if (event.type === EVENT.decisionCreated) {
-            if (event.data.policy) opened.push({ decisionId: event.data.decisionId, org: event.org, policyId: event.data.policy.id, at: new Date(event.data.createdAt) });
-          } else if (event.type === EVENT.decisionResolved || event.type === EVENT.decisionCancelled) {
-            if (event.data.policy) closed.push({ decisionId: event.data.decisionId, org: event.org, policyId: event.data.policy.id, at: new Date(event.occurredAt) });
-          }
-        }
-        await store.recordDecisionsBatch(opened, closed);
-      },
-    },
-    handler: async (event: DomainEvent) => {
-      if (event.type === EVENT.decisionCreated) {
-        if (!event.data.policy) return;
-        await store.recordDecisionCreated({ decisionId: event.data.decisionId, org: event.org, policyId: event.data.policy.id, at: new Date(event.data.createdAt) });
-      } else if (event.type === EVENT.decisionResolved || event.type === EVENT.decisionCancelled) {
-        if (!event.data.policy) return;
-        await store.recordDecisionClosed({ decisionId: event.data.decisionId, org: event.org, policyId: event.data.policy.id, at: new Date(event.occurredAt) });
-      }
-    },
-  };
+export function decisionUsageConsumers(store: PoliciesStore) {
+  type Use = { decisionId: string; org: string; policyId: string; at: Date };
+  const opened = (events: DomainEvent[]): Use[] =>
+    events.flatMap((e) => (e.type === EVENT.decisionCreated && e.data.policy ? [{ decisionId: e.data.decisionId, org: e.org, policyId: e.data.policy.id, at: new Date(e.data.createdAt) }] : []));
+  const closed = (events: DomainEvent[]): Use[] =>
+    events.flatMap((e) =>
+      (e.type === EVENT.decisionResolved || e.type === EVENT.decisionCancelled) && e.data.policy
+        ? [{ decisionId: e.data.decisionId, org: e.org, policyId: e.data.policy.id, at: new Date(e.occurredAt) }]
+        : [],
+    );
+  // The events waiting are applied together: one statement per batch, not per event.
+  const apply = async (events: DomainEvent[]) => store.recordDecisionsBatch(opened(events), closed(events));
+  const consumer = (durable: string, filterSubject: string) => ({
+    durable,
+    filterSubject,
+    handler: async (event: DomainEvent) => apply([event]),
+    batch: { max: 200, handler: apply },
+  });
+  return [
+    consumer(DURABLE.policiesDecisionCreated, EVENT.decisionCreated),
+    consumer(DURABLE.policiesDecisionResolved, EVENT.decisionResolved),
+    consumer(DURABLE.policiesDecisionCancelled, EVENT.decisionCancelled),
+  ];
 }

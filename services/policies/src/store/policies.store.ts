@@ -207,14 +207,11 @@ export function createPoliciesStore(db: Knex) {
       return out;
     },
 
-    async recordDecisionCreated(e: { decisionId: string; org: string; policyId: string; at: Date }): Promise<void> {
-      await db('decision_usage').insert({ decision_id: e.decisionId, org_id: e.org, policy_id: e.policyId, pending: true, used_at: e.at }).onConflict('decision_id').ignore();
-    },
-
     /**
      * Many events at once (the consumer's batch): the opened ones in one statement, then
      * the closed ones in another, in one transaction. The result is the same as applying
-     * them one by one in any order: opening never undoes a close.
+     * them one by one in any order: opening never undoes a close, and the last use is the
+     * decision's creation time whichever event came first.
      */
     async recordDecisionsBatch(opened: Array<{ decisionId: string; org: string; policyId: string; at: Date }>, closed: Array<{ decisionId: string; org: string; policyId: string; at: Date }>): Promise<void> {
       const once = <T extends { decisionId: string }>(xs: T[]) => [...new Map(xs.map((x) => [x.decisionId, x])).values()];
@@ -223,7 +220,9 @@ export function createPoliciesStore(db: Knex) {
           await q('decision_usage')
             .insert(once(opened).map((e) => ({ decision_id: e.decisionId, org_id: e.org, policy_id: e.policyId, pending: true, used_at: e.at })))
             .onConflict('decision_id')
-            .ignore();
+            // Closed first (they come through separate consumers): it keeps "not pending" and
+            // takes the creation time as its last use, which only the created event knows.
+            .merge(['used_at']);
         }
         if (closed.length) {
           await q('decision_usage')
@@ -234,14 +233,6 @@ export function createPoliciesStore(db: Knex) {
       };
       if (opened.length && closed.length) await db.transaction((trx) => write(trx));
       else await write(db);
-    },
-
-    /** Closing before the created event arrived (out of order) still leaves a non-pending row. */
-    async recordDecisionClosed(e: { decisionId: string; org: string; policyId: string; createdAt?: Date; at: Date }): Promise<void> {
-      await db('decision_usage')
-        .insert({ decision_id: e.decisionId, org_id: e.org, policy_id: e.policyId, pending: false, used_at: e.createdAt ?? e.at })
-        .onConflict('decision_id')
-        .merge({ pending: false });
     },
   };
 }

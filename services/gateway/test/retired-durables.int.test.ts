@@ -1,0 +1,47 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Bus, RETIRED_DURABLES, STREAM_EVENTS, createLogger } from '@approvals/shared';
+import { AckPolicy } from '@nats-io/jetstream';
+import { startStack, type Stack } from '../../../test/helpers/stack';
+
+/**
+ * Durables that took a wildcard (and so received every event they ignored) are replaced
+ * by one durable per subject; the service deletes the old one when it starts.
+ */
+describe('retired durables', () => {
+  let stack: Stack;
+  let bus: Bus;
+
+  beforeAll(async () => {
+    stack = await startStack({ label: 'retired', services: ['decisions'] });
+    bus = await Bus.connect({ url: stack.nats.url, name: 'retired-test', log: createLogger('t', 'silent') });
+  });
+  afterAll(async () => {
+    await bus?.close();
+    await stack?.stop();
+  });
+
+  it('the gateway and policies delete their former wildcard durables at start, and run one durable per subject', async () => {
+    const jsm = await bus.jsm();
+    const retired = [...RETIRED_DURABLES.gateway!, ...RETIRED_DURABLES.policies!];
+    expect(retired).toEqual(['gateway-audit', 'policies-decision-usage']);
+    for (const durable of retired) await jsm.consumers.add(STREAM_EVENTS, { durable_name: durable, ack_policy: AckPolicy.Explicit, filter_subject: 'evt.>' });
+
+    await stack.startService('policies');
+    await stack.startService('gateway');
+
+    const names: string[] = [];
+    for await (const c of jsm.consumers.list(STREAM_EVENTS)) names.push(c.name);
+    for (const durable of retired) expect(names).not.toContain(durable);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'gateway-audit-force-deleted',
+        'gateway-audit-vote-refused',
+        'gateway-audit-consumed',
+        'gateway-audit-cancelled',
+        'policies-decision-created',
+        'policies-decision-resolved',
+        'policies-decision-cancelled',
+      ]),
+    );
+  });
+});
