@@ -32,6 +32,16 @@ export const BaseServiceEnv = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_BASE_URL: z.string().url('PUBLIC_BASE_URL must be a URL').default('http://localhost:8080'),
   /**
+   * Port of the service's metrics and probe endpoint (`/metrics`, `/livez`, `/readyz`);
+   * unset: none (the gateway always serves `/metrics` and `/health` on its own port).
+   */
+  METRICS_PORT: z.coerce
+    .number({ error: 'METRICS_PORT must be a number' })
+    .int('METRICS_PORT must be an integer')
+    .min(0, 'METRICS_PORT must be >= 0')
+    .max(65535, 'METRICS_PORT must be <= 65535')
+    .optional(),
+  /**
    * Let tenant-set URLs (approver webhooks, the model's baseUrl, engine and chat settings)
    * reach this host and private networks (local setups, tests). Off by default.
    */

@@ -1,3 +1,4 @@
+import { scrapedGauge } from './metrics';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Piscina } from 'piscina';
@@ -62,6 +63,11 @@ export class ContractEngine {
   private readonly validated = new Map<string, SchemaVerdict>();
   readonly checkBudgetMs: number;
   readonly validateBudgetMs: number;
+
+  /** Tasks in the engine per org (waiting or running), for the `approvals_contract_checks` gauge. */
+  backlog(): Array<{ org: string; n: number }> {
+    return [...this.perOrg].filter(([, n]) => n > 0).map(([org, n]) => ({ org, n }));
+  }
 
   constructor(private readonly opts: ContractEngineOptions = {}) {
     this.threads = opts.threads ?? 2;
@@ -287,4 +293,14 @@ export function describeContractError(e: ContractError): string {
   if (e.keyword === 'required') return `${e.instancePath ? `${where}.` : ''}${(e.params as { missingProperty: string }).missingProperty}: is required`;
   if (e.keyword === 'additionalProperties') return `${where}: unexpected field ${(e.params as { additionalProperty: string }).additionalProperty}`;
   return `${where}: ${e.message ?? e.keyword}`;
+}
+
+/** Scrape-time gauge of an engine's tasks per org (an org flooding the contract checks shows here first). */
+export function contractBacklogGauge(service: string, engine: ContractEngine): void {
+  scrapedGauge({
+    name: 'approvals_contract_checks',
+    help: 'Contract checks in the engine (waiting or running), by service and org',
+    labelNames: ['service', 'org'] as const,
+    read: async () => engine.backlog().map(({ org, n }) => ({ labels: { service, org }, value: n })),
+  });
 }

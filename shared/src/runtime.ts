@@ -8,6 +8,7 @@ import { EchoEndpoints } from './contracts/access';
 import { ConfigError } from './config';
 import { createDb, migrate, type Migration } from './db';
 import { createLogger, type Logger } from './logger';
+import { collectProcessMetrics, scrapedGauge, startMetricsServer } from './metrics';
 import { RETIRED_DURABLES, STREAM_EVENTS, type ServiceName } from './subjects';
 
 export interface ServiceContext {
@@ -44,6 +45,8 @@ export interface ServiceOptions {
   outbox?: boolean | { pollMs?: number };
   /** Announces every change made through its (not read-only) endpoints to the caches of its data (bus/invalidation). */
   announcesChanges?: boolean;
+  /** Serves `/metrics`, `/livez` and `/readyz` on this port (0: any free port); undefined: none. */
+  metricsPort?: number;
   setup(ctx: ServiceContext): Promise<SetupResult | void>;
 }
 
@@ -51,6 +54,8 @@ export interface RunningService {
   name: ServiceName;
   ctx: ServiceContext;
   relay?: OutboxRelay;
+  /** Where `/metrics` and the probes are served, when METRICS_PORT is set. */
+  metricsPort?: number;
   stop(): Promise<void>;
 }
 
@@ -71,6 +76,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     }
     bus = await Bus.connect({ url: opts.natsUrl, name: opts.name, log, auth: opts.natsAuth });
     await bus.ensureEventsStream();
+    collectProcessMetrics();
     const host = await ServiceHost.create({ bus, name: opts.name, version: opts.version, log, announcesChangesAs: opts.announcesChanges ? opts.name : undefined });
     host.handle(EchoEndpoints[opts.name], async (req) => {
       if (req.delayMs) await new Promise((r) => setTimeout(r, req.delayMs));
@@ -106,12 +112,23 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     // Subscriptions are sent without waiting: a round trip makes sure the server has them,
     // so a request sent (from another connection) once this returns finds a responder.
     await bus.nc.flush();
-    log.info({ instance: host.instanceId }, `${opts.name} started`);
     let stopping: Promise<void> | undefined;
+    registerServiceGauges({ name: opts.name, schema: opts.schema, db, bus, outbox: Boolean(opts.outbox), durables: consumerOpts.map((c) => c.durable) });
+    const metrics =
+      opts.metricsPort === undefined
+        ? undefined
+        : await startMetricsServer({
+            port: opts.metricsPort,
+            // Ready: taking work (not stopping), connected to NATS, and the database answers.
+            ready: async () => !stopping && !bus!.nc.isClosed() && !bus!.nc.isDraining() && (await db.raw('SELECT 1').then(() => true, () => false)),
+          });
+    if (metrics) log.info({ port: metrics.port }, 'metrics and probes listening');
+    log.info({ instance: host.instanceId }, `${opts.name} started`);
     return {
       name: opts.name,
       ctx,
       relay,
+      metricsPort: metrics?.port,
       stop: () =>
         (stopping ??= (async () => {
           await hooks.beforeStop?.();
@@ -121,6 +138,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
           await hooks.afterStop?.();
           await bus!.close();
           await db.destroy();
+          await metrics?.close();
           log.info(`${opts.name} stopped`);
         })()),
     };
@@ -129,6 +147,71 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     await db.destroy().catch(() => undefined);
     throw err;
   }
+}
+
+/**
+ * Gauges read when Prometheus scrapes: the outbox's backlog and the age of its oldest
+ * unsent row, each durable's pending and unacknowledged messages and redeliveries, and
+ * the database pool.
+ */
+function registerServiceGauges(s: { name: ServiceName; schema: string; db: Knex; bus: Bus; outbox: boolean; durables: string[] }): void {
+  if (s.outbox) {
+    const backlog = async () =>
+      (await s.db.raw(`SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS age FROM ?? WHERE sent_at IS NULL`, [`${s.schema}.outbox`])).rows[0] as {
+        n: number;
+        age: number;
+      };
+    scrapedGauge({
+      name: 'approvals_outbox_backlog',
+      help: 'Outbox rows not yet published, by schema',
+      labelNames: ['schema'] as const,
+      read: async () => [{ labels: { schema: s.schema }, value: (await backlog()).n }],
+    });
+    scrapedGauge({
+      name: 'approvals_outbox_lag_seconds',
+      help: 'Age of the oldest outbox row not yet published, by schema (0 when none)',
+      labelNames: ['schema'] as const,
+      read: async () => [{ labels: { schema: s.schema }, value: (await backlog()).age }],
+    });
+  }
+  if (s.durables.length) {
+    const infos = async () => {
+      const jsm = await s.bus.jsm();
+      return Promise.all(s.durables.map(async (d) => ({ d, info: await jsm.consumers.info(STREAM_EVENTS, d) })));
+    };
+    scrapedGauge({
+      name: 'approvals_consumer_pending',
+      help: 'Events not yet delivered to a durable consumer',
+      labelNames: ['durable'] as const,
+      read: async () => (await infos()).map(({ d, info }) => ({ labels: { durable: d }, value: info.num_pending })),
+    });
+    scrapedGauge({
+      name: 'approvals_consumer_ack_pending',
+      help: 'Events delivered to a durable consumer and not yet acknowledged',
+      labelNames: ['durable'] as const,
+      read: async () => (await infos()).map(({ d, info }) => ({ labels: { durable: d }, value: info.num_ack_pending })),
+    });
+    scrapedGauge({
+      name: 'approvals_consumer_redelivered',
+      help: 'Events of a durable consumer delivered more than once and still unacknowledged',
+      labelNames: ['durable'] as const,
+      read: async () => (await infos()).map(({ d, info }) => ({ labels: { durable: d }, value: info.num_redelivered })),
+    });
+  }
+  scrapedGauge({
+    name: 'approvals_db_pool_connections',
+    help: 'Database pool connections by state (used, free, pending: requests waiting for one)',
+    labelNames: ['service', 'state'] as const,
+    read: async () => {
+      const pool = (s.db.client as { pool?: { numUsed(): number; numFree(): number; numPendingAcquires(): number } }).pool;
+      if (!pool) return [];
+      return [
+        { labels: { service: s.name, state: 'used' }, value: pool.numUsed() },
+        { labels: { service: s.name, state: 'free' }, value: pool.numFree() },
+        { labels: { service: s.name, state: 'pending' }, value: pool.numPendingAcquires() },
+      ];
+    },
+  });
 }
 
 /** Removes this service's retired durables (RETIRED_DURABLES) from the EVENTS stream, if still there. */

@@ -1,4 +1,4 @@
-import { CachedCalls, ContractEngine, SecretBox, followChanges, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { contractBacklogGauge, CachedCalls, ContractEngine, SecretBox, followChanges, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer, notificationSkippedConsumer } from './consumers/notification-sent.consumer';
@@ -23,6 +23,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
+    metricsPort: config.METRICS_PORT,
     schema: 'decisions',
     migrations,
     log: opts.log ?? createLogger('decisions', config.LOG_LEVEL),
@@ -33,6 +34,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       const waiters = new Waiters({ bus: ctx.bus, log: ctx.log });
       waiters.start();
       const contracts = new ContractEngine(contractEngineOptions(config));
+      contractBacklogGauge('decisions', contracts);
       const http = createOutboundClient({ guard: outboundGuard(config) });
       const store = new DecisionsStore(ctx.db);
       // Resolved policies and ad-hoc approver sets, until policies announces a change.

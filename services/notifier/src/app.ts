@@ -28,6 +28,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
+    metricsPort: config.METRICS_PORT,
     schema: 'notifier',
     migrations,
     outbox: true,

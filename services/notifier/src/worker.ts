@@ -1,4 +1,4 @@
-import type { Logger } from '@approvals/shared';
+import { deliveriesTotal, type Logger } from '@approvals/shared';
 import { retryDelayMs } from './domain/plan';
 import { DeliveryError, type DeliveryRow } from './providers/provider';
 import type { DeliveriesStore } from './store/deliveries.store';
@@ -74,11 +74,13 @@ export class DeliveryWorker {
       const r = await this.deps.deliver(d);
       if (r.status === 'sent') await store.sent(d.id);
       else await store.skipped(d.id, r.reason);
+      deliveriesTotal.inc({ channel: d.channel, outcome: r.status });
     } catch (err) {
       const permanent = err instanceof DeliveryError && err.permanent;
       const exhausted = d.attempts >= d.max_attempts;
       const message = (err as Error).message ?? String(err);
       await store.failed(d.id, message, permanent || exhausted ? null : retryDelayMs(d.attempts, this.deps.retryBaseMs));
+      deliveriesTotal.inc({ channel: d.channel, outcome: permanent || exhausted ? 'failed' : 'retry' });
       log[permanent || exhausted ? 'error' : 'warn']({ deliveryId: d.id, channel: d.channel, attempts: d.attempts, err: message }, permanent || exhausted ? 'delivery failed' : 'delivery failed; will retry');
     }
   }

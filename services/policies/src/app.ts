@@ -1,4 +1,4 @@
-import { ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { contractBacklogGauge, ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { PoliciesConfig } from './config';
 import { decisionUsageConsumers } from './consumers/decision-usage.consumer';
 import { registerApproverHandlers } from './handlers/approvers.handlers';
@@ -17,6 +17,7 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
+    metricsPort: config.METRICS_PORT,
     schema: 'policies',
     migrations,
     log: opts.log ?? createLogger('policies', config.LOG_LEVEL),
@@ -28,6 +29,7 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
       const policies = createPoliciesStore(ctx.db);
       const approvers = createApproversStore(ctx.db);
       const contracts = new ContractEngine(contractEngineOptions(config));
+      contractBacklogGauge('policies', contracts);
       registerPolicyHandlers(ctx.host, createPolicyLogic({ policies, approvers, clock: ctx.clock, contracts }));
       registerApproverHandlers(ctx.host, { approvers, bus: ctx.bus });
       for (const c of decisionUsageConsumers(policies)) ctx.consume(c);

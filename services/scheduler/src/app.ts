@@ -1,4 +1,4 @@
-import { createLogger, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { scrapedGauge, createLogger, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import { z } from 'zod';
 import type { SchedulerConfig } from './config';
 import { armOnCreated, disarmConsumers } from './consumers/decision-timers.consumer';
@@ -29,12 +29,22 @@ export async function startScheduler(config: SchedulerConfig, opts: { log?: Logg
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
+    metricsPort: config.METRICS_PORT,
     schema: 'scheduler',
     migrations,
     log: opts.log ?? createLogger('scheduler', config.LOG_LEVEL),
     clock: opts.clock,
     outbox: { pollMs: 1000 },
     setup: async (ctx) => {
+      scrapedGauge({
+        name: 'approvals_timers_overdue',
+        help: 'Timers past their due time and not fired (should stay near 0: the scheduler is behind or down)',
+        labelNames: ['kind'] as const,
+        read: async () =>
+          (
+            await ctx.db.raw(`SELECT kind, count(*)::int AS n FROM timers WHERE fired_at IS NULL AND cancelled_at IS NULL AND due_at <= now() - interval '1 second' GROUP BY kind`)
+          ).rows.map((r: { kind: string; n: number }) => ({ labels: { kind: r.kind }, value: r.n })),
+      });
       const store = createTimersStore(ctx.db);
       ticker = new Ticker({
         store,

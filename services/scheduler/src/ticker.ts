@@ -1,3 +1,4 @@
+import { timerFireLagSeconds } from '@approvals/shared';
 import type { Clock, Logger } from '@approvals/shared';
 import type { TimersStore } from './store/timers.store';
 
@@ -32,7 +33,8 @@ export class Ticker {
     let total = 0;
     const batch = this.deps.batch ?? 500;
     for (;;) {
-      const n = await this.deps.store.fireDue(this.deps.clock.now(), batch);
+      const now = this.deps.clock.now();
+      const n = await this.deps.store.fireDue(now, batch, (t) => timerFireLagSeconds.observe({ kind: t.kind }, Math.max(0, now.getTime() - t.due_at.getTime()) / 1000));
       total += n;
       if (n < batch) return total;
     }

@@ -23,6 +23,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
+    metricsPort: config.METRICS_PORT,
     schema: 'surfaces',
     migrations,
     log: opts.log ?? createLogger('surfaces', config.LOG_LEVEL),

@@ -5,7 +5,7 @@ import { EventEnvelope } from '../contracts/common';
 import { eventSchemaOf, type DomainEvent } from '../contracts/events';
 import { AppError } from '../errors';
 import type { Logger } from '../logger';
-import { deadLettersTotal } from '../metrics';
+import { deadLettersTotal, eventsHandledTotal } from '../metrics';
 import { STREAM_EVENTS, deadLetterSubject, type EventSubject } from '../subjects';
 import { Bus, decodeJson, encodeJson } from './bus';
 
@@ -169,6 +169,7 @@ export class EventConsumer {
       return;
     }
     for (const r of ready) r.m.ack();
+    eventsHandledTotal.inc({ durable: this.opts.durable, outcome: 'ok' }, ready.length);
   }
 
   private async run(messages: ConsumerMessages): Promise<void> {
@@ -216,6 +217,7 @@ export class EventConsumer {
     try {
       await handler(event, { deliveryCount, working: () => m.working() });
       m.ack();
+      eventsHandledTotal.inc({ durable, outcome: 'ok' });
     } catch (err) {
       if (err instanceof PoisonMessage) {
         await this.deadLetter(m, event.id, 'poison', err.message);
@@ -229,6 +231,7 @@ export class EventConsumer {
       const level = err instanceof AppError && err.transient ? 'warn' : 'error';
       log[level]({ durable, eventId: event.id, type: event.type, deliveryCount, delay, err }, 'event handler failed; will redeliver');
       m.nak(delay);
+      eventsHandledTotal.inc({ durable, outcome: 'retry' });
     }
   }
 
@@ -258,6 +261,7 @@ export class EventConsumer {
       return;
     }
     deadLettersTotal.inc({ durable, reason });
+    eventsHandledTotal.inc({ durable, outcome: 'dead_letter' });
     log.error({ durable, subject: m.subject, seq: m.seq, eventId, reason, err: error }, 'event parked in the dead-letter stream (npm run admin -- dlq list)');
     // No reason argument: nats-server before 2.10 does not recognise "+TERM <reason>",
     // leaves the message pending and redelivers it after ack_wait.

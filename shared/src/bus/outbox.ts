@@ -1,3 +1,4 @@
+import { outboxPublishedTotal } from '../metrics';
 import { Client } from 'pg';
 import type { Knex } from 'knex';
 import { newId } from '../ids';
@@ -249,6 +250,7 @@ export class OutboxRelay {
         await trx(OUTBOX_TABLE)
           .whereIn('id', rows.map((r) => r.id))
           .update({ sent_at: trx.fn.now() });
+        outboxPublishedTotal.inc({ schema: this.opts.schema }, rows.length);
       }
       return rows.length;
     });

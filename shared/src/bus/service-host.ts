@@ -7,6 +7,7 @@ import { isDatabaseUnavailable } from '../db';
 import { AppError, httpStatusOf } from '../errors';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
+import { busRequestSeconds, busRequestsTotal } from '../metrics';
 import type { ServiceName } from '../subjects';
 import { Bus, decodeJson, encodeJson } from './bus';
 import { announceChange } from './invalidation';
@@ -37,6 +38,7 @@ export class ServiceHost {
     private readonly bus: Bus,
     private readonly service: Service,
     private readonly log: Logger,
+    private readonly name: string,
     private readonly announces?: ServiceName,
   ) {}
 
@@ -53,7 +55,7 @@ export class ServiceHost {
       description: opts.description ?? `approvals ${opts.name} service`,
       queue: opts.name,
     });
-    return new ServiceHost(opts.bus, service, opts.log, opts.announcesChangesAs);
+    return new ServiceHost(opts.bus, service, opts.log, opts.name, opts.announcesChangesAs);
   }
 
   get serviceId(): string {
@@ -122,6 +124,8 @@ export class ServiceHost {
     } catch (err) {
       reply = errorReply(err, this.log, ep.subject);
     }
+    busRequestsTotal.inc({ service: this.name, subject: ep.subject, outcome: reply.ok ? 'ok' : reply.error.code });
+    busRequestSeconds.observe({ service: this.name, subject: ep.subject }, (Date.now() - started) / 1000);
     const stats = this.statsOf(ep.subject);
     if (stats) {
       // countLatency (in the library's sync wrapper) already counted the request and ~0 ms.

@@ -1,9 +1,9 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
 import { mountWebApp } from './web-app';
-import { randomUUID } from 'node:crypto';
+import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { AppError, RawHttpReply, endpoint, RawCallback, type Bus, type Logger } from '@approvals/shared';
+import { AppError, RawHttpReply, endpoint, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, type Bus, type Logger } from '@approvals/shared';
 import type { Authenticate, Authenticated } from '../auth/authenticate';
 import { invalidRequest, toErrorResponse, zodIssues } from './errors';
 import { buildOpenApi, renderDocsPage } from './openapi';
@@ -17,6 +17,8 @@ export interface AppDeps {
   log: Logger;
   authenticate: Authenticate;
   health: () => Promise<{ status: number; body: unknown }>;
+  /** Bearer token `/metrics` requires (none: open, for a port only Prometheus reaches). */
+  metricsToken?: string;
   bodyLimitBytes: number;
   rateLimitPerKeyPerMin: number;
   rateLimitPerIpPerMin: number;
@@ -61,6 +63,10 @@ export function createApp(deps: AppDeps) {
   app.use((req: Req, res, next) => {
     const started = process.hrtime.bigint();
     res.once('finish', () => {
+      // Route patterns, not URLs: the label set stays bounded whatever is requested.
+      const route = req.route?.path ? `${req.baseUrl ?? ''}${String(req.route.path)}` : 'unmatched';
+      httpRequestsTotal.inc({ route, method: req.method, status: `${Math.floor(res.statusCode / 100)}xx` });
+      httpRequestSeconds.observe({ route, method: req.method }, Number(process.hrtime.bigint() - started) / 1e9);
       if (req.url === '/health') return;
       const level = res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug';
       if (!deps.log.isLevelEnabled(level)) return;
@@ -87,6 +93,18 @@ export function createApp(deps: AppDeps) {
   app.get('/health', async (_req, res) => {
     const h = await deps.health();
     res.status(h.status).json(h.body);
+  });
+  app.get('/metrics', async (req, res) => {
+    if (deps.metricsToken) {
+      const given = Buffer.from(req.header('authorization') ?? '');
+      const wanted = Buffer.from(`Bearer ${deps.metricsToken}`);
+      if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) {
+        res.status(401).json({ error: 'unauthorized', message: '/metrics needs the metrics token (METRICS_TOKEN)' });
+        return;
+      }
+    }
+    res.setHeader('Content-Type', metricsRegistry.contentType);
+    res.send(await metricsRegistry.metrics());
   });
   app.get('/openapi.json', (_req, res) => {
     res.json(openapi);

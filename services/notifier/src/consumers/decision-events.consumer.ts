@@ -1,4 +1,4 @@
-import { ApproversEndpoints, DURABLE, EVENT, consumerOf, type CachedCalls, type DomainEvent, type EventSubject, type OrgCache } from '@approvals/shared';
+import { ApproversEndpoints, DURABLE, EVENT, consumerOf, deliveriesTotal, type CachedCalls, type DomainEvent, type EventSubject, type OrgCache } from '@approvals/shared';
 import { escalationTarget, initialTargets, pushTargets, withPersonalChannels } from '../domain/plan';
 import type { PeopleStore } from '../store/people.store';
 import type { PersonalChannels } from '../domain/plan';
@@ -40,6 +40,7 @@ export function notifierConsumers(deps: {
       r.kind === 'notify' || r.kind === 'remind' || r.kind === 'escalate' || !ENGINE_CHANNELS.has(r.channel) ? { ...r, skipReason: deps.unavailable?.(r.channel) ?? null } : r,
     );
     if ((await store.plan(planned)) > 0 && planned.some((r) => !r.skipReason)) deps.wake();
+    for (const r of planned) if (r.skipReason) deliveriesTotal.inc({ channel: r.channel, outcome: 'skipped' });
   };
 
   /**

@@ -40,7 +40,8 @@ export function createTimersStore(db: Knex) {
      * rows), writes each timer's event to the outbox and marks it fired, in one
      * transaction. So a timer fires exactly once, and never before its due time.
      */
-    async fireDue(now: Date, limit = 500): Promise<number> {
+    /** Fires what is due (up to `limit`), telling `onFired` of each timer once its firing committed. */
+    async fireDue(now: Date, limit = 500, onFired?: (t: TimerRow) => void): Promise<number> {
       return db.transaction(async (trx) => {
         const due: TimerRow[] = await trx('timers')
           .whereNull('fired_at')
@@ -60,7 +61,11 @@ export function createTimersStore(db: Knex) {
           })),
         );
         await trx('timers').whereIn('id', due.map((t) => t.id)).update({ fired_at: now });
-        return due.length;
+        return due;
+      }).then((fired) => {
+        if (typeof fired === 'number') return fired;
+        if (onFired) for (const t of fired) onFired(t);
+        return fired.length;
       });
     },
 
