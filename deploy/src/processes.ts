@@ -25,29 +25,37 @@ export function launchServices(opts: {
   onRestart?: (service: string, reason: string, delayMs: number) => void;
   /** Node flags before the script, e.g. `--cpu-prof` (the bench's profiles). */
   nodeArgs?: (service: string) => string[];
+  /** Processes per service (default 1). With more, `children` is keyed `<name>-<n>` (1-based). */
+  replicas?: number;
+  /** More environment for one replica (e.g. its own PORT and METRICS_PORT). */
+  envOf?: (service: string, replica: number) => NodeJS.ProcessEnv;
 }): ServiceProcesses {
+  const replicas = Math.max(1, opts.replicas ?? 1);
   const children = new Map<string, ChildProcess>();
   let stopping = false;
 
-  const launch = (name: string, idx: number, attempt = 0) => {
+  const launch = (name: string, idx: number, replica: number, attempt = 0) => {
     const user = opts.natsUsers?.[name as ServiceName];
-    const env = user ? { ...opts.env, NATS_USER: user.user, NATS_PASSWORD: user.password } : opts.env;
+    const key = replicas === 1 ? name : `${name}-${replica}`;
+    const env = { ...opts.env, ...(user ? { NATS_USER: user.user, NATS_PASSWORD: user.password } : {}), ...(opts.envOf?.(name, replica) ?? {}) };
     const child = spawn(process.execPath, [...(opts.nodeArgs?.(name) ?? []), join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.set(name, child);
+    children.set(key, child);
     for (const stream of [child.stdout!, child.stderr!]) {
       const rl = createInterface({ input: stream });
-      if (opts.onLine) rl.on('line', (l) => opts.onLine!(name, idx, l));
+      if (opts.onLine) rl.on('line', (l) => opts.onLine!(key, idx, l));
     }
     const startedAt = Date.now();
     child.on('exit', (code, signal) => {
       if (stopping || !opts.restart) return;
       const next = Date.now() - startedAt > 60_000 ? 0 : attempt + 1;
       const delay = Math.min(30_000, 500 * 2 ** next);
-      opts.onRestart?.(name, String(signal ?? code), delay);
-      setTimeout(() => !stopping && launch(name, idx, next), delay);
+      opts.onRestart?.(key, String(signal ?? code), delay);
+      setTimeout(() => !stopping && launch(name, idx, replica, next), delay);
     });
   };
-  SERVICE_NAMES.forEach((name, i) => launch(name, i));
+  SERVICE_NAMES.forEach((name, i) => {
+    for (let r = 1; r <= replicas; r++) launch(name, i, r);
+  });
 
   return {
     children,

@@ -31,6 +31,8 @@ export const BaseServiceEnv = z.object({
   NATS_CREDS: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_BASE_URL: z.string().url('PUBLIC_BASE_URL must be a URL').default('http://localhost:8080'),
+  /** Replicas of the JetStream streams and buckets a service creates when missing (3 on a cluster). */
+  JETSTREAM_REPLICAS: z.coerce.number({ error: 'JETSTREAM_REPLICAS must be a number' }).int().min(1, 'JETSTREAM_REPLICAS must be 1 to 5').max(5, 'JETSTREAM_REPLICAS must be 1 to 5').default(1),
   /**
    * Port of the service's metrics and probe endpoint (`/metrics`, `/livez`, `/readyz`);
    * unset: none (the gateway always serves `/metrics` and `/health` on its own port).

@@ -47,6 +47,8 @@ export interface ServiceOptions {
   announcesChanges?: boolean;
   /** Serves `/metrics`, `/livez` and `/readyz` on this port (0: any free port); undefined: none. */
   metricsPort?: number;
+  /** Replicas of the streams and buckets it creates when missing (JETSTREAM_REPLICAS). */
+  jetstreamReplicas?: number;
   setup(ctx: ServiceContext): Promise<SetupResult | void>;
 }
 
@@ -74,7 +76,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     if (!opts.natsAuth && !/^[a-z]+:\/\/[^@/]+@/i.test(opts.natsUrl)) {
       log.warn('connecting to NATS without credentials: any client that reaches the server can act as this service (set NATS_USER/NATS_PASSWORD or NATS_CREDS)');
     }
-    bus = await Bus.connect({ url: opts.natsUrl, name: opts.name, log, auth: opts.natsAuth });
+    bus = await Bus.connect({ url: opts.natsUrl, name: opts.name, log, auth: opts.natsAuth, replicas: opts.jetstreamReplicas });
     await bus.ensureEventsStream();
     collectProcessMetrics();
     const host = await ServiceHost.create({ bus, name: opts.name, version: opts.version, log, announcesChangesAs: opts.announcesChanges ? opts.name : undefined });

@@ -24,6 +24,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
+    jetstreamReplicas: config.JETSTREAM_REPLICAS,
     schema: 'decisions',
     migrations,
     log: opts.log ?? createLogger('decisions', config.LOG_LEVEL),

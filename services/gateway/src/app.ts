@@ -32,6 +32,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
+    jetstreamReplicas: config.JETSTREAM_REPLICAS,
     schema: 'access',
     migrations,
     log,

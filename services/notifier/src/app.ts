@@ -29,6 +29,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
+    jetstreamReplicas: config.JETSTREAM_REPLICAS,
     schema: 'notifier',
     migrations,
     outbox: true,

@@ -18,6 +18,7 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
+    jetstreamReplicas: config.JETSTREAM_REPLICAS,
     schema: 'policies',
     migrations,
     log: opts.log ?? createLogger('policies', config.LOG_LEVEL),

@@ -30,6 +30,7 @@ export async function startScheduler(config: SchedulerConfig, opts: { log?: Logg
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
+    jetstreamReplicas: config.JETSTREAM_REPLICAS,
     schema: 'scheduler',
     migrations,
     log: opts.log ?? createLogger('scheduler', config.LOG_LEVEL),

@@ -24,6 +24,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
+    jetstreamReplicas: config.JETSTREAM_REPLICAS,
     schema: 'surfaces',
     migrations,
     log: opts.log ?? createLogger('surfaces', config.LOG_LEVEL),

@@ -23,13 +23,18 @@ export interface NatsAuth {
 }
 
 export interface BusOptions {
-  /** `nats://host:port`; `nats://user:pass@host:port` is accepted too. */
+  /** `nats://host:port` (several, comma-separated: the servers of a cluster); `nats://user:pass@host:port` is accepted too. */
   url: string;
   name: string;
   log: Logger;
   auth?: NatsAuth;
   /** Default request timeout. Callers may pass their own per request. */
   requestTimeoutMs?: number;
+  /**
+   * Replicas of the streams and buckets this process creates when they are missing
+   * (EVENTS, DEADLETTER, the large-body bucket): 3 on a JetStream cluster.
+   */
+  replicas?: number;
 }
 
 export interface Reply<T> {
@@ -64,13 +69,18 @@ export class Bus {
     readonly log: Logger,
     private readonly requestTimeoutMs: number,
     private readonly inboxPrefix?: string,
+    private readonly replicas = 1,
   ) {
     this.js = jetstream(nc, this.jsOptions());
-    this.large = new LargePayloads(nc, this.js);
+    this.large = new LargePayloads(nc, this.js, replicas);
   }
 
   static async connect(opts: BusOptions): Promise<Bus> {
-    const { servers, user, pass } = splitNatsUrl(opts.url);
+    // Several servers (a cluster): credentials may be on the first; each is a seed.
+    const parts = opts.url.split(',').map((u) => u.trim()).filter(Boolean);
+    const first = splitNatsUrl(parts[0] ?? opts.url);
+    const servers = [first.servers, ...parts.slice(1).map((u) => splitNatsUrl(u).servers)];
+    const { user, pass } = first;
     const auth = { user: opts.auth?.user ?? user, pass: opts.auth?.pass ?? pass, credsFile: opts.auth?.credsFile };
     // Replies come to an inbox under the user's own prefix, which only that user may
     // subscribe to: no other service can read them.
@@ -87,7 +97,7 @@ export class Bus {
       ...(auth.credsFile ? { authenticator: credsAuthenticator(readFileSync(auth.credsFile)) } : {}),
       ...(inboxPrefix ? { inboxPrefix } : {}),
     });
-    return new Bus(nc, opts.log, opts.requestTimeoutMs ?? 10_000, inboxPrefix);
+    return new Bus(nc, opts.log, opts.requestTimeoutMs ?? 10_000, inboxPrefix, opts.replicas ?? 1);
   }
 
   /** JetStream's own inboxes (ordered consumers, watchers) under the connection's prefix too. */
@@ -127,11 +137,12 @@ export class Bus {
     const jsm = await this.jsm();
     try {
       await jsm.streams.info(config.name);
+      // The replica count of an existing stream is the operator's: not changed here.
       await jsm.streams.update(config.name, config);
     } catch (err) {
       if (!isStreamNotFound(err)) throw err;
       try {
-        await jsm.streams.add(config);
+        await jsm.streams.add({ ...config, num_replicas: this.replicas });
       } catch (addErr) {
         // Another service created it between our info and add.
         if (!String((addErr as Error).message).includes('already in use')) throw addErr;

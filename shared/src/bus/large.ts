@@ -29,6 +29,7 @@ export class LargePayloads {
   constructor(
     private readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
+    private readonly replicas = 1,
   ) {}
 
   /** The largest body sent inline. */
@@ -38,7 +39,7 @@ export class LargePayloads {
   }
 
   private bucket(): Promise<ObjectStore> {
-    this.store ??= new Objm(this.js).create(LARGE_BUCKET, { ttl: nanos(LARGE_TTL_MS), storage: StorageType.Memory }).catch((err: unknown) => {
+    this.store ??= new Objm(this.js).create(LARGE_BUCKET, { ttl: nanos(LARGE_TTL_MS), storage: StorageType.Memory, replicas: this.replicas }).catch((err: unknown) => {
       this.store = undefined;
       throw err;
     });

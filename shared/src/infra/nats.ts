@@ -69,19 +69,34 @@ export function ensureNatsServer(log: (line: string) => void = () => undefined):
  * and binding it later races with other test files doing the same, and a server that
  * failed to bind would be mistaken for the other file's server on that port.
  */
-export async function startNatsServer(opts: { storeDir: string; port?: number; log?: (line: string) => void; users?: NatsUsers; configFile?: string }): Promise<LocalNats> {
+export async function startNatsServer(opts: {
+  storeDir: string;
+  port?: number;
+  log?: (line: string) => void;
+  users?: NatsUsers;
+  configFile?: string;
+  /** A member of a JetStream cluster: its name, its route port and the other members' route ports. */
+  cluster?: { name: string; serverName: string; port: number; routes: number[] };
+}): Promise<LocalNats> {
   const bin = ensureNatsServer(opts.log);
   mkdirSync(opts.storeDir, { recursive: true });
   let args = ['-js', '-a', '127.0.0.1', '-p', String(opts.port ?? -1), '-sd', opts.storeDir];
-  if (opts.users) {
+  if (opts.users || opts.cluster) {
     // With users, a configuration file: each service's user and its permissions (and the
     // passwords) are not for the process list.
     const file = opts.configFile ?? join(dirname(opts.storeDir), `${opts.storeDir.split('/').pop()}-server.conf`);
+    const c = opts.cluster;
     const conf = [
       'host: "127.0.0.1"',
       `port: ${opts.port ?? -1}`,
+      ...(c
+        ? [
+            `server_name: ${JSON.stringify(c.serverName)}`,
+            `cluster { name: ${JSON.stringify(c.name)}, listen: "127.0.0.1:${c.port}", routes: [${c.routes.map((p) => JSON.stringify(`nats-route://127.0.0.1:${p}`)).join(', ')}] }`,
+          ]
+        : []),
       `jetstream { store_dir: ${JSON.stringify(opts.storeDir)} }`,
-      natsAuthorizationConfig(opts.users),
+      ...(opts.users ? [natsAuthorizationConfig(opts.users)] : []),
     ].join('\n');
     writeFileSync(file, conf, { mode: 0o600 });
     args = ['-c', file];
