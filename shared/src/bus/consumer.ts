@@ -118,7 +118,10 @@ export class EventConsumer {
     }
     const consumer = await bus.js.consumers.get(STREAM_EVENTS, durable);
     // A batch consumer keeps more messages coming, so a burst is taken in few batches.
-    this.messages = await consumer.consume({ max_messages: this.opts.batch ? Math.max(64, 2 * (this.opts.batch.max ?? 64)) : 64 });
+    // Pull requests expire after 2 s and are renewed: the server serves waiting pulls in
+    // turn, so replicas sharing the durable take turns even when events trickle in (one
+    // long-lived pull would otherwise take every event until it is full).
+    this.messages = await consumer.consume({ max_messages: this.opts.batch ? Math.max(64, 2 * (this.opts.batch.max ?? 64)) : 64, expires: 2000 });
     this.loop = this.opts.batch ? this.runBatches(this.messages, this.opts.batch) : this.run(this.messages);
   }
 

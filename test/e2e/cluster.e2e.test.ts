@@ -1,0 +1,264 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpRequest } from 'node:http';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import jwt from 'jsonwebtoken';
+import { freePort } from '@approvals/shared/infra';
+import { createTestDatabase, waitFor, type TestDatabase } from '@approvals/shared/testing';
+import { startRecorder } from '../helpers/third-parties';
+
+/**
+ * `npm run cluster` under load and faults: a 3-node NATS cluster (streams at 3 replicas),
+ * two replicas of every service, the gateways behind the balancer. A steady mixed load
+ * (create, vote, verify, consume; decisions left to expire) runs while one replica of each
+ * service is killed with SIGKILL and one NATS node is stopped. Then: every acknowledged
+ * decision is there, none resolved or consumed twice, each resume and each timer went out
+ * once per event id, and both replicas of every service did some of the work (their metrics).
+ */
+const ROOT = join(__dirname, '..', '..');
+const CLUSTER = join(ROOT, 'deploy', 'local', 'cluster.js');
+
+interface ClusterInfo {
+  baseUrl: string;
+  nats: Array<{ name: string; pid: number }>;
+  replicas: Array<{ key: string; service: string; pid: number; metricsPort: number }>;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('the cluster under load and faults', () => {
+  let db: TestDatabase;
+  let proc: ChildProcess;
+  let output = '';
+  let dataDir: string;
+  let base: string;
+  let info: ClusterInfo;
+  let engine: Awaited<ReturnType<typeof startRecorder>>;
+  let pg: Client;
+
+  beforeAll(async () => {
+    db = await createTestDatabase('cluster');
+    engine = await startRecorder();
+    dataDir = mkdtempSync(join(tmpdir(), 'approvals-cluster-'));
+    const port = await freePort();
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      APPROVALS_DATA_DIR: dataDir,
+      PORT: String(port),
+      DATABASE_URL: db.url,
+      LOG_LEVEL: 'error',
+      ENGINE_A_URL: engine.url,
+      ENGINE_A_EVENT_KEY: 'cluster-key',
+      SCHEDULER_POLL_MS: '200',
+      DELIVERY_POLL_MS: '100',
+      DELIVERY_RETRY_BASE_MS: '200',
+      DELIVERY_LEASE_SEC: '3',
+    };
+    for (const k of ['NATS_URL', 'AUTH_JWT_SECRET', 'PUBLIC_BASE_URL', 'NODE_ENV']) delete env[k];
+    proc = spawn(process.execPath, [CLUSTER], { cwd: ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const collect = (b: Buffer) => (output = (output + b.toString()).slice(-20_000));
+    proc.stdout!.on('data', collect);
+    proc.stderr!.on('data', collect);
+    const file = join(dataDir, 'cluster', 'cluster.json');
+    await waitFor(() => existsSync(file), { timeoutMs: 150_000, intervalMs: 500, what: `the cluster to come up:\n${output}` });
+    info = JSON.parse(readFileSync(file, 'utf8')) as ClusterInfo;
+    base = `http://127.0.0.1:${port}`;
+    pg = new Client({ connectionString: db.url });
+    await pg.connect();
+  }, 180_000);
+
+  afterAll(async () => {
+    await pg?.end().catch(() => undefined);
+    if (proc?.pid) {
+      try {
+        process.kill(-proc.pid, 'SIGTERM');
+      } catch {
+        /* gone */
+      }
+      await Promise.race([new Promise((r) => proc.once('exit', r)), sleep(30_000)]);
+      try {
+        process.kill(-proc.pid, 'SIGKILL');
+      } catch {
+        /* gone */
+      }
+    }
+    await engine?.stop();
+    await db?.drop().catch(() => undefined);
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  }, 60_000);
+
+  const secret = () => (JSON.parse(readFileSync(join(dataDir, 'secrets.json'), 'utf8')) as { AUTH_JWT_SECRET: string }).AUTH_JWT_SECRET;
+
+  /**
+   * One HTTP call on a connection of its own (as many independent clients would make, so
+   * the balancer spreads them); a transport failure (a connection cut by a killed replica)
+   * is answered as status 0.
+   */
+  const call = (method: string, path: string, token: string, body?: unknown): Promise<{ status: number; body: any }> =>
+    new Promise((resolve) => {
+      const payload = body === undefined ? undefined : JSON.stringify(body);
+      const req = httpRequest(
+        `${base}${path}`,
+        { method, agent: false, timeout: 15_000, headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            try {
+              resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
+            } catch {
+              resolve({ status: res.statusCode ?? 0, body: text });
+            }
+          });
+          res.on('error', () => resolve({ status: 0, body: undefined }));
+        },
+      );
+      req.on('timeout', () => req.destroy());
+      req.on('error', () => resolve({ status: 0, body: undefined }));
+      req.end(payload);
+    });
+  /** Retries what a fault interrupted (5xx, cut connection): every step here is idempotent. */
+  const until = async (what: string, attempt: () => Promise<{ status: number; body: any }>, ok: (s: number, b: any) => boolean) => {
+    for (let i = 0; i < 40; i++) {
+      const r = await attempt();
+      if (ok(r.status, r.body)) return r;
+      if (r.status !== 0 && r.status < 500) throw new Error(`${what}: ${r.status} ${JSON.stringify(r.body)}`);
+      await sleep(250);
+    }
+    throw new Error(`${what}: no answer after 40 tries`);
+  };
+
+  it('loses nothing and doubles nothing when a replica of each service is killed and a NATS node stops', async () => {
+    const org = `org_cluster_${Date.now().toString(36)}`;
+    const admin = jwt.sign({ sub: 'usr_admin', email: 'admin@cluster.test', org, role: 'admin' }, secret(), { expiresIn: 3600 });
+    const reviewer = jwt.sign({ sub: 'usr_rev', email: 'rev@cluster.test', org }, secret(), { expiresIn: 3600 });
+    const key = (await until('api key', () => call('POST', '/v1/api-keys/', admin, { name: 'load', roles: ['decisions:write', 'policies:write'] }), (s) => s === 201)).body.key as string;
+
+    const acknowledged = new Set<string>();
+    const consumed = new Set<string>();
+    const expiring = new Set<string>();
+    let running = true;
+    let seq = 0;
+
+    const cycle = async () => {
+      const runId = `run-${++seq}`;
+      const created = await until('create', () => call('POST', '/v1/worker/decisions', key, { externalRunId: runId, stepRef: 's', approvers: ['rev@cluster.test'], engine: 'engineA', factsHash: 'a'.repeat(64) }), (s) => s === 201 || s === 200);
+      const id = created.body.decisionId as string;
+      acknowledged.add(id);
+      await until('vote', () => call('POST', `/v1/decisions/${id}/decide`, reviewer, { decision: 'approve' }), (s, b) => s === 200 || (s === 409 && b?.error === 'already_voted'));
+      await until('verify', () => call('GET', `/v1/worker/decisions/${id}/verify?factsHash=${'a'.repeat(64)}`, key), (s, b) => s === 200 && b.valid === true);
+      await until('consume', () => call('POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'load', factsHash: 'a'.repeat(64) }), (s) => s === 200);
+      consumed.add(id);
+    };
+    const expiry = async () => {
+      const runId = `exp-${++seq}`;
+      const created = await until('create expiring', () => call('POST', '/v1/worker/decisions', key, { externalRunId: runId, stepRef: 's', approvers: ['nobody@cluster.test'], engine: 'engineA', timeoutSec: 2 }), (s) => s === 201 || s === 200);
+      acknowledged.add(created.body.decisionId);
+      expiring.add(created.body.decisionId);
+    };
+    const loops = [
+      ...Array.from({ length: 4 }, async () => {
+        while (running) await cycle();
+      }),
+      (async () => {
+        while (running) {
+          await expiry();
+          await sleep(300);
+        }
+      })(),
+    ];
+
+    await sleep(8000);
+    // One replica of every service, killed outright.
+    for (const r of info.replicas.filter((x) => x.key.endsWith('-1'))) process.kill(r.pid, 'SIGKILL');
+    await sleep(4000);
+    // One NATS node stops (the streams keep a quorum of 2 of 3).
+    process.kill(info.nats[2]!.pid, 'SIGTERM');
+    await sleep(16_000);
+    running = false;
+    await Promise.all(loops);
+    expect(acknowledged.size).toBeGreaterThan(40);
+
+    const ids = [...acknowledged];
+    // Everything settles: consumed ones resumed, expiring ones expired and resumed.
+    await waitFor(
+      async () => {
+        const r = await pg.query(`SELECT count(*)::int AS n FROM decisions.decisions WHERE id = ANY($1) AND status IN ('APPROVED', 'EXPIRED')`, [ids]);
+        const resumed = new Set(engine.requests.map((q) => q.body?.data?.decisionId));
+        return r.rows[0].n === ids.length && ids.every((id) => resumed.has(id));
+      },
+      { timeoutMs: 60_000, intervalMs: 500, what: 'every decision resolved and resumed' },
+    );
+
+    // Every acknowledged decision is there, resolved once.
+    const rows = (await pg.query(`SELECT id, status, consumed_at FROM decisions.decisions WHERE id = ANY($1)`, [ids])).rows as Array<{ id: string; status: string; consumed_at: Date | null }>;
+    expect(rows).toHaveLength(ids.length);
+    for (const r of rows) expect([r.id, r.status]).toEqual([r.id, expiring.has(r.id) ? 'EXPIRED' : 'APPROVED']);
+    for (const id of consumed) expect(rows.find((r) => r.id === id)!.consumed_at).not.toBeNull();
+    const twice = await pg.query(
+      `SELECT decision_id, count(*)::int AS n FROM decisions.timeline WHERE decision_id = ANY($1) AND type IN ('resolved', 'expired') GROUP BY decision_id HAVING count(*) > 1`,
+      [ids],
+    );
+    expect(twice.rows).toEqual([]);
+    const events = await pg.query(
+      `SELECT subject, envelope->'data'->>'decisionId' AS id, count(*)::int AS n FROM decisions.outbox
+        WHERE subject IN ('evt.decision.resolved', 'evt.decision.consumed') AND envelope->'data'->>'decisionId' = ANY($1) GROUP BY 1, 2`,
+      [ids],
+    );
+    expect(events.rows.filter((e: { n: number }) => e.n !== 1)).toEqual([]);
+    expect(events.rows.filter((e: { subject: string }) => e.subject === 'evt.decision.resolved')).toHaveLength(ids.length);
+    expect(events.rows.filter((e: { subject: string }) => e.subject === 'evt.decision.consumed')).toHaveLength(consumed.size);
+
+    // Each resume went out for one event id per decision (a resend after a crash carries the same id: the engine dedupes on it).
+    const resumeIds = new Map<string, Set<string>>();
+    for (const q of engine.requests) {
+      const id = q.body?.data?.decisionId as string | undefined;
+      if (!id) continue;
+      resumeIds.set(id, (resumeIds.get(id) ?? new Set()).add(q.body.id));
+    }
+    for (const id of ids) expect([id, resumeIds.get(id)?.size]).toEqual([id, 1]);
+
+    // Each expiry timer fired once, with one timer event.
+    const timers = await pg.query(
+      `SELECT t.ref, t.fired_at, (SELECT count(*)::int FROM scheduler.outbox o WHERE o.subject = 'evt.timer.expire_due' AND o.envelope->'data'->>'timerId' = t.id) AS events
+         FROM scheduler.timers t WHERE t.kind = 'expire' AND t.ref = ANY($1)`,
+      [[...expiring]],
+    );
+    expect(timers.rows).toHaveLength(expiring.size);
+    for (const t of timers.rows as Array<{ ref: string; fired_at: Date | null; events: number }>) expect([t.ref, t.fired_at !== null, t.events]).toEqual([t.ref, true, 1]);
+
+    // Both replicas of every service did some of the work (the killed ones after their restart too).
+    const metric = async (port: number, name: string, match: string) => {
+      const text = (await new Promise<string>((resolve, reject) =>
+        httpRequest(`http://127.0.0.1:${port}/metrics`, { agent: false }, (res) => {
+          let t = '';
+          res.on('data', (c: Buffer) => (t += c.toString()));
+          res.on('end', () => resolve(t));
+        })
+          .on('error', reject)
+          .end(),
+      )) as string;
+      return text
+        .split('\n')
+        .filter((l) => l.startsWith(name) && l.includes(match))
+        .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    };
+    const work: Record<string, [string, string]> = {
+      gateway: ['approvals_http_requests_total', 'route="/v1/worker/decisions"'],
+      decisions: ['approvals_bus_requests_total', 'service="decisions"'],
+      policies: ['approvals_events_handled_total', 'durable="policies-decision-created"'],
+      notifier: ['approvals_events_handled_total', 'durable="notifier-decision-created"'],
+      surfaces: ['approvals_events_handled_total', 'durable="surfaces-decision-created"'],
+      scheduler: ['approvals_events_handled_total', 'durable="scheduler-decision-created"'],
+    };
+    const seen: Record<string, number> = {};
+    for (const r of info.replicas) seen[r.key] = await metric(r.metricsPort, ...work[r.service]!);
+    const idle = info.replicas.filter((r) => !(seen[r.key]! > 0)).map((r) => r.key);
+    if (idle.length) process.stderr.write(`work per replica: ${JSON.stringify(seen)}\n${output.split('\n').filter((l) => /exited|error|warn/i.test(l)).slice(-40).join('\n')}\n`);
+    expect(idle).toEqual([]);
+  }, 240_000);
+});
