@@ -7,10 +7,33 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
  * level, as a cloud load balancer in TCP mode does: keep-alive connections stay on their
  * replica, and a draining replica closes its idle ones so clients reconnect elsewhere.
  */
-export async function startBalancer(opts: { port: number; host?: string; backends: () => number[] }): Promise<{ port: number; server: Server; close(): Promise<void> }> {
+export async function startBalancer(opts: {
+  port: number;
+  host?: string;
+  backends: () => number[];
+  /**
+   * Whether a backend takes new connections (its `/readyz`), asked every 250 ms: a replica
+   * that is draining says no while it finishes, and gets no new connections.
+   */
+  ready?: (backend: number) => Promise<boolean>;
+}): Promise<{ port: number; server: Server; close(): Promise<void> }> {
   let next = 0;
   const downUntil = new Map<number, number>();
+  const notReady = new Set<number>();
   const open = new Set<Socket>();
+  let checking = true;
+  const check = async () => {
+    while (checking && opts.ready) {
+      await Promise.all(
+        opts.backends().map(async (p) => {
+          if (await opts.ready!(p).catch(() => false)) notReady.delete(p);
+          else notReady.add(p);
+        }),
+      );
+      await new Promise((r) => setTimeout(r, 250).unref());
+    }
+  };
+  void check();
 
   const connect = (client: Socket, tried: Set<number>) => {
     const all = opts.backends();
@@ -20,7 +43,7 @@ export async function startBalancer(opts: { port: number; host?: string; backend
       return;
     }
     const now = Date.now();
-    const up = candidates.filter((p) => (downUntil.get(p) ?? 0) <= now);
+    const up = candidates.filter((p) => (downUntil.get(p) ?? 0) <= now && !notReady.has(p));
     const pool = up.length ? up : candidates;
     const port = pool[next++ % pool.length]!;
     tried.add(port);
@@ -64,6 +87,7 @@ export async function startBalancer(opts: { port: number; host?: string; backend
     port: typeof addr === 'object' && addr ? addr.port : opts.port,
     server,
     close: async () => {
+      checking = false;
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         for (const s of open) s.destroy();

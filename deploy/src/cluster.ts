@@ -1,4 +1,5 @@
 import { chmodSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { join } from 'node:path';
 import { Bus, SERVICE_NAMES, createLogger } from '@approvals/shared';
 import { ensureDatabase, freePort, startEmbeddedPostgres, startNatsServer, type LocalNats } from '@approvals/shared/infra';
@@ -106,6 +107,9 @@ export async function main(): Promise<void> {
     for (let r = 1; r <= replicas; r++) gatewayPorts.push(await freePort());
     const baseUrl = process.env.PUBLIC_BASE_URL ?? `http://localhost:${port}`;
     say(`starting ${replicas} replicas of each service`);
+    let written = false;
+    // eslint-disable-next-line prefer-const
+    let describe: () => ClusterInfo;
     const procs = launchServices({
       env: {
         ...process.env,
@@ -120,13 +124,35 @@ export async function main(): Promise<void> {
       natsUsers: users,
       replicas,
       restart: process.env.CLUSTER_RESTART !== 'false',
-      envOf: (name, r) => ({ METRICS_PORT: String(metricsPorts.get(`${name}-${r}`)), ...(name === 'gateway' ? { PORT: String(gatewayPorts[r - 1]) } : {}) }),
+      envOf: (name, r) => ({
+        METRICS_PORT: String(metricsPorts.get(`${name}-${r}`)),
+        // A gateway told to stop reports not ready for a second first: the balancer stops
+        // sending it connections before it closes its port.
+        ...(name === 'gateway' ? { PORT: String(gatewayPorts[r - 1]), SHUTDOWN_DELAY_MS: process.env.SHUTDOWN_DELAY_MS ?? '1000' } : {}),
+      }),
       onLine: (key, _i, line) => process.stdout.write(`[${key.padEnd(11)}] ${line}\n`),
       onRestart: (key, reason, delay) => say(`${key} exited (${reason}); restarting in ${delay} ms`),
+      // Once the cluster is up, cluster.json follows restarts (a replica's new pid).
+      onStart: () => {
+        if (written) writeFileSync(CLUSTER_FILE, JSON.stringify(describe(), null, 2));
+      },
     });
     stops.push(() => procs.stop());
 
-    const balancer = await startBalancer({ port, backends: () => gatewayPorts });
+    const readyz = (metricsPort: number) =>
+      new Promise<boolean>((resolve) => {
+        const req = httpGet({ host: '127.0.0.1', port: metricsPort, path: '/readyz', agent: false, timeout: 1000 }, (res) => {
+          res.resume();
+          resolve(res.statusCode === 200);
+        });
+        req.on('timeout', () => req.destroy());
+        req.on('error', () => resolve(false));
+      });
+    const balancer = await startBalancer({
+      port,
+      backends: () => gatewayPorts,
+      ready: (backend) => readyz(metricsPorts.get(`gateway-${gatewayPorts.indexOf(backend) + 1}`)!),
+    });
     stops.push(() => balancer.close());
 
     const shutdown = async (signal: string) => {
@@ -145,7 +171,7 @@ export async function main(): Promise<void> {
 
     const health = await waitHealthy(`http://127.0.0.1:${port}`, 180_000, () => shuttingDown);
     if (!health.ok && !shuttingDown) say(`not healthy after 180 s; last health answer: ${health.last}`);
-    const info: ClusterInfo = {
+    describe = (): ClusterInfo => ({
       baseUrl,
       databaseUrl,
       nats: servers.map((s, i) => ({ name: `n${i + 1}`, url: s.url, pid: s.process.pid!, clientPort: clientPorts[i]!, routePort: routePorts[i]! })),
@@ -157,8 +183,9 @@ export async function main(): Promise<void> {
         ...(key.startsWith('gateway') ? { port: gatewayPorts[Number(key.split('-').pop()) - 1] } : {}),
       })),
       launcherPid: process.pid,
-    };
-    writeFileSync(CLUSTER_FILE, JSON.stringify(info, null, 2));
+    });
+    writeFileSync(CLUSTER_FILE, JSON.stringify(describe(), null, 2));
+    written = true;
     writeRuntime({ baseUrl, databaseUrl, natsUrl, pid: process.pid });
     say('');
     say(`Approvals cluster is up: ${baseUrl}`);

@@ -29,6 +29,8 @@ export function launchServices(opts: {
   replicas?: number;
   /** More environment for one replica (e.g. its own PORT and METRICS_PORT). */
   envOf?: (service: string, replica: number) => NodeJS.ProcessEnv;
+  /** Called each time a process starts (the first time and after each restart). */
+  onStart?: (key: string, child: ChildProcess) => void;
 }): ServiceProcesses {
   const replicas = Math.max(1, opts.replicas ?? 1);
   const children = new Map<string, ChildProcess>();
@@ -40,6 +42,7 @@ export function launchServices(opts: {
     const env = { ...opts.env, ...(user ? { NATS_USER: user.user, NATS_PASSWORD: user.password } : {}), ...(opts.envOf?.(name, replica) ?? {}) };
     const child = spawn(process.execPath, [...(opts.nodeArgs?.(name) ?? []), join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.set(key, child);
+    opts.onStart?.(key, child);
     for (const stream of [child.stdout!, child.stderr!]) {
       const rl = createInterface({ input: stream });
       if (opts.onLine) rl.on('line', (l) => opts.onLine!(key, idx, l));

@@ -31,6 +31,12 @@ export const BaseServiceEnv = z.object({
   NATS_CREDS: z.string().min(1).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   PUBLIC_BASE_URL: z.string().url('PUBLIC_BASE_URL must be a URL').default('http://localhost:8080'),
+  /**
+   * On SIGTERM, how long a replica keeps serving while reporting not ready (`/readyz` 503)
+   * before it stops taking work: the time a load balancer or Kubernetes needs to stop
+   * sending it new connections. 0 stops at once.
+   */
+  SHUTDOWN_DELAY_MS: z.coerce.number({ error: 'SHUTDOWN_DELAY_MS must be a number' }).int().min(0).max(60_000).default(0),
   /** Replicas of the JetStream streams and buckets a service creates when missing (3 on a cluster). */
   JETSTREAM_REPLICAS: z.coerce.number({ error: 'JETSTREAM_REPLICAS must be a number' }).int().min(1, 'JETSTREAM_REPLICAS must be 1 to 5').max(5, 'JETSTREAM_REPLICAS must be 1 to 5').default(1),
   /**

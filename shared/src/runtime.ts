@@ -49,6 +49,8 @@ export interface ServiceOptions {
   metricsPort?: number;
   /** Replicas of the streams and buckets it creates when missing (JETSTREAM_REPLICAS). */
   jetstreamReplicas?: number;
+  /** On stop, serve this long while reporting not ready before stopping (SHUTDOWN_DELAY_MS). */
+  shutdownDelayMs?: number;
   setup(ctx: ServiceContext): Promise<SetupResult | void>;
 }
 
@@ -133,6 +135,12 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       metricsPort: metrics?.port,
       stop: () =>
         (stopping ??= (async () => {
+          // Not ready from here on (`/readyz` 503); balancers stop sending new work while
+          // this replica still serves, then it stops taking work and finishes what it holds.
+          if (opts.shutdownDelayMs) {
+            log.info({ delayMs: opts.shutdownDelayMs }, 'stopping: reporting not ready before draining');
+            await new Promise((r) => setTimeout(r, opts.shutdownDelayMs));
+          }
           await hooks.beforeStop?.();
           await host.stop();
           await Promise.all(consumers.map((c) => c.stop()));

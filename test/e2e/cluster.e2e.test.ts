@@ -97,8 +97,11 @@ describe('the cluster under load and faults', () => {
    * the balancer spreads them); a transport failure (a connection cut by a killed replica)
    * is answered as status 0.
    */
+  /** Every answer's status while `recording` (0: the connection failed). */
+  const answers: number[] = [];
+  let recording = false;
   const call = (method: string, path: string, token: string, body?: unknown): Promise<{ status: number; body: any }> =>
-    new Promise((resolve) => {
+    new Promise<{ status: number; body: any }>((resolve) => {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const req = httpRequest(
         `${base}${path}`,
@@ -120,6 +123,9 @@ describe('the cluster under load and faults', () => {
       req.on('timeout', () => req.destroy());
       req.on('error', () => resolve({ status: 0, body: undefined }));
       req.end(payload);
+    }).then((r) => {
+      if (recording) answers.push(r.status);
+      return r;
     });
   /** Retries what a fault interrupted (5xx, cut connection): every step here is idempotent. */
   const until = async (what: string, attempt: () => Promise<{ status: number; body: any }>, ok: (s: number, b: any) => boolean) => {
@@ -260,5 +266,67 @@ describe('the cluster under load and faults', () => {
     const idle = info.replicas.filter((r) => !(seen[r.key]! > 0)).map((r) => r.key);
     if (idle.length) process.stderr.write(`work per replica: ${JSON.stringify(seen)}\n${output.split('\n').filter((l) => /exited|error|warn/i.test(l)).slice(-40).join('\n')}\n`);
     expect(idle).toEqual([]);
+  }, 240_000);
+
+  it('a rolling restart of every replica under load (SIGTERM, one at a time) loses nothing and answers no 5xx', async () => {
+    const org = `org_rolling_${Date.now().toString(36)}`;
+    const admin = jwt.sign({ sub: 'usr_admin', email: 'admin@rolling.test', org, role: 'admin' }, secret(), { expiresIn: 3600 });
+    const reviewer = jwt.sign({ sub: 'usr_rev', email: 'rev@rolling.test', org }, secret(), { expiresIn: 3600 });
+    const key = (await until('api key', () => call('POST', '/v1/api-keys/', admin, { name: 'load', roles: ['decisions:write'] }), (s) => s === 201)).body.key as string;
+    const file = join(dataDir, 'cluster', 'cluster.json');
+    const current = () => JSON.parse(readFileSync(file, 'utf8')) as ClusterInfo;
+    const ready = async (port: number) =>
+      new Promise<boolean>((resolve) =>
+        httpRequest(`http://127.0.0.1:${port}/readyz`, { agent: false }, (res) => {
+          res.resume();
+          resolve(res.statusCode === 200);
+        })
+          .on('error', () => resolve(false))
+          .end(),
+      );
+    // Every replica up and ready before the restarts begin (test one killed some).
+    await waitFor(async () => (await Promise.all(current().replicas.map((r) => ready(r.metricsPort)))).every(Boolean), { timeoutMs: 60_000, what: 'every replica ready' });
+
+    const made = new Set<string>();
+    const done = new Set<string>();
+    let running = true;
+    let n = 0;
+    recording = true;
+    const loops = Array.from({ length: 3 }, async () => {
+      while (running) {
+        const runId = `roll-${++n}`;
+        const created = await until('create', () => call('POST', '/v1/worker/decisions', key, { externalRunId: runId, stepRef: 's', approvers: ['rev@rolling.test'], factsHash: 'b'.repeat(64) }), (s) => s === 201 || s === 200);
+        const id = created.body.decisionId as string;
+        made.add(id);
+        await until('vote', () => call('POST', `/v1/decisions/${id}/decide`, reviewer, { decision: 'approve' }), (s, b) => s === 200 || (s === 409 && b?.error === 'already_voted'));
+        await until('consume', () => call('POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'roll', factsHash: 'b'.repeat(64) }), (s) => s === 200);
+        done.add(id);
+      }
+    });
+
+    await sleep(2000);
+    for (const before of current().replicas) {
+      process.kill(before.pid, 'SIGTERM');
+      // Back (a new process) and ready before the next one goes.
+      await waitFor(
+        async () => {
+          const now = current().replicas.find((r) => r.key === before.key)!;
+          return now.pid !== before.pid && (await ready(now.metricsPort));
+        },
+        { timeoutMs: 60_000, intervalMs: 200, what: `${before.key} to restart` },
+      );
+    }
+    await sleep(2000);
+    running = false;
+    await Promise.all(loops);
+    recording = false;
+
+    expect(made.size).toBeGreaterThan(20);
+    expect(done.size).toBe(made.size);
+    // No 5xx and no cut connection at any point: draining replicas finished what they held.
+    const failures = answers.filter((s) => s === 0 || s >= 500);
+    expect({ answers: answers.length, failures }).toEqual({ answers: answers.length, failures: [] });
+    const rows = await pg.query(`SELECT count(*)::int AS n FROM decisions.decisions WHERE id = ANY($1) AND status = 'APPROVED' AND consumed_at IS NOT NULL`, [[...made]]);
+    expect(rows.rows[0].n).toBe(made.size);
   }, 240_000);
 });

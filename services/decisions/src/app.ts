@@ -25,6 +25,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
+    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
     schema: 'decisions',
     migrations,
     log: opts.log ?? createLogger('decisions', config.LOG_LEVEL),

@@ -33,6 +33,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
+    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
     schema: 'access',
     migrations,
     log,

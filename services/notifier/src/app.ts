@@ -30,6 +30,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
+    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
     schema: 'notifier',
     migrations,
     outbox: true,

@@ -19,6 +19,7 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
+    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
     schema: 'policies',
     migrations,
     log: opts.log ?? createLogger('policies', config.LOG_LEVEL),

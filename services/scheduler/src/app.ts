@@ -31,6 +31,7 @@ export async function startScheduler(config: SchedulerConfig, opts: { log?: Logg
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
+    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
     schema: 'scheduler',
     migrations,
     log: opts.log ?? createLogger('scheduler', config.LOG_LEVEL),

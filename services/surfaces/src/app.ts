@@ -25,6 +25,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
     natsAuth: natsAuthFromEnv(config),
     metricsPort: config.METRICS_PORT,
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
+    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
     schema: 'surfaces',
     migrations,
     log: opts.log ?? createLogger('surfaces', config.LOG_LEVEL),
