@@ -1,0 +1,28 @@
+#!/bin/sh
+# Writes .env (secrets for compose) and nats/auth.conf (a NATS user per service, with the
+# permissions from shared/src/bus/permissions.ts). Run from deploy/docker, after
+# `npm install && npm run build` at the repository root. Keep both files out of git.
+set -eu
+cd "$(dirname "$0")"
+rand() { node -e "process.stdout.write(require('crypto').randomBytes($1).toString('$2'))"; }
+users=$(mktemp)
+node -e "
+const r=(n)=>require('crypto').randomBytes(n).toString('hex');
+const names=['gateway','decisions','policies','notifier','surfaces','scheduler','admin'];
+process.stdout.write(JSON.stringify(Object.fromEntries(names.map((n)=>[n,{user:n,password:r(18)}]))));
+" > "$users"
+(cd ../.. && npm run --silent admin -- nats-config --passwords "$users") > nats/auth.conf
+pw() { node -e "process.stdout.write(require('$users')['$1'].password)"; }
+cat > .env <<ENV
+POSTGRES_PASSWORD=$(rand 18 hex)
+AUTH_JWT_SECRET=$(rand 32 hex)
+SECRETS_KEY=$(rand 32 base64)
+NATS_PASSWORD_GATEWAY=$(pw gateway)
+NATS_PASSWORD_DECISIONS=$(pw decisions)
+NATS_PASSWORD_POLICIES=$(pw policies)
+NATS_PASSWORD_NOTIFIER=$(pw notifier)
+NATS_PASSWORD_SURFACES=$(pw surfaces)
+NATS_PASSWORD_SCHEDULER=$(pw scheduler)
+ENV
+rm -f "$users"
+echo "wrote .env and nats/auth.conf"

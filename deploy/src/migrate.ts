@@ -1,0 +1,33 @@
+import { join } from 'node:path';
+import { createDb, createLogger, migrate, type Migration } from '@approvals/shared';
+
+/**
+ * Every service's migrations, each under its schema's lock, then exit: the Kubernetes
+ * migrations Job (`<image> migrate`) runs this before a rollout. Services also migrate at
+ * start (under the same lock), so a replica never runs against an older schema.
+ */
+const SCHEMAS: Array<{ service: string; schema: string }> = [
+  { service: 'gateway', schema: 'access' },
+  { service: 'decisions', schema: 'decisions' },
+  { service: 'policies', schema: 'policies' },
+  { service: 'notifier', schema: 'notifier' },
+  { service: 'surfaces', schema: 'surfaces' },
+  { service: 'scheduler', schema: 'scheduler' },
+];
+
+export async function main(): Promise<void> {
+  const url = process.env.DATABASE_URL;
+  if (!url) throw new Error('DATABASE_URL is required');
+  const log = createLogger('migrate', process.env.LOG_LEVEL ?? 'info');
+  for (const { service, schema } of SCHEMAS) {
+    // The compiled migrations of each service (the image holds dist/ only).
+    const { migrations } = require(join(__dirname, '..', '..', 'services', service, 'dist', 'migrations', 'index.js')) as { migrations: Migration[] };
+    const db = createDb({ url, schema, poolMax: 2, log });
+    try {
+      await migrate(db, schema, migrations);
+      log.info({ schema, migrations: migrations.length }, 'schema up to date');
+    } finally {
+      await db.destroy();
+    }
+  }
+}
