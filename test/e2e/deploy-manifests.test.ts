@@ -1,0 +1,148 @@
+import { describe, expect, it } from '@jest/globals';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments, parse as parseYaml } from 'yaml';
+import { Client } from 'pg';
+import { ConfigMap, Secret, Service } from 'kubernetes-models/v1';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { Job } from 'kubernetes-models/batch/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
+import { SERVICE_NAMES, collectProcessMetrics, metricsRegistry } from '@approvals/shared';
+import { createTestDatabase } from '@approvals/shared/testing';
+import { manifests, renderYaml } from '../../deploy/src/kubernetes';
+
+/**
+ * The deployment artifacts are checked, not just shipped: the Kubernetes manifests are
+ * valid against the Kubernetes schemas and cover every service with probes; compose
+ * runs every service twice on a 3-node NATS cluster; the alert rules and the dashboard
+ * only use metrics the code exports; the image's migrate entry migrates.
+ */
+const ROOT = join(__dirname, '..', '..');
+const K8S = join(ROOT, 'deploy', 'kubernetes');
+const read = (...p: string[]) => readFileSync(join(ROOT, ...p), 'utf8');
+
+const MODELS: Record<string, new (o: any) => { validate(): void }> = {
+  'v1/ConfigMap': ConfigMap,
+  'v1/Secret': Secret,
+  'v1/Service': Service,
+  'apps/v1/Deployment': Deployment,
+  'batch/v1/Job': Job,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+};
+
+function docsOf(file: string): Array<Record<string, any>> {
+  return parseAllDocuments(readFileSync(join(K8S, file), 'utf8'))
+    .map((d) => d.toJS() as Record<string, any> | null)
+    .filter((d): d is Record<string, any> => d !== null);
+}
+
+describe('deployment artifacts', () => {
+  it('approvals.yaml is what the generator writes from the services in the code', () => {
+    expect(readFileSync(join(K8S, 'approvals.yaml'), 'utf8')).toBe(renderYaml(manifests()));
+  });
+
+  it('every Kubernetes resource is valid against its schema (custom resources: apiVersion, kind, name)', () => {
+    const files = readdirSync(K8S).filter((f) => f.endsWith('.yaml') && f !== 'nats-values.yaml');
+    expect(files.sort()).toEqual(['approvals.yaml', 'postgres-cnpg.yaml', 'secrets.example.yaml']);
+    let validated = 0;
+    for (const file of files) {
+      for (const doc of docsOf(file)) {
+        const model = MODELS[`${doc.apiVersion}/${doc.kind}`];
+        if (model) {
+          expect(() => new model(doc).validate()).not.toThrow();
+          validated++;
+        } else {
+          expect({ file, apiVersion: doc.apiVersion, kind: doc.kind }).toMatchObject({ apiVersion: expect.stringMatching(/^postgresql\.cnpg\.io\//), kind: expect.any(String) });
+          expect(doc.metadata?.name).toEqual(expect.any(String));
+        }
+      }
+    }
+    expect(validated).toBeGreaterThanOrEqual(2 + 4 * SERVICE_NAMES.length);
+  });
+
+  it('a broken resource is refused by the same validation (the check has teeth)', () => {
+    const d = structuredClone(manifests().find((m) => m.kind === 'Deployment')!) as any;
+    d.spec.template.spec.containers[0].ports[0].containerPort = 'not a port';
+    expect(() => new Deployment(d).validate()).toThrow();
+  });
+
+  it('every service in the code has a Deployment with probes, resources and drain time, a Service, a PDB and an HPA', () => {
+    const docs = docsOf('approvals.yaml');
+    for (const s of SERVICE_NAMES) {
+      const of = (kind: string) => docs.find((d) => d.kind === kind && d.metadata.name === `approvals-${s}`);
+      const dep = of('Deployment');
+      expect(dep).toBeDefined();
+      const c = dep!.spec.template.spec.containers[0];
+      expect(c.args).toEqual([s]);
+      expect(c.readinessProbe.httpGet).toEqual({ path: '/readyz', port: 'metrics' });
+      expect(c.livenessProbe.httpGet).toEqual({ path: '/livez', port: 'metrics' });
+      expect(c.resources.requests).toEqual({ cpu: expect.any(String), memory: expect.any(String) });
+      expect(dep!.spec.template.spec.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(30);
+      expect(dep!.spec.template.spec.securityContext.runAsNonRoot).toBe(true);
+      expect(of('Service')).toBeDefined();
+      expect(of('PodDisruptionBudget')!.spec.minAvailable).toBe(1);
+      expect(of('HorizontalPodAutoscaler')!.spec.minReplicas).toBe(2);
+    }
+    expect(docs.find((d) => d.kind === 'Job')!.spec.template.spec.containers[0].args).toEqual(['migrate']);
+  });
+
+  it('the NATS chart values make a 3-node JetStream cluster; compose runs every service twice on three NATS nodes', () => {
+    const nats = parseYaml(readFileSync(join(K8S, 'nats-values.yaml'), 'utf8'));
+    expect(nats.config.cluster).toMatchObject({ enabled: true, replicas: 3 });
+    expect(nats.config.jetstream.enabled).toBe(true);
+
+    const compose = parseYaml(read('deploy', 'docker', 'compose.yaml'), { merge: true });
+    for (const s of SERVICE_NAMES) {
+      expect(compose.services[s]).toBeDefined();
+      expect(compose.services[s].deploy.replicas).toBe(2);
+      expect(compose.services[s].command).toEqual([s]);
+      expect(compose.services[s].environment.JETSTREAM_REPLICAS).toBe('3');
+    }
+    expect(Object.keys(compose.services).filter((k) => k.startsWith('nats-'))).toEqual(['nats-1', 'nats-2', 'nats-3']);
+    const dockerfile = read('deploy', 'docker', 'Dockerfile');
+    expect(dockerfile).toMatch(/^USER node$/m);
+    expect(dockerfile).toMatch(/^HEALTHCHECK /m);
+    expect(dockerfile.match(/^FROM /gm)!.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('the alert rules and the dashboard use only metrics the code exports', () => {
+    collectProcessMetrics();
+    const exported = new Set(metricsRegistry.getMetricsAsArray().map((m) => m.name));
+    // Gauges read at scrape time are registered when a service starts: found in the code.
+    const sources = [join(ROOT, 'shared', 'src'), ...SERVICE_NAMES.map((s) => join(ROOT, 'services', s, 'src'))];
+    const walk = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+    for (const f of sources.flatMap(walk)) for (const m of readFileSync(f, 'utf8').matchAll(/name: '(approvals_[a-z_]+)'/g)) exported.add(m[1]!);
+    const known = (name: string) => exported.has(name) || exported.has(name.replace(/_(bucket|count|sum)$/, ''));
+
+    const rules = parseYaml(read('deploy', 'observability', 'alerts.yaml')).groups.flatMap((g: { rules: unknown[] }) => g.rules) as Array<{ alert: string; expr: string }>;
+    expect(rules.length).toBeGreaterThanOrEqual(10);
+    const dashboard = JSON.parse(read('deploy', 'observability', 'grafana-dashboard.json'));
+    const exprs = [...rules.map((r) => r.expr), ...dashboard.panels.flatMap((p: { targets: Array<{ expr: string }> }) => p.targets.map((t) => t.expr))];
+    const used = new Set(exprs.flatMap((e) => [...e.matchAll(/\b(approvals_[a-z0-9_]+)/g)].map((m) => m[1]!)));
+    expect(used.size).toBeGreaterThanOrEqual(12);
+    expect([...used].filter((n) => !known(n))).toEqual([]);
+  });
+
+  it('the image entry migrates every schema and refuses an unknown service', async () => {
+    const db = await createTestDatabase('migrate');
+    try {
+      const entry = join(ROOT, 'deploy', 'docker', 'entrypoint.js');
+      const run = spawnSync(process.execPath, [entry, 'migrate'], { env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 60_000 });
+      expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
+      const pg = new Client({ connectionString: db.url });
+      await pg.connect();
+      const schemas = (await pg.query(`SELECT schema_name FROM information_schema.schemata WHERE schema_name = ANY($1) ORDER BY 1`, [['access', 'decisions', 'notifier', 'policies', 'scheduler', 'surfaces']])).rows.map((r) => r.schema_name);
+      await pg.end();
+      expect(schemas).toEqual(['access', 'decisions', 'notifier', 'policies', 'scheduler', 'surfaces']);
+      const bad = spawnSync(process.execPath, [entry, 'nope'], { encoding: 'utf8' });
+      expect(bad.status).toBe(2);
+      expect(bad.stderr).toContain('usage');
+    } finally {
+      await db.drop();
+    }
+  });
+});
