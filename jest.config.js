@@ -6,7 +6,11 @@ module.exports = {
   testPathIgnorePatterns: ['/node_modules/', '/dist/'],
   transform: {
     '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
+    // OpenTelemetry's exporter and resource detectors load Node modules with a native
+    // `import()`, which jest's module sandbox refuses: compiled to `require` for the tests.
+    '/node_modules/@opentelemetry/.+\\.js$': ['@swc/jest', { jsc: { parser: { syntax: 'ecmascript' }, target: 'es2022' }, module: { type: 'commonjs' } }],
   },
+  transformIgnorePatterns: ['/node_modules/(?!@opentelemetry/)'],
   moduleNameMapper: {
     '^@approvals/shared$': '<rootDir>/shared/src/index.ts',
     '^@approvals/client$': '<rootDir>/shared/client/src/index.ts',

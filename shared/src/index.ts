@@ -16,3 +16,4 @@ export * from './contracts/index';
 export * from './policy-contract';
 export * from './contract-engine';
 export * from './metrics';
+export * from './tracing';

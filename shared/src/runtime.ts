@@ -9,6 +9,7 @@ import { ConfigError } from './config';
 import { createDb, migrate, type Migration } from './db';
 import { createLogger, type Logger } from './logger';
 import { collectProcessMetrics, scrapedGauge, startMetricsServer } from './metrics';
+import { startTracing, stopTracing } from './tracing';
 import { RETIRED_DURABLES, STREAM_EVENTS, type ServiceName } from './subjects';
 
 export interface ServiceContext {
@@ -71,6 +72,8 @@ export interface RunningService {
 export async function startService(opts: ServiceOptions): Promise<RunningService> {
   const log = opts.log ?? createLogger(opts.name);
   const clock = opts.clock ?? systemClock;
+  // Traces, when the OTEL_* variables ask for them (off by default).
+  if (await startTracing(opts.name)) log.info('exporting traces (OpenTelemetry)');
   const db = createDb({ url: opts.databaseUrl, schema: opts.schema, log });
   let bus: Bus | undefined;
   try {
@@ -260,6 +263,7 @@ export function runMain(name: string, start: () => Promise<{ stop(): Promise<voi
     force.unref();
     starting
       .then((svc) => svc.stop())
+      .then(() => stopTracing())
       .then(
         () => process.exit(0),
         (err) => {

@@ -1,4 +1,4 @@
-import { deliveriesTotal, type Logger } from '@approvals/shared';
+import { SpanKind, contextFrom, deliveriesTotal, inSpan, type Logger } from '@approvals/shared';
 import { retryDelayMs } from './domain/plan';
 import { DeliveryError, type DeliveryRow } from './providers/provider';
 import type { DeliveriesStore } from './store/deliveries.store';
@@ -71,7 +71,9 @@ export class DeliveryWorker {
   private async deliver(d: DeliveryRow): Promise<void> {
     const { store, log } = this.deps;
     try {
-      const r = await this.deps.deliver(d);
+      const r = await inSpan(`deliver ${d.kind} ${d.channel}`, { kind: SpanKind.PRODUCER, parent: contextFrom(d.traceparent), attributes: { 'approvals.delivery': d.id, 'approvals.channel': d.channel } }, () =>
+        this.deps.deliver(d),
+      );
       if (r.status === 'sent') await store.sent(d.id);
       else await store.skipped(d.id, r.reason);
       deliveriesTotal.inc({ channel: d.channel, outcome: r.status });

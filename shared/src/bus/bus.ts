@@ -1,5 +1,5 @@
 import { connect } from '@nats-io/transport-node';
-import { NoRespondersError, TimeoutError, credsAuthenticator, type NatsConnection } from '@nats-io/nats-core';
+import { NoRespondersError, TimeoutError, credsAuthenticator, headers, type MsgHdrs, type NatsConnection } from '@nats-io/nats-core';
 import { readFileSync } from 'node:fs';
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
@@ -10,6 +10,7 @@ import type { Logger } from '../logger';
 import { DEADLETTER_SUBJECTS, EVENTS_SUBJECTS, STREAM_DEADLETTER, STREAM_EVENTS } from '../subjects';
 import { LargePayloads } from './large';
 import { inboxPrefixOf } from './permissions';
+import { SpanKind, currentTraceparent, inSpan, injectInto } from '../tracing';
 
 /** Pause before resending a request nobody was subscribed to (a replica restarting). */
 const NO_RESPONDERS_PAUSE_MS = 300;
@@ -160,15 +161,29 @@ export class Bus {
     req: z.input<Req>,
     opts: { timeoutMs?: number } = {},
   ): Promise<Reply<z.output<Res>>> {
+    return inSpan(ep.subject, { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': ep.subject } }, () => this.send(ep, req, opts));
+  }
+
+  private async send<Req extends z.ZodType, Res extends z.ZodType>(
+    ep: EndpointDef<Req, Res>,
+    req: z.input<Req>,
+    opts: { timeoutMs?: number } = {},
+  ): Promise<Reply<z.output<Res>>> {
     // Type-checked here and validated by the receiving service: one validation per process
     // boundary (the gateway has already validated what a person sent over HTTP).
     const payload = req;
     const timeout = opts.timeoutMs ?? ep.timeoutMs ?? this.requestTimeoutMs;
     const body = await this.large.wrap(encodeJson(payload));
+    // The caller's trace continues in the service that answers (traceparent in the headers).
+    let hdrs: MsgHdrs | undefined;
+    if (currentTraceparent()) {
+      hdrs = headers();
+      injectInto(hdrs);
+    }
     let raw: Uint8Array;
     for (let attempt = 1; ; attempt++) {
       try {
-        const msg = await this.nc.request(ep.subject, body, { timeout });
+        const msg = await this.nc.request(ep.subject, body, { timeout, ...(hdrs ? { headers: hdrs } : {}) });
         raw = await this.large.unwrap(msg.data);
         break;
       } catch (err) {

@@ -6,6 +6,8 @@ import { eventSchemaOf, type DomainEvent } from '../contracts/events';
 import { AppError } from '../errors';
 import type { Logger } from '../logger';
 import { deadLettersTotal, eventsHandledTotal } from '../metrics';
+import { trace } from '@opentelemetry/api';
+import { SpanKind, contextFrom, inSpan } from '../tracing';
 import { STREAM_EVENTS, deadLetterSubject, type EventSubject } from '../subjects';
 import { Bus, decodeJson, encodeJson } from './bus';
 
@@ -165,7 +167,18 @@ export class EventConsumer {
     }
     if (ready.length === 0) return;
     try {
-      await handler(ready.map((r) => r.event));
+      // One span for the batch, linked to each event's trace.
+      const links = ready.flatMap((r) => {
+        const sc = trace.getSpanContext(contextFrom(r.event.traceparent));
+        return sc ? [{ context: sc }] : [];
+      });
+      // A batch of one continues its event's trace, as a single event would.
+      const parent = ready.length === 1 ? contextFrom(ready[0]!.event.traceparent) : undefined;
+      await inSpan(
+        `${this.opts.durable} ${ready.length === 1 ? ready[0]!.event.type : 'batch'}`,
+        { kind: SpanKind.CONSUMER, ...(parent ? { parent } : { links }), attributes: { 'messaging.batch.message_count': ready.length } },
+        () => handler(ready.map((r) => r.event)),
+      );
     } catch (err) {
       this.opts.log.warn({ durable: this.opts.durable, n: ready.length, err }, 'event batch failed; handling its events one by one');
       for (const r of ready) await this.handleChecked(r.m, r.event);
@@ -218,7 +231,10 @@ export class EventConsumer {
     const { log, durable, handler } = this.opts;
     const deliveryCount = m.info.deliveryCount;
     try {
-      await handler(event, { deliveryCount, working: () => m.working() });
+      // The trace of the operation that committed the event goes on here.
+      await inSpan(`${durable} ${event.type}`, { kind: SpanKind.CONSUMER, parent: contextFrom(event.traceparent), attributes: { 'messaging.consumer.group.name': durable } }, () =>
+        handler(event, { deliveryCount, working: () => m.working() }),
+      );
       m.ack();
       eventsHandledTotal.inc({ durable, outcome: 'ok' });
     } catch (err) {

@@ -1,4 +1,5 @@
 import { outboxPublishedTotal } from '../metrics';
+import { currentTraceparent } from '../tracing';
 import { Client } from 'pg';
 import type { Knex } from 'knex';
 import { newId } from '../ids';
@@ -58,6 +59,11 @@ export async function addOutboxSequence(knex: Knex, schema: string): Promise<voi
  * Events as they are stored in the outbox: each checked against its subject's contract
  * (a bug here must fail the write, not reach the consumers), with its id and time.
  */
+const traced = (): { traceparent?: string } => {
+  const traceparent = currentTraceparent();
+  return traceparent ? { traceparent } : {};
+};
+
 export function toEnvelopes(events: NewEvent[]): EventEnvelope[] {
   return events.map((e) => {
     const schema = eventSchemaOf(e.subject);
@@ -72,6 +78,7 @@ export function toEnvelopes(events: NewEvent[]): EventEnvelope[] {
       org: e.org,
       occurredAt: (e.occurredAt ?? new Date()).toISOString(),
       data: parsed.data as Record<string, unknown>,
+      ...traced(),
     };
   });
 }

@@ -102,5 +102,7 @@ export const EventEnvelope = z.object({
   org: z.string(),
   occurredAt: z.string(),
   data: z.record(z.string(), z.unknown()),
+  /** W3C trace context of the operation that committed the event (tracing on). */
+  traceparent: z.string().max(100).optional(),
 });
 export type EventEnvelope = z.infer<typeof EventEnvelope>;

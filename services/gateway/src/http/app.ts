@@ -3,7 +3,8 @@ import helmet from 'helmet';
 import { mountWebApp } from './web-app';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { AppError, RawHttpReply, endpoint, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, type Bus, type Logger } from '@approvals/shared';
+import { AppError, RawHttpReply, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, tracer, type Bus, type Logger } from '@approvals/shared';
+import { SpanStatusCode, context as otelContext, trace } from '@opentelemetry/api';
 import type { Authenticate, Authenticated } from '../auth/authenticate';
 import { invalidRequest, toErrorResponse, zodIssues } from './errors';
 import { buildOpenApi, renderDocsPage } from './openapi';
@@ -50,6 +51,21 @@ export function createApp(deps: AppDeps) {
   const openapi = buildOpenApi(deps.routes, deps.publicBaseUrl);
   const docsPage = renderDocsPage(openapi);
 
+  // A server span per request, continuing the caller's trace (traceparent) when given;
+  // everything the request does (bus requests, events) runs inside it.
+  app.use((req: Req, res, next) => {
+    const parent = extractFrom({ get: (k) => req.header(k) ?? '', set: () => undefined });
+    const span = tracer.startSpan(`HTTP ${req.method}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } }, parent);
+    res.once('finish', () => {
+      const route = req.route?.path ? `${req.baseUrl ?? ''}${String(req.route.path)}` : 'unmatched';
+      span.updateName(`${req.method} ${route}`);
+      span.setAttribute('http.route', route);
+      span.setAttribute('http.response.status_code', res.statusCode);
+      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+    });
+    otelContext.with(trace.setSpan(parent, span), next);
+  });
   app.use((req: Req, res, next) => {
     const incoming = req.header('x-request-id');
     const id = incoming && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();

@@ -48,10 +48,14 @@ export function notifierConsumers(deps: {
    * planned; the events waiting together are planned in one statement (the plan is keyed
    * by event, channel and target, so a batch is the same as its events one by one).
    */
-  const planner = <S extends EventSubject>(durable: string, subject: S, rowsOf: (event: DomainEvent<S>) => Promise<NewDelivery[]>) => ({
-    ...consumerOf(durable, subject, async (event) => plan(await rowsOf(event))),
-    batch: { max: 200, handler: async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(rowsOf))).flat()) },
-  });
+  const planner = <S extends EventSubject>(durable: string, subject: S, rowsOf: (event: DomainEvent<S>) => Promise<NewDelivery[]>) => {
+    // Each row keeps its event's trace: the send (maybe much later) continues it.
+    const tracedRowsOf = async (event: DomainEvent<S>) => (await rowsOf(event)).map((r) => ({ ...r, traceparent: event.traceparent ?? null }));
+    return {
+    ...consumerOf(durable, subject, async (event) => plan(await tracedRowsOf(event))),
+    batch: { max: 200, handler: async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(tracedRowsOf))).flat()) },
+    };
+  };
 
   return [
     planner(DURABLE.notifierRunRequested, EVENT.runRequested, async (event) => {

@@ -1,3 +1,4 @@
+import { currentTraceparent } from '@approvals/shared';
 import { expectOk, OutboundError, type ChatNotice, type OutboundClient } from '@approvals/shared';
 import type { PushContent } from './push';
 
@@ -13,6 +14,7 @@ export interface DeliveryRow {
   payload: Record<string, unknown>;
   attempts: number;
   max_attempts: number;
+  traceparent?: string | null;
 }
 
 export type SendResult = { status: 'sent'; detail?: string } | { status: 'skipped'; reason: string };
@@ -71,7 +73,9 @@ export class DeliveryError extends Error {
  */
 export async function postJson(http: OutboundClient, url: string, body: unknown, headers: Record<string, string> = {}, raw?: string): Promise<string> {
   try {
-    const res = await http.send(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: raw ?? JSON.stringify(body) });
+    // The receiver (an engine) can continue the decision's trace.
+    const traceparent = currentTraceparent();
+    const res = await http.send(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(traceparent ? { traceparent } : {}), ...headers }, body: raw ?? JSON.stringify(body) });
     return expectOk(res, `POST ${url}`).body;
   } catch (err) {
     if (err instanceof OutboundError) throw new DeliveryError(err.kind === 'http' ? err.message : `POST ${url} failed: ${err.message}`, err.permanent);

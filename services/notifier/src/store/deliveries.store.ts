@@ -12,6 +12,8 @@ export interface NewDelivery {
   maxAttempts: number;
   /** Known at planning time: the channel cannot send at all (not configured). Recorded skipped, never claimed. */
   skipReason?: string | null;
+  /** The trace of the event it was planned from (tracing on): the send continues it. */
+  traceparent?: string | null;
 }
 
 /** Deliveries that reach a person; `resume` and `run` go to workflow engines. */
@@ -42,6 +44,7 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number } = { l
             status: r.skipReason ? 'skipped' : 'pending',
             last_error: r.skipReason ?? null,
             max_attempts: r.maxAttempts,
+            traceparent: r.traceparent ?? null,
           })),
         )
         .onConflict(['event_id', 'channel', 'target'])
@@ -63,7 +66,7 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number } = { l
              WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
              ORDER BY next_attempt_at
              LIMIT ? FOR UPDATE SKIP LOCKED)
-          RETURNING id, org_id, decision_id, event_id, kind, channel, target, payload, attempts, max_attempts`,
+          RETURNING id, org_id, decision_id, event_id, kind, channel, target, payload, attempts, max_attempts, traceparent`,
         [opts.leaseSec, limit],
       );
       return r.rows as DeliveryRow[];
