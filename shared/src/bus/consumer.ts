@@ -232,7 +232,7 @@ export class EventConsumer {
     const deliveryCount = m.info.deliveryCount;
     try {
       // The trace of the operation that committed the event goes on here.
-      await inSpan(`${durable} ${event.type}`, { kind: SpanKind.CONSUMER, parent: contextFrom(event.traceparent), attributes: { 'messaging.consumer.group.name': durable } }, () =>
+      await inSpan(`${durable} ${event.type}`, { kind: SpanKind.CONSUMER, parent: contextFrom(event.traceparent ?? m.headers?.get('traceparent')), attributes: { 'messaging.consumer.group.name': durable } }, () =>
         handler(event, { deliveryCount, working: () => m.working() }),
       );
       m.ack();

@@ -1,3 +1,4 @@
+import { headers as natsHeaders, type MsgHdrs } from '@nats-io/nats-core';
 import { outboxPublishedTotal } from '../metrics';
 import { currentTraceparent } from '../tracing';
 import { Client } from 'pg';
@@ -59,6 +60,14 @@ export async function addOutboxSequence(knex: Knex, schema: string): Promise<voi
  * Events as they are stored in the outbox: each checked against its subject's contract
  * (a bug here must fail the write, not reach the consumers), with its id and time.
  */
+/** The event's trace context as NATS headers too (the envelope carries it for the consumers). */
+function traceHeaders(envelope: EventEnvelope): { headers?: MsgHdrs } {
+  if (!envelope.traceparent) return {};
+  const h = natsHeaders();
+  h.set('traceparent', envelope.traceparent);
+  return { headers: h };
+}
+
 const traced = (): { traceparent?: string } => {
   const traceparent = currentTraceparent();
   return traceparent ? { traceparent } : {};
@@ -244,14 +253,14 @@ export class OutboxRelay {
         .skipLocked();
       if (this.opts.afterPublish) {
         for (const row of rows) {
-          await this.opts.bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id });
+          await this.opts.bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id, ...traceHeaders(row.envelope) });
           await this.opts.afterPublish(row.id);
         }
       } else {
         // Sent in order on one connection, acks collected together: one round trip per
         // batch, not per event. Any failure fails the batch (nothing marked sent; the
         // stream's duplicate window drops what was already stored when it is retried).
-        await Promise.all(rows.map((row) => this.opts.bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id })));
+        await Promise.all(rows.map((row) => this.opts.bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id, ...traceHeaders(row.envelope) })));
       }
       if (rows.length > 0) {
         await trx(OUTBOX_TABLE)
