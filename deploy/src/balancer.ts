@@ -1,4 +1,5 @@
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { listenOn } from '@approvals/shared/infra';
 
 /**
  * The local cluster's load balancer: TCP round robin over the gateway replicas. A backend
@@ -75,16 +76,9 @@ export async function startBalancer(opts: {
     client.on('close', () => open.delete(client));
     connect(client, new Set());
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host ?? '0.0.0.0', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address();
+  const port = await listenOn(server, opts.port, opts.host);
   return {
-    port: typeof addr === 'object' && addr ? addr.port : opts.port,
+    port,
     server,
     close: async () => {
       checking = false;

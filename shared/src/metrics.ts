@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { listenOn } from './infra/ports';
 
 /**
  * The process's Prometheus registry. Every service registers its metrics here; a service
@@ -155,17 +156,10 @@ export async function startMetricsServer(opts: { port: number; host?: string; re
       if (!res.headersSent) res.writeHead(500).end();
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host ?? '0.0.0.0', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address();
+  const port = await listenOn(server, opts.port, opts.host);
   return {
     server,
-    port: typeof addr === 'object' && addr ? addr.port : opts.port,
+    port,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

@@ -27,3 +27,16 @@ export async function waitForPort(port: number, timeoutMs = 20_000, host = '127.
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** Starts `server` listening (port 0: any free one) and answers the port it got; a bind error rejects. */
+export async function listenOn(server: import('node:net').Server, port: number, host = '0.0.0.0'): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address();
+  return typeof addr === 'object' && addr ? addr.port : port;
+}
