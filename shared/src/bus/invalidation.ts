@@ -10,14 +10,12 @@ import { Bus, decodeJson, encodeJson } from './bus';
  * current version, an org's approvers and chat installations), kept correct by their
  * owner announcing every change.
  *
- * The owner of the data publishes `cache.<owner>` with the org that changed (or `null`:
+ * The owner of the data sends `cache.<owner>` with the org that changed (or `null`:
  * every org) after the change commits and **before it answers** the request that made
- * it, and waits for the server to have taken the message (`flush`). Every process that
- * caches the owner's answers subscribes to `cache.<owner>` (no queue group: every
- * replica hears it). A request that follows the change, even through another process,
- * reaches a cache that has already dropped the org: the announcement was queued to each
- * subscriber's connection before the change's answer left the owner, and a connection
- * delivers in order. A load that began before the change does not store its (older)
+ * it, and waits for every cache holder to confirm (see announceChange). Every process
+ * that caches the owner's answers subscribes to `cache.<owner>` (no queue group: every
+ * replica hears it). A request that follows the change, through any process, reaches a
+ * cache that has already dropped the org. A load that began before the change does not store its (older)
  * answer: fills are guarded by a generation counter. A connection that drops clears the
  * cache (announcements may have been missed), and entries live at most `ttlMs` anyway.
  */
@@ -27,10 +25,22 @@ interface Announcement {
   org: string | null;
 }
 
-/** Publishes a change of `owner`'s data in `org` (null = every org) and waits until the server has it. */
+/**
+ * Announces a change of `owner`'s data in `org` (null = every org) and waits until every
+ * process caching it has dropped it: each answers once it has, and the announcement ends
+ * 50 ms after the last answer (at most 1 s). So the guarantee does not rest on message
+ * order, on one server or across a cluster. With nobody caching, it returns at once; a
+ * holder that does not answer in time is covered by the entries' time limit.
+ */
 export async function announceChange(bus: Bus, owner: ServiceName, org: string | null): Promise<void> {
-  bus.nc.publish(cacheSubject(owner), encodeJson({ org } satisfies Announcement));
-  await bus.nc.flush();
+  try {
+    const answers = await bus.nc.requestMany(cacheSubject(owner), encodeJson({ org } satisfies Announcement), { strategy: 'stall', stall: 50, maxWait: 1000 });
+    for await (const _ of answers) {
+      /* one cache holder has dropped the org */
+    }
+  } catch {
+    // No cache holder at all (no responders), or the connection went: nothing to wait for.
+  }
 }
 
 interface Entry<V> {
@@ -113,6 +123,8 @@ export function followChanges(bus: Bus, log: Logger, owner: ServiceName, caches:
         org = null;
       }
       caches.forEach((c) => c.invalidate(org));
+      // Dropped: the announcer may answer the change's request now.
+      if (msg.reply) msg.respond();
     },
   });
   let stopped = false;

@@ -314,7 +314,8 @@ export const ApproverLookupReply = z.object({ approvers: z.array(ResolvedApprove
 export const PoliciesEndpoints = {
   echo: endpoint(SUBJECT.policies.echo, EchoRequest, EchoReply, READ),
   upsert: endpoint(SUBJECT.policies.upsert, forwarded({ body: PolicyUpsertBody }), UpsertReply, RESENDABLE),
-  preview: endpoint(SUBJECT.policies.preview, forwarded({ body: PolicyUpsertBody }), PreviewReply, RESENDABLE),
+  // Writes nothing (a POST for its body): no change to announce.
+  preview: endpoint(SUBJECT.policies.preview, forwarded({ body: PolicyUpsertBody }), PreviewReply, { ...RESENDABLE, readOnly: true }),
   update: endpoint(SUBJECT.policies.update, forwarded({ params: KeyParams, body: PolicyUpdateBody }), UpsertReply, RESENDABLE),
   get: endpoint(SUBJECT.policies.get, forwarded({ params: KeyParams }), PolicyView, READ),
   list: endpoint(
@@ -336,7 +337,7 @@ export const PoliciesEndpoints = {
     z.object({ key: z.string(), from: z.number(), to: z.number(), fromHash: z.string(), toHash: z.string(), diff: DefinitionDiff }),
     READ,
   ),
-  check: endpoint(SUBJECT.policies.check, forwarded({ body: CheckBody }), CheckReply, RESENDABLE),
+  check: endpoint(SUBJECT.policies.check, forwarded({ body: CheckBody }), CheckReply, { ...RESENDABLE, readOnly: true }),
   resolve: endpoint(SUBJECT.policies.resolve, ResolveRequest, ResolveReply, READ),
   resolveAdhoc: endpoint(SUBJECT.policies.resolveAdhoc, ResolveAdhocRequest, ResolveAdhocReply, READ),
 };
