@@ -107,9 +107,8 @@ export async function main(): Promise<void> {
     for (let r = 1; r <= replicas; r++) gatewayPorts.push(await freePort());
     const baseUrl = process.env.PUBLIC_BASE_URL ?? `http://localhost:${port}`;
     say(`starting ${replicas} replicas of each service`);
-    let written = false;
-    // eslint-disable-next-line prefer-const
-    let describe: () => ClusterInfo;
+    // Set once the cluster is up; from then on cluster.json follows restarts.
+    let describe: (() => ClusterInfo) | undefined;
     const procs = launchServices({
       env: {
         ...process.env,
@@ -132,9 +131,9 @@ export async function main(): Promise<void> {
       }),
       onLine: (key, _i, line) => process.stdout.write(`[${key.padEnd(11)}] ${line}\n`),
       onRestart: (key, reason, delay) => say(`${key} exited (${reason}); restarting in ${delay} ms`),
-      // Once the cluster is up, cluster.json follows restarts (a replica's new pid).
+      // A replica restarted: cluster.json gets its new pid.
       onStart: () => {
-        if (written) writeFileSync(CLUSTER_FILE, JSON.stringify(describe(), null, 2));
+        if (describe) writeFileSync(CLUSTER_FILE, JSON.stringify(describe(), null, 2));
       },
     });
     stops.push(() => procs.stop());
@@ -185,7 +184,6 @@ export async function main(): Promise<void> {
       launcherPid: process.pid,
     });
     writeFileSync(CLUSTER_FILE, JSON.stringify(describe(), null, 2));
-    written = true;
     writeRuntime({ baseUrl, databaseUrl, natsUrl, pid: process.pid });
     say('');
     say(`Approvals cluster is up: ${baseUrl}`);
