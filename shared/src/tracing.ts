@@ -1,4 +1,4 @@
-import { context, propagation, trace, SpanKind, SpanStatusCode, ROOT_CONTEXT, type Context, type Span, type Link } from '@opentelemetry/api';
+import { context, propagation, trace, INVALID_SPAN_CONTEXT, SpanKind, SpanStatusCode, ROOT_CONTEXT, type Context, type Span, type Link } from '@opentelemetry/api';
 
 /**
  * Distributed traces (OpenTelemetry), off by default. With the standard variables set
@@ -16,7 +16,7 @@ export const tracer = trace.getTracer('approvals');
 
 /** One SDK per process, whichever service (or module copy) starts first. */
 const STATE = Symbol.for('approvals.tracing');
-type TracingState = { starting?: Promise<{ shutdown(): Promise<void> } | undefined> };
+type TracingState = { starting?: Promise<{ shutdown(): Promise<void> } | undefined>; on?: boolean };
 const state = ((globalThis as Record<symbol, TracingState>)[STATE] ??= {});
 
 export function tracingConfigured(env: NodeJS.ProcessEnv = process.env): boolean {
@@ -37,6 +37,7 @@ export async function startTracing(service: string): Promise<boolean> {
       const { NodeSDK } = await import('@opentelemetry/sdk-node');
       const sdk = new NodeSDK({ serviceName: process.env.OTEL_SERVICE_NAME ?? `approvals-${service}`, instrumentations: [] });
       sdk.start();
+      state.on = true;
       return sdk;
     })();
   }
@@ -47,6 +48,7 @@ export async function startTracing(service: string): Promise<boolean> {
 export async function stopTracing(): Promise<void> {
   const starting = state.starting;
   state.starting = undefined;
+  state.on = false;
   const sdk = await starting?.catch(() => undefined);
   if (!sdk) return;
   await sdk.shutdown().catch(() => undefined);
@@ -55,8 +57,15 @@ export async function stopTracing(): Promise<void> {
   propagation.disable();
 }
 
+/** Whether spans are recorded in this process: off, the hot paths skip the API entirely. */
+export function tracingActive(): boolean {
+  return state.on === true;
+}
+
 /** The current context's `traceparent` (and `tracestate`), for a header or a stored row; undefined when no span is active. */
-export function currentTraceparent(ctx: Context = context.active()): string | undefined {
+export function currentTraceparent(ctx?: Context): string | undefined {
+  if (!state.on) return undefined;
+  ctx ??= context.active();
   const carrier: Record<string, string> = {};
   propagation.inject(ctx, carrier);
   return carrier.traceparent;
@@ -89,6 +98,7 @@ export async function inSpan<T>(
   opts: { kind?: SpanKind; parent?: Context; attributes?: Record<string, string | number | boolean>; links?: Link[] },
   fn: (span: Span) => Promise<T>,
 ): Promise<T> {
+  if (!state.on) return fn(trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
   const parent = opts.parent ?? context.active();
   const span = tracer.startSpan(name, { kind: opts.kind ?? SpanKind.INTERNAL, attributes: opts.attributes, links: opts.links }, parent);
   try {
@@ -104,6 +114,7 @@ export async function inSpan<T>(
 
 /** The active span's ids, for log lines (empty without one). */
 export function traceFields(): { traceId?: string; spanId?: string } {
+  if (!state.on) return {};
   const sc = trace.getActiveSpan()?.spanContext();
   if (!sc || !trace.isSpanContextValid(sc)) return {};
   return { traceId: sc.traceId, spanId: sc.spanId };

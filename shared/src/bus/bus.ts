@@ -10,7 +10,7 @@ import type { Logger } from '../logger';
 import { DEADLETTER_SUBJECTS, EVENTS_SUBJECTS, STREAM_DEADLETTER, STREAM_EVENTS } from '../subjects';
 import { LargePayloads } from './large';
 import { inboxPrefixOf } from './permissions';
-import { SpanKind, currentTraceparent, inSpan, injectInto } from '../tracing';
+import { SpanKind, currentTraceparent, inSpan, injectInto, tracingActive } from '../tracing';
 
 /** Pause before resending a request nobody was subscribed to (a replica restarting). */
 const NO_RESPONDERS_PAUSE_MS = 300;
@@ -161,6 +161,7 @@ export class Bus {
     req: z.input<Req>,
     opts: { timeoutMs?: number } = {},
   ): Promise<Reply<z.output<Res>>> {
+    if (!tracingActive()) return this.send(ep, req, opts);
     return inSpan(ep.subject, { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': ep.subject } }, () => this.send(ep, req, opts));
   }
 

@@ -7,7 +7,7 @@ import { AppError } from '../errors';
 import type { Logger } from '../logger';
 import { deadLettersTotal, eventsHandledTotal } from '../metrics';
 import { trace } from '@opentelemetry/api';
-import { SpanKind, contextFrom, inSpan } from '../tracing';
+import { SpanKind, contextFrom, inSpan, tracingActive } from '../tracing';
 import { STREAM_EVENTS, deadLetterSubject, type EventSubject } from '../subjects';
 import { Bus, decodeJson, encodeJson } from './bus';
 
@@ -167,18 +167,8 @@ export class EventConsumer {
     }
     if (ready.length === 0) return;
     try {
-      // One span for the batch, linked to each event's trace.
-      const links = ready.flatMap((r) => {
-        const sc = trace.getSpanContext(contextFrom(r.event.traceparent));
-        return sc ? [{ context: sc }] : [];
-      });
-      // A batch of one continues its event's trace, as a single event would.
-      const parent = ready.length === 1 ? contextFrom(ready[0]!.event.traceparent) : undefined;
-      await inSpan(
-        `${this.opts.durable} ${ready.length === 1 ? ready[0]!.event.type : 'batch'}`,
-        { kind: SpanKind.CONSUMER, ...(parent ? { parent } : { links }), attributes: { 'messaging.batch.message_count': ready.length } },
-        () => handler(ready.map((r) => r.event)),
-      );
+      if (!tracingActive()) await handler(ready.map((r) => r.event));
+      else await this.tracedBatch(ready.map((r) => r.event), handler);
     } catch (err) {
       this.opts.log.warn({ durable: this.opts.durable, n: ready.length, err }, 'event batch failed; handling its events one by one');
       for (const r of ready) await this.handleChecked(r.m, r.event);
@@ -187,6 +177,22 @@ export class EventConsumer {
     for (const r of ready) r.m.ack();
     eventsHandledTotal.inc({ durable: this.opts.durable, outcome: 'ok' }, ready.length);
   }
+
+  /** A batch in a span: a batch of one continues its event's trace; a larger one links to each. */
+  private async tracedBatch(events: DomainEvent[], handler: NonNullable<ConsumerOptions['batch']>['handler']): Promise<void> {
+    // A batch of one continues its event's trace, as a single event would; a larger one links to each.
+    const one = events.length === 1 ? events[0]! : undefined;
+    const links = events.flatMap((e) => {
+      const sc = trace.getSpanContext(contextFrom(e.traceparent));
+      return sc ? [{ context: sc }] : [];
+    });
+    await inSpan(
+      `${this.opts.durable} ${one ? one.type : 'batch'}`,
+      { kind: SpanKind.CONSUMER, ...(one ? { parent: contextFrom(one.traceparent) } : { links }), attributes: { 'messaging.batch.message_count': events.length } },
+      () => handler(events),
+    );
+  }
+
 
   private async run(messages: ConsumerMessages): Promise<void> {
     const limit = Math.max(1, this.opts.concurrency ?? 8);
@@ -232,9 +238,12 @@ export class EventConsumer {
     const deliveryCount = m.info.deliveryCount;
     try {
       // The trace of the operation that committed the event goes on here.
-      await inSpan(`${durable} ${event.type}`, { kind: SpanKind.CONSUMER, parent: contextFrom(event.traceparent ?? m.headers?.get('traceparent')), attributes: { 'messaging.consumer.group.name': durable } }, () =>
-        handler(event, { deliveryCount, working: () => m.working() }),
-      );
+      const ctx = { deliveryCount, working: () => m.working() };
+      if (tracingActive()) {
+        await inSpan(`${durable} ${event.type}`, { kind: SpanKind.CONSUMER, parent: contextFrom(event.traceparent ?? m.headers?.get('traceparent')), attributes: { 'messaging.consumer.group.name': durable } }, () =>
+          handler(event, ctx),
+        );
+      } else await handler(event, ctx);
       m.ack();
       eventsHandledTotal.inc({ durable, outcome: 'ok' });
     } catch (err) {

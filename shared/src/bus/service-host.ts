@@ -8,7 +8,7 @@ import { AppError, httpStatusOf } from '../errors';
 import { newId } from '../ids';
 import type { Logger } from '../logger';
 import { busRequestSeconds, busRequestsTotal } from '../metrics';
-import { SpanKind, extractFrom, inSpan } from '../tracing';
+import { SpanKind, extractFrom, inSpan, tracingActive } from '../tracing';
 import type { ServiceName } from '../subjects';
 import { Bus, decodeJson, encodeJson } from './bus';
 import { announceChange } from './invalidation';
@@ -114,7 +114,9 @@ export class ServiceHost {
       let result: Awaited<ReturnType<typeof handler>>;
       try {
         // The caller's trace, continued here (traceparent in the request's headers).
-        result = await inSpan(ep.subject, { kind: SpanKind.SERVER, parent: extractFrom(msg.headers), attributes: { 'approvals.service': this.name } }, () => handler(parsed.data));
+        result = tracingActive()
+          ? await inSpan(ep.subject, { kind: SpanKind.SERVER, parent: extractFrom(msg.headers), attributes: { 'approvals.service': this.name } }, () => handler(parsed.data))
+          : await handler(parsed.data);
       } finally {
         // Even after a failure: a handler may have changed something before it failed.
         if (this.announces && !ep.readOnly) {

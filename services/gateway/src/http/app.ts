@@ -3,7 +3,7 @@ import helmet from 'helmet';
 import { mountWebApp } from './web-app';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { AppError, RawHttpReply, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, tracer, type Bus, type Logger } from '@approvals/shared';
+import { AppError, RawHttpReply, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, tracer, tracingActive, type Bus, type Logger } from '@approvals/shared';
 import { SpanStatusCode, context as otelContext, trace } from '@opentelemetry/api';
 import type { Authenticate, Authenticated } from '../auth/authenticate';
 import { invalidRequest, toErrorResponse, zodIssues } from './errors';
@@ -54,6 +54,7 @@ export function createApp(deps: AppDeps) {
   // A server span per request, continuing the caller's trace (traceparent) when given;
   // everything the request does (bus requests, events) runs inside it.
   app.use((req: Req, res, next) => {
+    if (!tracingActive()) return next();
     const parent = extractFrom({ get: (k) => req.header(k) ?? '', set: () => undefined });
     const span = tracer.startSpan(`HTTP ${req.method}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } }, parent);
     res.once('finish', () => {
