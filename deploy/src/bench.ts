@@ -207,6 +207,17 @@ async function waitForCount(pool: Pool, sql: string, params: unknown[], n: numbe
   throw new Error(`timed out waiting for ${n} rows: ${sql}`);
 }
 
+/** Polls `sql` (one `lag` in ms per decision of `ids` done) until all are done or 2 minutes pass; the lags, sorted. */
+async function lagsOf(pool: Pool, sql: string, ids: string[]): Promise<number[]> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const r = await pool.query(sql, [ids]);
+    const lags = r.rows.map((x: { lag: string }) => Number(x.lag)).sort((a: number, b: number) => a - b);
+    if (lags.length === ids.length || Date.now() > deadline) return lags;
+    await new Promise((res) => setTimeout(res, 500));
+  }
+}
+
 interface StatementCount {
   query: string;
   perOp: number;
@@ -398,17 +409,11 @@ export async function main(): Promise<number> {
     await floorPool.query(`UPDATE decisions.decisions SET expires_at = $2 WHERE id = ANY($1)`, [expiring, dueAt]);
     await floorPool.query(`UPDATE scheduler.timers SET due_at = $2 WHERE kind = 'expire' AND ref = ANY($1) AND fired_at IS NULL`, [expiring, dueAt]);
     if (Date.now() >= dueAt.getTime()) throw new Error('setting the deadlines took longer than the 5 s lead: the expiry figures would not mean anything');
-    const deadline = Date.now() + 120_000;
-    let lags: number[] = [];
-    for (;;) {
-      const r = await floorPool.query(
-        `SELECT extract(epoch FROM (resolved_at - expires_at)) * 1000 AS lag FROM decisions.decisions WHERE id = ANY($1) AND status = 'EXPIRED'`,
-        [expiring],
-      );
-      lags = r.rows.map((x: { lag: string }) => Number(x.lag)).sort((a: number, b: number) => a - b);
-      if (lags.length === expiring.length || Date.now() > deadline) break;
-      await new Promise((res) => setTimeout(res, 500));
-    }
+    const lags = await lagsOf(
+      floorPool,
+      `SELECT extract(epoch FROM (resolved_at - expires_at)) * 1000 AS lag FROM decisions.decisions WHERE id = ANY($1) AND status = 'EXPIRED'`,
+      expiring,
+    );
     const early = lags.filter((l) => l < 0).length;
     // Where the lag is: the scheduler firing the timer, or the expiry applied after it fired.
     const fired = (
@@ -432,18 +437,12 @@ export async function main(): Promise<number> {
     const remindAt = new Date(Math.ceil((Date.now() + 5000) / 1000) * 1000);
     await floorPool.query(`UPDATE scheduler.timers SET due_at = $2 WHERE kind = 'remind' AND ref = ANY($1) AND fired_at IS NULL`, [reminding, remindAt]);
     if (Date.now() >= remindAt.getTime()) throw new Error('setting the reminder times took longer than the 5 s lead');
-    const remindDeadline = Date.now() + 120_000;
-    let remindLags: number[] = [];
-    for (;;) {
-      const r = await floorPool.query(
-        `SELECT extract(epoch FROM (d.reminded_at - t.due_at)) * 1000 AS lag FROM decisions.decisions d JOIN scheduler.timers t ON t.ref = d.id AND t.kind = 'remind'
-          WHERE d.id = ANY($1) AND d.reminded_at IS NOT NULL`,
-        [reminding],
-      );
-      remindLags = r.rows.map((x: { lag: string }) => Number(x.lag)).sort((a: number, b: number) => a - b);
-      if (remindLags.length === reminding.length || Date.now() > remindDeadline) break;
-      await new Promise((res) => setTimeout(res, 500));
-    }
+    const remindLags = await lagsOf(
+      floorPool,
+      `SELECT extract(epoch FROM (d.reminded_at - t.due_at)) * 1000 AS lag FROM decisions.decisions d JOIN scheduler.timers t ON t.ref = d.id AND t.kind = 'remind'
+        WHERE d.id = ANY($1) AND d.reminded_at IS NOT NULL`,
+      reminding,
+    );
     const remindEarly = remindLags.filter((l) => l < 0).length;
 
     const lines = [

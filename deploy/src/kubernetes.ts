@@ -12,6 +12,9 @@ import { SERVICE_NAMES, type ServiceName } from '@approvals/shared';
 export const IMAGE = 'ghcr.io/example/approvals:1.0.0';
 const METRICS_PORT = 9464;
 const HTTP_PORT = 8080;
+/** The image's `node` user, no privileges, a read-only root filesystem (writes go to /tmp). */
+const POD_SECURITY = { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } };
+const CONTAINER_SECURITY = { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } };
 const LABELS = (service: string) => ({ 'app.kubernetes.io/name': 'approvals', 'app.kubernetes.io/component': service });
 
 /** CPU and memory per replica, from the bench's per-process figures (docs/operations.md). */
@@ -43,7 +46,7 @@ function deployment(service: ServiceName): Record<string, unknown> {
         spec: {
           // SHUTDOWN_DELAY_MS of not-ready serving, then the drain (at most 25 s), inside this.
           terminationGracePeriodSeconds: 40,
-          securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, fsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+          securityContext: { ...POD_SECURITY, fsGroup: 1000 },
           topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: LABELS(service) } }],
           containers: [
             {
@@ -61,7 +64,7 @@ function deployment(service: ServiceName): Record<string, unknown> {
               readinessProbe: { httpGet: { path: '/readyz', port: 'metrics' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 2 },
               livenessProbe: { httpGet: { path: '/livez', port: 'metrics' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
               resources: { requests: { cpu: r.cpu, memory: r.memory }, limits: { cpu: r.cpuLimit, memory: r.memoryLimit } },
-              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+              securityContext: CONTAINER_SECURITY,
               volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
             },
           ],
@@ -137,7 +140,7 @@ export function manifests(): Array<Record<string, unknown>> {
         metadata: { labels: LABELS('migrate') },
         spec: {
           restartPolicy: 'OnFailure',
-          securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+          securityContext: POD_SECURITY,
           containers: [
             {
               name: 'migrate',
@@ -145,7 +148,7 @@ export function manifests(): Array<Record<string, unknown>> {
               args: ['migrate'],
               envFrom: [{ secretRef: { name: 'approvals-secrets' } }],
               resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
-              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+              securityContext: CONTAINER_SECURITY,
             },
           ],
         },

@@ -169,11 +169,12 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
  */
 function registerServiceGauges(s: { name: ServiceName; schema: string; db: Knex; bus: Bus; outbox: boolean; durables: string[] }): void {
   if (s.outbox) {
-    const backlog = async () =>
-      (await s.db.raw(`SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS age FROM ?? WHERE sent_at IS NULL`, [`${s.schema}.outbox`])).rows[0] as {
-        n: number;
-        age: number;
-      };
+    // Both outbox gauges from one query per scrape.
+    const backlog = perScrape(
+      async () =>
+        (await s.db.raw(`SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS age FROM ?? WHERE sent_at IS NULL`, [`${s.schema}.outbox`]))
+          .rows[0] as { n: number; age: number },
+    );
     scrapedGauge({
       name: 'approvals_outbox_backlog',
       help: 'Outbox rows not yet published, by schema',
@@ -188,28 +189,19 @@ function registerServiceGauges(s: { name: ServiceName; schema: string; db: Knex;
     });
   }
   if (s.durables.length) {
-    const infos = async () => {
+    // The three consumer gauges from one round of consumer infos per scrape.
+    const infos = perScrape(async () => {
       const jsm = await s.bus.jsm();
       return Promise.all(s.durables.map(async (d) => ({ d, info: await jsm.consumers.info(STREAM_EVENTS, d) })));
-    };
-    scrapedGauge({
-      name: 'approvals_consumer_pending',
-      help: 'Events not yet delivered to a durable consumer',
-      labelNames: ['durable'] as const,
-      read: async () => (await infos()).map(({ d, info }) => ({ labels: { durable: d }, value: info.num_pending })),
     });
-    scrapedGauge({
-      name: 'approvals_consumer_ack_pending',
-      help: 'Events delivered to a durable consumer and not yet acknowledged',
-      labelNames: ['durable'] as const,
-      read: async () => (await infos()).map(({ d, info }) => ({ labels: { durable: d }, value: info.num_ack_pending })),
-    });
-    scrapedGauge({
-      name: 'approvals_consumer_redelivered',
-      help: 'Events of a durable consumer delivered more than once and still unacknowledged',
-      labelNames: ['durable'] as const,
-      read: async () => (await infos()).map(({ d, info }) => ({ labels: { durable: d }, value: info.num_redelivered })),
-    });
+    const gauges = [
+      ['approvals_consumer_pending', 'Events not yet delivered to a durable consumer', 'num_pending'],
+      ['approvals_consumer_ack_pending', 'Events delivered to a durable consumer and not yet acknowledged', 'num_ack_pending'],
+      ['approvals_consumer_redelivered', 'Events of a durable consumer delivered more than once and still unacknowledged', 'num_redelivered'],
+    ] as const;
+    for (const [name, help, field] of gauges) {
+      scrapedGauge({ name, help, labelNames: ['durable'] as const, read: async () => (await infos()).map(({ d, info }) => ({ labels: { durable: d }, value: info[field] })) });
+    }
   }
   scrapedGauge({
     name: 'approvals_db_pool_connections',
@@ -225,6 +217,15 @@ function registerServiceGauges(s: { name: ServiceName; schema: string; db: Knex;
       ];
     },
   });
+}
+
+/** `read`, shared by the gauges of one scrape (they are collected together, well within a second). */
+function perScrape<T>(read: () => Promise<T>): () => Promise<T> {
+  let last: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    if (!last || Date.now() - last.at > 1000) last = { at: Date.now(), value: read() };
+    return last.value;
+  };
 }
 
 /** Removes this service's retired durables (RETIRED_DURABLES) from the EVENTS stream, if still there. */

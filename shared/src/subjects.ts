@@ -158,7 +158,7 @@ export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
  * Their successors, one per subject they need, start from the stream's beginning; what
  * they apply is keyed by event or decision id, so replaying changes nothing.
  */
-export const RETIRED_DURABLES: Partial<Record<'gateway' | 'policies' | 'decisions' | 'notifier' | 'surfaces' | 'scheduler', string[]>> = {
+export const RETIRED_DURABLES: Partial<Record<ServiceName, string[]>> = {
   gateway: ['gateway-audit'],
   policies: ['policies-decision-usage'],
 };

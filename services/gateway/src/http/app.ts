@@ -38,6 +38,9 @@ const toExpressPath = (p: string) => p.replace(/\{(\w+)\}/g, ':$1');
 /** Raw-body callback forwarding: the owning service gets the exact bytes to check signatures. */
 const CallbackEndpoint = (subject: string) => endpoint(subject, RawCallback, RawHttpReply);
 
+/** The matched route's pattern (never the URL: metric labels and span names stay bounded). */
+const routeOf = (req: Request): string => (req.route?.path ? `${req.baseUrl ?? ''}${String(req.route.path)}` : 'unmatched');
+
 /** Built once: a zod schema is costly to construct, and these were built per request. */
 const ANY_PARAMS = z.object({}).catchall(z.string());
 const NO_QUERY = z.strictObject({});
@@ -58,7 +61,7 @@ export function createApp(deps: AppDeps) {
     const parent = extractFrom({ get: (k) => req.header(k) ?? '', set: () => undefined });
     const span = tracer.startSpan(`HTTP ${req.method}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method } }, parent);
     res.once('finish', () => {
-      const route = req.route?.path ? `${req.baseUrl ?? ''}${String(req.route.path)}` : 'unmatched';
+      const route = routeOf(req);
       span.updateName(`${req.method} ${route}`);
       span.setAttribute('http.route', route);
       span.setAttribute('http.response.status_code', res.statusCode);
@@ -81,7 +84,7 @@ export function createApp(deps: AppDeps) {
     const started = process.hrtime.bigint();
     res.once('finish', () => {
       // Route patterns, not URLs: the label set stays bounded whatever is requested.
-      const route = req.route?.path ? `${req.baseUrl ?? ''}${String(req.route.path)}` : 'unmatched';
+      const route = routeOf(req);
       httpRequestsTotal.inc({ route, method: req.method, status: `${Math.floor(res.statusCode / 100)}xx` });
       httpRequestSeconds.observe({ route, method: req.method }, Number(process.hrtime.bigint() - started) / 1e9);
       if (req.url === '/health') return;

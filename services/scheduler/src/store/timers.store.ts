@@ -42,7 +42,7 @@ export function createTimersStore(db: Knex) {
      */
     /** Fires what is due (up to `limit`), telling `onFired` of each timer once its firing committed. */
     async fireDue(now: Date, limit = 500, onFired?: (t: TimerRow) => void): Promise<number> {
-      return db.transaction(async (trx) => {
+      const fired = await db.transaction(async (trx) => {
         const due: TimerRow[] = await trx('timers')
           .whereNull('fired_at')
           .whereNull('cancelled_at')
@@ -51,7 +51,7 @@ export function createTimersStore(db: Knex) {
           .limit(limit)
           .forUpdate()
           .skipLocked();
-        if (due.length === 0) return 0;
+        if (due.length === 0) return due;
         await enqueueEvents(
           trx,
           due.map((t) => ({
@@ -62,11 +62,9 @@ export function createTimersStore(db: Knex) {
         );
         await trx('timers').whereIn('id', due.map((t) => t.id)).update({ fired_at: now });
         return due;
-      }).then((fired) => {
-        if (typeof fired === 'number') return fired;
-        if (onFired) for (const t of fired) onFired(t);
-        return fired.length;
       });
+      if (onFired) for (const t of fired) onFired(t);
+      return fired.length;
     },
 
     async nextDue(): Promise<Date | undefined> {
