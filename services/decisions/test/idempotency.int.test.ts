@@ -181,6 +181,69 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
         expect(createdAt.get(c.id)!).toBeLessThanOrEqual(createdAt.get(c.note.slice('superseded by '.length))!);
       }
     });
+    it('exclusive and plain creates racing on one run: no PENDING decision is older than the newest exclusive one', async () => {
+      const externalRunId = run('mixed-race');
+      const results = await Promise.all(
+        Array.from({ length: 16 }, (_, i) =>
+          create({ externalRunId, stepRef: `step-${i}`, workflowRef: externalRunId, approvers: ['alice@example.com'], ...(i % 3 === 0 ? { exclusive: true } : {}) }),
+        ),
+      );
+      expect(results.map((r) => r.status)).toEqual(Array(16).fill(201));
+      const list = await stack.http('GET', `/v1/decisions/?workflowRef=${externalRunId}&limit=200`, { token: admin });
+      type Row = { id: string; status: string; createdAt: string; note: string | null };
+      const rows: Row[] = list.body.decisions;
+      expect(rows).toHaveLength(16);
+      const exclusiveIds = new Set(results.filter((_, i) => i % 3 === 0).map((r) => r.body.decisionId as string));
+      const at = (r: Row) => Date.parse(r.createdAt);
+      const newestExclusive = rows.filter((r) => exclusiveIds.has(r.id)).reduce((a, b) => (at(b) > at(a) || (at(b) === at(a) && b.id > a.id) ? b : a));
+      // The newest exclusive decision survives; every decision still PENDING came after it.
+      expect(newestExclusive.status).toBe('PENDING');
+      for (const r of rows.filter((x) => x.status === 'PENDING')) expect(at(r)).toBeGreaterThanOrEqual(at(newestExclusive));
+      // Everything else was superseded by a decision at least as new as itself.
+      for (const r of rows.filter((x) => x.status !== 'PENDING')) {
+        expect(r.status).toBe('CANCELLED');
+        const by = rows.find((x) => x.id === r.note!.slice('superseded by '.length))!;
+        expect(exclusiveIds.has(by.id)).toBe(true);
+        expect(at(r)).toBeLessThanOrEqual(at(by));
+      }
+    });
+
+    it('a create timed before a decision its run committed meanwhile writes nothing (outcome "later"); the API then opens it under the lock', async () => {
+      const externalRunId = run('later');
+      const first = await create({ externalRunId, stepRef: 'a', approvers: ['alice@example.com'] });
+      expect(first.status).toBe(201);
+      const firstAt = Date.parse((await sessionGet(first.body.decisionId)).body.createdAt);
+      const pg = new Client({ connectionString: stack.db.url });
+      await pg.connect();
+      try {
+        const count = async () =>
+          (
+            await pg.query(
+              `SELECT (SELECT count(*) FROM decisions.decisions WHERE org_id = $1 AND external_run_id = $2)::int AS decisions,
+                      (SELECT count(*) FROM decisions.outbox WHERE org = $1)::int AS events,
+                      (SELECT coalesce(sum(decisions), 0) FROM decisions.usage_counters WHERE org_id = $1)::int AS used`,
+              [org, externalRunId],
+            )
+          ).rows[0];
+        const before = await count();
+        const stale = new Date(firstAt - 1000).toISOString();
+        const row = { id: `dec_stale_${externalRunId}`, org_id: org, external_run_id: externalRunId, step_ref: 'b', engine: 'api', status: 'PENDING', reason: 'created', approvers: ['alice@example.com'], approvals_required: 1, rejections_required: 1, requires_signature: false, exclusive: false, created_at: stale };
+        const res = await pg.query('SELECT decisions.open_decision($1::jsonb, $2::jsonb, $3::jsonb, $4, 0::smallint, NULL::int) AS r', [
+          JSON.stringify(row),
+          JSON.stringify({ type: 'created', actor: 'test', data: {} }),
+          JSON.stringify([{ id: `evt_stale_${externalRunId}`, type: 'evt.decision.created', org, occurredAt: stale, data: {} }]),
+          stale.slice(0, 7),
+        ]);
+        expect(res.rows[0].r).toEqual({ outcome: 'later' });
+        expect(await count()).toEqual(before);
+        // Through the API the same step is opened, with its time taken under the run's lock.
+        const second = await create({ externalRunId, stepRef: 'b', approvers: ['alice@example.com'] });
+        expect(second.status).toBe(201);
+        expect(Date.parse((await sessionGet(second.body.decisionId)).body.createdAt)).toBeGreaterThanOrEqual(firstAt);
+      } finally {
+        await pg.end();
+      }
+    });
   });
 
   describe('a decision fixes its policy version, approvers, quorum and expiry at creation', () => {

@@ -38,6 +38,12 @@ const pgArrayItem = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\
 /** Rows an unlimited org's monthly count is spread over (see takeQuota). */
 export const USAGE_SHARDS = 16;
 
+/** The decision's jsonb columns a create writes. */
+const JSON_COLUMNS = new Set(['route', 'context', 'proposed_output', 'response_spec', 'esign']);
+
+/** SQLSTATE raised by `decisions.open_decision` when the org's monthly quota is used up. */
+const QUOTA_REFUSED = 'AQ001';
+
 const NEWEST_FIRST = [
   { column: 'created_at', order: 'desc' as const },
   { column: 'id', order: 'desc' as const },
@@ -144,12 +150,63 @@ export class DecisionsStore {
    * no entry) when (org, run, step) already has one.
    */
   async insertWithEntry(row: Record<string, unknown>, entry: { type: string; actor: string | null; at: Date; data: Record<string, unknown> }): Promise<DecisionRow | undefined> {
-    const insert = this.q('decisions').insert(row).onConflict(['org_id', 'external_run_id', 'step_ref']).ignore().returning('*');
+    // JSON columns go as text: pg would write a JS array as a PostgreSQL array.
+    const encoded = Object.fromEntries(Object.entries(row).map(([k, v]) => [k, JSON_COLUMNS.has(k) && v !== null && v !== undefined ? JSON.stringify(v) : v]));
+    const insert = this.q('decisions').insert(encoded).onConflict(['org_id', 'external_run_id', 'step_ref']).ignore().returning('*');
     const r = await this.q.raw(
       `WITH d AS (?), t AS (INSERT INTO timeline (decision_id, type, actor, at, data) SELECT d.id, ?::text, ?::text, ?::timestamptz, ?::jsonb FROM d) SELECT * FROM d`,
       [insert, entry.type, entry.actor, entry.at, JSON.stringify(entry.data)],
     );
     return (r.rows as DecisionRow[])[0];
+  }
+
+  /**
+   * A create that supersedes nothing, in one statement (`decisions.open_decision`, its
+   * migration says how): the run's lock, the row, its first timeline entry, the monthly
+   * count and the events, committed together or not at all. `later`: a create on the
+   * same run committed with a later time while this one waited for the lock; the caller
+   * opens it again with its time taken under the lock (`transaction`).
+   */
+  async openDecision(
+    row: Record<string, unknown>,
+    entry: { type: string; actor: string | null; data: Record<string, unknown> },
+    events: NewEvent[],
+    now: Date,
+    defaultLimit: number | null | undefined,
+  ): Promise<
+    | { outcome: 'created' }
+    | { outcome: 'later' }
+    | { outcome: 'existing'; row: Pick<DecisionRow, 'id' | 'status' | 'expires_at' | 'policy_version' | 'policy_version_id'> }
+    | { outcome: 'quota'; used: number; limit: number }
+  > {
+    let r: { outcome: 'created' | 'later' | 'existing'; id?: string; status?: string; expires_at?: string | null; policy_version?: number | null; policy_version_id?: string | null };
+    const period = quotaPeriod(now);
+    try {
+      const res = await this.q.raw('SELECT decisions.open_decision(?::jsonb, ?::jsonb, ?::jsonb, ?, ?::smallint, ?::int) AS r', [
+        JSON.stringify(row),
+        JSON.stringify(entry),
+        JSON.stringify(toEnvelopes(events)),
+        period,
+        Math.floor(Math.random() * USAGE_SHARDS),
+        defaultLimit ?? null,
+      ]);
+      r = res.rows[0].r;
+    } catch (err) {
+      const e = err as { code?: string; detail?: string };
+      if (e.code !== QUOTA_REFUSED) throw err;
+      return { outcome: 'quota', used: await this.used(row.org_id as string, period), limit: Number(e.detail) };
+    }
+    if (r.outcome !== 'existing') return { outcome: r.outcome };
+    return {
+      outcome: 'existing',
+      row: {
+        id: r.id!,
+        status: r.status as DecisionStatus,
+        expires_at: r.expires_at ? new Date(r.expires_at) : null,
+        policy_version: r.policy_version ?? null,
+        policy_version_id: r.policy_version_id ?? null,
+      },
+    };
   }
 
   /** Every other PENDING decision of the run becomes CANCELLED (an `exclusive` create). */

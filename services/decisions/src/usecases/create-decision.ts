@@ -33,6 +33,8 @@ export interface CreateDeps {
 
 type CreateResult = { status: 200 | 201; body: Record<string, unknown> };
 
+const quotaExceeded = (limit: number, used: number) => new AppError('quota_exceeded', `the org's monthly decision quota (${limit}) is used up`, { used, limit });
+
 function existingReply(r: Pick<DecisionRow, 'id' | 'status' | 'expires_at' | 'policy_version' | 'policy_version_id'>): CreateResult {
   return {
     status: 200,
@@ -92,7 +94,7 @@ export function createDecisionOpener(deps: CreateDeps) {
 
   async function takeQuota(tx: DecisionsStore, org: string, now: Date, events: NewEvent[]): Promise<void> {
     const taken = await tx.takeQuota(org, now, deps.defaultMonthlyQuota, events);
-    if (!taken.taken) throw new AppError('quota_exceeded', `the org's monthly decision quota (${taken.limit}) is used up`, { used: taken.used, limit: taken.limit });
+    if (!taken.taken) throw quotaExceeded(taken.limit, taken.used);
   }
 
   /** The decision already opened for this run and step, as a repeat of its create answers. */
@@ -101,6 +103,7 @@ export function createDecisionOpener(deps: CreateDeps) {
     return found ? existingReply(found) : undefined;
   }
 
+  /** The new decision's row, JSON columns as values (the store encodes them). */
   function rowOf(org: string, b: DecisionRequest, gate: Gate, createdBy: string, now: Date, id: string, expiresAt: Date | null) {
     const p = gate.policy;
     return {
@@ -123,16 +126,79 @@ export function createDecisionOpener(deps: CreateDeps) {
       requires_signature: gate.requiresSignature,
       timeout_sec: gate.timeoutSec,
       expires_at: expiresAt,
-      route: gate.route ? JSON.stringify(gate.route) : null,
-      context: b.context ? JSON.stringify(b.context) : null,
-      proposed_output: b.proposedOutput ? JSON.stringify(b.proposedOutput) : null,
-      response_spec: b.responseSpec ? JSON.stringify(b.responseSpec) : null,
-      esign: b.esign ? JSON.stringify(b.esign) : null,
+      route: gate.route ?? null,
+      context: b.context ?? null,
+      proposed_output: b.proposedOutput ?? null,
+      response_spec: b.responseSpec ?? null,
+      esign: b.esign ?? null,
       facts_hash: b.factsHash ?? null,
       exclusive: b.exclusive === true,
       created_by: createdBy,
       created_at: now,
     };
+  }
+
+  /** What a create writes, with its time and id: the row, its first timeline entry, evt.decision.created and the answer. */
+  function opening(org: string, b: DecisionRequest, gate: Gate, createdBy: string, now: Date) {
+    const p = gate.policy;
+    const id = newId('decision', now.getTime());
+    const expiresAt = deadlineOf(now, gate.timeoutSec);
+    const row = rowOf(org, b, gate, createdBy, now, id, expiresAt);
+    const entry = { type: 'created', actor: createdBy, data: { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null } };
+    const created: NewEvent = {
+      subject: EVENT.decisionCreated,
+      org,
+      data: {
+        decisionId: id,
+        policy: policyRef(row as unknown as DecisionRow),
+        approvers: gate.approvers,
+        assigneeEmail: gate.assigneeEmail,
+        externalRunId: b.externalRunId,
+        stepRef: b.stepRef,
+        workflowRef: b.workflowRef ?? null,
+        engine: b.engine,
+        title: b.context?.title ?? null,
+        createdAt: now.toISOString(),
+        expiresAt: expiresAt ? expiresAt.toISOString() : null,
+        timeoutSec: gate.timeoutSec,
+        route: gate.route,
+        requiresSignature: gate.requiresSignature,
+      },
+    };
+    const answer: CreateResult = {
+      status: 201,
+      body: {
+        approvalNeeded: true,
+        decisionId: id,
+        reason: gate.reason,
+        status: 'PENDING',
+        expiresAt: expiresAt ? expiresAt.toISOString() : null,
+        policyVersion: p?.version ?? null,
+        policyVersionId: p?.versionId ?? null,
+      },
+    };
+    return { id, row, entry, created, answer };
+  }
+
+  /**
+   * A create that supersedes nothing: one statement (the store's openDecision). Undefined
+   * when a create on the same run committed later while it waited; the transaction then
+   * opens it with its time taken under the lock.
+   */
+  async function openAtOnce(org: string, b: DecisionRequest, gate: Gate, createdBy: string): Promise<CreateResult | undefined> {
+    const now = clock.now();
+    const o = opening(org, b, gate, createdBy, now);
+    const r = await store.openDecision(o.row, o.entry, [o.created], now, deps.defaultMonthlyQuota);
+    switch (r.outcome) {
+      case 'created':
+        return o.answer;
+      case 'existing':
+        return existingReply(r.row);
+      case 'quota':
+        throw quotaExceeded(r.limit, r.used);
+      case 'later':
+        return undefined;
+    }
   }
 
   return async function create(req: { org: string; principal: Principal; body: DecisionRequest }): Promise<CreateResult> {
@@ -149,71 +215,38 @@ export function createDecisionOpener(deps: CreateDeps) {
       throw err;
     }
     if (gate === 'not_required') return (await existing(org, b)) ?? { status: 200, body: { approvalNeeded: false, reason: 'not_required' } };
-    const p = gate.policy;
     const createdBy = actorOf(req.principal);
 
     try {
+      if (!b.exclusive) {
+        const done = await openAtOnce(org, b, gate, createdBy);
+        if (done) return done;
+      }
       return await store.transaction(async (tx) => {
         // Serializes creates on one run, so `exclusive` really leaves at most one PENDING.
         // The time and id are taken after the lock, so creation order on a run is the order
         // of `created_at` and of the ids: with `exclusive`, the survivor is the newest.
         await tx.lockRun(org, b.externalRunId);
         const now = clock.now();
-        const id = newId('decision', now.getTime());
-        const expiresAt = deadlineOf(now, gate.timeoutSec);
-        const d = await tx.insertWithEntry(rowOf(org, b, gate, createdBy, now, id, expiresAt), {
-          type: 'created',
-          actor: createdBy,
-          at: now,
-          data: { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null },
-        });
+        const o = opening(org, b, gate, createdBy, now);
+        const d = await tx.insertWithEntry(o.row, { ...o.entry, at: now });
         if (!d) return existingReply((await tx.findByRunStep(org, b.externalRunId, b.stepRef))!);
         const events: NewEvent[] = [];
         if (b.exclusive) {
-          for (const s of await tx.supersede(org, b.externalRunId, id, now)) {
-            await tx.timeline(s.id, 'cancelled', createdBy, now, { supersededBy: id });
+          for (const s of await tx.supersede(org, b.externalRunId, o.id, now)) {
+            await tx.timeline(s.id, 'cancelled', createdBy, now, { supersededBy: o.id });
             events.push({
               subject: EVENT.decisionCancelled,
               org,
-              data: { decisionId: s.id, policy: policyRef(s), actor: createdBy, note: `superseded by ${id}`, cancelledAt: now.toISOString() },
+              data: { decisionId: s.id, policy: policyRef(s), actor: createdBy, note: `superseded by ${o.id}`, cancelledAt: now.toISOString() },
             });
           }
         }
-        events.push({
-          subject: EVENT.decisionCreated,
-          org,
-          data: {
-            decisionId: id,
-            policy: policyRef(d),
-            approvers: gate.approvers,
-            assigneeEmail: gate.assigneeEmail,
-            externalRunId: b.externalRunId,
-            stepRef: b.stepRef,
-            workflowRef: b.workflowRef ?? null,
-            engine: b.engine,
-            title: b.context?.title ?? null,
-            createdAt: now.toISOString(),
-            expiresAt: expiresAt ? expiresAt.toISOString() : null,
-            timeoutSec: gate.timeoutSec,
-            route: gate.route,
-            requiresSignature: gate.requiresSignature,
-          },
-        });
+        events.push(o.created);
         // Last, with the events in the same statement: the counter row (shard 0 of an org
         // with a limit) stays locked only for the commit; a refusal rolls everything back.
         await takeQuota(tx, org, now, events);
-        return {
-          status: 201 as const,
-          body: {
-            approvalNeeded: true,
-            decisionId: id,
-            reason: gate.reason,
-            status: 'PENDING',
-            expiresAt: expiresAt ? expiresAt.toISOString() : null,
-            policyVersion: p?.version ?? null,
-            policyVersionId: p?.versionId ?? null,
-          },
-        };
+        return o.answer;
       });
     } catch (err) {
       // The advisory lock makes this rare, but a unique violation still means "someone else created it".
