@@ -56,6 +56,16 @@ describe('decisions under concurrency', () => {
     expect(resolved).toHaveLength(1);
     expect(resolved[0].envelope).toMatchObject({ type: 'evt.decision.resolved', org, data: { decisionId: id, status: 'APPROVED', decidedBy: d.decidedBy } });
     expect(await stream.forDecision(stack, id, 'evt.decision.vote_recorded')).toHaveLength(3);
+    // In stream order: the deciding vote's event, then the verdict (written in one statement);
+    // the verdict carries what the decision row says.
+    const all = await stream.forDecision(stack, id);
+    expect(all.map((m) => m.subject)).toEqual(['evt.decision.created', 'evt.decision.vote_recorded', 'evt.decision.vote_recorded', 'evt.decision.vote_recorded', 'evt.decision.resolved']);
+    expect(all[4].envelope.data).toMatchObject({ status: 'APPROVED', decidedBy: d.decidedBy, note: null, resolvedAt: d.resolvedAt, responseValue: null, externalRunId: d.externalRunId, stepRef: d.stepRef });
+    // Consumed once: the flag, one timeline entry and one event, after the verdict.
+    expect((await consume(id, 'after-quorum')).status).toBe(200);
+    const after = await readDecision(stack, session(reviewers[0]), id);
+    expect({ consumed: after.consumed, consumedBy: after.consumedBy, last: after.timeline.at(-1).type }).toEqual({ consumed: true, consumedBy: 'after-quorum', last: 'consumed' });
+    expect((await stream.forDecision(stack, id)).map((m) => m.subject).slice(-2)).toEqual(['evt.decision.resolved', 'evt.decision.consumed']);
   });
 
   it('one approver votes 6 times at once: one vote counts, the others are 409 already_voted showing it', async () => {

@@ -218,21 +218,6 @@ export class DecisionsStore {
       .returning('*');
   }
 
-  /** PENDING → a verdict. Undefined if it was no longer PENDING (the second guard after the lock). */
-  async resolve(id: string, v: { status: 'APPROVED' | 'REJECTED'; decidedBy: string; note: string | null; responseValue: unknown; at: Date }): Promise<DecisionRow | undefined> {
-    const [row]: DecisionRow[] = await this.q('decisions')
-      .where({ id, status: 'PENDING' })
-      .update({
-        status: v.status,
-        decided_by: v.decidedBy,
-        note: v.note,
-        response_value: v.responseValue === undefined ? null : JSON.stringify(v.responseValue),
-        resolved_at: v.at,
-      })
-      .returning('*');
-    return row;
-  }
-
   async cancel(id: string, note: string | null, at: Date): Promise<DecisionRow | undefined> {
     const [row]: DecisionRow[] = await this.q('decisions').where({ id, status: 'PENDING' }).update({ status: 'CANCELLED', note, resolved_at: at }).returning('*');
     return row;
@@ -318,8 +303,37 @@ export class DecisionsStore {
     );
   }
 
-  async markConsumed(id: string, consumer: string, at: Date): Promise<void> {
-    await this.q('decisions').where({ id, consumed_at: null }).update({ consumed_at: at, consumed_by: consumer });
+  /**
+   * A change of a locked decision with what it entails, in one statement (one round trip
+   * instead of three): the row updated where `guard` holds and, only when it was, its
+   * timeline entries and `events`; `always` events are written either way, first. Answers
+   * whether the row was updated.
+   */
+  async changeWith(
+    id: string,
+    guard: Record<string, unknown>,
+    set: Record<string, unknown>,
+    entries: Array<{ type: string; actor: string | null; at: Date; data: Record<string, unknown> }>,
+    events: NewEvent[],
+    always: NewEvent[] = [],
+  ): Promise<boolean> {
+    const update = this.q('decisions')
+      .where({ ...guard, id })
+      .update(set)
+      .returning('id');
+    const envelopes = toEnvelopes([...always, ...events]);
+    const r = await this.q.raw(
+      `WITH u AS (?),
+       t AS (INSERT INTO timeline (decision_id, type, actor, at, data)
+             SELECT u.id, e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
+               FROM u, jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n),
+       o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope)
+             SELECT e->>'id', e->>'type', e->>'org', e FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n)
+              WHERE n <= ? OR EXISTS (SELECT 1 FROM u) ORDER BY n)
+       SELECT count(*)::int AS changed FROM u`,
+      [update, JSON.stringify(entries), JSON.stringify(envelopes), always.length],
+    );
+    return (r.rows[0] as { changed: number }).changed > 0;
   }
 
   async saveRefined(id: string, draft: unknown): Promise<void> {

@@ -121,21 +121,28 @@ export function createDecisionActions(deps: ActionDeps) {
           const first = await tx.voteOf(d.id, person.email);
           return { kind: 'already_voted' as const, vote: first ? recordedVote(first) : null, status: d.status };
         }
-        const events: NewEvent[] = [
-          { subject: EVENT.decisionVoteRecorded, org: args.org, data: { decisionId: d.id, voter: person.email, choice: args.choice, surface: person.surface, tally, policy: policyRef(d) } },
-        ];
+        const recorded: NewEvent = {
+          subject: EVENT.decisionVoteRecorded,
+          org: args.org,
+          data: { decisionId: d.id, voter: person.email, choice: args.choice, surface: person.surface, tally, policy: policyRef(d) },
+        };
         const result = outcomeOf(tally);
-        let status: DecisionRow['status'] = d.status;
-        if (result) {
-          const resolved = await tx.resolve(d.id, { status: result, decidedBy: person.email, note, responseValue: args.responseValue, at: now });
-          if (resolved) {
-            status = resolved.status;
-            await tx.timeline(d.id, 'resolved', person.email, now, { status: result });
-            events.push({ subject: EVENT.decisionResolved, org: args.org, data: resolvedEventData(resolved) });
-          }
+        if (!result) {
+          await tx.events([recorded]);
+          return { kind: 'recorded' as const, status: d.status, tally };
         }
-        await tx.events(events);
-        return { kind: 'recorded' as const, status, tally };
+        // The verdict, its timeline entry and both events in one statement. The row is
+        // locked and PENDING, so the resolved row is the locked one with the verdict.
+        const verdict = { status: result, decided_by: person.email, note, response_value: args.responseValue ?? null, resolved_at: now };
+        const resolved = await tx.changeWith(
+          d.id,
+          { status: 'PENDING' },
+          { ...verdict, response_value: args.responseValue === undefined ? null : JSON.stringify(args.responseValue) },
+          [{ type: 'resolved', actor: person.email, at: now, data: { status: result } }],
+          [{ subject: EVENT.decisionResolved, org: args.org, data: resolvedEventData({ ...d, ...verdict }) }],
+          [recorded],
+        );
+        return { kind: 'recorded' as const, status: resolved ? result : d.status, tally };
       });
       switch (outcome.kind) {
         case 'not_found':
@@ -232,11 +239,14 @@ export function createDecisionActions(deps: ActionDeps) {
         const reason = refusalOf(toState(d), b);
         if (reason) return { reason };
         if (d.consumed_by === b.consumer) return { ok: true as const, already: true, at: d.consumed_at! };
-        await tx.markConsumed(id, b.consumer, now);
-        await tx.timeline(id, 'consumed', b.consumer, now, { factsHash: b.factsHash ?? null });
-        await tx.events([
-          { subject: EVENT.decisionConsumed, org, data: { decisionId: id, consumer: b.consumer, factsHash: b.factsHash ?? null, consumedAt: now.toISOString(), policy: policyRef(d) } },
-        ]);
+        // Spent, its timeline entry and the event, in one statement (the row is locked and unspent).
+        await tx.changeWith(
+          id,
+          { consumed_at: null },
+          { consumed_at: now, consumed_by: b.consumer },
+          [{ type: 'consumed', actor: b.consumer, at: now, data: { factsHash: b.factsHash ?? null } }],
+          [{ subject: EVENT.decisionConsumed, org, data: { decisionId: id, consumer: b.consumer, factsHash: b.factsHash ?? null, consumedAt: now.toISOString(), policy: policyRef(d) } }],
+        );
         return { ok: true as const, already: false, at: now };
       });
       if ('reason' in result) {
