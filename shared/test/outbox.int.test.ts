@@ -9,6 +9,7 @@ import {
   STREAM_EVENTS,
   createDb,
   createLogger,
+  addOutboxLease,
   addOutboxSequence,
   createOutboxTable,
   enqueueEvents,
@@ -29,6 +30,7 @@ const migrations: Migration[] = [
     up: async (knex) => {
       await createOutboxTable(knex, SCHEMA);
       await addOutboxSequence(knex, SCHEMA);
+      await addOutboxLease(knex, SCHEMA);
       await knex.schema.withSchema(SCHEMA).createTable('widgets', (t) => {
         t.text('id').primary();
         t.text('name').notNullable();
@@ -174,6 +176,40 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     expect(msgs.map((m) => m.msgId).sort()).toEqual([...ids].sort());
     for (const m of msgs) expect(m.envelope.id).toBe(m.msgId);
     expect(await unsent(ids)).toBe('0');
+  });
+
+  it('a relay that dies holding a batch (its lease) leaves it to the next relay once the lease runs out, published once', async () => {
+    const subject = freshSubject();
+    const envs = await commitEvents(subject, 3);
+    const ids = envs.map((e) => e.id);
+    // Publishes the first row, then hangs for ever: the process is gone with the batch claimed.
+    let hung = 0;
+    const dying = newRelay({ leaseMs: 1500, afterPublish: () => new Promise<void>(() => void hung++) });
+    void dying.relayBatch();
+    await waitFor(() => hung === 1, { timeoutMs: 5000, what: 'the dying relay published its first row' });
+    const next = newRelay({ leaseMs: 1500 });
+    // While the lease holds, the rows are not another relay's to take.
+    expect(await next.relayBatch()).toBe(0);
+    expect(await unsent(ids)).toBe('3');
+    // Once it has run out, the next relay publishes them; the row published twice is stored once.
+    await waitFor(async () => (await next.relayBatch()) === 3, { timeoutMs: 5000, intervalMs: 200, what: 'lease ran out' });
+    expect(await unsent(ids)).toBe('0');
+    const msgs = await messagesOnStream(subject);
+    expect(msgs.map((m) => m.msgId).sort()).toEqual([...ids].sort());
+  });
+
+  it('a failed publish gives the batch back at once', async () => {
+    const subject = freshSubject();
+    const envs = await commitEvents(subject, 2);
+    const failing = newRelay({
+      afterPublish: async () => {
+        throw new Error('NATS went away');
+      },
+    });
+    await expect(failing.relayBatch()).rejects.toThrow('NATS went away');
+    expect(await newRelay().relayBatch()).toBeGreaterThanOrEqual(2);
+    expect(await unsent(envs.map((e) => e.id))).toBe('0');
+    expect(await countOnStream(subject)).toBe(2);
   });
 
   it('a relay started after rows were left unsent (a restart) publishes them', async () => {

@@ -51,6 +51,16 @@ export async function addOutboxSequence(knex: Knex, schema: string): Promise<voi
 }
 
 /**
+ * Migration step (after addOutboxSequence): a lease, so the relay claims a batch in one
+ * statement instead of holding a transaction open across the publish. A relay that dies
+ * with a batch claimed leaves it leased; another (or the restarted one) takes it when the
+ * lease runs out, and the stream's duplicate window drops what was already stored.
+ */
+export async function addOutboxLease(knex: Knex, schema: string): Promise<void> {
+  await knex.raw('ALTER TABLE ??.outbox ADD COLUMN IF NOT EXISTS lease_until timestamptz', [schema]);
+}
+
+/**
  * Writes events in the caller's transaction. Each payload is checked against its
  * subject's schema (EVENT_DATA) first: an event that does not fit its contract is a bug,
  * and it fails the transaction instead of reaching consumers. Returns the envelopes as
@@ -113,6 +123,8 @@ export interface OutboxRelayOptions {
   afterPublish?: (eventId: string) => Promise<void>;
   /** Published rows are deleted once this old (default 24 h): the table holds what is in flight, not history. */
   keepSentMs?: number;
+  /** How long a claimed batch is the relay's before another may take it (default 10 s). */
+  leaseMs?: number;
 }
 
 export class OutboxRelay {
@@ -124,6 +136,7 @@ export class OutboxRelay {
   private loop?: Promise<void>;
   private readonly pollMs: number;
   private readonly batchSize: number;
+  private readonly leaseMs: number;
   private lastCleanup = 0;
 
   constructor(private readonly opts: OutboxRelayOptions) {
@@ -131,6 +144,9 @@ export class OutboxRelay {
     // A burst (a thousand timers due in one second) goes out in a few batches, each one
     // round trip of publishes and one UPDATE.
     this.batchSize = opts.batchSize ?? 500;
+    // Far longer than a batch takes to publish (a timeout of the bus request is 10 s); if
+    // one ever takes longer, the batch is published twice and the duplicate dropped.
+    this.leaseMs = opts.leaseMs ?? 10_000;
   }
 
   async start(): Promise<void> {
@@ -240,36 +256,43 @@ export class OutboxRelay {
     }
   }
 
-  /** Publishes one batch of unsent rows; returns how many were published. Exposed for tests. */
+  /**
+   * Publishes one batch of unsent rows; returns how many were published. Exposed for tests.
+   * Two statements, no transaction held across the publish: the batch is claimed (a lease,
+   * SKIP LOCKED so replicas take disjoint rows), published, then marked sent. A failed
+   * publish gives the batch back at once; a relay that dies leaves it to its lease.
+   */
   async relayBatch(): Promise<number> {
-    return this.opts.db.transaction(async (trx) => {
-      // SKIP LOCKED: replicas relay disjoint rows instead of queueing behind each other.
-      const rows: { id: string; subject: string; envelope: EventEnvelope }[] = await trx(OUTBOX_TABLE)
-        .select('id', 'subject', 'envelope')
-        .whereNull('sent_at')
-        .orderBy('seq')
-        .limit(this.batchSize)
-        .forUpdate()
-        .skipLocked();
+    const { db, bus } = this.opts;
+    const claimed = await db.raw(
+      `UPDATE ?? o SET lease_until = now() + make_interval(secs => ?)
+        WHERE o.id IN (SELECT id FROM ?? WHERE sent_at IS NULL AND (lease_until IS NULL OR lease_until < now())
+                        ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED)
+        RETURNING o.id, o.subject, o.seq, o.envelope`,
+      [OUTBOX_TABLE, this.leaseMs / 1000, OUTBOX_TABLE, this.batchSize],
+    );
+    const rows = (claimed.rows as { id: string; subject: string; seq: string; envelope: EventEnvelope }[]).sort((a, b) => Number(a.seq) - Number(b.seq));
+    if (rows.length === 0) return 0;
+    const ids = rows.map((r) => r.id);
+    try {
       if (this.opts.afterPublish) {
         for (const row of rows) {
-          await this.opts.bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id, ...traceHeaders(row.envelope) });
+          await bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id, ...traceHeaders(row.envelope) });
           await this.opts.afterPublish(row.id);
         }
       } else {
         // Sent in order on one connection, acks collected together: one round trip per
         // batch, not per event. Any failure fails the batch (nothing marked sent; the
         // stream's duplicate window drops what was already stored when it is retried).
-        await Promise.all(rows.map((row) => this.opts.bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id, ...traceHeaders(row.envelope) })));
+        await Promise.all(rows.map((row) => bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id, ...traceHeaders(row.envelope) })));
       }
-      if (rows.length > 0) {
-        await trx(OUTBOX_TABLE)
-          .whereIn('id', rows.map((r) => r.id))
-          .update({ sent_at: trx.fn.now() });
-        outboxPublishedTotal.inc({ schema: this.opts.schema }, rows.length);
-      }
-      return rows.length;
-    });
+    } catch (err) {
+      await db.raw('UPDATE ?? SET lease_until = NULL WHERE id = ANY(?) AND sent_at IS NULL', [OUTBOX_TABLE, ids]).catch(() => undefined);
+      throw err;
+    }
+    await db.raw('UPDATE ?? SET sent_at = now(), lease_until = NULL WHERE id = ANY(?)', [OUTBOX_TABLE, ids]);
+    outboxPublishedTotal.inc({ schema: this.opts.schema }, rows.length);
+    return rows.length;
   }
 
   async stop(): Promise<void> {

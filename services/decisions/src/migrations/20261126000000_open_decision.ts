@@ -2,6 +2,9 @@ import type { Knex } from '@approvals/shared';
 
 export const name = '20261126000000_open_decision';
 
+/** The decision's jsonb columns: taken from the argument as they are (no text round trip). */
+const JSON_COLUMNS = ['route', 'context', 'proposed_output', 'response_spec', 'esign'];
+
 /** The columns a create writes; the others keep their defaults. */
 const COLUMNS = [
   'id',
@@ -60,7 +63,9 @@ export async function up(knex: Knex): Promise<void> {
       v_taken int;
       v_existing jsonb;
     BEGIN
-      r := jsonb_populate_record(NULL::decisions.decisions, p_row);
+      -- The scalar columns through the row type; the JSON ones below straight from p_row
+      -- (populating a jsonb column would print and parse a large context again).
+      r := jsonb_populate_record(NULL::decisions.decisions, p_row - '{${JSON_COLUMNS.join(',')}}'::text[]);
       PERFORM pg_advisory_xact_lock(hashtext(r.org_id), hashtext(r.external_run_id));
       IF EXISTS (SELECT 1 FROM decisions.decisions d
                   WHERE d.org_id = r.org_id AND d.external_run_id = r.external_run_id AND d.created_at > r.created_at) THEN
@@ -68,7 +73,7 @@ export async function up(knex: Knex): Promise<void> {
       END IF;
 
       INSERT INTO decisions.decisions (${COLUMNS.join(', ')})
-      VALUES (${COLUMNS.map((c) => `r.${c}`).join(', ')})
+      VALUES (${COLUMNS.map((c) => (JSON_COLUMNS.includes(c) ? `nullif(p_row->'${c}', 'null'::jsonb)` : `r.${c}`)).join(', ')})
       ON CONFLICT (org_id, external_run_id, step_ref) DO NOTHING
       RETURNING id INTO v_id;
       IF v_id IS NULL THEN
