@@ -228,27 +228,34 @@ export function createDecisionActions(deps: ActionDeps) {
     },
 
     /**
-     * Exactly once: the row lock serializes consumers; the first one that passes every
-     * check marks the approval spent; the same consumer retrying gets alreadyConsumed.
+     * Exactly once, without a lock: the decision is read and checked, then marked spent by
+     * one conditional statement (`consumed_at IS NULL`, with its timeline entry and event),
+     * which only one consumer can win; PostgreSQL re-checks the condition on the newest row
+     * when consumers race. A loser reads again: the same consumer gets alreadyConsumed, any
+     * other `consumed`. What the checks read cannot change meanwhile: APPROVED is final,
+     * and facts, workflow and step are fixed at creation.
      */
     async consume(org: string, id: string, b: { consumer: string; factsHash?: string; workflowRef?: string; stepRef?: string }) {
       const now = clock.now();
-      const result = await store.transaction(async (tx) => {
-        const d = await tx.lock(org, id);
+      const attempt = async (final: boolean): Promise<{ reason: string } | { ok: true; already: boolean; at: Date } | undefined> => {
+        const d = await store.find(org, id);
         if (!d) return { reason: 'not_found' as const };
         const reason = refusalOf(toState(d), b);
         if (reason) return { reason };
         if (d.consumed_by === b.consumer) return { ok: true as const, already: true, at: d.consumed_at! };
-        // Spent, its timeline entry and the event, in one statement (the row is locked and unspent).
-        await tx.changeWith(
+        if (final) return undefined;
+        const spent = await store.changeWith(
           id,
-          { consumed_at: null },
+          { org_id: org, status: 'APPROVED', consumed_at: null },
           { consumed_at: now, consumed_by: b.consumer },
           [{ type: 'consumed', actor: b.consumer, at: now, data: { factsHash: b.factsHash ?? null } }],
           [{ subject: EVENT.decisionConsumed, org, data: { decisionId: id, consumer: b.consumer, factsHash: b.factsHash ?? null, consumedAt: now.toISOString(), policy: policyRef(d) } }],
         );
-        return { ok: true as const, already: false, at: now };
-      });
+        return spent ? { ok: true as const, already: false, at: now } : undefined;
+      };
+      // Lost the race: the winner has committed, so the second read sees who consumed it.
+      const result = (await attempt(false)) ?? (await attempt(true));
+      if (!result) throw new AppError('internal', 'consume: the decision changed but shows no consumer');
       if ('reason' in result) {
         const code = result.reason === 'not_found' ? 'not_found' : 'consume_refused';
         throw new AppError(code, `consume refused: ${result.reason}`, { consumed: false, reason: result.reason });
