@@ -1,4 +1,4 @@
-import { CachedCalls, OrgCache, SecretBox, followChanges, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { CachedCalls, OrgCache, SecretBox, announceChange, followChanges, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { NotifierConfig } from './config';
 import { notifierConsumers } from './consumers/decision-events.consumer';
 import { registerNotifierHandlers } from './handlers/people.handlers';
@@ -10,7 +10,7 @@ import { createPeopleStore } from './store/people.store';
 import type { PersonalChannels } from './domain/plan';
 import { createDeliver } from './usecases/deliver';
 import { createEngines } from './usecases/engines';
-import { createEnginesStore } from './store/engines.store';
+import { createEnginesStore, type EngineSettingsRow } from './store/engines.store';
 import { ApnsSender, FcmSender } from './providers/push';
 import { DeliveryWorker } from './worker';
 
@@ -50,7 +50,18 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
         fcm: config.PUSH_FCM_SERVICE_ACCOUNT ? new FcmSender(config, outbound.trusted) : undefined,
         apns: config.PUSH_APNS_KEY && config.PUSH_APNS_KEY_ID && config.PUSH_APNS_TEAM_ID && config.PUSH_APNS_TOPIC ? new ApnsSender(config) : undefined,
       };
-      const engines = createEngines({ config, store: createEnginesStore(ctx.db), secrets: SecretBox.fromConfig(config), guard, tenant: outbound.tenant, trusted: outbound.trusted });
+      // An org's engine settings, read on every resume: kept until this service announces a change.
+      const engineSettings = new OrgCache<EngineSettingsRow | null>();
+      const engines = createEngines({
+        config,
+        store: createEnginesStore(ctx.db),
+        secrets: SecretBox.fromConfig(config),
+        guard,
+        tenant: outbound.tenant,
+        trusted: outbound.trusted,
+        cache: engineSettings,
+        changed: (org) => announceChange(ctx.bus, 'notifier', org),
+      });
       const deliver = createDeliver({
         bus: ctx.bus,
         providers: [...peopleProviders(config, { outbound, bus: ctx.bus, people, push }), ...engineProviders(engines.resolve)],
@@ -66,7 +77,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
       registerNotifierHandlers(ctx.host, { people, deliveries, engines });
       const approvers = new CachedCalls(ctx.bus);
       const personal = new OrgCache<Map<string, PersonalChannels>>();
-      const stopFollowing = [followChanges(ctx.bus, ctx.log, 'policies', [approvers.cache]), followChanges(ctx.bus, ctx.log, 'notifier', [personal])];
+      const stopFollowing = [followChanges(ctx.bus, ctx.log, 'policies', [approvers.cache]), followChanges(ctx.bus, ctx.log, 'notifier', [personal, engineSettings])];
       for (const c of notifierConsumers({ store: deliveries, people, approvers, personal, wake: () => worker.wake(), unavailable: deliver.unavailable })) ctx.consume(c);
       worker.start();
       // Stop sending before the bus closes: a send in flight finishes and records its result.

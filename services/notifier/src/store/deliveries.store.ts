@@ -78,7 +78,12 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number } = { l
      * entry. Only the first mark counts, so a lease that ran out mid-send and a second
      * send by another replica still record one entry.
      */
-    async sent(id: string): Promise<void> {
+    async sent(id: string, kind: string): Promise<void> {
+      if (!PERSON_KINDS.has(kind)) {
+        // No event to write with it (an engine call): one statement.
+        await db('deliveries').where({ id }).whereNot({ status: 'sent' }).update({ status: 'sent', sent_at: db.fn.now(), lease_until: null, last_error: null });
+        return;
+      }
       await db.transaction(async (trx) => {
         const [row] = await trx('deliveries')
           .where({ id })
@@ -102,7 +107,12 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number } = { l
      * Marks a delivery skipped. A decision's engine resume that cannot be made (no engine
      * configured) also emits evt.notification.skipped: the decision's timeline says why.
      */
-    async skipped(id: string, reason: string): Promise<void> {
+    async skipped(id: string, reason: string, kind: string, channel: string): Promise<void> {
+      if (kind !== 'resume' || !ENGINE_CHANNELS.has(channel)) {
+        // No event to write with it: one statement.
+        await db('deliveries').where({ id }).whereNot({ status: 'skipped' }).update({ status: 'skipped', last_error: reason, lease_until: null });
+        return;
+      }
       await db.transaction(async (trx) => {
         const [row] = await trx('deliveries')
           .where({ id })

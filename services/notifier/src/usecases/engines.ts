@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { AppError, literalTargetRefusal, type AddressPolicy, type OutboundClient, type SecretBox } from '@approvals/shared';
+import { AppError, literalTargetRefusal, type AddressPolicy, type OrgCache, type OutboundClient, type SecretBox } from '@approvals/shared';
 import type { z } from 'zod';
 import type { EngineSettingsBody } from '@approvals/shared';
 import type { NotifierConfig } from '../config';
@@ -17,7 +17,18 @@ const SECRET_FIELD: Record<EngineName, 'eventKey' | 'apiKey' | 'secretKey' | 'se
  * where an org's engine events go. An org's URLs go through the guarded client (checked
  * at save and at every connect), the deployment's through the trusted one.
  */
-export function createEngines(deps: { config: NotifierConfig; store: EnginesStore; secrets: SecretBox; guard: AddressPolicy; tenant: OutboundClient; trusted: OutboundClient }) {
+export function createEngines(deps: {
+  config: NotifierConfig;
+  store: EnginesStore;
+  secrets: SecretBox;
+  guard: AddressPolicy;
+  tenant: OutboundClient;
+  trusted: OutboundClient;
+  /** Settings rows per (org, engine), dropped when `changed` is announced (bus/invalidation). */
+  cache?: OrgCache<EngineSettingsRow | null>;
+  /** Announces a change of an org's settings to every replica's cache before the change is answered. */
+  changed?: (org: string) => Promise<void>;
+}) {
   const { config, store, secrets } = deps;
 
   function fromDeployment(engine: EngineName): EngineTarget | null {
@@ -61,7 +72,8 @@ export function createEngines(deps: { config: NotifierConfig; store: EnginesStor
   }
 
   async function resolve(org: string, engine: EngineName): Promise<EngineTarget | null> {
-    const row = await store.get(org, engine);
+    const load = async () => (await store.get(org, engine)) ?? null;
+    const row = deps.cache ? await deps.cache.get(org, engine, load) : await load();
     return row ? fromRow(row) : fromDeployment(engine);
   }
 
@@ -107,6 +119,7 @@ export function createEngines(deps: { config: NotifierConfig; store: EnginesStor
         });
       }
       await store.apply(org, changes);
+      await deps.changed?.(org);
       return view(await store.ofOrg(org), generated ? { bundled: generated } : undefined);
     },
 
