@@ -60,6 +60,11 @@ describe('decisions under concurrency', () => {
     // the verdict carries what the decision row says.
     const all = await stream.forDecision(stack, id);
     expect(all.map((m) => m.subject)).toEqual(['evt.decision.created', 'evt.decision.vote_recorded', 'evt.decision.vote_recorded', 'evt.decision.vote_recorded', 'evt.decision.resolved']);
+    // Each vote's event carries the tally it made (filled in by the statement that counted it).
+    expect(all.slice(1, 4).map((m) => m.envelope.data.tally)).toEqual([1, 2, 3].map((approvals) => ({ approvals, rejections: 0, approvalsRequired: 3, rejectionsRequired: 1 })));
+    const voters = all.slice(1, 4).map((m) => m.envelope.data.voter as string);
+    expect(new Set(voters).size).toBe(3);
+    for (const v of voters) expect(reviewers).toContain(v);
     expect(all[4].envelope.data).toMatchObject({ status: 'APPROVED', decidedBy: d.decidedBy, note: null, resolvedAt: d.resolvedAt, responseValue: null, externalRunId: d.externalRunId, stepRef: d.stepRef });
     // Consumed once: the flag, one timeline entry and one event, after the verdict.
     expect((await consume(id, 'after-quorum')).status).toBe(200);

@@ -109,13 +109,17 @@ export class DecisionsStore {
   }
 
   /**
-   * Records a vote with its timeline entry and answers the tally with it, in one statement;
-   * undefined (and no entry) when this voter already has a vote (the unique index).
+   * Records a vote with its timeline entry and its event (`recorded`, whose `data.tally` is
+   * filled in here with the tally this vote makes), and answers that tally, in one
+   * statement; undefined (and nothing written) when this voter already has a vote (the
+   * unique index).
    */
   async insertVoteCounted(
     v: { id: string; decisionId: string; voter: string; voterRef: string | null; surface: string; choice: string; note: string | null; responseValue: unknown; at: Date },
     d: Pick<DecisionRow, 'approvals_required' | 'rejections_required'>,
+    recorded: NewEvent,
   ): Promise<Tally | undefined> {
+    const [envelope] = toEnvelopes([recorded]);
     const r = await this.q.raw(
       `WITH v AS (
          INSERT INTO votes (id, decision_id, voter, voter_ref, surface, choice, note, response_value, created_at)
@@ -123,10 +127,17 @@ export class DecisionsStore {
          ON CONFLICT (decision_id, voter) DO NOTHING RETURNING choice
        ), t AS (
          INSERT INTO timeline (decision_id, type, actor, at, data) SELECT :decision, 'vote', :voter, :at, :entry::jsonb FROM v
+       ), c AS (
+         SELECT ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'approve') + (SELECT count(*) FROM v WHERE choice = 'approve'))::int AS approvals,
+                ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'reject') + (SELECT count(*) FROM v WHERE choice = 'reject'))::int AS rejections
+       ), o AS (
+         INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope)
+         SELECT :eventId, :eventType, :eventOrg,
+                jsonb_set(:envelope::jsonb, '{data,tally}',
+                          jsonb_build_object('approvals', c.approvals, 'rejections', c.rejections, 'approvalsRequired', :ar::int, 'rejectionsRequired', :rr::int))
+           FROM c WHERE EXISTS (SELECT 1 FROM v)
        )
-       SELECT (SELECT count(*) FROM v)::int AS inserted,
-              ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'approve') + (SELECT count(*) FROM v WHERE choice = 'approve'))::int AS approvals,
-              ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'reject') + (SELECT count(*) FROM v WHERE choice = 'reject'))::int AS rejections`,
+       SELECT (SELECT count(*) FROM v)::int AS inserted, c.approvals, c.rejections FROM c`,
       {
         id: v.id,
         decision: v.decisionId,
@@ -138,6 +149,12 @@ export class DecisionsStore {
         rv: v.responseValue === undefined ? null : JSON.stringify(v.responseValue),
         at: v.at,
         entry: JSON.stringify({ choice: v.choice, note: v.note, surface: v.surface }),
+        eventId: envelope!.id,
+        eventType: envelope!.type,
+        eventOrg: envelope!.org,
+        envelope: JSON.stringify(envelope),
+        ar: d.approvals_required,
+        rr: d.rejections_required,
       },
     );
     const row = r.rows[0] as { inserted: number; approvals: number; rejections: number };

@@ -112,27 +112,32 @@ export function createDecisionActions(deps: ActionDeps) {
           case 'record':
             break;
         }
-        // The vote, its timeline entry and the tally with it, in one statement.
+        // The vote, its timeline entry, its event and the tally it makes, in one statement
+        // (the event's tally is filled in there).
         const tally = await tx.insertVoteCounted(
           { id: newId('vote'), decisionId: d.id, voter: person.email, voterRef: person.ref, surface: person.surface, choice: args.choice, note, responseValue: args.responseValue, at: now },
           d,
+          {
+            subject: EVENT.decisionVoteRecorded,
+            org: args.org,
+            data: {
+              decisionId: d.id,
+              voter: person.email,
+              choice: args.choice,
+              surface: person.surface,
+              tally: { approvals: 0, rejections: 0, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required },
+              policy: policyRef(d),
+            },
+          },
         );
         if (!tally) {
           const first = await tx.voteOf(d.id, person.email);
           return { kind: 'already_voted' as const, vote: first ? recordedVote(first) : null, status: d.status };
         }
-        const recorded: NewEvent = {
-          subject: EVENT.decisionVoteRecorded,
-          org: args.org,
-          data: { decisionId: d.id, voter: person.email, choice: args.choice, surface: person.surface, tally, policy: policyRef(d) },
-        };
         const result = outcomeOf(tally);
-        if (!result) {
-          await tx.events([recorded]);
-          return { kind: 'recorded' as const, status: d.status, tally };
-        }
-        // The verdict, its timeline entry and both events in one statement. The row is
-        // locked and PENDING, so the resolved row is the locked one with the verdict.
+        if (!result) return { kind: 'recorded' as const, status: d.status, tally };
+        // The verdict, its timeline entry and its event in one statement. The row is locked
+        // and PENDING, so the resolved row is the locked one with the verdict.
         const verdict = { status: result, decided_by: person.email, note, response_value: args.responseValue ?? null, resolved_at: now };
         const resolved = await tx.changeWith(
           d.id,
@@ -140,7 +145,6 @@ export function createDecisionActions(deps: ActionDeps) {
           { ...verdict, response_value: args.responseValue === undefined ? null : JSON.stringify(args.responseValue) },
           [{ type: 'resolved', actor: person.email, at: now, data: { status: result } }],
           [{ subject: EVENT.decisionResolved, org: args.org, data: resolvedEventData({ ...d, ...verdict }) }],
-          [recorded],
         );
         return { kind: 'recorded' as const, status: resolved ? result : d.status, tally };
       });
