@@ -222,26 +222,34 @@ interface StatementCount {
   query: string;
   perOp: number;
   meanMs: number;
+  /** Sent by a client (a round trip), not run inside a function or trigger. */
+  topLevel: boolean;
 }
 
 /** The statements PostgreSQL ran since the last reset, by calls per operation (BEGIN and COMMIT included). */
 async function statementsPerOp(pool: Pool, ops: number): Promise<StatementCount[]> {
   const r = await pool.query(
-    `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, mean_exec_time FROM pg_stat_statements
-      WHERE query NOT ILIKE '%pg_stat%' AND calls >= $1 ORDER BY calls DESC LIMIT 30`,
+    `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, mean_exec_time, toplevel FROM pg_stat_statements
+      WHERE query NOT ILIKE '%pg_stat%' AND calls >= $1 ORDER BY calls DESC LIMIT 40`,
     [Math.max(1, Math.floor(ops / 20))],
   );
-  return r.rows.map((x: { query: string; calls: string; mean_exec_time: number }) => ({ query: x.query, perOp: Number(x.calls) / ops, meanMs: x.mean_exec_time }));
+  return r.rows.map((x: { query: string; calls: string; mean_exec_time: number; toplevel: boolean }) => ({
+    query: x.query,
+    perOp: Number(x.calls) / ops,
+    meanMs: x.mean_exec_time,
+    topLevel: x.toplevel,
+  }));
 }
 
 function statementTable(name: string, rows: StatementCount[]): string[] {
   const total = rows.reduce((s, r) => s + r.perOp, 0);
+  const roundTrips = rows.filter((r) => r.topLevel).reduce((s, r) => s + r.perOp, 0);
   return [
-    `${name} — statements per operation (${total.toFixed(1)} in all, the most frequent first):`,
+    `${name} — statements per operation (${total.toFixed(1)} in all, ${roundTrips.toFixed(1)} of them sent by a client, i.e. round trips; the most frequent first):`,
     '',
-    '| per op | mean ms | statement |',
-    '|---|---|---|',
-    ...rows.map((r) => `| ${r.perOp.toFixed(2)} | ${r.meanMs.toFixed(3)} | \`${r.query.slice(0, 140).replace(/\|/g, '\\|')}\` |`),
+    '| per op | mean ms | sent by | statement |',
+    '|---|---|---|---|',
+    ...rows.map((r) => `| ${r.perOp.toFixed(2)} | ${r.meanMs.toFixed(3)} | ${r.topLevel ? 'client' : 'function/trigger'} | \`${r.query.slice(0, 140).replace(/\|/g, '\\|')}\` |`),
     '',
   ];
 }

@@ -67,8 +67,12 @@ export async function up(knex: Knex): Promise<void> {
       -- (populating a jsonb column would print and parse a large context again).
       r := jsonb_populate_record(NULL::decisions.decisions, p_row - '{${JSON_COLUMNS.join(',')}}'::text[]);
       PERFORM pg_advisory_xact_lock(hashtext(r.org_id), hashtext(r.external_run_id));
+      -- The row comparison pins the run's unique index: on a table without statistics yet
+      -- (a new install) the planner would otherwise read every decision of the org through
+      -- another index on org_id.
       IF EXISTS (SELECT 1 FROM decisions.decisions d
-                  WHERE d.org_id = r.org_id AND d.external_run_id = r.external_run_id AND d.created_at > r.created_at) THEN
+                  WHERE (d.org_id, d.external_run_id, d.step_ref) >= (r.org_id, r.external_run_id, '')
+                    AND d.org_id = r.org_id AND d.external_run_id = r.external_run_id AND d.created_at > r.created_at) THEN
         RETURN jsonb_build_object('outcome', 'later');
       END IF;
 
