@@ -88,7 +88,7 @@ export function toState(r: DecisionRow): DecisionState {
   };
 }
 
-export function policyRef(r: DecisionRow) {
+export function policyRef(r: Pick<DecisionRow, 'policy_key' | 'policy_id' | 'policy_version' | 'policy_version_id'>) {
   return r.policy_key && r.policy_id && r.policy_version !== null && r.policy_version_id
     ? { key: r.policy_key, id: r.policy_id, version: r.policy_version, versionId: r.policy_version_id }
     : null;

@@ -150,7 +150,7 @@ export function createDecisionOpener(deps: CreateDeps) {
       org,
       data: {
         decisionId: id,
-        policy: policyRef(row as unknown as DecisionRow),
+        policy: policyRef(row),
         approvers: gate.approvers,
         assigneeEmail: gate.assigneeEmail,
         externalRunId: b.externalRunId,
