@@ -38,6 +38,8 @@ export interface DecisionRow {
   reminded_at: Date | null;
   consumed_at: Date | null;
   consumed_by: string | null;
+  /** Incremented by every recorded vote (the optimistic vote's guard). */
+  vote_count: number;
 }
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);

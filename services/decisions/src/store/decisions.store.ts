@@ -2,6 +2,13 @@ import { EVENT, OUTBOX_TABLE, enqueueEvents, toEnvelopes, type DecisionStatus, t
 import { isPastDeadline, quotaPeriod, type Tally } from '../domain/decision';
 import { resolvedEventData, type DecisionRow } from './decision.row';
 
+/** What a vote reads of its decision and voter. */
+export interface VoteView {
+  d: DecisionRow;
+  voterDisabled: boolean;
+  earlier: VoteRow | undefined;
+}
+
 /** A vote as stored; `already_voted` answers show it. */
 export interface VoteRow {
   choice: 'approve' | 'reject';
@@ -93,19 +100,95 @@ export class DecisionsStore {
    * vote. (A vote by the same person committed while this waited for the lock may not be
    * in `earlier`: the vote's insert is then refused by the unique index, the second guard.)
    */
-  async lockForVote(org: string, id: string, email: string | null): Promise<{ d: DecisionRow; voterDisabled: boolean; earlier: VoteRow | undefined } | undefined> {
+  async lockForVote(org: string, id: string, email: string | null): Promise<VoteView | undefined> {
+    return this.forVote(org, id, email, true);
+  }
+
+  /**
+   * The same without a lock, with the tally, all from one snapshot: what an optimistic
+   * vote reads before `castVote`, whose guard (`vote_count`) tells whether it still holds.
+   */
+  async readForVote(org: string, id: string, email: string): Promise<(VoteView & { approvals: number; rejections: number }) | undefined> {
+    return this.forVote(org, id, email, false) as Promise<(VoteView & { approvals: number; rejections: number }) | undefined>;
+  }
+
+  private async forVote(org: string, id: string, email: string | null, lock: boolean): Promise<(VoteView & { approvals?: number; rejections?: number }) | undefined> {
     const r = await this.q.raw(
       `SELECT d.*,
               EXISTS (SELECT 1 FROM approver_states s WHERE s.org_id = d.org_id AND s.email = :email AND s.disabled) AS vote_voter_disabled,
               (SELECT row_to_json(v) FROM (SELECT choice, note, surface, response_value, created_at FROM votes WHERE decision_id = d.id AND voter = :email) v) AS vote_earlier
+              ${lock ? '' : `, (SELECT count(*) FROM votes WHERE decision_id = d.id AND choice = 'approve')::int AS vote_approvals,
+              (SELECT count(*) FROM votes WHERE decision_id = d.id AND choice = 'reject')::int AS vote_rejections`}
          FROM decisions d WHERE d.org_id = :org AND d.id = :id
-          FOR NO KEY UPDATE OF d`,
+          ${lock ? 'FOR NO KEY UPDATE OF d' : ''}`,
       { org, id, email: email ?? '' },
     );
-    const row = r.rows[0] as (DecisionRow & { vote_voter_disabled: boolean; vote_earlier: (Omit<VoteRow, 'created_at'> & { created_at: string }) | null }) | undefined;
+    const row = r.rows[0] as
+      | (DecisionRow & { vote_voter_disabled: boolean; vote_earlier: (Omit<VoteRow, 'created_at'> & { created_at: string }) | null; vote_approvals?: number; vote_rejections?: number })
+      | undefined;
     if (!row) return undefined;
-    const { vote_voter_disabled: voterDisabled, vote_earlier: earlier, ...d } = row;
-    return { d: d as DecisionRow, voterDisabled, earlier: earlier ? { ...earlier, created_at: new Date(earlier.created_at) } : undefined };
+    const { vote_voter_disabled: voterDisabled, vote_earlier: earlier, vote_approvals: approvals, vote_rejections: rejections, ...d } = row;
+    return {
+      d: d as DecisionRow,
+      voterDisabled,
+      earlier: earlier ? { ...earlier, created_at: new Date(earlier.created_at) } : undefined,
+      ...(lock ? {} : { approvals, rejections }),
+    };
+  }
+
+  /**
+   * An optimistic vote in one statement: the vote, its timeline entries and events, and
+   * the verdict when it decides, written only if the decision is still as `seen` read it:
+   * PENDING, with no vote recorded since (`vote_count`), and, for a verdict, the same
+   * draft (the verdict's event carries it). The row lock the update takes serializes it
+   * with every other vote; a concurrent one makes the guard fail, and the caller reads
+   * again. Answers whether it was written.
+   */
+  async castVote(
+    seen: DecisionRow,
+    v: { id: string; voter: string; voterRef: string | null; surface: string; choice: string; note: string | null; responseValue: unknown; at: Date },
+    verdict: { status: 'APPROVED' | 'REJECTED' } | null,
+    entries: Array<{ type: string; actor: string | null; at: Date; data: Record<string, unknown> }>,
+    events: NewEvent[],
+  ): Promise<boolean> {
+    const rv = v.responseValue === undefined ? null : JSON.stringify(v.responseValue);
+    const r = await this.q.raw(
+      `WITH g AS (
+         UPDATE decisions SET vote_count = vote_count + 1
+           ${verdict ? `, status = :status, decided_by = :voter, note = :note, response_value = :rv::jsonb, resolved_at = :at` : ''}
+          WHERE org_id = :org AND id = :id AND status = 'PENDING' AND vote_count = :seen
+            ${verdict ? 'AND refined_output IS NOT DISTINCT FROM :refined::jsonb' : ''}
+         RETURNING id
+       ), v AS (
+         INSERT INTO votes (id, decision_id, voter, voter_ref, surface, choice, note, response_value, created_at)
+         SELECT :voteId, g.id, :voter, :voterRef, :surface, :choice, :note, :rv::jsonb, :at FROM g
+       ), t AS (
+         INSERT INTO timeline (decision_id, type, actor, at, data)
+         SELECT g.id, e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
+           FROM g, jsonb_array_elements(:entries::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
+       ), o AS (
+         INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope)
+         SELECT e->>'id', e->>'type', e->>'org', e FROM g, jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
+       )
+       SELECT count(*)::int AS applied FROM g`,
+      {
+        org: seen.org_id,
+        id: seen.id,
+        seen: seen.vote_count,
+        ...(verdict ? { status: verdict.status, refined: seen.refined_output === null ? null : JSON.stringify(seen.refined_output) } : {}),
+        voteId: v.id,
+        voter: v.voter,
+        voterRef: v.voterRef,
+        surface: v.surface,
+        choice: v.choice,
+        note: v.note,
+        rv,
+        at: v.at,
+        entries: JSON.stringify(entries),
+        events: JSON.stringify(toEnvelopes(events)),
+      },
+    );
+    return (r.rows[0] as { applied: number }).applied > 0;
   }
 
   /**
@@ -127,6 +210,8 @@ export class DecisionsStore {
          ON CONFLICT (decision_id, voter) DO NOTHING RETURNING choice
        ), t AS (
          INSERT INTO timeline (decision_id, type, actor, at, data) SELECT :decision, 'vote', :voter, :at, :entry::jsonb FROM v
+       ), n AS (
+         UPDATE decisions SET vote_count = vote_count + 1 WHERE id = :decision AND EXISTS (SELECT 1 FROM v)
        ), c AS (
          SELECT ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'approve') + (SELECT count(*) FROM v WHERE choice = 'approve'))::int AS approvals,
                 ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'reject') + (SELECT count(*) FROM v WHERE choice = 'reject'))::int AS rejections

@@ -12,7 +12,7 @@ import {
   type ResponseSpec,
   type SecretBox,
 } from '@approvals/shared';
-import { isPastDeadline, outcomeOf, refusalOf, voteRuling, voterRefusal } from '../domain/decision';
+import { isPastDeadline, outcomeOf, refusalOf, voteRuling, voterRefusal, type Tally } from '../domain/decision';
 import { openModelKey, reviseDraft } from '../providers/model';
 import { policyRef, resolvedEventData, toState, type DecisionRow } from '../store/decision.row';
 import type { DecisionsStore, EvidenceRow, VoteRow } from '../store/decisions.store';
@@ -65,20 +65,108 @@ export function evidenceView(row: EvidenceRow) {
   return { ...(row.item as { kind: 'note' }), id: row.id, addedBy: row.added_by, addedAt: row.added_at.toISOString(), contentHash: row.content_hash };
 }
 
+/** How many times an optimistic vote is read again after losing a race, before it takes the lock. */
+const OPTIMISTIC_VOTE_TRIES = 3;
+
+type VoteOutcome =
+  | { kind: 'not_found' }
+  | { kind: 'refused'; why: string }
+  | { kind: 'not_pending'; status: DecisionRow['status'] }
+  | { kind: 'signature_required' }
+  | { kind: 'bad_value'; problem: string }
+  | { kind: 'already_voted'; vote: ReturnType<typeof recordedVote> | null; status: DecisionRow['status'] }
+  | { kind: 'recorded'; status: DecisionRow['status']; tally: Tally };
+
 export function createDecisionActions(deps: ActionDeps) {
   const { store, clock } = deps;
 
+  /**
+   * The optimistic vote (see `vote`): an outcome; `again` when a vote or a change came in
+   * between the read and the write; `locked` for what only the locked way decides (a refusal,
+   * which is recorded, and an expiry, which is applied).
+   */
+  async function optimisticVote(
+    org: string,
+    id: string,
+    person: Extract<Voter, { kind: 'person' }>,
+    choice: 'approve' | 'reject',
+    note: string | null,
+    responseValue: unknown,
+    now: Date,
+  ): Promise<VoteOutcome | 'again' | 'locked'> {
+    const seen = await store.readForVote(org, id, person.email);
+    if (!seen) return { kind: 'not_found' };
+    const { d } = seen;
+    if (voterRefusal(d.approvers, person) || seen.voterDisabled) return 'locked';
+    const ruling = voteRuling(
+      { status: d.status, expiresAt: d.expires_at, requiresSignature: d.requires_signature, responseSpec: d.response_spec as ResponseSpec | null },
+      { surface: person.surface, choice, responseValue, votedBefore: seen.earlier !== undefined },
+      now,
+    );
+    switch (ruling.kind) {
+      case 'already_voted':
+        return { kind: 'already_voted', vote: recordedVote(seen.earlier!), status: d.status };
+      case 'expire':
+        return 'locked';
+      case 'not_pending':
+      case 'signature_required':
+      case 'bad_value':
+        return ruling;
+      case 'record':
+        break;
+    }
+    const tally: Tally = {
+      approvals: seen.approvals + (choice === 'approve' ? 1 : 0),
+      rejections: seen.rejections + (choice === 'reject' ? 1 : 0),
+      approvalsRequired: d.approvals_required,
+      rejectionsRequired: d.rejections_required,
+    };
+    const result = outcomeOf(tally);
+    const entries: Array<{ type: string; actor: string | null; at: Date; data: Record<string, unknown> }> = [
+      { type: 'vote', actor: person.email, at: now, data: { choice, note, surface: person.surface } },
+    ];
+    const events: NewEvent[] = [
+      { subject: EVENT.decisionVoteRecorded, org, data: { decisionId: d.id, voter: person.email, choice, surface: person.surface, tally, policy: policyRef(d) } },
+    ];
+    if (result) {
+      entries.push({ type: 'resolved', actor: person.email, at: now, data: { status: result } });
+      const verdict = { status: result, decided_by: person.email, note, response_value: responseValue ?? null, resolved_at: now };
+      events.push({ subject: EVENT.decisionResolved, org, data: resolvedEventData({ ...d, ...verdict }) });
+    }
+    const written = await store.castVote(
+      d,
+      { id: newId('vote'), voter: person.email, voterRef: person.ref, surface: person.surface, choice, note, responseValue, at: now },
+      result ? { status: result } : null,
+      entries,
+      events,
+    );
+    return written ? { kind: 'recorded', status: result ?? d.status, tally } : 'again';
+  }
+
   return {
     /**
-     * One vote. The decision row is locked for the whole transaction, so concurrent votes
-     * serialize: exactly one of them can cross a threshold, and the conditional update
-     * (`WHERE status = 'PENDING'`) is the second guard.
+     * One vote. First optimistically: the decision is read without a lock (with the tally),
+     * judged by the same rules, and the vote (with the verdict when it decides) written by
+     * one statement that holds only if no vote came in and nothing it read changed since
+     * (`castVote`); a vote that lost such a race reads again. A refused vote, a decision
+     * past its deadline, or a vote that keeps losing (a crowd on one decision) goes the
+     * locked way: the decision row locked for the whole transaction, so concurrent votes
+     * serialize. Either way exactly one vote can cross a threshold, and the conditional
+     * update (`WHERE status = 'PENDING'`) is the second guard.
      */
     async vote(args: { org: string; id: string; voter: Voter; choice: 'approve' | 'reject'; note?: string; responseValue?: unknown }) {
       const now = clock.now();
       const actor = args.voter.kind === 'apiKey' ? args.voter.keyId : args.voter.email;
       const note = args.note ?? null;
-      const outcome = await store.transaction(async (tx) => {
+      let outcome: VoteOutcome | undefined;
+      if (args.voter.kind === 'person') {
+        for (let attempt = 0; attempt < OPTIMISTIC_VOTE_TRIES && !outcome; attempt++) {
+          const r = await optimisticVote(args.org, args.id, args.voter, args.choice, note, args.responseValue, now);
+          if (r !== 'again') outcome = r === 'locked' ? undefined : r;
+          if (r === 'locked') break;
+        }
+      }
+      outcome ??= await store.transaction(async (tx): Promise<VoteOutcome> => {
         const locked = await tx.lockForVote(args.org, args.id, args.voter.kind === 'person' ? args.voter.email : null);
         if (!locked) return { kind: 'not_found' as const };
         const { d } = locked;
