@@ -1,4 +1,4 @@
-import { EVENT, OUTBOX_TABLE, enqueueEvents, toEnvelopes, type DecisionStatus, type Knex, type NewEvent } from '@approvals/shared';
+import { EVENT, OUTBOX_TABLE, enqueueEvents, isUniqueViolation, toEnvelopes, type DecisionStatus, type Knex, type NewEvent } from '@approvals/shared';
 import { isPastDeadline, quotaPeriod, type Tally } from '../domain/decision';
 import { resolvedEventData, type DecisionRow } from './decision.row';
 
@@ -152,7 +152,7 @@ export class DecisionsStore {
     events: NewEvent[],
   ): Promise<boolean> {
     const rv = v.responseValue === undefined ? null : JSON.stringify(v.responseValue);
-    const r = await this.q.raw(
+    const write = this.q.raw(
       `WITH g AS (
          UPDATE decisions SET vote_count = vote_count + 1
            ${verdict ? `, status = :status, decided_by = :voter, note = :note, response_value = :rv::jsonb, resolved_at = :at` : ''}
@@ -188,7 +188,14 @@ export class DecisionsStore {
         events: JSON.stringify(toEnvelopes(events)),
       },
     );
-    return (r.rows[0] as { applied: number }).applied > 0;
+    try {
+      return ((await write).rows[0] as { applied: number }).applied > 0;
+    } catch (err) {
+      // The voter's vote is there after all (the unique index, the second guard): not
+      // written; the caller reads again and finds it.
+      if (isUniqueViolation(err, 'votes_decision_id_voter_unique')) return false;
+      throw err;
+    }
   }
 
   /**
