@@ -48,6 +48,18 @@ export const USAGE_SHARDS = 16;
 /** The decision's jsonb columns a create writes. */
 const JSON_COLUMNS = new Set(['route', 'context', 'proposed_output', 'response_spec', 'esign']);
 
+/**
+ * Two CTEs for a guarded change of a decision: its timeline entries (`:entries`) and its
+ * events (`:events`, envelopes), written once per row of `source` (the change's CTE), so
+ * nothing is written when the guard failed.
+ */
+const writtenWith = (source: string) => `
+       t AS (INSERT INTO timeline (decision_id, type, actor, at, data)
+             SELECT ${source}.id, e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
+               FROM ${source}, jsonb_array_elements(:entries::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n),
+       o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope)
+             SELECT e->>'id', e->>'type', e->>'org', e FROM ${source}, jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n)`;
+
 /** SQLSTATE raised by `decisions.open_decision` when the org's monthly quota is used up. */
 const QUOTA_REFUSED = 'AQ001';
 
@@ -162,14 +174,7 @@ export class DecisionsStore {
        ), v AS (
          INSERT INTO votes (id, decision_id, voter, voter_ref, surface, choice, note, response_value, created_at)
          SELECT :voteId, g.id, :voter, :voterRef, :surface, :choice, :note, :rv::jsonb, :at FROM g
-       ), t AS (
-         INSERT INTO timeline (decision_id, type, actor, at, data)
-         SELECT g.id, e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
-           FROM g, jsonb_array_elements(:entries::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
-       ), o AS (
-         INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope)
-         SELECT e->>'id', e->>'type', e->>'org', e FROM g, jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
-       )
+       ),${writtenWith('g')}
        SELECT count(*)::int AS applied FROM g`,
       {
         org: seen.org_id,
@@ -415,8 +420,7 @@ export class DecisionsStore {
   /**
    * A change of a locked decision with what it entails, in one statement (one round trip
    * instead of three): the row updated where `guard` holds and, only when it was, its
-   * timeline entries and `events`; `always` events are written either way, first. Answers
-   * whether the row was updated.
+   * timeline entries and events. Answers whether the row was updated.
    */
   async changeWith(
     id: string,
@@ -424,24 +428,16 @@ export class DecisionsStore {
     set: Record<string, unknown>,
     entries: Array<{ type: string; actor: string | null; at: Date; data: Record<string, unknown> }>,
     events: NewEvent[],
-    always: NewEvent[] = [],
   ): Promise<boolean> {
     const update = this.q('decisions')
       .where({ ...guard, id })
       .update(set)
       .returning('id');
-    const envelopes = toEnvelopes([...always, ...events]);
-    const r = await this.q.raw(
-      `WITH u AS (?),
-       t AS (INSERT INTO timeline (decision_id, type, actor, at, data)
-             SELECT u.id, e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
-               FROM u, jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n),
-       o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope)
-             SELECT e->>'id', e->>'type', e->>'org', e FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n)
-              WHERE n <= ? OR EXISTS (SELECT 1 FROM u) ORDER BY n)
-       SELECT count(*)::int AS changed FROM u`,
-      [update, JSON.stringify(entries), JSON.stringify(envelopes), always.length],
-    );
+    const r = await this.q.raw(`WITH u AS (:update),${writtenWith('u')} SELECT count(*)::int AS changed FROM u`, {
+      update,
+      entries: JSON.stringify(entries),
+      events: JSON.stringify(toEnvelopes(events)),
+    });
     return (r.rows[0] as { changed: number }).changed > 0;
   }
 

@@ -77,6 +77,43 @@ type VoteOutcome =
   | { kind: 'already_voted'; vote: ReturnType<typeof recordedVote> | null; status: DecisionRow['status'] }
   | { kind: 'recorded'; status: DecisionRow['status']; tally: Tally };
 
+type Person = Extract<Voter, { kind: 'person' }>;
+
+/**
+ * The vote rules on what was read: an answer that ends the vote, `expire` (the decision
+ * is past its deadline: expired first), or `record`. Both ways of voting judge with this.
+ */
+function judgeVote(
+  d: DecisionRow,
+  earlier: VoteRow | undefined,
+  person: Person,
+  choice: 'approve' | 'reject',
+  responseValue: unknown,
+  now: Date,
+): Exclude<VoteOutcome, { kind: 'recorded' | 'refused' | 'not_found' }> | { kind: 'expire' } | { kind: 'record' } {
+  const ruling = voteRuling(
+    { status: d.status, expiresAt: d.expires_at, requiresSignature: d.requires_signature, responseSpec: d.response_spec as ResponseSpec | null },
+    { surface: person.surface, choice, responseValue, votedBefore: earlier !== undefined },
+    now,
+  );
+  return ruling.kind === 'already_voted' ? { kind: 'already_voted', vote: recordedVote(earlier!), status: d.status } : ruling;
+}
+
+/** evt.decision.vote_recorded of a person's vote and the tally it makes. */
+function voteRecorded(org: string, d: DecisionRow, person: Person, choice: 'approve' | 'reject', tally: Tally): NewEvent {
+  return { subject: EVENT.decisionVoteRecorded, org, data: { decisionId: d.id, voter: person.email, choice, surface: person.surface, tally, policy: policyRef(d) } };
+}
+
+/** A vote's verdict on `d`: the columns it sets, its timeline entry and evt.decision.resolved (the resolved row is `d` with the verdict). */
+function verdictOf(org: string, d: DecisionRow, status: 'APPROVED' | 'REJECTED', person: Person, note: string | null, responseValue: unknown, now: Date) {
+  const verdict = { status, decided_by: person.email, note, response_value: responseValue ?? null, resolved_at: now };
+  return {
+    set: { ...verdict, response_value: responseValue === undefined ? null : JSON.stringify(responseValue) },
+    entry: { type: 'resolved', actor: person.email, at: now, data: { status } as Record<string, unknown> },
+    event: { subject: EVENT.decisionResolved, org, data: resolvedEventData({ ...d, ...verdict }) } as NewEvent,
+  };
+}
+
 export function createDecisionActions(deps: ActionDeps) {
   const { store, clock } = deps;
 
@@ -88,7 +125,7 @@ export function createDecisionActions(deps: ActionDeps) {
   async function optimisticVote(
     org: string,
     id: string,
-    person: Extract<Voter, { kind: 'person' }>,
+    person: Person,
     choice: 'approve' | 'reject',
     note: string | null,
     responseValue: unknown,
@@ -98,23 +135,9 @@ export function createDecisionActions(deps: ActionDeps) {
     if (!seen) return { kind: 'not_found' };
     const { d } = seen;
     if (voterRefusal(d.approvers, person) || seen.voterDisabled) return 'locked';
-    const ruling = voteRuling(
-      { status: d.status, expiresAt: d.expires_at, requiresSignature: d.requires_signature, responseSpec: d.response_spec as ResponseSpec | null },
-      { surface: person.surface, choice, responseValue, votedBefore: seen.earlier !== undefined },
-      now,
-    );
-    switch (ruling.kind) {
-      case 'already_voted':
-        return { kind: 'already_voted', vote: recordedVote(seen.earlier!), status: d.status };
-      case 'expire':
-        return 'locked';
-      case 'not_pending':
-      case 'signature_required':
-      case 'bad_value':
-        return ruling;
-      case 'record':
-        break;
-    }
+    const ruling = judgeVote(d, seen.earlier, person, choice, responseValue, now);
+    if (ruling.kind === 'expire') return 'locked';
+    if (ruling.kind !== 'record') return ruling;
     const tally: Tally = {
       approvals: seen.approvals + (choice === 'approve' ? 1 : 0),
       rejections: seen.rejections + (choice === 'reject' ? 1 : 0),
@@ -122,23 +145,13 @@ export function createDecisionActions(deps: ActionDeps) {
       rejectionsRequired: d.rejections_required,
     };
     const result = outcomeOf(tally);
-    const entries: Array<{ type: string; actor: string | null; at: Date; data: Record<string, unknown> }> = [
-      { type: 'vote', actor: person.email, at: now, data: { choice, note, surface: person.surface } },
-    ];
-    const events: NewEvent[] = [
-      { subject: EVENT.decisionVoteRecorded, org, data: { decisionId: d.id, voter: person.email, choice, surface: person.surface, tally, policy: policyRef(d) } },
-    ];
-    if (result) {
-      entries.push({ type: 'resolved', actor: person.email, at: now, data: { status: result } });
-      const verdict = { status: result, decided_by: person.email, note, response_value: responseValue ?? null, resolved_at: now };
-      events.push({ subject: EVENT.decisionResolved, org, data: resolvedEventData({ ...d, ...verdict }) });
-    }
+    const verdict = result ? verdictOf(org, d, result, person, note, responseValue, now) : undefined;
     const written = await store.castVote(
       d,
       { id: newId('vote'), voter: person.email, voterRef: person.ref, surface: person.surface, choice, note, responseValue, at: now },
       result ? { status: result } : null,
-      entries,
-      events,
+      [{ type: 'vote', actor: person.email, at: now, data: { choice, note, surface: person.surface } }, ...(verdict ? [verdict.entry] : [])],
+      [voteRecorded(org, d, person, choice, tally), ...(verdict ? [verdict.event] : [])],
     );
     return written ? { kind: 'recorded', status: result ?? d.status, tally } : 'again';
   }
@@ -159,11 +172,12 @@ export function createDecisionActions(deps: ActionDeps) {
       const actor = args.voter.kind === 'apiKey' ? args.voter.keyId : args.voter.email;
       const note = args.note ?? null;
       let outcome: VoteOutcome | undefined;
-      if (args.voter.kind === 'person') {
-        for (let attempt = 0; attempt < OPTIMISTIC_VOTE_TRIES && !outcome; attempt++) {
-          const r = await optimisticVote(args.org, args.id, args.voter, args.choice, note, args.responseValue, now);
-          if (r !== 'again') outcome = r === 'locked' ? undefined : r;
-          if (r === 'locked') break;
+      for (let attempt = 0; args.voter.kind === 'person' && attempt < OPTIMISTIC_VOTE_TRIES; attempt++) {
+        const r = await optimisticVote(args.org, args.id, args.voter, args.choice, note, args.responseValue, now);
+        if (r === 'locked') break;
+        if (r !== 'again') {
+          outcome = r;
+          break;
         }
       }
       outcome ??= await store.transaction(async (tx): Promise<VoteOutcome> => {
@@ -182,41 +196,15 @@ export function createDecisionActions(deps: ActionDeps) {
         }
         const person = args.voter;
         // The row lock makes this read race-free; the unique index is the second guard.
-        const earlier = locked.earlier;
-        const ruling = voteRuling(
-          { status: d.status, expiresAt: d.expires_at, requiresSignature: d.requires_signature, responseSpec: d.response_spec as ResponseSpec | null },
-          { surface: person.surface, choice: args.choice, responseValue: args.responseValue, votedBefore: earlier !== undefined },
-          now,
-        );
-        switch (ruling.kind) {
-          case 'already_voted':
-            return { kind: 'already_voted' as const, vote: recordedVote(earlier!), status: d.status };
-          case 'expire':
-            return { kind: 'not_pending' as const, status: (await tx.expireIfDue(d, now))?.status ?? d.status };
-          case 'not_pending':
-          case 'signature_required':
-          case 'bad_value':
-            return ruling;
-          case 'record':
-            break;
-        }
+        const ruling = judgeVote(d, locked.earlier, person, args.choice, args.responseValue, now);
+        if (ruling.kind === 'expire') return { kind: 'not_pending' as const, status: (await tx.expireIfDue(d, now))?.status ?? d.status };
+        if (ruling.kind !== 'record') return ruling;
         // The vote, its timeline entry, its event and the tally it makes, in one statement
         // (the event's tally is filled in there).
         const tally = await tx.insertVoteCounted(
           { id: newId('vote'), decisionId: d.id, voter: person.email, voterRef: person.ref, surface: person.surface, choice: args.choice, note, responseValue: args.responseValue, at: now },
           d,
-          {
-            subject: EVENT.decisionVoteRecorded,
-            org: args.org,
-            data: {
-              decisionId: d.id,
-              voter: person.email,
-              choice: args.choice,
-              surface: person.surface,
-              tally: { approvals: 0, rejections: 0, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required },
-              policy: policyRef(d),
-            },
-          },
+          voteRecorded(args.org, d, person, args.choice, { approvals: 0, rejections: 0, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required }),
         );
         if (!tally) {
           const first = await tx.voteOf(d.id, person.email);
@@ -226,14 +214,8 @@ export function createDecisionActions(deps: ActionDeps) {
         if (!result) return { kind: 'recorded' as const, status: d.status, tally };
         // The verdict, its timeline entry and its event in one statement. The row is locked
         // and PENDING, so the resolved row is the locked one with the verdict.
-        const verdict = { status: result, decided_by: person.email, note, response_value: args.responseValue ?? null, resolved_at: now };
-        const resolved = await tx.changeWith(
-          d.id,
-          { status: 'PENDING' },
-          { ...verdict, response_value: args.responseValue === undefined ? null : JSON.stringify(args.responseValue) },
-          [{ type: 'resolved', actor: person.email, at: now, data: { status: result } }],
-          [{ subject: EVENT.decisionResolved, org: args.org, data: resolvedEventData({ ...d, ...verdict }) }],
-        );
+        const verdict = verdictOf(args.org, d, result, person, note, args.responseValue, now);
+        const resolved = await tx.changeWith(d.id, { status: 'PENDING' }, verdict.set, [verdict.entry], [verdict.event]);
         return { kind: 'recorded' as const, status: resolved ? result : d.status, tally };
       });
       switch (outcome.kind) {
