@@ -185,6 +185,22 @@ describe('the cluster under load and faults', () => {
     // One NATS node stops (the streams keep a quorum of 2 of 3).
     process.kill(info.nats[2]!.pid, 'SIGTERM');
     await sleep(16_000);
+    // On a loaded host a killed replica can take longer to come back: the load goes on
+    // until every replica answers ready again, and a few seconds more so each gets work.
+    const ready = (port: number) =>
+      new Promise<boolean>((resolve) =>
+        httpRequest(`http://127.0.0.1:${port}/readyz`, { agent: false, timeout: 2000 }, (res) => {
+          res.resume();
+          resolve(res.statusCode === 200);
+        })
+          .on('error', () => resolve(false))
+          .on('timeout', function (this: { destroy(): void }) {
+            this.destroy();
+          })
+          .end(),
+      );
+    await waitFor(async () => (await Promise.all(info.replicas.map((r) => ready(r.metricsPort)))).every(Boolean), { timeoutMs: 60_000, intervalMs: 500, what: 'every replica ready again' });
+    await sleep(4000);
     running = false;
     await Promise.all(loops);
     expect(acknowledged.size).toBeGreaterThan(40);
