@@ -136,6 +136,43 @@ describe('EventConsumer (real JetStream)', () => {
       expect((await consumerInfo(durable)).num_redelivered).toBe(0);
     });
 
+    it('with lingerMs, events arriving one by one within the wait share one batch, in order', async () => {
+      const { subject, durable } = fresh();
+      const batches: string[][] = [];
+      await startConsumer({
+        durable,
+        filterSubject: subject,
+        handler: async () => {
+          throw new Error('not called while batches succeed');
+        },
+        batch: { max: 50, lingerMs: 400, handler: async (events) => void batches.push(events.map((e) => e.id)) },
+      });
+      // Published one at a time, each after the previous was stored: without the wait,
+      // each would be a batch of its own.
+      const published: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        published.push((await publish(subject, { i })).id);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      await waitFor(() => batches.flat().length === 5, { what: 'all events applied' });
+      expect(batches).toEqual([published]);
+      await waitFor(() => settled(durable), { what: 'consumer settled' });
+    });
+
+    it('a batch that reaches max is handled at once, without waiting out lingerMs', async () => {
+      const { subject, durable } = fresh();
+      for (let i = 0; i < 8; i++) await publish(subject, { i });
+      const sizes: number[] = [];
+      await startConsumer({
+        durable,
+        filterSubject: subject,
+        handler: async () => undefined,
+        batch: { max: 4, lingerMs: 60_000, handler: async (events) => void sizes.push(events.length) },
+      });
+      await waitFor(() => sizes.reduce((a, b) => a + b, 0) === 8, { what: 'both full batches handled', timeoutMs: 10_000 });
+      expect(sizes).toEqual([4, 4]);
+    });
+
     it('a failed batch falls back to one event at a time: the poison one is parked, the others applied once', async () => {
       const { subject, durable } = fresh();
       const applied: number[] = [];

@@ -122,12 +122,8 @@ describe('scheduler timers', () => {
     expect((await firedEvents('dec_down')).sort()).toEqual([EVENT.timerExpireDue, EVENT.timerRemindDue].sort());
   });
 
-  it('a resolution disarms what has not fired', async () => {
-    const clock = new ManualClock(new Date('2033-01-01T00:00:00Z'));
-    const s = await start(clock);
-    await created('dec_resolved', clock.now(), 10);
-    await waitFor(async () => (await timers('dec_resolved')).length === 2, { what: 'armed' });
-    const id = `evt_resolved_${Date.now()}`;
+  const resolved = async (decisionId: string, at: Date) => {
+    const id = `evt_resolved_${decisionId}_${Date.now()}`;
     await bus.js.publish(
       EVENT.decisionResolved,
       new TextEncoder().encode(
@@ -135,14 +131,14 @@ describe('scheduler timers', () => {
           id,
           type: EVENT.decisionResolved,
           org: 'org_t',
-          occurredAt: clock.now().toISOString(),
+          occurredAt: at.toISOString(),
           data: {
-            decisionId: 'dec_resolved',
+            decisionId,
             policy: null,
             status: 'APPROVED',
             decidedBy: 'a@example.com',
             note: null,
-            resolvedAt: clock.now().toISOString(),
+            resolvedAt: at.toISOString(),
             externalRunId: 'run',
             stepRef: 's',
             workflowRef: null,
@@ -153,10 +149,36 @@ describe('scheduler timers', () => {
       ),
       { msgID: id },
     );
+  };
+
+  it('a resolution disarms what has not fired', async () => {
+    const clock = new ManualClock(new Date('2033-01-01T00:00:00Z'));
+    const s = await start(clock);
+    await created('dec_resolved', clock.now(), 10);
+    await waitFor(async () => (await timers('dec_resolved')).length === 2, { what: 'armed' });
+    await resolved('dec_resolved', clock.now());
     await waitFor(async () => (await timers('dec_resolved')).every((t) => t.cancelled_at !== null), { what: 'disarmed' });
     clock.advance(3600_000);
     expect(await s.ticker.tick()).toBe(0);
     expect(await firedEvents('dec_resolved')).toEqual([]);
+  });
+
+  it('creations and resolutions arriving together are armed and disarmed in batches: each decision once, only the resolved disarmed', async () => {
+    const clock = new ManualClock(new Date('2034-01-01T00:00:00Z'));
+    const s = await start(clock);
+    const ids = Array.from({ length: 30 }, (_, i) => `dec_burst_${i}`);
+    await Promise.all(ids.map((id) => created(id, clock.now(), 100)));
+    // A redelivered creation (another event for the same decision) arms nothing twice.
+    await created(ids[0]!, clock.now(), 100);
+    const armed = async () => Number((await pg.query(`SELECT count(*) FROM scheduler.timers WHERE ref LIKE 'dec_burst_%'`)).rows[0].count);
+    await waitFor(async () => (await armed()) === 60, { what: 'all armed' });
+    await Promise.all(ids.slice(0, 10).map((id) => resolved(id, clock.now())));
+    const cancelled = async () => Number((await pg.query(`SELECT count(*) FROM scheduler.timers WHERE ref LIKE 'dec_burst_%' AND cancelled_at IS NOT NULL`)).rows[0].count);
+    await waitFor(async () => (await cancelled()) === 20, { what: 'the resolved disarmed' });
+    expect(await armed()).toBe(60);
+    clock.advance(75_000);
+    expect(await s.ticker.tick()).toBe(20); // the reminders of the 20 still pending
+    expect(await cancelled()).toBe(20);
   });
 
   it('a near timer wakes the loop without waiting a whole poll interval', async () => {

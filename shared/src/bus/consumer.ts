@@ -53,6 +53,13 @@ export interface ConsumerOptions {
    */
   batch?: {
     max?: number;
+    /**
+     * How long the first message of a batch waits for others (default 0: the batch is
+     * handled once the messages already received are taken). For projections whose
+     * readers can wait a few milliseconds: one statement then applies the events of the
+     * whole wait instead of one or two.
+     */
+    lingerMs?: number;
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     handler: (events: DomainEvent<any>[]) => Promise<void>;
   };
@@ -130,10 +137,12 @@ export class EventConsumer {
   /**
    * Batches: every message already received is taken into the batch (the iterator hands
    * buffered messages over without yielding to the event loop); the batch is handled once
-   * the loop would wait, on the next macrotask. One batch at a time, in arrival order.
+   * the loop would wait, on the next macrotask, or after `lingerMs`. One batch at a time,
+   * in arrival order.
    */
   private async runBatches(messages: ConsumerMessages, batch: NonNullable<ConsumerOptions['batch']>): Promise<void> {
     const max = Math.max(1, batch.max ?? 64);
+    const linger = Math.max(0, batch.lingerMs ?? 0);
     let waiting: JsMsg[] = [];
     let chain: Promise<void> = Promise.resolve();
     let scheduled = false;
@@ -152,7 +161,8 @@ export class EventConsumer {
       if (waiting.length >= max) await flush();
       else if (!scheduled) {
         scheduled = true;
-        setImmediate(() => void flush());
+        if (linger > 0) setTimeout(() => void flush(), linger);
+        else setImmediate(() => void flush());
       }
       if (this.stopped) break;
     }

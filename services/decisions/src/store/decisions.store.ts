@@ -556,25 +556,31 @@ export class DecisionsStore {
   }
 
   /**
-   * A `notified` entry per delivery, whatever the decision's status; one per delivery id
-   * (unique index), nothing for a decision of another org or none.
+   * `notified` entries, one per delivery, whatever the decision's status: one statement
+   * for a batch, in its order; one per delivery id (unique index), nothing for a decision
+   * of another org or none.
    */
-  async recordNotified(org: string, decisionId: string, at: Date, data: { channel: string; kind: string; to: string | null; deliveryId: string }): Promise<void> {
-    await this.q.raw(
-      `INSERT INTO timeline (decision_id, type, actor, at, data)
-       SELECT id, 'notified', NULL, ?, ?::jsonb FROM decisions WHERE id = ? AND org_id = ?
-       ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = 'notified' DO NOTHING`,
-      [at, JSON.stringify(data), decisionId, org],
-    );
+  async recordNotified(entries: Array<{ org: string; decisionId: string; at: Date; data: { channel: string; kind: string; to: string | null; deliveryId: string } }>): Promise<void> {
+    await this.recordDeliveryEntries('notified', entries);
   }
 
-  /** A `resume_skipped` entry: the engine resume could not be made (and why); once per delivery. */
-  async recordResumeSkipped(org: string, decisionId: string, at: Date, data: { channel: string; reason: string; deliveryId: string }): Promise<void> {
+  /** `resume_skipped` entries: an engine resume could not be made (and why); once per delivery. */
+  async recordResumeSkipped(entries: Array<{ org: string; decisionId: string; at: Date; data: { channel: string; reason: string; deliveryId: string } }>): Promise<void> {
+    await this.recordDeliveryEntries('resume_skipped', entries);
+  }
+
+  private async recordDeliveryEntries(type: 'notified' | 'resume_skipped', entries: Array<{ org: string; decisionId: string; at: Date; data: { deliveryId: string } }>): Promise<void> {
+    if (entries.length === 0) return;
+    const list = entries.map((e) => ({ org: e.org, decisionId: e.decisionId, at: e.at.toISOString(), data: e.data }));
+    // `type` is one of two literals; both have their own partial unique index.
     await this.q.raw(
       `INSERT INTO timeline (decision_id, type, actor, at, data)
-       SELECT id, 'resume_skipped', NULL, ?, ?::jsonb FROM decisions WHERE id = ? AND org_id = ?
-       ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = 'resume_skipped' DO NOTHING`,
-      [at, JSON.stringify(data), decisionId, org],
+       SELECT d.id, '${type}', NULL, (x.e->>'at')::timestamptz, x.e->'data'
+         FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, ord)
+         JOIN decisions d ON d.id = x.e->>'decisionId' AND d.org_id = x.e->>'org'
+        ORDER BY x.ord
+       ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = '${type}' DO NOTHING`,
+      [JSON.stringify(list)],
     );
   }
 

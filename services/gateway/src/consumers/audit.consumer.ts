@@ -20,18 +20,21 @@ export function auditEntryOf(e: DomainEvent): { action: string; actor?: string; 
 /**
  * Events that belong in the org's audit log, one durable per subject (so the gateway
  * receives only those). The entry is keyed by event id, so a redelivered event writes
- * nothing twice.
+ * nothing twice. The events waiting together (up to 5 ms) are written in one statement.
  */
 export function auditConsumers(store: AccessStore) {
-  const handler = async (event: DomainEvent) => {
-    const entry = auditEntryOf(event);
-    if (!entry) return;
-    await store.appendAudit({ org: event.org, ...entry, details: event.data as Record<string, unknown>, eventId: event.id, at: new Date(event.occurredAt) });
-  };
+  const append = async (events: DomainEvent[]) =>
+    store.appendAuditMany(
+      events.flatMap((event) => {
+        const entry = auditEntryOf(event);
+        return entry ? [{ org: event.org, ...entry, details: event.data as Record<string, unknown>, eventId: event.id, at: new Date(event.occurredAt) }] : [];
+      }),
+    );
+  const consumer = (durable: string, filterSubject: string) => ({ durable, filterSubject, handler: (event: DomainEvent) => append([event]), batch: { max: 200, lingerMs: 5, handler: append } });
   return [
-    { durable: DURABLE.gatewayAuditForceDeleted, filterSubject: EVENT.policyForceDeleted, handler },
-    { durable: DURABLE.gatewayAuditVoteRefused, filterSubject: EVENT.decisionVoteRefused, handler },
-    { durable: DURABLE.gatewayAuditConsumed, filterSubject: EVENT.decisionConsumed, handler },
-    { durable: DURABLE.gatewayAuditCancelled, filterSubject: EVENT.decisionCancelled, handler },
+    consumer(DURABLE.gatewayAuditForceDeleted, EVENT.policyForceDeleted),
+    consumer(DURABLE.gatewayAuditVoteRefused, EVENT.decisionVoteRefused),
+    consumer(DURABLE.gatewayAuditConsumed, EVENT.decisionConsumed),
+    consumer(DURABLE.gatewayAuditCancelled, EVENT.decisionCancelled),
   ];
 }

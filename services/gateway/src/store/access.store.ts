@@ -27,6 +27,17 @@ export interface ApiKeyView {
 
 export const API_KEY_PREFIX = 'ak_';
 
+/** One line of an org's audit log. */
+export interface AuditEntry {
+  org: string;
+  action: string;
+  actor?: string | null;
+  target?: string | null;
+  details?: Record<string, unknown>;
+  eventId?: string;
+  at?: Date;
+}
+
 export function toApiKeyView(r: ApiKeyRow): ApiKeyView {
   return {
     id: r.id,
@@ -171,18 +182,26 @@ export function createAccessStore(db: Knex, opts: { changed?: (org: string) => P
       return row ? { row, key } : undefined;
     },
 
-    async appendAudit(entry: { org: string; action: string; actor?: string | null; target?: string | null; details?: Record<string, unknown>; eventId?: string; at?: Date }): Promise<void> {
+    async appendAudit(entry: AuditEntry): Promise<void> {
+      await this.appendAuditMany([entry]);
+    },
+
+    /** Several entries in one statement; an entry whose event id is already there is skipped. */
+    async appendAuditMany(entries: AuditEntry[]): Promise<void> {
+      if (entries.length === 0) return;
       await db('audit_log')
-        .insert({
-          id: newId('audit'),
-          org_id: entry.org,
-          action: entry.action,
-          actor: entry.actor ?? null,
-          target: entry.target ?? null,
-          details: JSON.stringify(entry.details ?? {}),
-          event_id: entry.eventId ?? null,
-          at: entry.at ?? db.fn.now(),
-        })
+        .insert(
+          entries.map((entry) => ({
+            id: newId('audit'),
+            org_id: entry.org,
+            action: entry.action,
+            actor: entry.actor ?? null,
+            target: entry.target ?? null,
+            details: JSON.stringify(entry.details ?? {}),
+            event_id: entry.eventId ?? null,
+            at: entry.at ?? db.fn.now(),
+          })),
+        )
         .onConflict('event_id')
         .ignore();
     },

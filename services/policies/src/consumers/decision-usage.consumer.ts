@@ -15,13 +15,15 @@ export function decisionUsageConsumers(store: PoliciesStore) {
         ? [{ decisionId: e.data.decisionId, org: e.org, policyId: e.data.policy.id, at: new Date(e.occurredAt) }]
         : [],
     );
-  // The events waiting are applied together: one statement per batch, not per event.
+  // The events waiting are applied together: one statement per batch, not per event. The
+  // projection is read when a policy is deleted or listed, never on a decision's path, so
+  // a batch waits up to 20 ms for more (about one statement per four creates at 200/s).
   const apply = async (events: DomainEvent[]) => store.recordDecisionsBatch(opened(events), closed(events));
   const consumer = (durable: string, filterSubject: string) => ({
     durable,
     filterSubject,
     handler: async (event: DomainEvent) => apply([event]),
-    batch: { max: 200, handler: apply },
+    batch: { max: 200, lingerMs: 20, handler: apply },
   });
   return [
     consumer(DURABLE.policiesDecisionCreated, EVENT.decisionCreated),

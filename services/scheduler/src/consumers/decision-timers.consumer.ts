@@ -1,22 +1,26 @@
-import { DURABLE, EVENT, consumerOf, type Clock } from '@approvals/shared';
+import { DURABLE, EVENT, consumerOf, type Clock, type DomainEvent } from '@approvals/shared';
 import { planTimers } from '../domain/plan';
 import type { TimersStore } from '../store/timers.store';
 import type { Ticker } from '../ticker';
 
-/** evt.decision.created arms the decision's timers (idempotent on kind, ref, step). */
+/**
+ * evt.decision.created arms the decision's timers (idempotent on kind, ref, step); the
+ * events waiting together (up to 5 ms) are armed in one statement. A timer that falls due
+ * in the meantime fires on the next tick, still never early.
+ */
 export function armOnCreated(store: TimersStore, ticker: () => Ticker) {
-  return consumerOf(DURABLE.schedulerDecisionCreated, EVENT.decisionCreated, async (event) => {
-    const timers = planTimers(event.data);
-    await store.arm(event.org, event.data.decisionId, timers);
-    for (const t of timers) ticker().armed(t.dueAt);
-  });
+  const arm = async (events: DomainEvent<typeof EVENT.decisionCreated>[]) => {
+    const items = events.map((e) => ({ org: e.org, ref: e.data.decisionId, timers: planTimers(e.data) }));
+    await store.armMany(items);
+    for (const { timers } of items) for (const t of timers) ticker().armed(t.dueAt);
+  };
+  return { ...consumerOf(DURABLE.schedulerDecisionCreated, EVENT.decisionCreated, (event) => arm([event])), batch: { max: 200, lingerMs: 5, handler: arm } };
 }
 
-/** A resolution or cancellation disarms whatever has not fired. */
+/** A resolution or cancellation disarms whatever has not fired; the events waiting together in one statement. */
 export function disarmOn(subject: typeof EVENT.decisionResolved | typeof EVENT.decisionCancelled, durable: string, store: TimersStore, clock: Clock) {
-  return consumerOf(durable, subject, async (event) => {
-    await store.disarm(event.data.decisionId, clock.now());
-  });
+  const disarm = async (events: DomainEvent<typeof subject>[]) => void (await store.disarm(events.map((e) => e.data.decisionId), clock.now()));
+  return { ...consumerOf(durable, subject, (event) => disarm([event])), batch: { max: 200, lingerMs: 5, handler: disarm } };
 }
 
 export const disarmConsumers = (store: TimersStore, clock: Clock) => [

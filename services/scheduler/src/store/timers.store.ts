@@ -23,16 +23,21 @@ export interface TimerRow {
 export function createTimersStore(db: Knex) {
   return {
     async arm(org: string, ref: string, timers: PlannedTimer[]): Promise<void> {
-      if (timers.length === 0) return;
-      await db('timers')
-        .insert(timers.map((t) => ({ id: newId('timer'), org_id: org, kind: t.kind, ref, step: t.step, due_at: t.dueAt, data: JSON.stringify(t.data) })))
-        .onConflict(['kind', 'ref', 'step'])
-        .ignore();
+      await this.armMany([{ org, ref, timers }]);
     },
 
-    /** Disarms what has not fired. A resolution that arrives before its creation leaves a tombstone. */
-    async disarm(ref: string, at: Date): Promise<number> {
-      return db('timers').where({ ref }).whereNull('fired_at').whereNull('cancelled_at').update({ cancelled_at: at });
+    /** Arms the timers of several decisions in one statement (idempotent on kind, ref, step). */
+    async armMany(items: Array<{ org: string; ref: string; timers: PlannedTimer[] }>): Promise<void> {
+      const rows = items.flatMap(({ org, ref, timers }) => timers.map((t) => ({ id: newId('timer'), org_id: org, kind: t.kind, ref, step: t.step, due_at: t.dueAt, data: JSON.stringify(t.data) })));
+      if (rows.length === 0) return;
+      await db('timers').insert(rows).onConflict(['kind', 'ref', 'step']).ignore();
+    },
+
+    /** Disarms what has not fired of each ref, in one statement. */
+    async disarm(refs: string | string[], at: Date): Promise<number> {
+      const list = typeof refs === 'string' ? [refs] : [...new Set(refs)];
+      if (list.length === 0) return 0;
+      return db('timers').whereIn('ref', list).whereNull('fired_at').whereNull('cancelled_at').update({ cancelled_at: at });
     },
 
     /**
