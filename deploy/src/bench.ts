@@ -352,6 +352,21 @@ export async function main(): Promise<number> {
     // (a fresh database has none, and PostgreSQL then picks any index that leads with org_id).
     await statsPool.query('ANALYZE');
     await statsPool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+    /**
+     * A floor run with its own work: PostgreSQL's CPU and this process's (the floor's
+     * client) per operation. The yardstick of the host: on this shared machine the same
+     * code's CPU per operation moves by half between hours, the floor's with it.
+     */
+    const floorRun = async (n: number, fn: (i: number) => Promise<void>) => {
+      const before = await sampleWork(targets);
+      const own = process.cpuUsage();
+      const result = await runLoad(n, CONCURRENCY, fn);
+      const used = process.cpuUsage(own);
+      const after = await sampleWork(targets);
+      const postgres = ((after.cpuMs.postgres ?? 0) - (before.cpuMs.postgres ?? 0)) / n;
+      const client = (used.user + used.system) / 1000 / n;
+      return { result, work: { postgres, client, total: postgres + client } };
+    };
     say(`create: ${N_CREATE} decisions, concurrency ${CONCURRENCY}`);
     await statsPool.query('SELECT pg_stat_statements_reset()');
     const beforeCreate = await sampleWork(targets);
@@ -370,7 +385,7 @@ export async function main(): Promise<number> {
     const indexes = await statsPool.query(
       `SELECT schemaname || '.' || indexrelname AS i, idx_scan, idx_tup_read, idx_tup_fetch FROM pg_stat_user_indexes ORDER BY idx_tup_read DESC LIMIT 8`,
     );
-    const floorCreateR = await runLoad(N_CREATE, CONCURRENCY, (i) => floorCreate(floorPool, `fc${i}`, `c-${i}`, factsHash({ i })));
+    const { result: floorCreateR, work: floorCreateWork } = await floorRun(N_CREATE, (i) => floorCreate(floorPool, `fc${i}`, `c-${i}`, factsHash({ i })));
 
     say(`cycle: ${N_CYCLE} × (create → 2 votes → verify → consume), concurrency ${CONCURRENCY}`);
     await statsPool.query('SELECT pg_stat_statements_reset()');
@@ -390,7 +405,7 @@ export async function main(): Promise<number> {
     await new Promise((r) => setTimeout(r, 3000));
     const cycleWork = perOp(beforeCycle, await sampleWork(targets), N_CYCLE);
     const cycleStatements = await statementsPerOp(statsPool, N_CYCLE);
-    const floorCycleR = await runLoad(N_CYCLE, CONCURRENCY, (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })));
+    const { result: floorCycleR, work: floorCycleWork } = await floorRun(N_CYCLE, (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })));
     const openLoop: OpenLoopResult[] = [];
     for (const rate of RATES) {
       say(`cycle, open loop: ${rate} cycles a second for ${RATE_SECONDS} s`);
@@ -478,6 +493,13 @@ export async function main(): Promise<number> {
         : []),
       ...workTable('create', createWork),
       ...workTable('cycle (create → 2 votes → verify → consume, and the resume)', cycleWork),
+      'the floor in the same run — CPU per operation (PostgreSQL and the floor\'s client), the host\'s yardstick:',
+      '',
+      '| | postgres | client | total | the system\'s total CPU, in floors |',
+      '|---|---|---|---|---|',
+      `| create | ${floorCreateWork.postgres.toFixed(2)} ms | ${floorCreateWork.client.toFixed(2)} ms | ${floorCreateWork.total.toFixed(2)} ms | ${(createWork.totalCpuMsPerOp / floorCreateWork.total).toFixed(1)}× |`,
+      `| cycle | ${floorCycleWork.postgres.toFixed(2)} ms | ${floorCycleWork.client.toFixed(2)} ms | ${floorCycleWork.total.toFixed(2)} ms | ${(cycleWork.totalCpuMsPerOp / floorCycleWork.total).toFixed(1)}× |`,
+      '',
       ...statementTable('create', createStatements),
       ...statementTable('cycle', cycleStatements),
       'tables by rows read (after the create run):',
@@ -509,7 +531,7 @@ export async function main(): Promise<number> {
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, createWork, cycleWork, sysCreate, floorCreate: floorCreateR, sysCycle, floorCycle: floorCycleR, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, createWork, cycleWork, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
     );
     return sysCreate.errors + sysCycle.errors + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 || remindLags.length < reminding.length || remindEarly > 0 ? 1 : 0;
   } finally {

@@ -572,13 +572,16 @@ export class DecisionsStore {
   private async recordDeliveryEntries(type: 'notified' | 'resume_skipped', entries: Array<{ org: string; decisionId: string; at: Date; data: { deliveryId: string } }>): Promise<void> {
     if (entries.length === 0) return;
     const list = entries.map((e) => ({ org: e.org, decisionId: e.decisionId, at: e.at.toISOString(), data: e.data }));
-    // `type` is one of two literals; both have their own partial unique index.
+    // `type` is one of two literals; both have their own partial unique index. The
+    // decision is looked up per entry by a scalar subquery (its primary key), never a
+    // join: a planner without statistics (a new install) hash-joined the whole table.
     await this.q.raw(
       `INSERT INTO timeline (decision_id, type, actor, at, data)
-       SELECT d.id, '${type}', NULL, (x.e->>'at')::timestamptz, x.e->'data'
-         FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, ord)
-         JOIN decisions d ON d.id = x.e->>'decisionId' AND d.org_id = x.e->>'org'
-        ORDER BY x.ord
+       SELECT y.decision_id, '${type}', NULL, (y.e->>'at')::timestamptz, y.e->'data'
+         FROM (SELECT x.e, x.ord, (SELECT d.id FROM decisions d WHERE d.id = x.e->>'decisionId' AND d.org_id = x.e->>'org') AS decision_id
+                 FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, ord)) y
+        WHERE y.decision_id IS NOT NULL
+        ORDER BY y.ord
        ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = '${type}' DO NOTHING`,
       [JSON.stringify(list)],
     );
