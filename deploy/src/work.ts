@@ -23,6 +23,29 @@ function statOf(pid: number): { ppid: number; cpuTicks: number; childTicks: numb
   }
 }
 
+/** Read and write system calls a process has made (/proc/<pid>/io: syscr + syscw); 0 when unreadable. */
+function ioCallsOf(pid: number): number {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    const get = (k: string) => Number(new RegExp(`^${k}:\\s*(\\d+)`, 'm').exec(io)?.[1] ?? 0);
+    return get('syscr') + get('syscw');
+  } catch {
+    return 0;
+  }
+}
+
+/** I/O system calls of a process, with `withChildren` of its live children too (PostgreSQL's backends). */
+function ioCalls(pid: number, withChildren: boolean): number {
+  let n = ioCallsOf(pid);
+  if (withChildren) {
+    for (const entry of readdirSync('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      if (statOf(Number(entry))?.ppid === pid) n += ioCallsOf(Number(entry));
+    }
+  }
+  return n;
+}
+
 /** CPU ms of a process; with `withChildren`, of it and every live process whose parent it is (PostgreSQL's backends). */
 function cpuMs(pid: number, withChildren: boolean): number {
   const own = statOf(pid);
@@ -50,6 +73,8 @@ export interface WorkTargets {
 
 export interface WorkSample {
   cpuMs: Record<string, number>;
+  /** Read and write system calls, all processes together: each message and statement costs some, whatever the host's speed. */
+  ioCalls: number;
   xacts: number;
   tuplesRead: number;
   tuplesWritten: number;
@@ -62,19 +87,24 @@ export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
   for (const [name, pid] of Object.entries(t.services)) cpu[name] = cpuMs(pid, false);
   if (t.natsPid) cpu['nats-server'] = cpuMs(t.natsPid, false);
   if (t.postmasterPid) cpu.postgres = cpuMs(t.postmasterPid, true);
+  let calls = 0;
+  for (const pid of Object.values(t.services)) calls += ioCalls(pid, false);
+  if (t.natsPid) calls += ioCalls(t.natsPid, false);
+  if (t.postmasterPid) calls += ioCalls(t.postmasterPid, true);
   const r = await t.pool.query(
     `SELECT xact_commit + xact_rollback AS xacts, tup_returned + tup_fetched AS read, tup_inserted + tup_updated + tup_deleted AS written
        FROM pg_stat_database WHERE datname = $1`,
     [t.database],
   );
   const row = r.rows[0] ?? { xacts: 0, read: 0, written: 0 };
-  return { cpuMs: cpu, xacts: Number(row.xacts), tuplesRead: Number(row.read), tuplesWritten: Number(row.written) };
+  return { cpuMs: cpu, ioCalls: calls, xacts: Number(row.xacts), tuplesRead: Number(row.read), tuplesWritten: Number(row.written) };
 }
 
 export interface WorkPerOp {
   ops: number;
   cpuMsPerOp: Record<string, number>;
   totalCpuMsPerOp: number;
+  ioCallsPerOp: number;
   xactsPerOp: number;
   tuplesReadPerOp: number;
   tuplesWrittenPerOp: number;
@@ -92,6 +122,7 @@ export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkP
     ops,
     cpuMsPerOp,
     totalCpuMsPerOp: total,
+    ioCallsPerOp: (after.ioCalls - before.ioCalls) / ops,
     xactsPerOp: (after.xacts - before.xacts) / ops,
     tuplesReadPerOp: (after.tuplesRead - before.tuplesRead) / ops,
     tuplesWrittenPerOp: (after.tuplesWritten - before.tuplesWritten) / ops,
@@ -103,9 +134,9 @@ export function workTable(title: string, w: WorkPerOp): string[] {
   return [
     `${title} — work per operation (${w.ops} ops):`,
     '',
-    `| ${names.join(' | ')} | total CPU | DB transactions | tuples read | tuples written |`,
-    `|${names.map(() => '---').join('|')}|---|---|---|---|`,
-    `| ${names.map((n) => `${w.cpuMsPerOp[n]!.toFixed(2)} ms`).join(' | ')} | ${w.totalCpuMsPerOp.toFixed(2)} ms | ${w.xactsPerOp.toFixed(1)} | ${w.tuplesReadPerOp.toFixed(0)} | ${w.tuplesWrittenPerOp.toFixed(1)} |`,
+    `| ${names.join(' | ')} | total CPU | I/O system calls | DB transactions | tuples read | tuples written |`,
+    `|${names.map(() => '---').join('|')}|---|---|---|---|---|`,
+    `| ${names.map((n) => `${w.cpuMsPerOp[n]!.toFixed(2)} ms`).join(' | ')} | ${w.totalCpuMsPerOp.toFixed(2)} ms | ${w.ioCallsPerOp.toFixed(0)} | ${w.xactsPerOp.toFixed(1)} | ${w.tuplesReadPerOp.toFixed(0)} | ${w.tuplesWrittenPerOp.toFixed(1)} |`,
     '',
   ];
 }
