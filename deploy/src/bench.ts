@@ -405,6 +405,10 @@ export async function main(): Promise<number> {
     await new Promise((r) => setTimeout(r, 3000));
     const cycleWork = perOp(beforeCycle, await sampleWork(targets), N_CYCLE);
     const cycleStatements = await statementsPerOp(statsPool, N_CYCLE);
+    // Updates since the start, and how many were HOT (the new row version on the same page, no index entry).
+    const hot = await statsPool.query(
+      `SELECT schemaname || '.' || relname AS t, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE n_tup_upd > 0 ORDER BY n_tup_upd DESC LIMIT 8`,
+    );
     const { result: floorCycleR, work: floorCycleWork } = await floorRun(N_CYCLE, (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })));
     const openLoop: OpenLoopResult[] = [];
     for (const rate of RATES) {
@@ -507,6 +511,12 @@ export async function main(): Promise<number> {
       '| table | seq scans | rows read by seq scans | index scans | rows fetched by index | rows written |',
       '|---|---|---|---|---|---|',
       ...scans.rows.map((r: Record<string, unknown>) => `| ${r.t} | ${r.seq_scan} | ${r.seq_tup_read} | ${r.idx_scan ?? 0} | ${r.idx_tup_fetch ?? 0} | ${r.writes} |`),
+      '',
+      'updates (after the cycle run), and the share that were HOT (no new index entries):',
+      '',
+      '| table | updates | HOT |',
+      '|---|---|---|',
+      ...hot.rows.map((r: Record<string, unknown>) => `| ${r.t} | ${r.upd} | ${((Number(r.hot) / Math.max(1, Number(r.upd))) * 100).toFixed(0)}% |`),
       '',
       '| index | scans | entries read | rows fetched |',
       '|---|---|---|---|',
