@@ -322,6 +322,11 @@ export async function main(): Promise<number> {
     say(`warm-up`);
     await runLoad(100, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
     await runLoad(100, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
+    // At rest: what the system costs doing nothing (heartbeats, polls, timers), per second.
+    say('at rest: 10 s');
+    const restBefore = await sampleWork(targets);
+    await new Promise((r) => setTimeout(r, 10_000));
+    const rest = perOp(restBefore, await sampleWork(targets), (10_000 + 1200) / 1000);
 
     if (N_HISTORY > 0) {
       say(`history: ${N_HISTORY} resolved decisions, ${2 * N_HISTORY} sent outbox rows, ${2 * N_HISTORY} settled deliveries`);
@@ -495,6 +500,7 @@ export async function main(): Promise<number> {
             '',
           ]
         : []),
+      ...workTable('at rest (nothing asked)', rest, 'second'),
       ...workTable('create', createWork),
       ...workTable('cycle (create → 2 votes → verify → consume, and the resume)', cycleWork),
       'the floor in the same run — CPU per operation (PostgreSQL and the floor\'s client), the host\'s yardstick:',
@@ -541,7 +547,7 @@ export async function main(): Promise<number> {
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, createWork, cycleWork, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, restPerSecond: rest, createWork, cycleWork, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
     );
     return sysCreate.errors + sysCycle.errors + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 || remindLags.length < reminding.length || remindEarly > 0 ? 1 : 0;
   } finally {

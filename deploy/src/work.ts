@@ -129,10 +129,10 @@ export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkP
   };
 }
 
-export function workTable(title: string, w: WorkPerOp): string[] {
+export function workTable(title: string, w: WorkPerOp, per: 'operation' | 'second' = 'operation'): string[] {
   const names = Object.keys(w.cpuMsPerOp).sort((a, b) => w.cpuMsPerOp[b]! - w.cpuMsPerOp[a]!);
   return [
-    `${title} — work per operation (${w.ops} ops):`,
+    per === 'second' ? `${title} — work per second (over ${w.ops.toFixed(1)} s):` : `${title} — work per operation (${w.ops} ops):`,
     '',
     `| ${names.join(' | ')} | total CPU | I/O system calls | DB transactions | tuples read | tuples written |`,
     `|${names.map(() => '---').join('|')}|---|---|---|---|---|`,
