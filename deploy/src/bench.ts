@@ -319,14 +319,17 @@ export async function main(): Promise<number> {
       database: 'bench',
     };
 
-    say(`warm-up`);
-    await runLoad(100, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
-    await runLoad(100, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
-    // At rest: what the system costs doing nothing (heartbeats, polls, timers), per second.
+    // At rest: what the system costs doing nothing (heartbeats, polls, timers), per second;
+    // before the warm-up, whose after-work (notices, projections, autovacuum) would count.
     say('at rest: 10 s');
+    await new Promise((r) => setTimeout(r, 3000));
     const restBefore = await sampleWork(targets);
     await new Promise((r) => setTimeout(r, 10_000));
     const rest = perOp(restBefore, await sampleWork(targets), (10_000 + 1200) / 1000);
+
+    say(`warm-up`);
+    await runLoad(100, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
+    await runLoad(100, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
 
     if (N_HISTORY > 0) {
       say(`history: ${N_HISTORY} resolved decisions, ${2 * N_HISTORY} sent outbox rows, ${2 * N_HISTORY} settled deliveries`);
