@@ -114,6 +114,10 @@ describe('EventConsumer (real JetStream)', () => {
   });
 
   describe('batches', () => {
+    const batchesOnly = async () => {
+      throw new Error('not called while batches succeed');
+    };
+
     it('applies the events waiting together in one call, in order, and acks them all', async () => {
       const { subject, durable } = fresh();
       const published: string[] = [];
@@ -122,9 +126,7 @@ describe('EventConsumer (real JetStream)', () => {
       await startConsumer({
         durable,
         filterSubject: subject,
-        handler: async () => {
-          throw new Error('not called while batches succeed');
-        },
+        handler: batchesOnly,
         batch: { max: 16, handler: async (events) => void batches.push(events.map((e) => e.id)) },
       });
       await waitFor(() => batches.flat().length === 40, { what: 'all events applied' });
@@ -142,9 +144,7 @@ describe('EventConsumer (real JetStream)', () => {
       await startConsumer({
         durable,
         filterSubject: subject,
-        handler: async () => {
-          throw new Error('not called while batches succeed');
-        },
+        handler: batchesOnly,
         batch: { max: 50, lingerMs: 400, handler: async (events) => void batches.push(events.map((e) => e.id)) },
       });
       // Published one at a time, each after the previous was stored: without the wait,
