@@ -6,7 +6,7 @@ import { decide, openDecision } from './actions.helpers';
 
 /**
  * Room on the pages (migration 20261127000000): the fill factors are set, and an update
- * that changes no indexed column (a vote that decides nothing, a consume) is a HOT
+ * that changes no indexed column (here, a vote that decides nothing) is a HOT
  * update, with no new entry in any index of `decisions`.
  */
 describe('page room for HOT updates', () => {
