@@ -5,6 +5,8 @@ import type { TimersStore } from './store/timers.store';
 const DAY_MS = 24 * 3600 * 1000;
 /** Retention runs once a day at 03:00 UTC. */
 const RETENTION_HOUR_MS = 3 * 3600 * 1000;
+/** The pause when a due timer fired nothing here (another replica holds it). */
+const HELD_PAUSE_MS = 50;
 
 /**
  * The firing loop. It sleeps until the earliest armed timer or the poll interval,
@@ -55,20 +57,20 @@ export class Ticker {
 
   private async run(): Promise<void> {
     while (this.running) {
+      let sleep = this.deps.pollMs;
       try {
         await this.ensureRetentionTimer();
-        await this.tick();
+        // One read when nothing is due (most wake-ups at rest); the firing transaction
+        // only when something is. A due timer another replica holds fires nothing here:
+        // a short pause then, not a spin.
+        const next = await this.deps.store.nextDue();
+        const wait = next ? next.getTime() - this.deps.clock.now().getTime() : Infinity;
+        if (wait <= 0) sleep = (await this.tick()) > 0 ? 0 : Math.min(sleep, HELD_PAUSE_MS);
+        else sleep = Math.min(sleep, wait);
       } catch (err) {
         if (this.running) this.deps.log.warn({ err }, 'timer tick failed; will retry');
       }
       if (!this.running) break;
-      let sleep = this.deps.pollMs;
-      try {
-        const next = await this.deps.store.nextDue();
-        if (next) sleep = Math.max(0, Math.min(sleep, next.getTime() - this.deps.clock.now().getTime()));
-      } catch {
-        /* the next tick retries */
-      }
       this.wakeAt = this.deps.clock.now().getTime() + sleep;
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, sleep);
