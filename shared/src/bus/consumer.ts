@@ -75,6 +75,21 @@ export function consumerOf<S extends EventSubject>(durable: string, filterSubjec
   return { durable, filterSubject, handler };
 }
 
+/**
+ * A consumer of one subject whose handler takes the events waiting together (a
+ * projection: one statement for many events). One event is a batch of one, so the
+ * fallback of a failed batch (one at a time, with retries and dead letters) runs the same
+ * code. Up to `max` events (default 200), gathered for up to `lingerMs` (default 0).
+ */
+export function batchConsumerOf<S extends EventSubject>(
+  durable: string,
+  filterSubject: S,
+  handle: (events: DomainEvent<S>[]) => Promise<void>,
+  opts: { max?: number; lingerMs?: number } = {},
+) {
+  return { durable, filterSubject, handler: (event: DomainEvent<S>) => handle([event]), batch: { max: opts.max ?? 200, lingerMs: opts.lingerMs, handler: handle } };
+}
+
 /** What a dead letter holds: the event as received and why it could not be handled. */
 export interface DeadLetter {
   durable: string;

@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, consumerOf, type DomainEvent } from '@approvals/shared';
+import { DURABLE, EVENT, batchConsumerOf, consumerOf, type DomainEvent } from '@approvals/shared';
 import type { DecisionsStore } from '../store/decisions.store';
 
 /**
@@ -12,7 +12,7 @@ export function notificationSentConsumer(store: DecisionsStore) {
   const record = (events: DomainEvent<typeof EVENT.notificationSent>[]) =>
     store.recordNotified(events.map(({ org, data: d }) => ({ org, decisionId: d.decisionId, at: new Date(d.sentAt), data: { channel: d.channel, kind: d.kind, to: d.approver, deliveryId: d.deliveryId } })));
   // The events waiting together (up to 5 ms) in one statement.
-  return { ...consumerOf(DURABLE.decisionsNotificationSent, EVENT.notificationSent, (event) => record([event])), batch: { max: 200, lingerMs: 5, handler: record } };
+  return batchConsumerOf(DURABLE.decisionsNotificationSent, EVENT.notificationSent, record, { lingerMs: 5 });
 }
 
 /** evt.notification.skipped (an engine resume that could not be made) → a `resume_skipped` timeline entry with the reason. */

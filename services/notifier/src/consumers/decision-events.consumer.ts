@@ -1,4 +1,4 @@
-import { ApproversEndpoints, DURABLE, EVENT, consumerOf, deliveriesTotal, type CachedCalls, type DomainEvent, type EventSubject, type OrgCache } from '@approvals/shared';
+import { ApproversEndpoints, DURABLE, EVENT, batchConsumerOf, deliveriesTotal, type CachedCalls, type DomainEvent, type EventSubject, type OrgCache } from '@approvals/shared';
 import { escalationTarget, initialTargets, pushTargets, withPersonalChannels } from '../domain/plan';
 import type { PeopleStore } from '../store/people.store';
 import type { PersonalChannels } from '../domain/plan';
@@ -53,10 +53,7 @@ export function notifierConsumers(deps: {
   const planner = <S extends EventSubject>(durable: string, subject: S, rowsOf: (event: DomainEvent<S>) => Promise<NewDelivery[]>) => {
     // Each row keeps its event's trace: the send (maybe much later) continues it.
     const tracedRowsOf = async (event: DomainEvent<S>) => (await rowsOf(event)).map((r) => ({ ...r, traceparent: event.traceparent ?? null }));
-    return {
-    ...consumerOf(durable, subject, async (event) => plan(await tracedRowsOf(event))),
-    batch: { max: 200, lingerMs: 5, handler: async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(tracedRowsOf))).flat()) },
-    };
+    return batchConsumerOf(durable, subject, async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(tracedRowsOf))).flat()), { lingerMs: 5 });
   };
 
   return [

@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, type DomainEvent } from '@approvals/shared';
+import { DURABLE, EVENT, batchConsumerOf, type DomainEvent, type EventSubject } from '@approvals/shared';
 import type { PoliciesStore } from '../store/policies.store';
 
 /**
@@ -19,12 +19,7 @@ export function decisionUsageConsumers(store: PoliciesStore) {
   // projection is read when a policy is deleted or listed, never on a decision's path, so
   // a batch waits up to 20 ms for more (about one statement per four creates at 200/s).
   const apply = async (events: DomainEvent[]) => store.recordDecisionsBatch(opened(events), closed(events));
-  const consumer = (durable: string, filterSubject: string) => ({
-    durable,
-    filterSubject,
-    handler: async (event: DomainEvent) => apply([event]),
-    batch: { max: 200, lingerMs: 20, handler: apply },
-  });
+  const consumer = (durable: string, subject: EventSubject) => batchConsumerOf(durable, subject, apply, { lingerMs: 20 });
   return [
     consumer(DURABLE.policiesDecisionCreated, EVENT.decisionCreated),
     consumer(DURABLE.policiesDecisionResolved, EVENT.decisionResolved),

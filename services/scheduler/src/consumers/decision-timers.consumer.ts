@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, consumerOf, type Clock, type DomainEvent } from '@approvals/shared';
+import { DURABLE, EVENT, batchConsumerOf, type Clock, type DomainEvent } from '@approvals/shared';
 import { planTimers } from '../domain/plan';
 import type { TimersStore } from '../store/timers.store';
 import type { Ticker } from '../ticker';
@@ -14,13 +14,13 @@ export function armOnCreated(store: TimersStore, ticker: () => Ticker) {
     await store.armMany(items);
     for (const { timers } of items) for (const t of timers) ticker().armed(t.dueAt);
   };
-  return { ...consumerOf(DURABLE.schedulerDecisionCreated, EVENT.decisionCreated, (event) => arm([event])), batch: { max: 200, lingerMs: 5, handler: arm } };
+  return batchConsumerOf(DURABLE.schedulerDecisionCreated, EVENT.decisionCreated, arm, { lingerMs: 5 });
 }
 
 /** A resolution or cancellation disarms whatever has not fired; the events waiting together in one statement. */
 export function disarmOn(subject: typeof EVENT.decisionResolved | typeof EVENT.decisionCancelled, durable: string, store: TimersStore, clock: Clock) {
   const disarm = async (events: DomainEvent<typeof subject>[]) => void (await store.disarm(events.map((e) => e.data.decisionId), clock.now()));
-  return { ...consumerOf(durable, subject, (event) => disarm([event])), batch: { max: 200, lingerMs: 5, handler: disarm } };
+  return batchConsumerOf(durable, subject, disarm, { lingerMs: 5 });
 }
 
 export const disarmConsumers = (store: TimersStore, clock: Clock) => [

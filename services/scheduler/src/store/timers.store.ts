@@ -34,8 +34,8 @@ export function createTimersStore(db: Knex) {
     },
 
     /** Disarms what has not fired of each ref, in one statement. */
-    async disarm(refs: string | string[], at: Date): Promise<number> {
-      const list = typeof refs === 'string' ? [refs] : [...new Set(refs)];
+    async disarm(refs: string[], at: Date): Promise<number> {
+      const list = [...new Set(refs)];
       if (list.length === 0) return 0;
       return db('timers').whereIn('ref', list).whereNull('fired_at').whereNull('cancelled_at').update({ cancelled_at: at });
     },
