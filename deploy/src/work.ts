@@ -10,14 +10,20 @@ import type { Pool } from 'pg';
 /** Linux clock ticks per second (USER_HZ); 100 on every common kernel. */
 const TICKS_PER_SEC = 100;
 
-function statOf(pid: number): { ppid: number; cpuTicks: number; childTicks: number } | null {
+function statOf(pid: number): { ppid: number; cpuTicks: number; sysTicks: number; childTicks: number; childSysTicks: number } | null {
   try {
     const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) is in parentheses and may hold spaces: split after it.
     const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
     // rest[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
     // cutime + cstime (16, 17): children that exited and were waited for.
-    return { ppid: Number(rest[1]), cpuTicks: Number(rest[11]) + Number(rest[12]), childTicks: Number(rest[13]) + Number(rest[14]) };
+    return {
+      ppid: Number(rest[1]),
+      cpuTicks: Number(rest[11]) + Number(rest[12]),
+      sysTicks: Number(rest[12]),
+      childTicks: Number(rest[13]) + Number(rest[14]),
+      childSysTicks: Number(rest[14]),
+    };
   } catch {
     return null;
   }
@@ -34,16 +40,45 @@ function ioCallsOf(pid: number): number {
   }
 }
 
-/** I/O system calls of a process, with `withChildren` of its live children too (PostgreSQL's backends). */
-function ioCalls(pid: number, withChildren: boolean): number {
-  let n = ioCallsOf(pid);
+/**
+ * Times a process went to sleep waiting (voluntary context switches, every thread): each
+ * is a wake-up later, which on a virtual machine costs more than most of the work done in it.
+ */
+function wakeupsOf(pid: number): number {
+  let n = 0;
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
+      n += Number(/^voluntary_ctxt_switches:\s*(\d+)/m.exec(status)?.[1] ?? 0);
+    }
+  } catch {
+    // Gone or unreadable: counts nothing.
+  }
+  return n;
+}
+
+/** Sums `of` over a process and, with `withChildren`, its live children (PostgreSQL's backends). */
+function withChildrenOf(pid: number, withChildren: boolean, of: (pid: number) => number): number {
+  let n = of(pid);
   if (withChildren) {
     for (const entry of readdirSync('/proc')) {
       if (!/^\d+$/.test(entry)) continue;
-      if (statOf(Number(entry))?.ppid === pid) n += ioCallsOf(Number(entry));
+      if (statOf(Number(entry))?.ppid === pid) n += of(Number(entry));
     }
   }
   return n;
+}
+
+/** I/O system calls of a process, with `withChildren` of its live children too (PostgreSQL's backends). */
+function ioCalls(pid: number, withChildren: boolean): number {
+  return withChildrenOf(pid, withChildren, ioCallsOf);
+}
+
+/** CPU ms a process (and with `withChildren` its children, live and ended) spent in the kernel. */
+function sysMs(pid: number, withChildren: boolean): number {
+  const own = statOf(pid);
+  const ticks = withChildrenOf(pid, withChildren, (p) => statOf(p)?.sysTicks ?? 0) + (withChildren ? (own?.childSysTicks ?? 0) : 0);
+  return (ticks * 1000) / TICKS_PER_SEC;
 }
 
 /** CPU ms of a process; with `withChildren`, of it and every live process whose parent it is (PostgreSQL's backends). */
@@ -75,6 +110,10 @@ export interface WorkSample {
   cpuMs: Record<string, number>;
   /** Read and write system calls, all processes together: each message and statement costs some, whatever the host's speed. */
   ioCalls: number;
+  /** Voluntary context switches, all processes together. */
+  wakeups: number;
+  /** CPU ms spent in the kernel, all processes together. */
+  sysMs: number;
   xacts: number;
   tuplesRead: number;
   tuplesWritten: number;
@@ -88,16 +127,23 @@ export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
   if (t.natsPid) cpu['nats-server'] = cpuMs(t.natsPid, false);
   if (t.postmasterPid) cpu.postgres = cpuMs(t.postmasterPid, true);
   let calls = 0;
-  for (const pid of Object.values(t.services)) calls += ioCalls(pid, false);
-  if (t.natsPid) calls += ioCalls(t.natsPid, false);
-  if (t.postmasterPid) calls += ioCalls(t.postmasterPid, true);
+  let wakeups = 0;
+  let kernel = 0;
+  const all: Array<[number, boolean]> = [...Object.values(t.services).map((pid): [number, boolean] => [pid, false])];
+  if (t.natsPid) all.push([t.natsPid, false]);
+  if (t.postmasterPid) all.push([t.postmasterPid, true]);
+  for (const [pid, children] of all) {
+    calls += ioCalls(pid, children);
+    wakeups += withChildrenOf(pid, children, wakeupsOf);
+    kernel += sysMs(pid, children);
+  }
   const r = await t.pool.query(
     `SELECT xact_commit + xact_rollback AS xacts, tup_returned + tup_fetched AS read, tup_inserted + tup_updated + tup_deleted AS written
        FROM pg_stat_database WHERE datname = $1`,
     [t.database],
   );
   const row = r.rows[0] ?? { xacts: 0, read: 0, written: 0 };
-  return { cpuMs: cpu, ioCalls: calls, xacts: Number(row.xacts), tuplesRead: Number(row.read), tuplesWritten: Number(row.written) };
+  return { cpuMs: cpu, ioCalls: calls, wakeups, sysMs: kernel, xacts: Number(row.xacts), tuplesRead: Number(row.read), tuplesWritten: Number(row.written) };
 }
 
 export interface WorkPerOp {
@@ -105,6 +151,9 @@ export interface WorkPerOp {
   cpuMsPerOp: Record<string, number>;
   totalCpuMsPerOp: number;
   ioCallsPerOp: number;
+  wakeupsPerOp: number;
+  /** Share of the CPU spent in the kernel. */
+  kernelShare: number;
   xactsPerOp: number;
   tuplesReadPerOp: number;
   tuplesWrittenPerOp: number;
@@ -123,6 +172,8 @@ export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkP
     cpuMsPerOp,
     totalCpuMsPerOp: total,
     ioCallsPerOp: (after.ioCalls - before.ioCalls) / ops,
+    wakeupsPerOp: (after.wakeups - before.wakeups) / ops,
+    kernelShare: total > 0 ? (after.sysMs - before.sysMs) / ops / total : 0,
     xactsPerOp: (after.xacts - before.xacts) / ops,
     tuplesReadPerOp: (after.tuplesRead - before.tuplesRead) / ops,
     tuplesWrittenPerOp: (after.tuplesWritten - before.tuplesWritten) / ops,
@@ -134,9 +185,9 @@ export function workTable(title: string, w: WorkPerOp, per: 'operation' | 'secon
   return [
     per === 'second' ? `${title} — work per second (over ${w.ops.toFixed(1)} s):` : `${title} — work per operation (${w.ops} ops):`,
     '',
-    `| ${names.join(' | ')} | total CPU | I/O system calls | DB transactions | tuples read | tuples written |`,
-    `|${names.map(() => '---').join('|')}|---|---|---|---|---|`,
-    `| ${names.map((n) => `${w.cpuMsPerOp[n]!.toFixed(2)} ms`).join(' | ')} | ${w.totalCpuMsPerOp.toFixed(2)} ms | ${w.ioCallsPerOp.toFixed(0)} | ${w.xactsPerOp.toFixed(1)} | ${w.tuplesReadPerOp.toFixed(0)} | ${w.tuplesWrittenPerOp.toFixed(1)} |`,
+    `| ${names.join(' | ')} | total CPU | in kernel | I/O system calls | wake-ups | DB transactions | tuples read | tuples written |`,
+    `|${names.map(() => '---').join('|')}|---|---|---|---|---|---|---|`,
+    `| ${names.map((n) => `${w.cpuMsPerOp[n]!.toFixed(2)} ms`).join(' | ')} | ${w.totalCpuMsPerOp.toFixed(2)} ms | ${(w.kernelShare * 100).toFixed(0)}% | ${w.ioCallsPerOp.toFixed(0)} | ${w.wakeupsPerOp.toFixed(0)} | ${w.xactsPerOp.toFixed(1)} | ${w.tuplesReadPerOp.toFixed(0)} | ${w.tuplesWrittenPerOp.toFixed(1)} |`,
     '',
   ];
 }
