@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { Bus, type NatsAuth } from './bus/bus';
 import { EventConsumer, type ConsumerOptions } from './bus/consumer';
-import { OutboxRelay } from './bus/outbox';
+import { OutboxRelay, type HeldEvents } from './bus/outbox';
 import { ServiceHost } from './bus/service-host';
 import { systemClock, type Clock } from './clock';
 import { EchoEndpoints } from './contracts/access';
@@ -22,6 +22,8 @@ export interface ServiceContext {
   clock: Clock;
   /** Registers a durable consumer; consumers start once setup returns. */
   consume(opts: Omit<ConsumerOptions, 'bus' | 'log'>): void;
+  /** With an outbox: publishes events right after the statement that wrote them commits (`HeldEvents`). */
+  heldEvents?: HeldEvents;
 }
 
 export interface SetupResult {
@@ -90,6 +92,18 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       return { message: req.message, instance: host.instanceId };
     });
     const consumerOpts: Omit<ConsumerOptions, 'bus' | 'log'>[] = [];
+    // Made before setup, so the stores can hand it the events they publish themselves;
+    // its loop starts once the consumers have.
+    const relay = opts.outbox
+      ? new OutboxRelay({
+          db,
+          databaseUrl: opts.databaseUrl,
+          schema: opts.schema,
+          bus,
+          log,
+          pollMs: typeof opts.outbox === 'object' ? opts.outbox.pollMs : undefined,
+        })
+      : undefined;
     const ctx: ServiceContext = {
       name: opts.name,
       schema: opts.schema,
@@ -99,23 +113,13 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       log,
       clock,
       consume: (c) => consumerOpts.push(c),
+      heldEvents: relay,
     };
     const hooks = (await opts.setup(ctx)) ?? {};
     const consumers = consumerOpts.map((c) => new EventConsumer({ ...c, bus: bus!, log }));
     for (const c of consumers) await c.start();
     await deleteRetiredDurables(bus, opts.name, log);
-    let relay: OutboxRelay | undefined;
-    if (opts.outbox) {
-      relay = new OutboxRelay({
-        db,
-        databaseUrl: opts.databaseUrl,
-        schema: opts.schema,
-        bus,
-        log,
-        pollMs: typeof opts.outbox === 'object' ? opts.outbox.pollMs : undefined,
-      });
-      await relay.start();
-    }
+    await relay?.start();
     // Subscriptions are sent without waiting: a round trip makes sure the server has them,
     // so a request sent (from another connection) once this returns finds a responder.
     await bus.nc.flush();

@@ -11,6 +11,7 @@ import {
   createLogger,
   addOutboxLease,
   addOutboxSequence,
+  notifyOnlyUnheld,
   createOutboxTable,
   enqueueEvents,
   migrate,
@@ -31,6 +32,7 @@ const migrations: Migration[] = [
       await createOutboxTable(knex, SCHEMA);
       await addOutboxSequence(knex, SCHEMA);
       await addOutboxLease(knex, SCHEMA);
+      await notifyOnlyUnheld(knex, SCHEMA);
       await knex.schema.withSchema(SCHEMA).createTable('widgets', (t) => {
         t.text('id').primary();
         t.text('name').notNullable();
@@ -287,6 +289,91 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     // No row went through the publish step twice.
     expect([...publishes].sort()).toEqual([...ids].sort());
     await Promise.all([a.stop(), b.stop()]);
+  });
+
+  /** Notifications on the outbox's channel, counted by a listener of our own. */
+  const listen = async () => {
+    const listener = new Client({ connectionString: pg.url });
+    await listener.connect();
+    const seen = { n: 0, end: () => listener.end() };
+    listener.on('notification', () => void seen.n++);
+    await listener.query(`LISTEN "${outboxChannel(SCHEMA)}"`);
+    return seen;
+  };
+
+  /** Events written as a statement of their own (no transaction), held for `secs`. */
+  const writeHeld = (subject: string, n: number, secs: number) =>
+    enqueueEvents(db, Array.from({ length: n }, (_, i) => ({ subject, org: 'org_a', data: { i } })), { heldFor: secs });
+
+  it('held events wake no relay, and no relay takes them; their writer publishes them once committed, each once, and marks them sent', async () => {
+    const seen = await listen();
+    try {
+      const subject = freshSubject();
+      const writer = newRelay({ pollMs: 60_000 });
+      await writer.start();
+      const envs = await writeHeld(subject, 3, writer.leaseSecs);
+      const ids = envs.map((e) => e.id);
+      // An unheld row in the same table still wakes the relay: the listener sees that one only.
+      await commitEvents(freshSubject(), 1);
+      await waitFor(() => seen.n >= 1, { timeoutMs: 5000, what: 'the unheld row notified' });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(seen.n).toBe(1);
+      expect(await newRelay().relayBatch()).toBe(0);
+      expect(await unsent(ids)).toBe('3');
+      expect(await countOnStream(subject)).toBe(0);
+
+      writer.publishHeld(envs);
+      await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 5000, what: 'held rows marked sent' });
+      const msgs = await messagesOnStream(subject);
+      expect(msgs).toEqual(envs.map((e) => ({ msgId: e.id, envelope: e })));
+      const rows = await db(OUTBOX_TABLE).whereIn('id', ids).select('lease_until');
+      expect(rows.map((r) => r.lease_until)).toEqual([null, null, null]);
+      await writer.stop();
+    } finally {
+      await seen.end();
+    }
+  });
+
+  it('held events whose writer died before publishing them are published by a relay once the lease runs out, once', async () => {
+    const subject = freshSubject();
+    const envs = await writeHeld(subject, 2, 1.5);
+    const relay = newRelay({ pollMs: 200 });
+    await relay.start();
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await countOnStream(subject)).toBe(0);
+    await waitFor(async () => (await unsent(envs.map((e) => e.id))) === '0', { timeoutMs: 6000, what: 'the lease ran out and the relay took the rows' });
+    expect((await messagesOnStream(subject)).map((m) => m.msgId)).toEqual(envs.map((e) => e.id));
+    await relay.stop();
+  });
+
+  it('a failed publish of held events gives them back to the relays at once', async () => {
+    const subject = freshSubject();
+    // A writer whose NATS connection is gone: its publish fails.
+    const deadBus = await Bus.connect({ url: nats.url, name: 'outbox-test-dead', log });
+    await deadBus.close();
+    const writer = newRelay({ bus: deadBus });
+    const envs = await writeHeld(subject, 2, 60);
+    const ids = envs.map((e) => e.id);
+    writer.publishHeld(envs);
+    await waitFor(async () => (await db(OUTBOX_TABLE).whereIn('id', ids).whereNull('lease_until').count<{ count: string }[]>('* as count'))[0].count === '2', {
+      timeoutMs: 5000,
+      what: 'the lease given back',
+    });
+    // Long before the 60 s lease would have run out, another relay publishes them.
+    expect(await newRelay().relayBatch()).toBe(2);
+    expect((await messagesOnStream(subject)).map((m) => m.msgId)).toEqual(ids);
+    expect(await unsent(ids)).toBe('0');
+  });
+
+  it('publishes the held events of many writes, and stop() waits for those in flight', async () => {
+    const subject = freshSubject();
+    const writer = newRelay({ pollMs: 60_000 });
+    const batches = await Promise.all(Array.from({ length: 20 }, () => writeHeld(subject, 1, writer.leaseSecs)));
+    for (const envs of batches) writer.publishHeld(envs);
+    await writer.stop();
+    const ids = batches.flat().map((e) => e.id);
+    expect(await unsent(ids)).toBe('0');
+    expect((await messagesOnStream(subject)).map((m) => m.msgId).sort()).toEqual([...ids].sort());
   });
 
   it('stop() returns promptly while the relay sleeps a long poll interval', async () => {

@@ -38,7 +38,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       const contracts = new ContractEngine(contractEngineOptions(config));
       contractBacklogGauge('decisions', contracts);
       const http = createOutboundClient({ guard: outboundGuard(config) });
-      const store = new DecisionsStore(ctx.db);
+      const store = new DecisionsStore(ctx.db, ctx.heldEvents);
       // Resolved policies and ad-hoc approver sets, until policies announces a change.
       const policies = new CachedCalls(ctx.bus);
       const stopFollowing = followChanges(ctx.bus, ctx.log, 'policies', [policies.cache]);

@@ -70,6 +70,40 @@ export async function leaveOutboxRoom(knex: Knex, schema: string): Promise<void>
 }
 
 /**
+ * Migration step (after addOutboxLease): the relay is woken only for rows nobody holds.
+ * A row written with a lease (`lease_until` set: its writer publishes it itself once the
+ * statement commits, see `HeldEvents`) wakes no relay; if its writer dies first, the relay
+ * takes it when the lease runs out, as it takes a batch of a relay that died.
+ */
+export async function notifyOnlyUnheld(knex: Knex, schema: string): Promise<void> {
+  await knex.raw('DROP TRIGGER IF EXISTS outbox_notify ON ??.outbox', [schema]);
+  await knex.raw(`CREATE TRIGGER outbox_notify AFTER INSERT ON ??.outbox FOR EACH ROW WHEN (NEW.lease_until IS NULL) EXECUTE FUNCTION ??.outbox_notify()`, [schema, schema]);
+}
+
+/** Put the statement-level wake-up back (the down of notifyOnlyUnheld). */
+export async function notifyEveryInsert(knex: Knex, schema: string): Promise<void> {
+  await knex.raw('DROP TRIGGER IF EXISTS outbox_notify ON ??.outbox', [schema]);
+  await knex.raw(`CREATE TRIGGER outbox_notify AFTER INSERT ON ??.outbox FOR EACH STATEMENT EXECUTE FUNCTION ??.outbox_notify()`, [schema, schema]);
+}
+
+/**
+ * Events a process publishes itself, right after the statement that wrote them to the
+ * outbox has committed, instead of waking the relay (a notification, a claim, then the
+ * publish): the rows are written with a lease of `leaseSecs` held by this process, so no
+ * relay takes them meanwhile. Once published they are marked sent (many in one
+ * statement). If the publish fails, the lease is given back and the relay woken; if the
+ * process dies, the relay takes the rows when the lease runs out, and the stream's
+ * duplicate window drops a second copy of what was already stored.
+ *
+ * Only for statements that commit on their own: inside a transaction, rows are written
+ * without a lease and the relay publishes them after the commit.
+ */
+export interface HeldEvents {
+  readonly leaseSecs: number;
+  publishHeld(envelopes: EventEnvelope[]): void;
+}
+
+/**
  * Writes events in the caller's transaction. Each payload is checked against its
  * subject's schema (EVENT_DATA) first: an event that does not fit its contract is a bug,
  * and it fails the transaction instead of reaching consumers. Returns the envelopes as
@@ -111,11 +145,13 @@ export function toEnvelopes(events: NewEvent[]): EventEnvelope[] {
   });
 }
 
-export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEvent[]): Promise<EventEnvelope[]> {
+export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEvent[], opts: { heldFor?: number | null } = {}): Promise<EventEnvelope[]> {
   if (events.length === 0) return [];
   const envelopes = toEnvelopes(events);
+  // Held (`HeldEvents`): the writer publishes them itself once this commits.
+  const lease = opts.heldFor == null ? {} : { lease_until: trx.raw('now() + make_interval(secs => ?::float8)', [opts.heldFor]) };
   await trx(OUTBOX_TABLE).insert(
-    envelopes.map((env) => ({ id: env.id, subject: env.type, org: env.org, envelope: JSON.stringify(env) })),
+    envelopes.map((env) => ({ id: env.id, subject: env.type, org: env.org, envelope: JSON.stringify(env), ...lease })),
   );
   return envelopes;
 }
@@ -147,6 +183,11 @@ export class OutboxRelay {
   private readonly batchSize: number;
   private readonly leaseMs: number;
   private lastCleanup = 0;
+  /** Publishes of held events not finished yet (stop waits for them). */
+  private readonly held = new Set<Promise<void>>();
+  /** Ids published and not yet marked sent, marked together once per turn of the event loop. */
+  private sentIds: string[] = [];
+  private marking?: Promise<void>;
 
   constructor(private readonly opts: OutboxRelayOptions) {
     this.pollMs = opts.pollMs ?? 1000;
@@ -156,6 +197,53 @@ export class OutboxRelay {
     // Far longer than a batch takes to publish (a timeout of the bus request is 10 s); if
     // one ever takes longer, the batch is published twice and the duplicate dropped.
     this.leaseMs = opts.leaseMs ?? 10_000;
+  }
+
+  get leaseSecs(): number {
+    return this.leaseMs / 1000;
+  }
+
+  /** See `HeldEvents`: called once the statement that wrote `envelopes` (with this relay's lease) has committed. */
+  publishHeld(envelopes: EventEnvelope[]): void {
+    if (envelopes.length === 0) return;
+    const p = this.publishHeldNow(envelopes).finally(() => this.held.delete(p));
+    this.held.add(p);
+  }
+
+  private async publishHeldNow(envelopes: EventEnvelope[]): Promise<void> {
+    const { db, bus, log } = this.opts;
+    const ids = envelopes.map((e) => e.id);
+    try {
+      // In order on one connection, acks collected together (as a relay batch).
+      await Promise.all(envelopes.map((e) => bus.js.publish(e.type, encodeJson(e), { msgID: e.id, ...traceHeaders(e) })));
+    } catch (err) {
+      log.warn({ err, events: ids.length }, 'publishing committed events failed; the relay takes them');
+      // Given back to the relay at once; if even that fails, the lease runs out.
+      await db.raw('UPDATE ?? SET lease_until = NULL WHERE id = ANY(?) AND sent_at IS NULL', [OUTBOX_TABLE, ids]).catch(() => undefined);
+      this.woken = true;
+      this.wake?.();
+      return;
+    }
+    outboxPublishedTotal.inc({ schema: this.opts.schema }, ids.length);
+    this.sentIds.push(...ids);
+    this.marking ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.markSent());
+    await this.marking;
+  }
+
+  /**
+   * Marks what was published since the last mark, in one statement. A failed mark leaves
+   * the rows leased: the relay publishes them again when the lease runs out, and the
+   * stream drops the duplicates.
+   */
+  private async markSent(): Promise<void> {
+    const ids = this.sentIds;
+    this.sentIds = [];
+    this.marking = undefined;
+    try {
+      await this.opts.db.raw('UPDATE ?? SET sent_at = now(), lease_until = NULL WHERE id = ANY(?)', [OUTBOX_TABLE, ids]);
+    } catch (err) {
+      this.opts.log.warn({ err, events: ids.length }, 'marking published events sent failed; the relay publishes them again when their lease runs out');
+    }
   }
 
   async start(): Promise<void> {
@@ -309,6 +397,7 @@ export class OutboxRelay {
     clearTimeout(this.relistenTimer);
     this.wake?.();
     await this.loop;
+    await Promise.all([...this.held]);
     const listener = this.listener;
     this.listener = undefined;
     if (listener) await listener.end().catch(() => undefined);

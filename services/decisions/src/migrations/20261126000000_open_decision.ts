@@ -53,7 +53,16 @@ const COLUMNS = [
  * rolls everything back.
  */
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`
+  await knex.raw(openDecisionFunction(OUTBOX_INSERT));
+}
+
+/** How this version of the function writes its events (without a lease). */
+export const OUTBOX_INSERT = `INSERT INTO decisions.outbox (id, subject, org, envelope)
+      SELECT e->>'id', e->>'type', e->>'org', e FROM jsonb_array_elements(p_events) WITH ORDINALITY AS x(e, n) ORDER BY n;`;
+
+/** The function's text, with `outboxInsert` as the statement that writes the events (a later migration changes only that). */
+export function openDecisionFunction(outboxInsert: string): string {
+  return `
     CREATE OR REPLACE FUNCTION decisions.open_decision(p_row jsonb, p_entry jsonb, p_events jsonb, p_period text, p_shard smallint, p_default_limit int)
     RETURNS jsonb LANGUAGE plpgsql AS $fn$
     DECLARE
@@ -115,11 +124,10 @@ export async function up(knex: Knex): Promise<void> {
         END IF;
       END IF;
 
-      INSERT INTO decisions.outbox (id, subject, org, envelope)
-      SELECT e->>'id', e->>'type', e->>'org', e FROM jsonb_array_elements(p_events) WITH ORDINALITY AS x(e, n) ORDER BY n;
+      ${outboxInsert}
       RETURN jsonb_build_object('outcome', 'created');
     END
-    $fn$`);
+    $fn$`;
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -1,4 +1,4 @@
-import { EVENT, OUTBOX_TABLE, enqueueEvents, isUniqueViolation, toEnvelopes, type DecisionStatus, type Knex, type NewEvent } from '@approvals/shared';
+import { EVENT, OUTBOX_TABLE, enqueueEvents, isUniqueViolation, toEnvelopes, type DecisionStatus, type EventEnvelope, type HeldEvents, type Knex, type NewEvent } from '@approvals/shared';
 import { isPastDeadline, quotaPeriod, type Tally } from '../domain/decision';
 import { resolvedEventData, type DecisionRow } from './decision.row';
 
@@ -51,14 +51,16 @@ const JSON_COLUMNS = new Set(['route', 'context', 'proposed_output', 'response_s
 /**
  * Two CTEs for a guarded change of a decision: its timeline entries (`:entries`) and its
  * events (`:events`, envelopes), written once per row of `source` (the change's CTE), so
- * nothing is written when the guard failed.
+ * nothing is written when the guard failed. The events are held for `:heldFor` seconds
+ * (null: not held; see `DecisionsStore.heldFor`).
  */
 const writtenWith = (source: string) => `
        t AS (INSERT INTO timeline (decision_id, type, actor, at, data)
              SELECT ${source}.id, e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
                FROM ${source}, jsonb_array_elements(:entries::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n),
-       o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope)
-             SELECT e->>'id', e->>'type', e->>'org', e FROM ${source}, jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n)`;
+       o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
+             SELECT e->>'id', e->>'type', e->>'org', e, now() + make_interval(secs => :heldFor::float8)
+               FROM ${source}, jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n)`;
 
 /** SQLSTATE raised by `decisions.open_decision` when the org's monthly quota is used up. */
 const QUOTA_REFUSED = 'AQ001';
@@ -74,11 +76,29 @@ const NEWEST_FIRST = [
  * its own. Rules (what may happen) live in `domain/`; this says how it is written.
  */
 export class DecisionsStore {
-  constructor(private readonly q: Knex | Knex.Transaction) {}
+  constructor(
+    private readonly q: Knex | Knex.Transaction,
+    /** Publishes the events of a statement that commits on its own once it has (none: the relay does). */
+    private readonly held?: HeldEvents,
+  ) {}
+
+  /**
+   * Seconds this process holds the outbox rows a statement writes, to publish them itself
+   * as soon as the statement has committed (`HeldEvents`: no relay wake-up, no claim).
+   * Null in a transaction: its rows wake the relay, which publishes them after the commit.
+   */
+  private get heldFor(): number | null {
+    return this.held && !(this.q as Knex.Transaction).isTransaction ? this.held.leaseSecs : null;
+  }
+
+  /** The events a statement wrote held (`heldFor`), now that it has committed. */
+  private committed(envelopes: EventEnvelope[]): void {
+    if (this.heldFor !== null) this.held!.publishHeld(envelopes);
+  }
 
   /** Runs `fn` in one transaction; what it throws rolls everything back. */
   transaction<T>(fn: (tx: DecisionsStore) => Promise<T>): Promise<T> {
-    return (this.q as Knex).transaction((trx) => fn(new DecisionsStore(trx)));
+    return (this.q as Knex).transaction((trx) => fn(new DecisionsStore(trx, this.held)));
   }
 
   // ---- decisions ----------------------------------------------------------------
@@ -164,6 +184,7 @@ export class DecisionsStore {
     events: NewEvent[],
   ): Promise<boolean> {
     const rv = v.responseValue === undefined ? null : JSON.stringify(v.responseValue);
+    const envelopes = toEnvelopes(events);
     const write = this.q.raw(
       `WITH g AS (
          UPDATE decisions SET vote_count = vote_count + 1
@@ -190,11 +211,14 @@ export class DecisionsStore {
         rv,
         at: v.at,
         entries: JSON.stringify(entries),
-        events: JSON.stringify(toEnvelopes(events)),
+        events: JSON.stringify(envelopes),
+        heldFor: this.heldFor,
       },
     );
     try {
-      return ((await write).rows[0] as { applied: number }).applied > 0;
+      const applied = ((await write).rows[0] as { applied: number }).applied > 0;
+      if (applied) this.committed(envelopes);
+      return applied;
     } catch (err) {
       // The voter's vote is there after all (the unique index, the second guard): not
       // written; the caller reads again and finds it.
@@ -228,10 +252,11 @@ export class DecisionsStore {
          SELECT ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'approve') + (SELECT count(*) FROM v WHERE choice = 'approve'))::int AS approvals,
                 ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'reject') + (SELECT count(*) FROM v WHERE choice = 'reject'))::int AS rejections
        ), o AS (
-         INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope)
+         INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
          SELECT :eventId, :eventType, :eventOrg,
                 jsonb_set(:envelope::jsonb, '{data,tally}',
-                          jsonb_build_object('approvals', c.approvals, 'rejections', c.rejections, 'approvalsRequired', :ar::int, 'rejectionsRequired', :rr::int))
+                          jsonb_build_object('approvals', c.approvals, 'rejections', c.rejections, 'approvalsRequired', :ar::int, 'rejectionsRequired', :rr::int)),
+                now() + make_interval(secs => :heldFor::float8)
            FROM c WHERE EXISTS (SELECT 1 FROM v)
        )
        SELECT (SELECT count(*) FROM v)::int AS inserted, c.approvals, c.rejections FROM c`,
@@ -252,11 +277,15 @@ export class DecisionsStore {
         envelope: JSON.stringify(envelope),
         ar: d.approvals_required,
         rr: d.rejections_required,
+        heldFor: this.heldFor,
       },
     );
     const row = r.rows[0] as { inserted: number; approvals: number; rejections: number };
     if (row.inserted === 0) return undefined;
-    return { approvals: row.approvals, rejections: row.rejections, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required };
+    const tally = { approvals: row.approvals, rejections: row.rejections, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required };
+    // As stored: the tally filled in.
+    this.committed([{ ...envelope!, data: { ...envelope!.data, tally } }]);
+    return tally;
   }
 
   /**
@@ -295,11 +324,13 @@ export class DecisionsStore {
   > {
     let r: { outcome: 'created' | 'later' | 'existing'; id?: string; status?: string; expires_at?: string | null; policy_version?: number | null; policy_version_id?: string | null };
     const period = quotaPeriod(now);
+    const envelopes = toEnvelopes(events);
     try {
+      // The lease goes with the row (the function ignores keys that are not columns).
       const res = await this.q.raw('SELECT decisions.open_decision(?::jsonb, ?::jsonb, ?::jsonb, ?, ?::smallint, ?::int) AS r', [
-        JSON.stringify(row),
+        JSON.stringify(this.heldFor === null ? row : { ...row, outbox_lease_secs: this.heldFor }),
         JSON.stringify(entry),
-        JSON.stringify(toEnvelopes(events)),
+        JSON.stringify(envelopes),
         period,
         Math.floor(Math.random() * USAGE_SHARDS),
         defaultLimit ?? null,
@@ -310,6 +341,7 @@ export class DecisionsStore {
       if (e.code !== QUOTA_REFUSED) throw err;
       return { outcome: 'quota', used: await this.used(row.org_id as string, period), limit: Number(e.detail) };
     }
+    if (r.outcome === 'created') this.committed(envelopes);
     if (r.outcome !== 'existing') return { outcome: r.outcome };
     return {
       outcome: 'existing',
@@ -433,12 +465,16 @@ export class DecisionsStore {
       .where({ ...guard, id })
       .update(set)
       .returning('id');
+    const envelopes = toEnvelopes(events);
     const r = await this.q.raw(`WITH u AS (:update),${writtenWith('u')} SELECT count(*)::int AS changed FROM u`, {
       update,
       entries: JSON.stringify(entries),
-      events: JSON.stringify(toEnvelopes(events)),
+      events: JSON.stringify(envelopes),
+      heldFor: this.heldFor,
     });
-    return (r.rows[0] as { changed: number }).changed > 0;
+    const changed = (r.rows[0] as { changed: number }).changed > 0;
+    if (changed) this.committed(envelopes);
+    return changed;
   }
 
   async saveRefined(id: string, draft: unknown): Promise<void> {
