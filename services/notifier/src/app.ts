@@ -39,7 +39,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
     // Contact methods and push devices are cached by every replica (bus/invalidation).
     announcesChanges: true,
     setup: async (ctx) => {
-      const deliveries = createDeliveriesStore(ctx.db, { leaseSec: config.DELIVERY_LEASE_SEC });
+      const deliveries = createDeliveriesStore(ctx.db, { leaseSec: config.DELIVERY_LEASE_SEC, held: ctx.heldEvents });
       const outbound = {
         tenant: createOutboundClient({ guard: outboundGuard(config) }),
         trusted: createOutboundClient({ guard: null }),

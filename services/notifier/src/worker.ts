@@ -74,8 +74,8 @@ export class DeliveryWorker {
       const r = await inSpan(`deliver ${d.kind} ${d.channel}`, { kind: SpanKind.PRODUCER, parent: contextFrom(d.traceparent), attributes: { 'approvals.delivery': d.id, 'approvals.channel': d.channel } }, () =>
         this.deps.deliver(d),
       );
-      if (r.status === 'sent') await store.sent(d.id, d.kind);
-      else await store.skipped(d.id, r.reason, d.kind, d.channel);
+      if (r.status === 'sent') await store.sent(d);
+      else await store.skipped(d, r.reason);
       deliveriesTotal.inc({ channel: d.channel, outcome: r.status });
     } catch (err) {
       const permanent = err instanceof DeliveryError && err.permanent;

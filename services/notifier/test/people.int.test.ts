@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Bus, NotifierEndpoints, createLogger } from '@approvals/shared';
+import { Client } from 'pg';
 import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 import { startRecorder } from '../../../test/helpers/third-parties';
@@ -144,6 +145,22 @@ describe('notifications on people channels', () => {
     expect(notified.map((t: { channel: string }) => t.channel).sort()).toEqual(['sms', 'webhook']);
     for (const t of notified) {
       expect(t).toEqual({ type: 'notified', actor: null, at: expect.any(String), channel: expect.any(String), kind: 'notify', to: 'ann@example.com', deliveryId: expect.stringMatching(/^dlv_/) });
+    }
+    // Each mark wrote its event in the same statement and published it itself (held):
+    // one row per notice sent, marked sent, its lease given up.
+    const pg = new Client({ connectionString: stack.db.url });
+    await pg.connect();
+    try {
+      const rows = await waitFor(async () => {
+        const r = (await pg.query(`SELECT subject, sent_at, lease_until FROM notifier.outbox WHERE envelope->'data'->>'decisionId' = $1`, [id])).rows;
+        return r.length === 2 && r.every((x) => x.sent_at !== null) ? r : null;
+      }, { what: 'the notices' events marked sent' });
+      expect(rows.map((r) => ({ subject: r.subject, sent: r.sent_at !== null, leased: r.lease_until !== null }))).toEqual([
+        { subject: 'evt.notification.sent', sent: true, leased: false },
+        { subject: 'evt.notification.sent', sent: true, leased: false },
+      ]);
+    } finally {
+      await pg.end();
     }
     const created = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
     expect(created.body.timeline[0].type).toBe('created');

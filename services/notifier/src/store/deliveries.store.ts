@@ -1,4 +1,4 @@
-import { EVENT, enqueueEvents, newId, type Knex, type NotificationSentData } from '@approvals/shared';
+import { EVENT, changeWithEvents, newId, type HeldEvents, type Knex, type NotificationSentData } from '@approvals/shared';
 import type { DeliveryRow } from '../providers/provider';
 
 export interface NewDelivery {
@@ -23,9 +23,10 @@ export const ENGINE_CHANNELS = new Set(['engineA', 'engineB', 'trigger', 'bundle
 
 /**
  * `leaseSec`: how long a claimed delivery is reserved; a worker that dies mid-send gives
- * it back after this.
+ * it back after this. `held`: the events of a mark go out right after it commits
+ * (`HeldEvents`), not through the relay.
  */
-export function createDeliveriesStore(db: Knex, opts: { leaseSec: number } = { leaseSec: 60 }) {
+export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?: HeldEvents } = { leaseSec: 60 }) {
   return {
     /** Idempotent on (event, channel, target): planning the same event twice inserts nothing. */
     async plan(rows: NewDelivery[]): Promise<number> {
@@ -74,57 +75,47 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number } = { l
 
     /**
      * Marks a delivery sent. A notification to a person (not an engine call) also emits
-     * evt.notification.sent in the same transaction: the decision's `notified` timeline
+     * evt.notification.sent in the same statement: the decision's `notified` timeline
      * entry. Only the first mark counts, so a lease that ran out mid-send and a second
      * send by another replica still record one entry.
      */
-    async sent(id: string, kind: string): Promise<void> {
-      if (!PERSON_KINDS.has(kind)) {
-        // No event to write with it (an engine call): one statement.
-        await db('deliveries').where({ id }).whereNot({ status: 'sent' }).update({ status: 'sent', sent_at: db.fn.now(), lease_until: null, last_error: null });
+    async sent(d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel' | 'payload'>): Promise<void> {
+      const sentAt = new Date();
+      const mark = db('deliveries').where({ id: d.id }).whereNot({ status: 'sent' }).update({ status: 'sent', sent_at: sentAt, lease_until: null, last_error: null }).returning('id');
+      if (!PERSON_KINDS.has(d.kind)) {
+        // No event to write with it (an engine call).
+        await mark;
         return;
       }
-      await db.transaction(async (trx) => {
-        const [row] = await trx('deliveries')
-          .where({ id })
-          .whereNot({ status: 'sent' })
-          .update({ status: 'sent', sent_at: trx.fn.now(), lease_until: null, last_error: null })
-          .returning(['org_id', 'decision_id', 'kind', 'channel', 'payload', 'sent_at']);
-        if (!row || !PERSON_KINDS.has(row.kind)) return;
-        const data: NotificationSentData = {
-          decisionId: row.decision_id,
-          deliveryId: id,
-          kind: row.kind,
-          channel: row.channel,
-          approver: typeof row.payload?.approver === 'string' ? row.payload.approver : null,
-          sentAt: new Date(row.sent_at).toISOString(),
-        };
-        await enqueueEvents(trx, [{ subject: EVENT.notificationSent, org: row.org_id, data }]);
-      });
+      const data: NotificationSentData = {
+        decisionId: d.decision_id,
+        deliveryId: d.id,
+        kind: d.kind as NotificationSentData['kind'],
+        channel: d.channel,
+        approver: typeof d.payload?.approver === 'string' ? d.payload.approver : null,
+        sentAt: sentAt.toISOString(),
+      };
+      await changeWithEvents(db, mark, [{ subject: EVENT.notificationSent, org: d.org_id, data }], opts.held);
     },
 
     /**
      * Marks a delivery skipped. A decision's engine resume that cannot be made (no engine
-     * configured) also emits evt.notification.skipped: the decision's timeline says why.
+     * configured) also emits evt.notification.skipped in the same statement: the
+     * decision's timeline says why. Only the first mark counts.
      */
-    async skipped(id: string, reason: string, kind: string, channel: string): Promise<void> {
-      if (kind !== 'resume' || !ENGINE_CHANNELS.has(channel)) {
-        // No event to write with it: one statement.
-        await db('deliveries').where({ id }).whereNot({ status: 'skipped' }).update({ status: 'skipped', last_error: reason, lease_until: null });
+    async skipped(d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel'>, reason: string): Promise<void> {
+      const mark = db('deliveries').where({ id: d.id }).whereNot({ status: 'skipped' }).update({ status: 'skipped', last_error: reason, lease_until: null }).returning('id');
+      // mcp and api decisions have no engine by design (callers poll): nothing to say.
+      if (d.kind !== 'resume' || !ENGINE_CHANNELS.has(d.channel)) {
+        await mark;
         return;
       }
-      await db.transaction(async (trx) => {
-        const [row] = await trx('deliveries')
-          .where({ id })
-          .whereNot({ status: 'skipped' })
-          .update({ status: 'skipped', last_error: reason, lease_until: null })
-          .returning(['org_id', 'decision_id', 'kind', 'channel']);
-        // mcp and api decisions have no engine by design (callers poll): nothing to say.
-        if (!row || row.kind !== 'resume' || !ENGINE_CHANNELS.has(row.channel)) return;
-        await enqueueEvents(trx, [
-          { subject: EVENT.notificationSkipped, org: row.org_id, data: { decisionId: row.decision_id, deliveryId: id, kind: 'resume', channel: row.channel, reason, at: new Date().toISOString() } },
-        ]);
-      });
+      await changeWithEvents(
+        db,
+        mark,
+        [{ subject: EVENT.notificationSkipped, org: d.org_id, data: { decisionId: d.decision_id, deliveryId: d.id, kind: 'resume', channel: d.channel, reason, at: new Date().toISOString() } }],
+        opts.held,
+      );
     },
 
     async failed(id: string, error: string, retryInMs: number | null): Promise<void> {
