@@ -154,7 +154,7 @@ describe('notifications on people channels', () => {
       const rows = await waitFor(async () => {
         const r = (await pg.query(`SELECT subject, sent_at, lease_until FROM notifier.outbox WHERE envelope->'data'->>'decisionId' = $1`, [id])).rows;
         return r.length === 2 && r.every((x) => x.sent_at !== null) ? r : null;
-      }, { what: 'the notices' events marked sent' });
+      }, { what: 'the events of the notices marked sent' });
       expect(rows.map((r) => ({ subject: r.subject, sent: r.sent_at !== null, leased: r.lease_until !== null }))).toEqual([
         { subject: 'evt.notification.sent', sent: true, leased: false },
         { subject: 'evt.notification.sent', sent: true, leased: false },
