@@ -74,27 +74,19 @@ function ioCalls(pid: number, withChildren: boolean): number {
   return withChildrenOf(pid, withChildren, ioCallsOf);
 }
 
-/** CPU ms a process (and with `withChildren` its children, live and ended) spent in the kernel. */
-function sysMs(pid: number, withChildren: boolean): number {
+/**
+ * CPU ms of a process, all of it or (`kernel`) its time in the kernel; with `withChildren`,
+ * of it and every live process whose parent it is (PostgreSQL's backends), and the
+ * backends that ended (autovacuum workers, closed connections), counted through the parent.
+ */
+function cpuMs(pid: number, withChildren: boolean, kernel = false): number {
+  const of = (p: number) => {
+    const st = statOf(p);
+    return (kernel ? st?.sysTicks : st?.cpuTicks) ?? 0;
+  };
   const own = statOf(pid);
-  const ticks = withChildrenOf(pid, withChildren, (p) => statOf(p)?.sysTicks ?? 0) + (withChildren ? (own?.childSysTicks ?? 0) : 0);
-  return (ticks * 1000) / TICKS_PER_SEC;
-}
-
-/** CPU ms of a process; with `withChildren`, of it and every live process whose parent it is (PostgreSQL's backends). */
-function cpuMs(pid: number, withChildren: boolean): number {
-  const own = statOf(pid);
-  let ticks = own?.cpuTicks ?? 0;
-  if (withChildren) {
-    // Backends that ended (autovacuum workers, closed connections) count through the parent.
-    ticks += own?.childTicks ?? 0;
-    for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      const st = statOf(Number(entry));
-      if (st && st.ppid === pid) ticks += st.cpuTicks;
-    }
-  }
-  return (ticks * 1000) / TICKS_PER_SEC;
+  const ended = withChildren ? ((kernel ? own?.childSysTicks : own?.childTicks) ?? 0) : 0;
+  return ((withChildrenOf(pid, withChildren, of) + ended) * 1000) / TICKS_PER_SEC;
 }
 
 export interface WorkTargets {
@@ -135,7 +127,7 @@ export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
   for (const [pid, children] of all) {
     calls += ioCalls(pid, children);
     wakeups += withChildrenOf(pid, children, wakeupsOf);
-    kernel += sysMs(pid, children);
+    kernel += cpuMs(pid, children, true);
   }
   const r = await t.pool.query(
     `SELECT xact_commit + xact_rollback AS xacts, tup_returned + tup_fetched AS read, tup_inserted + tup_updated + tup_deleted AS written

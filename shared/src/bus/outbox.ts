@@ -104,6 +104,15 @@ export interface HeldEvents {
 }
 
 /**
+ * The lease (seconds) for the outbox rows a statement on `q` writes: `held`'s, when the
+ * statement commits on its own; null in a transaction (or without `held`), whose rows the
+ * relay publishes after the commit.
+ */
+export function heldFor(q: Knex | Knex.Transaction, held: HeldEvents | undefined): number | null {
+  return held && !(q as Knex.Transaction).isTransaction ? held.leaseSecs : null;
+}
+
+/**
  * Writes events in the caller's transaction. Each payload is checked against its
  * subject's schema (EVENT_DATA) first: an event that does not fit its contract is a bug,
  * and it fails the transaction instead of reaching consumers. Returns the envelopes as
@@ -165,7 +174,7 @@ export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEve
  */
 export async function changeWithEvents(q: Knex | Knex.Transaction, change: Knex.QueryBuilder, events: NewEvent[], held?: HeldEvents): Promise<boolean> {
   const envelopes = toEnvelopes(events);
-  const heldFor = held && !(q as Knex.Transaction).isTransaction ? held.leaseSecs : null;
+  const lease = heldFor(q, held);
   const r = await q.raw(
     `WITH c AS (:change),
           o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
@@ -173,10 +182,10 @@ export async function changeWithEvents(q: Knex | Knex.Transaction, change: Knex.
                   FROM jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)
                  WHERE EXISTS (SELECT 1 FROM c) ORDER BY n)
      SELECT count(*)::int AS changed FROM c`,
-    { change, events: JSON.stringify(envelopes), heldFor },
+    { change, events: JSON.stringify(envelopes), heldFor: lease },
   );
   const changed = (r.rows[0] as { changed: number }).changed > 0;
-  if (changed && heldFor !== null) held!.publishHeld(envelopes);
+  if (changed && lease !== null) held!.publishHeld(envelopes);
   return changed;
 }
 

@@ -1,4 +1,4 @@
-import { EVENT, OUTBOX_TABLE, enqueueEvents, isUniqueViolation, toEnvelopes, type DecisionStatus, type EventEnvelope, type HeldEvents, type Knex, type NewEvent } from '@approvals/shared';
+import { EVENT, OUTBOX_TABLE, enqueueEvents, heldFor, isUniqueViolation, toEnvelopes, type DecisionStatus, type EventEnvelope, type HeldEvents, type Knex, type NewEvent } from '@approvals/shared';
 import { isPastDeadline, quotaPeriod, type Tally } from '../domain/decision';
 import { resolvedEventData, type DecisionRow } from './decision.row';
 
@@ -88,7 +88,7 @@ export class DecisionsStore {
    * Null in a transaction: its rows wake the relay, which publishes them after the commit.
    */
   private get heldFor(): number | null {
-    return this.held && !(this.q as Knex.Transaction).isTransaction ? this.held.leaseSecs : null;
+    return heldFor(this.q, this.held);
   }
 
   /** The events a statement wrote held (`heldFor`), now that it has committed. */
@@ -231,7 +231,7 @@ export class DecisionsStore {
    * Records a vote with its timeline entry and its event (`recorded`, whose `data.tally` is
    * filled in here with the tally this vote makes), and answers that tally, in one
    * statement; undefined (and nothing written) when this voter already has a vote (the
-   * unique index).
+   * unique index). For the locked vote, in a transaction: the relay publishes the event.
    */
   async insertVoteCounted(
     v: { id: string; decisionId: string; voter: string; voterRef: string | null; surface: string; choice: string; note: string | null; responseValue: unknown; at: Date },
@@ -252,11 +252,10 @@ export class DecisionsStore {
          SELECT ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'approve') + (SELECT count(*) FROM v WHERE choice = 'approve'))::int AS approvals,
                 ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'reject') + (SELECT count(*) FROM v WHERE choice = 'reject'))::int AS rejections
        ), o AS (
-         INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
+         INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope)
          SELECT :eventId, :eventType, :eventOrg,
                 jsonb_set(:envelope::jsonb, '{data,tally}',
-                          jsonb_build_object('approvals', c.approvals, 'rejections', c.rejections, 'approvalsRequired', :ar::int, 'rejectionsRequired', :rr::int)),
-                now() + make_interval(secs => :heldFor::float8)
+                          jsonb_build_object('approvals', c.approvals, 'rejections', c.rejections, 'approvalsRequired', :ar::int, 'rejectionsRequired', :rr::int))
            FROM c WHERE EXISTS (SELECT 1 FROM v)
        )
        SELECT (SELECT count(*) FROM v)::int AS inserted, c.approvals, c.rejections FROM c`,
@@ -277,15 +276,11 @@ export class DecisionsStore {
         envelope: JSON.stringify(envelope),
         ar: d.approvals_required,
         rr: d.rejections_required,
-        heldFor: this.heldFor,
       },
     );
     const row = r.rows[0] as { inserted: number; approvals: number; rejections: number };
     if (row.inserted === 0) return undefined;
-    const tally = { approvals: row.approvals, rejections: row.rejections, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required };
-    // As stored: the tally filled in.
-    this.committed([{ ...envelope!, data: { ...envelope!.data, tally } }]);
-    return tally;
+    return { approvals: row.approvals, rejections: row.rejections, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required };
   }
 
   /**
