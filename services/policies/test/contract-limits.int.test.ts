@@ -106,9 +106,17 @@ describe('context contracts cannot stall the service or another org', () => {
       expect(r.body).toMatchObject({ error: 'rate_limited' });
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
     }
-    // The ones admitted were refused as too expensive (no approval can be shown to meet the contract).
+    // The ones admitted were refused as too expensive (no approval can be shown to meet the
+    // contract). None was opened. On a loaded machine a check that waited past the engine's
+    // bounded wait for a thread (threads are replaced after each over-budget check) is
+    // answered 503 `unavailable` with retryAfter instead, as the calm org's may be above:
+    // a transient refusal, never a decision opened without its contract checked.
     const admitted = flooded.filter((x) => x.status !== 429);
-    expect(admitted.length).toBeGreaterThan(0);
-    for (const r of admitted) expect({ status: r.status, error: r.body.error }).toEqual({ status: 422, error: 'context_contract_violation' });
+    const refused = admitted.filter((x) => x.status === 422);
+    expect(refused.length).toBeGreaterThan(0);
+    for (const r of refused) expect(r.body.error).toBe('context_contract_violation');
+    for (const r of admitted.filter((x) => x.status !== 422)) expect({ status: r.status, error: r.body.error, retryAfter: r.body.retryAfter }).toEqual({ status: 503, error: 'unavailable', retryAfter: 1 });
+    const opened = await stack.http('GET', '/v1/worker/decisions', { token: flooder.apiKey });
+    expect({ status: opened.status, body: opened.body }).toEqual({ status: 200, body: { decisions: [] } });
   }, 120_000);
 });
