@@ -1,6 +1,8 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
 import { mountWebApp } from './web-app';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createFastPath, staticHeadersOf, STRICT_UTF8 } from './fast-path';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { AppError, RawHttpReply, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, tracer, tracingActive, type Bus, type Logger } from '@approvals/shared';
@@ -54,6 +56,46 @@ export function createApp(deps: AppDeps) {
   const openapi = buildOpenApi(deps.routes, deps.publicBaseUrl);
   const docsPage = renderDocsPage(openapi);
 
+  /** Helmet's headers, computed once (with CSP off they do not depend on the request). */
+  const securityHeaders = staticHeadersOf(helmet({ contentSecurityPolicy: false }));
+
+  /**
+   * What every request gets first: its id (the caller's `X-Request-Id` when well-formed),
+   * the access log and metrics when it finishes, the security headers, and the per-address
+   * limit (answers the seconds to wait, 0 when within it). `route` names the matched route
+   * pattern (never the URL: metric labels stay bounded), read when the response finishes.
+   */
+  function begin(req: Req, res: Response, route: () => string): number {
+    const incoming = req.headers['x-request-id'];
+    const id = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
+    (req as { id?: unknown }).id = id;
+    res.setHeader('X-Request-Id', id);
+    // The access log: one line per request when its level is on (5xx error, 4xx info, the
+    // rest debug), written when the response is finished. No per-request child logger:
+    // at the usual levels a successful request costs one listener.
+    const started = process.hrtime.bigint();
+    res.once('finish', () => {
+      const label = route();
+      httpRequestsTotal.inc({ route: label, method: req.method, status: `${Math.floor(res.statusCode / 100)}xx` });
+      httpRequestSeconds.observe({ route: label, method: req.method }, Number(process.hrtime.bigint() - started) / 1e9);
+      if (req.url === '/health') return;
+      const level = res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug';
+      if (!deps.log.isLevelEnabled(level)) return;
+      deps.log[level](
+        {
+          reqId: id,
+          // Action-link tokens are credentials until used: never written to logs.
+          req: { method: req.method, url: req.originalUrl.replace(/([?&]token=)[^&]*/g, '$1[redacted]'), remoteAddress: req.socket.remoteAddress },
+          res: { statusCode: res.statusCode },
+          responseTime: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+        },
+        res.statusCode >= 500 ? 'request errored' : 'request completed',
+      );
+    });
+    for (const [name, value] of securityHeaders) res.setHeader(name, value);
+    return ipLimiter.take(`ip:${req.ip}`);
+  }
+
   // A server span per request, continuing the caller's trace (traceparent) when given;
   // everything the request does (bus requests, events) runs inside it.
   app.use((req: Req, res, next) => {
@@ -70,42 +112,10 @@ export function createApp(deps: AppDeps) {
     });
     otelContext.with(trace.setSpan(parent, span), next);
   });
+  // Request id, the access log and metrics, the security headers, the per-address limit:
+  // the same for every request, on either path (express's, or the fast path below).
   app.use((req: Req, res, next) => {
-    const incoming = req.header('x-request-id');
-    const id = incoming && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
-    (req as { id?: unknown }).id = id;
-    res.setHeader('X-Request-Id', id);
-    next();
-  });
-  // The access log: one line per request when its level is on (5xx error, 4xx info, the
-  // rest debug), written when the response is finished. No per-request child logger:
-  // at the usual levels a successful request costs one listener.
-  app.use((req: Req, res, next) => {
-    const started = process.hrtime.bigint();
-    res.once('finish', () => {
-      // Route patterns, not URLs: the label set stays bounded whatever is requested.
-      const route = routeOf(req);
-      httpRequestsTotal.inc({ route, method: req.method, status: `${Math.floor(res.statusCode / 100)}xx` });
-      httpRequestSeconds.observe({ route, method: req.method }, Number(process.hrtime.bigint() - started) / 1e9);
-      if (req.url === '/health') return;
-      const level = res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'info' : 'debug';
-      if (!deps.log.isLevelEnabled(level)) return;
-      deps.log[level](
-        {
-          reqId: (req as { id?: string }).id,
-          // Action-link tokens are credentials until used: never written to logs.
-          req: { method: req.method, url: req.originalUrl.replace(/([?&]token=)[^&]*/g, '$1[redacted]'), remoteAddress: req.socket.remoteAddress },
-          res: { statusCode: res.statusCode },
-          responseTime: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-        },
-        res.statusCode >= 500 ? 'request errored' : 'request completed',
-      );
-    });
-    next();
-  });
-  app.use(helmet({ contentSecurityPolicy: false }));
-  app.use((req: Req, res, next) => {
-    const wait = ipLimiter.take(`ip:${req.ip}`);
+    const wait = begin(req, res, () => routeOf(req));
     if (wait > 0) return sendRateLimited(res, wait, 'too many requests from this address');
     next();
   });
@@ -176,26 +186,29 @@ export function createApp(deps: AppDeps) {
       });
       continue;
     }
-    app[route.method](path, jsonParser, async (req: Req, res) => {
-      const principal = await authorize(route, req);
-      if (route.target.kind === 'notImplemented') {
-        throw new AppError('not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet (planned with ${route.target.plannedIn})`);
-      }
-      refuseNonJsonBody(req);
-      const input = validate(route, req);
-      const forwarded: LocalRequest = { requestId: String(req.id), principal: principal.principal, org: principal.org, ...input };
-      if (route.target.kind === 'local') {
-        const out = await route.target.handler(forwarded);
-        res.status(out.status ?? route.successStatus ?? 200).json(out.body);
-        return;
-      }
-      if (route.target.kind === 'forward') {
-        const reply = await deps.bus.request(route.target.endpoint, { ...forwarded, source: policySource(req) } as never, { timeoutMs: route.timeoutMs });
-        res.status(reply.status ?? route.successStatus ?? 200).json(reply.data);
-        return;
-      }
-      throw new AppError('internal', 'route has no usable target');
-    });
+    app[route.method](path, jsonParser, (req: Req, res) => serve(route, req, res));
+  }
+
+  /** A route's work once the request is read: authorize, validate, answer (locally or from its service). */
+  async function serve(route: RouteDef, req: Req, res: Response): Promise<void> {
+    const principal = await authorize(route, req);
+    if (route.target.kind === 'notImplemented') {
+      throw new AppError('not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet (planned with ${route.target.plannedIn})`);
+    }
+    refuseNonJsonBody(req);
+    const input = validate(route, req);
+    const forwarded: LocalRequest = { requestId: String(req.id), principal: principal.principal, org: principal.org, ...input };
+    if (route.target.kind === 'local') {
+      const out = await route.target.handler(forwarded);
+      res.status(out.status ?? route.successStatus ?? 200).json(out.body);
+      return;
+    }
+    if (route.target.kind === 'forward') {
+      const reply = await deps.bus.request(route.target.endpoint, { ...forwarded, source: policySource(req) } as never, { timeoutMs: route.timeoutMs });
+      res.status(reply.status ?? route.successStatus ?? 200).json(reply.data);
+      return;
+    }
+    throw new AppError('internal', 'route has no usable target');
   }
 
   // A known path with a method it does not take: 405 with the methods it does take.
@@ -215,7 +228,7 @@ export function createApp(deps: AppDeps) {
   }
 
   async function authorize(route: RouteDef, req: Req): Promise<Authenticated> {
-    const auth = await deps.authenticate(req.header('authorization'));
+    const auth = await deps.authenticate(req.headers.authorization);
     req.auth = auth;
     const p = auth.principal;
     if (p.kind === 'apiKey') {
@@ -266,8 +279,15 @@ export function createApp(deps: AppDeps) {
   }
 
   app.use((req, _res, next) => next(new AppError('not_found', `no route ${req.method} ${req.path}`)));
-  app.use((err: unknown, req: Req, res: Response, _next: NextFunction) => {
+  app.use((err: unknown, req: Req, res: Response, _next: NextFunction) => sendError(err, req, res));
+
+  /** Anything thrown, as the spec's error body. */
+  function sendError(err: unknown, req: Req, res: Response): void {
     const { status, body } = toErrorResponse(err, deps.log, String(req.id));
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
     // Every "try again" answer says when: rate limits, and anything unavailable (a service
     // or the database down, a dependency timing out).
     if (status === 429 || status === 503 || status === 504) {
@@ -275,14 +295,25 @@ export function createApp(deps: AppDeps) {
       res.setHeader('Retry-After', String(Number.isFinite(hinted) && hinted > 0 ? Math.ceil(hinted) : status === 429 ? 1 : 2));
     }
     res.status(status).json(body);
+  }
+
+  const fast = createFastPath({
+    app,
+    routes: deps.routes,
+    bodyLimitBytes: deps.bodyLimitBytes,
+    begin,
+    serve,
+    sendError,
+    sendRateLimited,
   });
-  return app;
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    if (!fast(req, res)) app(req, res);
+  };
 }
 
 /** Deepest JSON nesting a request may carry (V8's JSON.stringify fails near 4000, JSON.parse takes any). */
 export const MAX_JSON_DEPTH = 64;
 
-const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** A UTF-16 surrogate half with no partner: JSON allows the escape, UTF-8 cannot encode it. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
