@@ -78,7 +78,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
       const approvers = new CachedCalls(ctx.bus);
       const personal = new OrgCache<Map<string, PersonalChannels>>();
       const stopFollowing = [followChanges(ctx.bus, ctx.log, 'policies', [approvers.cache]), followChanges(ctx.bus, ctx.log, 'notifier', [personal, engineSettings])];
-      for (const c of notifierConsumers({ store: deliveries, people, approvers, personal, wake: () => worker.wake(), unavailable: deliver.unavailable })) ctx.consume(c);
+      for (const c of notifierConsumers({ store: deliveries, people, approvers, personal, worker, unavailable: deliver.unavailable })) ctx.consume(c);
       worker.start();
       // Stop sending before the bus closes: a send in flight finishes and records its result.
       return {

@@ -32,29 +32,20 @@ export class DeliveryWorker {
    * timeout, never the deliveries of everyone else.
    */
   private async run(): Promise<void> {
-    const limit = this.deps.concurrency ?? 16;
     while (this.running) {
       let claimed = 0;
-      if (this.inflight.size < limit) {
+      if (this.free() > 0) {
         try {
-          for (const d of await this.deps.store.claim(limit - this.inflight.size)) {
+          for (const d of await this.deps.store.claim(this.free())) {
             claimed++;
-            // A failure to even record the outcome (the database gone) leaves the row
-            // leased: it comes back when the lease runs out.
-            const p: Promise<void> = this.deliver(d)
-              .catch((err) => this.deps.log.warn({ err, deliveryId: d.id }, 'could not record a delivery outcome; it will be retried after its lease'))
-              .finally(() => {
-              this.inflight.delete(p);
-              this.wakeUp?.();
-            });
-            this.inflight.add(p);
+            this.send(d);
           }
         } catch (err) {
           if (this.running) this.deps.log.warn({ err }, 'claiming deliveries failed; will retry');
         }
       }
       if (!this.running) break;
-      if (claimed > 0 && this.inflight.size < limit) continue;
+      if (claimed > 0 && this.free() > 0) continue;
       await new Promise<void>((resolve) => {
         const t = setTimeout(resolve, this.deps.pollMs);
         this.wakeUp = () => {
@@ -66,6 +57,28 @@ export class DeliveryWorker {
     }
     // Sends in flight finish and record their result.
     await Promise.all([...this.inflight]);
+  }
+
+  /** Free slots in the pool: how many planned rows the planner may hand over already claimed. */
+  free(): number {
+    return this.running ? Math.max(0, (this.deps.concurrency ?? 16) - this.inflight.size) : 0;
+  }
+
+  /** Deliveries planned already claimed by this process (`DeliveriesStore.plan` with `hold`): sent at once. */
+  take(rows: DeliveryRow[]): void {
+    for (const d of rows) this.send(d);
+  }
+
+  private send(d: DeliveryRow): void {
+    // A failure to even record the outcome (the database gone) leaves the row leased: it
+    // comes back when the lease runs out.
+    const p: Promise<void> = this.deliver(d)
+      .catch((err) => this.deps.log.warn({ err, deliveryId: d.id }, 'could not record a delivery outcome; it will be retried after its lease'))
+      .finally(() => {
+        this.inflight.delete(p);
+        this.wakeUp?.();
+      });
+    this.inflight.add(p);
   }
 
   private async deliver(d: DeliveryRow): Promise<void> {

@@ -3,15 +3,17 @@ import { escalationTarget, initialTargets, pushTargets, withPersonalChannels } f
 import type { PeopleStore } from '../store/people.store';
 import type { PersonalChannels } from '../domain/plan';
 import { ENGINE_CHANNELS, type DeliveriesStore, type NewDelivery } from '../store/deliveries.store';
+import type { DeliveryRow } from '../providers/provider';
 
 /** People notifications give up after a day of retries; engine resumes keep going for days. */
 export const NOTIFY_MAX_ATTEMPTS = 12;
 export const RESUME_MAX_ATTEMPTS = 100;
 
 /**
- * Plans deliveries from decision events. Planning only writes rows (idempotent on event,
- * channel and target); the worker sends them. So an event is acked once its deliveries
- * are durable, and a crash between the two loses nothing.
+ * Plans deliveries from decision events. Planning writes rows (idempotent on event,
+ * channel and target), then the worker sends them: those it has room for at once (written
+ * already claimed), the rest when it claims them. So an event is acked once its
+ * deliveries are durable, and a crash between the two loses nothing.
  */
 export function notifierConsumers(deps: {
   store: DeliveriesStore;
@@ -20,7 +22,8 @@ export function notifierConsumers(deps: {
   approvers: CachedCalls;
   /** Contact methods and push devices, cached until this service announces a change. */
   personal: OrgCache<Map<string, PersonalChannels>>;
-  wake: () => void;
+  /** The delivery worker: woken for rows left to claim, handed the rows planned already claimed. */
+  worker: { wake(): void; free(): number; take(rows: DeliveryRow[]): void };
   unavailable?: (channel: string) => string | null;
 }) {
   const { store } = deps;
@@ -39,7 +42,12 @@ export function notifierConsumers(deps: {
     const planned = rows.map((r) =>
       r.kind === 'notify' || r.kind === 'remind' || r.kind === 'escalate' || !ENGINE_CHANNELS.has(r.channel) ? { ...r, skipReason: deps.unavailable?.(r.channel) ?? null } : r,
     );
-    if ((await store.plan(planned)) > 0 && planned.some((r) => !r.skipReason)) deps.wake();
+    // As many as the worker has free slots are written already claimed and sent at once;
+    // the rest wait for its claim.
+    const toSend = planned.filter((r) => !r.skipReason).length;
+    const { inserted, held } = await store.plan(planned, deps.worker.free());
+    if (held.length) deps.worker.take(held);
+    if (inserted > held.length && toSend > held.length) deps.worker.wake();
     for (const r of planned) if (r.skipReason) deliveriesTotal.inc({ channel: r.channel, outcome: 'skipped' });
   };
 

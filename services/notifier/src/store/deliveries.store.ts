@@ -16,6 +16,9 @@ export interface NewDelivery {
   traceparent?: string | null;
 }
 
+/** A delivery as the worker sends it. */
+const DELIVERY_COLUMNS = ['id', 'org_id', 'decision_id', 'event_id', 'kind', 'channel', 'target', 'payload', 'attempts', 'max_attempts', 'traceparent'] as const;
+
 /** Deliveries that reach a person; `resume` and `run` go to workflow engines. */
 const PERSON_KINDS = new Set(['notify', 'remind', 'escalate']);
 /** Channels that resume a workflow engine (api and mcp callers poll instead). */
@@ -28,30 +31,43 @@ export const ENGINE_CHANNELS = new Set(['engineA', 'engineB', 'trigger', 'bundle
  */
 export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?: HeldEvents } = { leaseSec: 60 }) {
   return {
-    /** Idempotent on (event, channel, target): planning the same event twice inserts nothing. */
-    async plan(rows: NewDelivery[]): Promise<number> {
-      if (rows.length === 0) return 0;
+    /**
+     * Idempotent on (event, channel, target): planning the same event twice inserts nothing.
+     * The first `hold` rows to send are written already claimed by this process (leased,
+     * attempt 1) and returned, for it to send at once: no claim, no second round trip. A
+     * process that dies before sending them leaves them leased; a worker claims them when
+     * the lease runs out, as it would a send that died mid-way.
+     */
+    async plan(rows: NewDelivery[], hold = 0): Promise<{ inserted: number; held: DeliveryRow[] }> {
+      if (rows.length === 0) return { inserted: 0, held: [] };
+      let toHold = hold;
       const inserted = await db('deliveries')
         .insert(
-          rows.map((r) => ({
-            id: newId('delivery'),
-            org_id: r.org,
-            decision_id: r.decisionId,
-            event_id: r.eventId,
-            kind: r.kind,
-            channel: r.channel,
-            target: r.target,
-            payload: JSON.stringify(r.payload),
-            status: r.skipReason ? 'skipped' : 'pending',
-            last_error: r.skipReason ?? null,
-            max_attempts: r.maxAttempts,
-            traceparent: r.traceparent ?? null,
-          })),
+          rows.map((r) => {
+            const held = !r.skipReason && toHold-- > 0;
+            return {
+              id: newId('delivery'),
+              org_id: r.org,
+              decision_id: r.decisionId,
+              event_id: r.eventId,
+              kind: r.kind,
+              channel: r.channel,
+              target: r.target,
+              payload: JSON.stringify(r.payload),
+              status: r.skipReason ? 'skipped' : 'pending',
+              last_error: r.skipReason ?? null,
+              max_attempts: r.maxAttempts,
+              traceparent: r.traceparent ?? null,
+              attempts: held ? 1 : 0,
+              lease_until: held ? db.raw(`now() + (? * interval '1 second')`, [opts.leaseSec]) : null,
+            };
+          }),
         )
         .onConflict(['event_id', 'channel', 'target'])
         .ignore()
-        .returning('id');
-      return inserted.length;
+        .returning([...DELIVERY_COLUMNS, 'lease_until']);
+      const held = (inserted as Array<DeliveryRow & { lease_until: Date | null }>).filter((r) => r.lease_until !== null).map(({ lease_until: _, ...row }) => row as DeliveryRow);
+      return { inserted: inserted.length, held };
     },
 
     /**
@@ -67,7 +83,7 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
              WHERE status = 'pending' AND next_attempt_at <= now() AND (lease_until IS NULL OR lease_until < now())
              ORDER BY next_attempt_at
              LIMIT ? FOR UPDATE SKIP LOCKED)
-          RETURNING id, org_id, decision_id, event_id, kind, channel, target, payload, attempts, max_attempts, traceparent`,
+          RETURNING ${DELIVERY_COLUMNS.join(', ')}`,
         [opts.leaseSec, limit],
       );
       return r.rows as DeliveryRow[];

@@ -1,0 +1,83 @@
+import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createDb, migrate, type Knex } from '@approvals/shared';
+import { createTestDatabase, type TestDatabase } from '@approvals/shared/testing';
+import { migrations } from '../src/migrations';
+import { createDeliveriesStore, type NewDelivery } from '../src/store/deliveries.store';
+
+/**
+ * Deliveries planned already claimed (`plan` with `hold`): the planner's process sends them
+ * at once, with no claim. They must be exactly as a claim would have handed them over
+ * (attempt 1, leased), invisible to other workers while leased, and claimable once the
+ * lease runs out (the planner died before sending).
+ */
+describe('deliveries planned already claimed', () => {
+  let pg: TestDatabase;
+  let db: Knex;
+  beforeAll(async () => {
+    pg = await createTestDatabase('helddeliveries');
+    db = createDb({ url: pg.url, schema: 'notifier' });
+    await migrate(db, 'notifier', migrations);
+  });
+  afterAll(async () => {
+    await db?.destroy();
+    await pg?.drop();
+  });
+
+  let seq = 0;
+  const rows = (n: number, extra: Partial<NewDelivery> = {}): NewDelivery[] => {
+    const eventId = `evt_${++seq}`;
+    return Array.from({ length: n }, (_, i) => ({
+      org: 'org_a',
+      decisionId: `dec_${seq}`,
+      eventId,
+      kind: 'notify' as const,
+      channel: 'email',
+      target: `p${i}@example.com`,
+      payload: { approver: `p${i}@example.com` },
+      maxAttempts: 12,
+      ...extra,
+    }));
+  };
+
+  it('holds at most `hold` rows to send, never a skipped one; the rest are left for a claim', async () => {
+    const store = createDeliveriesStore(db, { leaseSec: 60 });
+    const planned = [...rows(3), { ...rows(1)[0]!, skipReason: 'no SMTP' }];
+    planned[3]!.eventId = planned[0]!.eventId;
+    planned[3]!.channel = 'sms';
+    const { inserted, held } = await store.plan(planned, 2);
+    expect(inserted).toBe(4);
+    expect(held.map((d) => [d.target, d.attempts, d.kind, d.channel, d.payload])).toEqual([
+      ['p0@example.com', 1, 'notify', 'email', { approver: 'p0@example.com' }],
+      ['p1@example.com', 1, 'notify', 'email', { approver: 'p1@example.com' }],
+    ]);
+    // A claim by any worker gets only the row not held.
+    const claimed = await store.claim(10);
+    expect(claimed.map((d) => [d.target, d.attempts])).toEqual([['p2@example.com', 1]]);
+    expect(await store.claim(10)).toEqual([]);
+    // Held rows are sent by their holder: marked sent, lease cleared.
+    await store.sent(held[0]!);
+    const after = await db('deliveries').whereIn('id', held.map((d) => d.id)).orderBy('target');
+    expect(after.map((r) => [r.status, r.lease_until === null])).toEqual([
+      ['sent', true],
+      ['pending', false],
+    ]);
+  });
+
+  it('planning the same event again holds nothing and inserts nothing', async () => {
+    const store = createDeliveriesStore(db, { leaseSec: 60 });
+    const planned = rows(2);
+    expect((await store.plan(planned, 2)).held).toHaveLength(2);
+    expect(await store.plan(planned, 2)).toEqual({ inserted: 0, held: [] });
+  });
+
+  it('a holder that dies before sending: the rows are claimed when the lease runs out', async () => {
+    const store = createDeliveriesStore(db, { leaseSec: 1 });
+    await store.claim(100); // nothing else pending from earlier tests
+    const { held } = await store.plan(rows(1), 1);
+    expect(held).toHaveLength(1);
+    expect(await store.claim(10)).toEqual([]);
+    await new Promise((r) => setTimeout(r, 1_300));
+    const claimed = await store.claim(10);
+    expect(claimed.map((d) => [d.id, d.attempts])).toEqual([[held[0]!.id, 2]]);
+  });
+});
