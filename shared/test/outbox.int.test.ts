@@ -376,6 +376,25 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     expect((await messagesOnStream(subject)).map((m) => m.msgId).sort()).toEqual([...ids].sort());
   });
 
+  it('marks the held events of writes published within the linger in one statement', async () => {
+    const subject = freshSubject();
+    const writer = newRelay({ pollMs: 60_000, markLingerMs: 300 });
+    await writer.start();
+    const batches: EventEnvelope[][] = [];
+    for (let i = 0; i < 3; i++) {
+      const envs = await writeHeld(subject, 1, writer.leaseSecs);
+      writer.publishHeld(envs);
+      batches.push(envs);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const ids = batches.flat().map((e) => e.id);
+    await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 5000, what: 'held rows marked sent' });
+    // One statement: one transaction time for all three marks.
+    const marks = await db(OUTBOX_TABLE).whereIn('id', ids).distinct('sent_at');
+    expect(marks).toHaveLength(1);
+    await writer.stop();
+  });
+
   it('stop() returns promptly while the relay sleeps a long poll interval', async () => {
     const relay = newRelay({ pollMs: 60_000 });
     await relay.start();
