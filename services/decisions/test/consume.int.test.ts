@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { Client } from 'pg';
 import { createHash } from 'node:crypto';
 import { factsHash } from '@approvals/shared';
 import { startStack, type Stack } from '../../../test/helpers/stack';
@@ -229,6 +230,60 @@ describe('verify and consume', () => {
     it('a session token cannot consume', async () => {
       const id = await approvedDecision();
       expectError(await consume(id, { consumer: 'refunds' }, reviewer), 403, 'forbidden');
+    });
+  });
+
+  /**
+   * A consume right after its verify takes the row the verify read instead of reading it
+   * again. What changed in between (another replica consumed it, it is no longer there) must
+   * still decide the answer: the row is changed directly in the database here, as another
+   * replica (or retention) would.
+   */
+  describe('consume after verify', () => {
+    let pg: Client;
+    beforeAll(async () => {
+      pg = new Client({ connectionString: stack.db.url });
+      await pg.connect();
+    });
+    afterAll(async () => {
+      await pg?.end();
+    });
+    const verified = async () => {
+      const id = await approvedDecision();
+      expect((await verify(id, full)).body).toEqual({ valid: true, decisionId: id, status: 'APPROVED' });
+      return id;
+    };
+
+    it('consumes once; a consumer whose verify saw it unconsumed, after another consumed it, is refused', async () => {
+      const id = await verified();
+      expect((await consume(id, { consumer: 'refunds', ...full })).body).toMatchObject({ consumed: true, consumer: 'refunds' });
+      const raced = await verified();
+      await pg.query(`UPDATE decisions.decisions SET consumed_at = now(), consumed_by = 'elsewhere' WHERE id = $1`, [raced]);
+      const late = await consume(raced, { consumer: 'refunds', ...full });
+      expect(late.status).toBe(409);
+      expect(late.body).toMatchObject({ consumed: false, reason: 'consumed' });
+      const d = await readDecision(stack, reviewer, raced);
+      expect({ consumedBy: d.consumedBy, consumedEntries: countType(d, 'consumed') }).toEqual({ consumedBy: 'elsewhere', consumedEntries: 0 });
+    });
+
+    it('the consumer that consumed it elsewhere gets alreadyConsumed', async () => {
+      const id = await verified();
+      await pg.query(`UPDATE decisions.decisions SET consumed_at = now(), consumed_by = 'refunds' WHERE id = $1`, [id]);
+      expect((await consume(id, { consumer: 'refunds', ...full })).body).toMatchObject({ consumed: true, alreadyConsumed: true });
+    });
+
+    it('gone from the org after its verify: not_found', async () => {
+      const id = await verified();
+      await pg.query(`UPDATE decisions.decisions SET org_id = 'org_gone' WHERE id = $1`, [id]);
+      expectError(await consume(id, { consumer: 'refunds', ...full }), 404, 'not_found');
+    });
+
+    it('a refusal (other facts) is the same as without the verify, and the verified row is taken once', async () => {
+      const id = await verified();
+      const refused = await consume(id, { consumer: 'refunds', ...full, factsHash: OTHER_HASH });
+      expect(refused.status).toBe(409);
+      expect(refused.body).toMatchObject({ consumed: false, reason: 'facts_mismatch' });
+      expect((await consume(id, { consumer: 'refunds', ...full })).body).toMatchObject({ consumed: true, consumer: 'refunds' });
     });
   });
 });

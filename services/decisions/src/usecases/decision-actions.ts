@@ -116,6 +116,15 @@ function verdictOf(org: string, d: DecisionRow, status: 'APPROVED' | 'REJECTED',
 
 export function createDecisionActions(deps: ActionDeps) {
   const { store, clock } = deps;
+  /**
+   * Approvals a verify just read, not consumed then, for the consume that usually follows
+   * (verify, then consume): taken by it once, instead of reading the decision again. What
+   * consume checks on it cannot have changed (APPROVED is final; facts, workflow and step
+   * are fixed at creation), and whether it was consumed meanwhile, or deleted, is settled
+   * by the conditional statement that marks it spent, as for any read. Bounded; per process.
+   */
+  const verifiedApprovals = new Map<string, DecisionRow>();
+  const VERIFIED_KEPT = 2_000;
 
   /**
    * The optimistic vote (see `vote`): an outcome; `again` when a vote or a change came in
@@ -298,11 +307,16 @@ export function createDecisionActions(deps: ActionDeps) {
       if (!d) return { valid: false, reason: 'not_found' as const, decisionId: id };
       // A verify that passes must mean a consume would pass for a new consumer.
       const reason = refusalOf(toState(d), { ...q, consumer: undefined });
+      if (!reason && d.status === 'APPROVED' && d.consumed_at === null) {
+        if (verifiedApprovals.size >= VERIFIED_KEPT) verifiedApprovals.delete(verifiedApprovals.keys().next().value!);
+        verifiedApprovals.set(`${org}\u0000${id}`, d);
+      }
       return reason ? { valid: false, reason, decisionId: id, status: d.status } : { valid: true, decisionId: id, status: d.status };
     },
 
     /**
-     * Exactly once, without a lock: the decision is read and checked, then marked spent by
+     * Exactly once, without a lock: the decision is read (or taken from the verify this
+     * process just answered for it) and checked, then marked spent by
      * one conditional statement (`consumed_at IS NULL`, with its timeline entry and event),
      * which only one consumer can win; PostgreSQL re-checks the condition on the newest row
      * when consumers race. A loser reads again: the same consumer gets alreadyConsumed, any
@@ -311,11 +325,18 @@ export function createDecisionActions(deps: ActionDeps) {
      */
     async consume(org: string, id: string, b: { consumer: string; factsHash?: string; workflowRef?: string; stepRef?: string }) {
       const now = clock.now();
+      // The row its verify read, if this process answered one (once).
+      const key = `${org}\u0000${id}`;
+      let verified = verifiedApprovals.get(key);
+      verifiedApprovals.delete(key);
       const attempt = async (final: boolean): Promise<{ reason: string } | { ok: true; already: boolean; at: Date } | undefined> => {
-        const d = await store.find(org, id);
+        const d = verified ?? (await store.find(org, id));
+        const fromVerify = verified !== undefined;
+        verified = undefined;
         if (!d) return { reason: 'not_found' as const };
         const reason = refusalOf(toState(d), b);
-        if (reason) return { reason };
+        // A refusal is always told from a fresh read.
+        if (reason) return fromVerify ? attempt(final) : { reason };
         if (d.consumed_by === b.consumer) return { ok: true as const, already: true, at: d.consumed_at! };
         if (final) return undefined;
         const spent = await store.changeWith(

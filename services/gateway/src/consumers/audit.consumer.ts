@@ -30,7 +30,7 @@ export function auditConsumers(store: AccessStore) {
         return entry ? [{ org: event.org, ...entry, details: event.data as Record<string, unknown>, eventId: event.id, at: new Date(event.occurredAt) }] : [];
       }),
     );
-  const consumer = (durable: string, subject: EventSubject) => batchConsumerOf(durable, subject, append, { lingerMs: 5 });
+  const consumer = (durable: string, subject: EventSubject) => batchConsumerOf(durable, subject, append, { lingerMs: 20 });
   return [
     consumer(DURABLE.gatewayAuditForceDeleted, EVENT.policyForceDeleted),
     consumer(DURABLE.gatewayAuditVoteRefused, EVENT.decisionVoteRefused),

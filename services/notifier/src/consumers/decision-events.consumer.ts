@@ -55,13 +55,13 @@ export function notifierConsumers(deps: {
    * A consumer whose events each become delivery rows: one at a time, its rows are
    * planned; the events waiting together are planned in one statement (the plan is keyed
    * by event, channel and target, so a batch is the same as its events one by one). A
-   * batch waits up to 5 ms for more: next to a mail or a chat message, nothing a person
-   * notices, and under load a few events share the statement.
+   * batch waits up to 20 ms for more: next to a mail or a chat message, nothing a person
+   * notices, and under load several events share the statement.
    */
   const planner = <S extends EventSubject>(durable: string, subject: S, rowsOf: (event: DomainEvent<S>) => Promise<NewDelivery[]>) => {
     // Each row keeps its event's trace: the send (maybe much later) continues it.
     const tracedRowsOf = async (event: DomainEvent<S>) => (await rowsOf(event)).map((r) => ({ ...r, traceparent: event.traceparent ?? null }));
-    return batchConsumerOf(durable, subject, async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(tracedRowsOf))).flat()), { lingerMs: 5 });
+    return batchConsumerOf(durable, subject, async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(tracedRowsOf))).flat()), { lingerMs: 20 });
   };
 
   return [

@@ -14,13 +14,13 @@ export function armOnCreated(store: TimersStore, ticker: () => Ticker) {
     await store.armMany(items);
     for (const { timers } of items) for (const t of timers) ticker().armed(t.dueAt);
   };
-  return batchConsumerOf(DURABLE.schedulerDecisionCreated, EVENT.decisionCreated, arm, { lingerMs: 5 });
+  return batchConsumerOf(DURABLE.schedulerDecisionCreated, EVENT.decisionCreated, arm, { lingerMs: 20 });
 }
 
 /** A resolution or cancellation disarms whatever has not fired; the events waiting together in one statement. */
 export function disarmOn(subject: typeof EVENT.decisionResolved | typeof EVENT.decisionCancelled, durable: string, store: TimersStore, clock: Clock) {
   const disarm = async (events: DomainEvent<typeof subject>[]) => void (await store.disarm(events.map((e) => e.data.decisionId), clock.now()));
-  return batchConsumerOf(durable, subject, disarm, { lingerMs: 5 });
+  return batchConsumerOf(durable, subject, disarm, { lingerMs: 20 });
 }
 
 export const disarmConsumers = (store: TimersStore, clock: Clock) => [
