@@ -72,7 +72,7 @@ export async function runLoad(n: number, concurrency: number, fn: (i: number) =>
     }),
   );
   const wallMs = performance.now() - t0;
-  if (firstError) say(`first error: ${(firstError as Error).message}`);
+  if (firstError) say(`first error: ${describeError(firstError)}`);
   latencies.sort((a, b) => a - b);
   return { n, errors, wallMs, throughput: (latencies.length / wallMs) * 1000, p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99) };
 }
@@ -112,7 +112,7 @@ export async function runOpenLoop(rate: number, seconds: number, fn: (i: number)
   }
   await Promise.all(inflight);
   const wallMs = performance.now() - t0;
-  if (firstError) say(`first error: ${(firstError as Error).message}`);
+  if (firstError) say(`first error: ${describeError(firstError)}`);
   latencies.sort((a, b) => a - b);
   return {
     n,
@@ -126,6 +126,12 @@ export async function runOpenLoop(rate: number, seconds: number, fn: (i: number)
     p99: percentile(latencies, 99),
     max: latencies[latencies.length - 1] ?? NaN,
   };
+}
+
+/** An error with its cause (fetch's "fetch failed" says why only there). */
+function describeError(err: unknown): string {
+  const e = err as Error & { cause?: Error & { code?: string } };
+  return e.cause ? `${e.message} (${[e.cause.code, e.cause.message].filter(Boolean).join(': ')})` : String(e?.message ?? err);
 }
 
 async function http(base: string, method: string, path: string, token: string, body?: unknown, expect: number[] = [200, 201]) {
