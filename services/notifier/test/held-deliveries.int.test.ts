@@ -70,6 +70,32 @@ describe('deliveries planned already claimed', () => {
     expect(await store.plan(planned, 2)).toEqual({ inserted: 0, held: [] });
   });
 
+  it('marks made together: each row sent once at its own time, one notification.sent per person delivery, none for an engine call or a second mark', async () => {
+    const store = createDeliveriesStore(db, { leaseSec: 60, markLingerMs: 50 });
+    const people = (await store.plan(rows(2), 2)).held;
+    const engine = (await store.plan(rows(1, { kind: 'resume', channel: 'engineA', target: 'engineA', payload: {} }), 1)).held;
+    const all = [...people, ...engine];
+    expect(all).toHaveLength(3);
+    const before = Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count);
+    // Marked together (within the linger), one of them twice.
+    await Promise.all([...all.map((d) => store.sent(d)), store.sent(people[0]!)]);
+    const marked = await db('deliveries').whereIn('id', all.map((d) => d.id));
+    expect(marked.map((r) => [r.status, r.lease_until])).toEqual([
+      ['sent', null],
+      ['sent', null],
+      ['sent', null],
+    ]);
+    const events = await db('outbox').orderBy('seq').offset(before);
+    expect(events.map((e) => [e.subject, e.envelope.data.deliveryId]).sort()).toEqual(people.map((d) => ['evt.notification.sent', d.id]).sort());
+    for (const e of events) {
+      const row = marked.find((r) => r.id === e.envelope.data.deliveryId)!;
+      expect(e.envelope.data.sentAt).toBe(row.sent_at.toISOString());
+    }
+    // A later mark of a row already sent writes nothing.
+    await store.sent(people[1]!);
+    expect(Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count)).toBe(before + 2);
+  });
+
   it('a holder that dies before sending: the rows are claimed when the lease runs out', async () => {
     const store = createDeliveriesStore(db, { leaseSec: 1 });
     await store.claim(100); // nothing else pending from earlier tests

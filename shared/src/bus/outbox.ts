@@ -149,7 +149,7 @@ export function toEnvelopes(events: NewEvent[]): EventEnvelope[] {
       org: e.org,
       occurredAt: (e.occurredAt ?? new Date()).toISOString(),
       data: parsed.data as Record<string, unknown>,
-      ...traced(),
+      ...(e.traceparent ? { traceparent: e.traceparent } : traced()),
     };
   });
 }
@@ -189,6 +189,35 @@ export async function changeWithEvents(q: Knex | Knex.Transaction, change: Knex.
   return changed;
 }
 
+/**
+ * Many changes and their events in one statement: `change` (an UPDATE or INSERT returning
+ * a text column `key`, once per row it touched) and, for each key it returned, that key's
+ * events, committed together; events of keys it did not touch are not written. Held as in
+ * `changeWithEvents`. Answers the keys touched.
+ */
+export async function changeEachWithEvents(
+  q: Knex | Knex.Transaction,
+  change: Knex.Raw | Knex.QueryBuilder,
+  items: Array<{ key: string; events: NewEvent[] }>,
+  held?: HeldEvents,
+): Promise<Set<string>> {
+  const pairs = items.flatMap(({ key, events }) => toEnvelopes(events).map((e) => ({ k: key, e })));
+  const lease = heldFor(q, held);
+  const r = await q.raw(
+    `WITH c AS (:change),
+          o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
+                SELECT p->'e'->>'id', p->'e'->>'type', p->'e'->>'org', p->'e', now() + make_interval(secs => :heldFor::float8)
+                  FROM jsonb_array_elements(:pairs::jsonb) WITH ORDINALITY AS x(p, n)
+                 WHERE p->>'k' IN (SELECT key FROM c) ORDER BY n)
+     SELECT key FROM c`,
+    { change, pairs: JSON.stringify(pairs), heldFor: lease },
+  );
+  const touched = new Set((r.rows as Array<{ key: string }>).map((row) => row.key));
+  const envelopes = pairs.filter((p) => touched.has(p.k)).map((p) => p.e);
+  if (envelopes.length && lease !== null) held!.publishHeld(envelopes);
+  return touched;
+}
+
 export interface OutboxRelayOptions {
   db: Knex;
   databaseUrl: string;
@@ -204,7 +233,7 @@ export interface OutboxRelayOptions {
   /** How long a claimed batch is the relay's before another may take it (default 10 s). */
   leaseMs?: number;
   /**
-   * How long published held events wait to be marked sent together (default 20 ms): under
+   * How long published held events wait to be marked sent together (default 100 ms): under
    * load, one statement marks the events of many writes. Far shorter than the lease, so
    * nothing is published twice for waiting.
    */
@@ -238,7 +267,7 @@ export class OutboxRelay {
     // Far longer than a batch takes to publish (a timeout of the bus request is 10 s); if
     // one ever takes longer, the batch is published twice and the duplicate dropped.
     this.leaseMs = opts.leaseMs ?? 10_000;
-    this.markLingerMs = opts.markLingerMs ?? 20;
+    this.markLingerMs = opts.markLingerMs ?? 100;
   }
 
   get leaseSecs(): number {

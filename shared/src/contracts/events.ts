@@ -190,11 +190,12 @@ export type DomainEvent<S extends EventSubject = EventSubject> = {
 }[S];
 
 /** An event as a producer writes it (to its outbox). */
+/** An event to write; `traceparent`: the trace it continues (default: the current span's). */
 export type NewEvent<S extends EventSubject = EventSubject> =
   | {
-      [K in S]: { subject: K; org: string; data: z.input<(typeof EVENT_DATA)[K]>; id?: string; occurredAt?: Date };
+      [K in S]: { subject: K; org: string; data: z.input<(typeof EVENT_DATA)[K]>; id?: string; occurredAt?: Date; traceparent?: string };
     }[S]
-  | { subject: `evt.test.${string}`; org: string; data: Record<string, unknown>; id?: string; occurredAt?: Date };
+  | { subject: `evt.test.${string}`; org: string; data: Record<string, unknown>; id?: string; occurredAt?: Date; traceparent?: string };
 
 /** Subjects under `evt.test.` carry anything: they exist for the bus's own tests. */
 const TEST_PREFIX = 'evt.test.';

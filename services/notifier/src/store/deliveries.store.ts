@@ -1,4 +1,4 @@
-import { EVENT, changeWithEvents, newId, type HeldEvents, type Knex, type NotificationSentData } from '@approvals/shared';
+import { EVENT, changeEachWithEvents, changeWithEvents, currentTraceparent, newId, type HeldEvents, type Knex, type NotificationSentData } from '@approvals/shared';
 import type { DeliveryRow } from '../providers/provider';
 
 export interface NewDelivery {
@@ -29,7 +29,42 @@ export const ENGINE_CHANNELS = new Set(['engineA', 'engineB', 'trigger', 'bundle
  * it back after this. `held`: the events of a mark go out right after it commits
  * (`HeldEvents`), not through the relay.
  */
-export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?: HeldEvents } = { leaseSec: 60 }) {
+export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?: HeldEvents; markLingerMs?: number } = { leaseSec: 60 }) {
+  type Mark = { d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel' | 'payload'>; at: Date; traceparent?: string; resolve: () => void; reject: (err: unknown) => void };
+  let marks: Mark[] = [];
+  let marksTimer: NodeJS.Timeout | undefined;
+  /** The waiting marks in one statement; each waiter answered with its outcome. */
+  const flushMarks = async () => {
+    const batch = marks;
+    marks = [];
+    marksTimer = undefined;
+    // One mark per delivery (a second would write its event twice).
+    const first = [...new Map(batch.map((m) => [m.d.id, m])).values()];
+    try {
+      const change = db.raw(
+        `UPDATE deliveries d SET status = 'sent', sent_at = v.at, lease_until = NULL, last_error = NULL
+           FROM unnest(?::text[], ?::timestamptz[]) AS v(id, at)
+          WHERE d.id = v.id AND d.status <> 'sent'
+          RETURNING d.id AS key`,
+        [first.map((m) => m.d.id), first.map((m) => m.at.toISOString())],
+      );
+      const items = first.filter((m) => PERSON_KINDS.has(m.d.kind)).map(({ d, at, traceparent }) => {
+        const data: NotificationSentData = {
+          decisionId: d.decision_id,
+          deliveryId: d.id,
+          kind: d.kind as NotificationSentData['kind'],
+          channel: d.channel,
+          approver: typeof d.payload?.approver === 'string' ? d.payload.approver : null,
+          sentAt: at.toISOString(),
+        };
+        return { key: d.id, events: [{ subject: EVENT.notificationSent, org: d.org_id, data, occurredAt: at, ...(traceparent ? { traceparent } : {}) }] };
+      });
+      await changeEachWithEvents(db, change, items, opts.held);
+      for (const m of batch) m.resolve();
+    } catch (err) {
+      for (const m of batch) m.reject(err);
+    }
+  };
   return {
     /**
      * Idempotent on (event, channel, target): planning the same event twice inserts nothing.
@@ -93,25 +128,15 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
      * Marks a delivery sent. A notification to a person (not an engine call) also emits
      * evt.notification.sent in the same statement: the decision's `notified` timeline
      * entry. Only the first mark counts, so a lease that ran out mid-send and a second
-     * send by another replica still record one entry.
+     * send by another replica still record one entry. The marks of `markLingerMs` (20 ms)
+     * are made together, in one statement; answers once its own is committed.
      */
-    async sent(d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel' | 'payload'>): Promise<void> {
-      const sentAt = new Date();
-      const mark = db('deliveries').where({ id: d.id }).whereNot({ status: 'sent' }).update({ status: 'sent', sent_at: sentAt, lease_until: null, last_error: null }).returning('id');
-      if (!PERSON_KINDS.has(d.kind)) {
-        // No event to write with it (an engine call).
-        await mark;
-        return;
-      }
-      const data: NotificationSentData = {
-        decisionId: d.decision_id,
-        deliveryId: d.id,
-        kind: d.kind as NotificationSentData['kind'],
-        channel: d.channel,
-        approver: typeof d.payload?.approver === 'string' ? d.payload.approver : null,
-        sentAt: sentAt.toISOString(),
-      };
-      await changeWithEvents(db, mark, [{ subject: EVENT.notificationSent, org: d.org_id, data }], opts.held);
+    sent(d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel' | 'payload'>): Promise<void> {
+      return new Promise<void>((resolve, reject) => {
+        // The event continues the send's trace, though it is written with others.
+        marks.push({ d, at: new Date(), traceparent: currentTraceparent(), resolve, reject });
+        marksTimer ??= setTimeout(() => void flushMarks(), opts.markLingerMs ?? 20);
+      });
     },
 
     /**
