@@ -71,6 +71,27 @@ describe('gateway: connection caps and timeouts (slow clients cannot exhaust it)
     await waitFor(async () => (await rawRequest(port)).startsWith('HTTP/1.1 200 '), { what: 'slots freed' });
   });
 
+  it('a refused client still sending its request body reads the 503, not a reset', async () => {
+    const gw = await stack.startService('gateway', { HTTP_MAX_CONNECTIONS_PER_IP: '2' });
+    const port = Number(new URL(gw.url!).port);
+    const slow = await Promise.all(Array.from({ length: 2 }, () => slowClient(port)));
+    await new Promise((r) => setTimeout(r, 100));
+    const results: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await fetch(`${gw.url}/v1/worker/decisions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer ak_x' },
+        body: JSON.stringify({ pad: 'x'.repeat(512 * 1024) }),
+      }).then(
+        (res) => `${res.status} ${res.headers.get('retry-after')}`,
+        (err: Error & { cause?: { code?: string } }) => `failed ${err.cause?.code ?? err.message}`,
+      );
+      results.push(r);
+    }
+    expect(results).toEqual(Array(5).fill('503 1'));
+    for (const s of slow) s.socket.destroy();
+  });
+
   it('a flood of connections never produces a 5xx other than the 503 refusal, and normal requests keep working afterwards', async () => {
     const gw = await stack.startService('gateway', { HTTP_MAX_CONNECTIONS_PER_IP: '20' });
     const port = Number(new URL(gw.url!).port);
