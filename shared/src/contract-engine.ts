@@ -224,57 +224,31 @@ export class ContractEngine {
     const dispatched = Date.now();
     let timer: NodeJS.Timeout | undefined;
     let limit = job.budgetMs;
-    let settled = false;
-    let busy = false;
-    let due = dispatched + 10;
-    let deferred = 0;
-    const later = (ms: number) => {
-      due = Date.now() + ms;
-      deferred = 0;
-      timer = setTimeout(watch, ms);
-    };
     const watch = () => {
-      if (settled) return;
-      const now = Date.now();
-      // This thread was busy past the watch's time (large bodies parsed, handlers run back
-      // to back): the worker may have answered meanwhile, its answer queued behind this
-      // timer. Look again once the waiting I/O has run, before charging the task for time
-      // this thread could not look (a few times at most: a busy thread never keeps an
-      // expensive check running).
-      if (now - due > 25 && deferred < 3) {
-        deferred++;
-        due = now;
-        setImmediate(watch);
-        return;
-      }
       const t = Number(Atomics.load(clock, 0));
       const checking = Atomics.load(clock, 1) === 1n;
+      const now = Date.now();
       if (t === 0 && now - dispatched < MAX_WAIT_MS) {
-        later(50);
+        timer = setTimeout(watch, 50);
         return;
       }
       limit = job.task.op === 'check' && checking ? job.budgetMs : Math.max(job.budgetMs, this.validateBudgetMs);
       const left = (t === 0 ? dispatched : t) + limit - now;
       if (t !== 0 && left > 0) {
-        later(Math.min(left, 50));
+        timer = setTimeout(watch, Math.min(left, 50));
         return;
       }
-      // Out of time while this thread could not look in time: the machine, not the data,
-      // may be the cause, so the caller is told to retry rather than refused.
-      busy = deferred > 0;
       controller.abort();
     };
-    later(10);
+    timer = setTimeout(watch, 10);
     try {
       job.resolve((await this.pool.run({ ...job.task, started }, { signal: controller.signal })) as ContractTaskResult);
     } catch (err) {
       const e = err as { name?: string; code?: string; message?: string };
-      if ((controller.signal.aborted || e?.name === 'AbortError') && busy) job.reject(new AppError('unavailable', 'the contract engine is busy; retry shortly', { retryAfter: 1 }));
-      else if (controller.signal.aborted || e?.name === 'AbortError') job.reject(new TaskFailed(`took longer than ${limit} ms`));
+      if (controller.signal.aborted || e?.name === 'AbortError') job.reject(new TaskFailed(`took longer than ${limit} ms`));
       else if (e?.code === 'ERR_WORKER_OUT_OF_MEMORY' || /out of memory|heap/i.test(String(e?.message))) job.reject(new TaskFailed('ran out of memory'));
       else job.reject(new TaskFailed(`failed: ${e?.message ?? String(err)}`));
     } finally {
-      settled = true;
       clearTimeout(timer);
       this.running--;
       this.release(job.org);

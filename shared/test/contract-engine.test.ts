@@ -21,24 +21,6 @@ describe('ContractEngine: contracts run off the main thread, bounded in time and
     expect(await engine.check('o1', amount, { amount: 'five' })).toEqual(['amount: must be number']);
   });
 
-  it('a check that finished while this thread was busy is answered, not timed out', async () => {
-    const quick = new ContractEngine({ threads: 1, checkBudgetMs: 1000, validateBudgetMs: 1500, memoryMb: 64 });
-    const rows = { type: 'object', properties: { rows: { type: 'array', uniqueItems: true } } };
-    try {
-      // Warm: the thread is up and the schema compiled.
-      expect(await quick.check('o1', rows, { rows: [[1]] })).toEqual([]);
-      // A check of some milliseconds, started; then the main thread blocks (a large body
-      // parsed, a slow handler) past the budget while the worker finishes its check.
-      const answer = quick.check('o1', rows, { rows: Array.from({ length: 1500 }, (_, i) => [i]) });
-      await new Promise((r) => setTimeout(r, 30));
-      const until = Date.now() + 1500;
-      while (Date.now() < until);
-      expect(await answer).toEqual([]);
-    } finally {
-      await quick.close();
-    }
-  });
-
   it('validate: accepts a sound schema; refuses a bad one, a self-referent one and patterns a ReDoS analyser flags', async () => {
     expect(await engine.validate('o1', amount)).toEqual({ problem: null, tooExpensive: false });
     expect((await engine.validate('o1', { type: 'strin' })).problem).toMatch(/type/);
