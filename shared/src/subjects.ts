@@ -73,6 +73,7 @@ export const SUBJECT = {
     signatureVoided: 'svc.decisions.signature_voided',
     setPlan: 'svc.decisions.set_plan',
     usageCurrent: 'svc.decisions.usage_current',
+    policyUsage: 'svc.decisions.policy_usage',
     usageHistory: 'svc.decisions.usage_history',
     wait: 'svc.decisions.wait',
     echo: 'svc.decisions.echo',
@@ -153,14 +154,17 @@ export const EVENT = {
 export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
 
 /**
- * Durables no longer used, deleted by their service at start: each took a wildcard
- * (`evt.>`, `evt.decision.>`) and so received, and acknowledged, every event it ignored.
- * Their successors, one per subject they need, start from the stream's beginning; what
- * they apply is keyed by event or decision id, so replaying changes nothing.
+ * Durables no longer used, deleted by their service at start. `gateway-audit` and
+ * `policies-decision-usage` took a wildcard (`evt.>`, `evt.decision.>`) and so received,
+ * and acknowledged, every event it ignored; their successors, one per subject they need,
+ * start from the stream's beginning, and what they apply is keyed by event or decision
+ * id, so replaying changes nothing. The policies service's three decision durables kept
+ * a projection of policy usage that the decisions service now answers from its own rows
+ * (`svc.decisions.policy_usage`).
  */
 export const RETIRED_DURABLES: Partial<Record<ServiceName, string[]>> = {
   gateway: ['gateway-audit'],
-  policies: ['policies-decision-usage'],
+  policies: ['policies-decision-usage', 'policies-decision-created', 'policies-decision-resolved', 'policies-decision-cancelled'],
 };
 
 /**
@@ -172,9 +176,6 @@ export const DURABLE = {
   gatewayAuditVoteRefused: 'gateway-audit-vote-refused',
   gatewayAuditConsumed: 'gateway-audit-consumed',
   gatewayAuditCancelled: 'gateway-audit-cancelled',
-  policiesDecisionCreated: 'policies-decision-created',
-  policiesDecisionResolved: 'policies-decision-resolved',
-  policiesDecisionCancelled: 'policies-decision-cancelled',
   decisionsTimerExpire: 'decisions-timer-expire',
   decisionsTimerRemind: 'decisions-timer-remind',
   decisionsTimerEscalate: 'decisions-timer-escalate',

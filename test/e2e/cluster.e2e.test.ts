@@ -159,6 +159,8 @@ describe('the cluster under load and faults', () => {
       await until('verify', () => call('GET', `/v1/worker/decisions/${id}/verify?factsHash=${'a'.repeat(64)}`, key), (s, b) => s === 200 && b.valid === true);
       await until('consume', () => call('POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'load', factsHash: 'a'.repeat(64) }), (s) => s === 200);
       consumed.add(id);
+      // The session's policy list: policies answers it, asking decisions for the usage.
+      await until('policies', () => call('GET', '/v1/policies/', admin), (s) => s === 200);
     };
     const expiry = async () => {
       const runId = `exp-${++seq}`;
@@ -272,7 +274,7 @@ describe('the cluster under load and faults', () => {
     const work: Record<string, [string, string]> = {
       gateway: ['approvals_http_requests_total', 'route="/v1/worker/decisions"'],
       decisions: ['approvals_bus_requests_total', 'service="decisions"'],
-      policies: ['approvals_events_handled_total', 'durable="policies-decision-created"'],
+      policies: ['approvals_bus_requests_total', 'subject="svc.policies.list"'],
       notifier: ['approvals_events_handled_total', 'durable="notifier-decision-created"'],
       surfaces: ['approvals_events_handled_total', 'durable="surfaces-decision-created"'],
       scheduler: ['approvals_events_handled_total', 'durable="scheduler-decision-created"'],

@@ -1,9 +1,8 @@
 import { contractBacklogGauge, ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { PoliciesConfig } from './config';
-import { decisionUsageConsumers } from './consumers/decision-usage.consumer';
 import { registerApproverHandlers } from './handlers/approvers.handlers';
 import { registerPolicyHandlers } from './handlers/policies.handlers';
-import { createPolicyLogic } from './usecases/policies';
+import { createPolicyLogic, policyUsageOver } from './usecases/policies';
 import { migrations } from './migrations/index';
 import { createApproversStore } from './store/approvers.store';
 import { createPoliciesStore } from './store/policies.store';
@@ -32,9 +31,8 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
       const approvers = createApproversStore(ctx.db);
       const contracts = new ContractEngine(contractEngineOptions(config));
       contractBacklogGauge('policies', contracts);
-      registerPolicyHandlers(ctx.host, createPolicyLogic({ policies, approvers, clock: ctx.clock, contracts }));
+      registerPolicyHandlers(ctx.host, createPolicyLogic({ policies, approvers, clock: ctx.clock, contracts, usage: policyUsageOver(ctx.bus) }));
       registerApproverHandlers(ctx.host, { approvers, bus: ctx.bus });
-      for (const c of decisionUsageConsumers(policies)) ctx.consume(c);
       return { afterStop: () => contracts.close() };
     },
   });

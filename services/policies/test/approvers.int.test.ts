@@ -12,7 +12,7 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
   let seq = 0;
 
   beforeAll(async () => {
-    stack = await startStack({ label: 'approvers', services: ['gateway', 'policies'] });
+    stack = await startStack({ label: 'approvers', services: ['gateway', 'policies', 'decisions'] }); // decisions answers the usage in session reads
     ({ org, admin, apiKey, keyId } = await stack.newOrg());
     member = stack.session({ org, email: 'member@example.com', sub: 'usr_member', role: 'member' });
   });

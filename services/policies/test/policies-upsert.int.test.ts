@@ -12,7 +12,7 @@ describe('policy upsert over HTTP', () => {
   let member: string;
 
   beforeAll(async () => {
-    stack = await startStack({ label: 'polupsert', services: ['gateway', 'policies'] });
+    stack = await startStack({ label: 'polupsert', services: ['gateway', 'policies', 'decisions'] }); // decisions answers the usage in session reads
     ({ org, admin, apiKey, keyId } = await stack.newOrg());
     member = stack.session({ org, email: 'member@example.com', sub: 'usr_member', role: 'member' });
   });

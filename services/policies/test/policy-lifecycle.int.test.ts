@@ -1,9 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { connect } from '@nats-io/transport-node';
-import { jetstream } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/nats-core';
+import { Client } from 'pg';
 import { factsHash } from '@approvals/shared';
-import { natsConnectOptions, waitFor } from '@approvals/shared/testing';
+import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 import { ISO, expectError, expectInvalid, uniqueKey } from './helpers';
 
@@ -16,17 +14,19 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
   let adminEmail: string;
   let apiKey: string;
   let member: string;
-  let nc: NatsConnection;
-  let eventSeq = 0;
+  let pg: Client;
+  let runSeq = 0;
 
   beforeAll(async () => {
-    stack = await startStack({ label: 'pollife', services: ['gateway', 'policies'] });
+    // Decisions answers the usage of policies (svc.decisions.policy_usage).
+    stack = await startStack({ label: 'pollife', services: ['gateway', 'policies', 'decisions'] });
     ({ org, admin, apiKey, adminEmail } = await stack.newOrg());
     member = stack.session({ org, email: 'member@example.com', sub: 'usr_member', role: 'member' });
-    nc = await connect(natsConnectOptions(stack.nats.url));
+    pg = new Client({ connectionString: stack.db.url });
+    await pg.connect();
   });
   afterAll(async () => {
-    await nc?.close();
+    await pg?.end();
     await stack?.stop();
   });
 
@@ -45,28 +45,13 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
     return list.body.policies.find((p: { key: string }) => p.key === key)?.usage;
   };
 
-  /** A domain event as the decisions service would publish it. */
-  async function publishDecisionEvent(type: 'evt.decision.created' | 'evt.decision.resolved', policy: { key: string; id: string }, decisionId: string, createdAt = new Date()) {
-    const id = `evt_test_${++eventSeq}_${Date.now()}`;
-    const envelope = {
-      id,
-      type,
-      org,
-      occurredAt: new Date().toISOString(),
-      data: {
-        decisionId,
-        policy: { key: policy.key, id: policy.id, version: 1, versionId: 'pv' },
-        externalRunId: `run_${decisionId}`,
-        stepRef: 'step',
-        workflowRef: null,
-        engine: 'generic',
-        ...(type === 'evt.decision.resolved'
-          ? { status: 'APPROVED', decidedBy: 'a@example.com', note: null, resolvedAt: createdAt.toISOString(), policyVersion: 1 }
-          : { approvers: ['a@example.com'], assigneeEmail: null, title: null, createdAt: createdAt.toISOString(), expiresAt: null, timeoutSec: null, route: null, requiresSignature: false }),
-      },
-    };
-    await jetstream(nc).publish(type, JSON.stringify(envelope), { msgID: id });
+  /** A decision opened under the policy by the org's worker; answers its id. */
+  async function openUnder(key: string): Promise<string> {
+    const res = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: `run_${key}_${++runSeq}`, stepRef: 'step', policy: key } });
+    expect(res.status).toBe(201);
+    return res.body.decisionId;
   }
+  const cancel = async (id: string) => expect((await stack.http('POST', `/v1/worker/decisions/${id}/cancel`, { token: apiKey, body: {} })).status).toBe(200);
 
   describe('satisfiability on every write', () => {
     it('refuses a quorum larger than the named approvers with 422 and saves nothing', async () => {
@@ -336,13 +321,10 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
     it('refuses to archive a policy in use (409) unless an admin forces it, which is audited', async () => {
       const key = uniqueKey('in-use');
       const created = await post({ key, name: 'In use', defaults: { approvers: ['a@example.com'] } });
-      const policy = { key, id: created.body.id };
 
-      await publishDecisionEvent('evt.decision.created', policy, `dec_${key}_1`);
-      expect(await waitFor(async () => {
-        const u = await sessionUsage(key);
-        return u?.pending === 1 ? u : undefined;
-      }, { what: 'pending usage' })).toEqual({ pending: 1, lastUsedAt: expect.stringMatching(ISO) });
+      const decisionId = await openUnder(key);
+      // Read from the decisions themselves: no projection to wait for.
+      expect(await sessionUsage(key)).toEqual({ pending: 1, lastUsedAt: expect.stringMatching(ISO) });
       expect((await get(key)).body.usage).toEqual({ pending: 1, lastUsedAt: expect.stringMatching(ISO) });
 
       const busy = await del(key);
@@ -353,12 +335,10 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       expectError(await del(key, member, '?force=true'), 403, 'forbidden');
       expect((await get(key)).status).toBe(200);
 
-      // Resolved: nothing pending, but used in the last 30 days.
-      await publishDecisionEvent('evt.decision.resolved', policy, `dec_${key}_1`);
-      const usage = await waitFor(async () => {
-        const u = await sessionUsage(key);
-        return u?.pending === 0 ? u : undefined;
-      }, { what: 'resolved usage' });
+      // Resolved (cancelled): nothing pending, but used in the last 30 days.
+      await cancel(decisionId);
+      const usage = await sessionUsage(key);
+      expect(usage).toEqual({ pending: 0, lastUsedAt: expect.stringMatching(ISO) });
       expect(Date.now() - Date.parse(usage.lastUsedAt)).toBeLessThan(60_000);
       const recent = await del(key, admin);
       expect(recent.status).toBe(409);
@@ -390,18 +370,52 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
 
     it('archives without force when the last use is older than 30 days', async () => {
       const key = uniqueKey('old-use');
-      const created = await post({ key, name: 'Old use' });
-      const policy = { key, id: created.body.id };
+      await post({ key, name: 'Old use', defaults: { approvers: ['a@example.com'] } });
       const longAgo = new Date(Date.now() - 40 * DAY);
-      await publishDecisionEvent('evt.decision.created', policy, `dec_${key}_old`, longAgo);
-      await publishDecisionEvent('evt.decision.resolved', policy, `dec_${key}_old`, longAgo);
-      await waitFor(async () => {
-        const u = await sessionUsage(key);
-        return u && u.pending === 0 && u.lastUsedAt === longAgo.toISOString();
-      }, { what: 'old usage' });
+      const decisionId = await openUnder(key);
+      await cancel(decisionId);
+      // Opened 40 days ago, as far as the decisions service can tell.
+      await pg.query('UPDATE decisions.decisions SET created_at = $2 WHERE id = $1', [decisionId, longAgo]);
+      expect(await sessionUsage(key)).toEqual({ pending: 0, lastUsedAt: longAgo.toISOString() });
       const res = await del(key);
       expect(res.status).toBe(200);
       expect(res.body.forced).toBe(false);
+    });
+  });
+
+  describe('usage', () => {
+    it("counts a policy's own pending decisions in its own org, and its newest decision as its last use", async () => {
+      const [p, q, unused] = [uniqueKey('use-p'), uniqueKey('use-q'), uniqueKey('use-none')];
+      for (const key of [p, q, unused]) expect((await post({ key, name: key, defaults: { approvers: ['a@example.com'] } })).status).toBe(201);
+      const first = await openUnder(p);
+      await openUnder(p);
+      await openUnder(q);
+      await cancel(first);
+      const newest = await openUnder(p);
+      const { rows } = await pg.query('SELECT created_at FROM decisions.decisions WHERE id = $1', [newest]);
+
+      expect(await sessionUsage(p)).toEqual({ pending: 2, lastUsedAt: rows[0].created_at.toISOString() });
+      expect(await sessionUsage(q)).toEqual({ pending: 1, lastUsedAt: expect.stringMatching(ISO) });
+      expect(await sessionUsage(unused)).toEqual({ pending: 0, lastUsedAt: null });
+
+      // The same key in another org is another policy: none of this org's decisions count.
+      const other = await stack.newOrg();
+      expect((await stack.http('POST', '/v1/policies/', { token: other.admin, body: { key: p, name: p, defaults: { approvers: ['a@example.com'] } } })).status).toBe(201);
+      const theirs = await stack.http('GET', `/v1/policies/${p}`, { token: other.admin });
+      expect(theirs.body.usage).toEqual({ pending: 0, lastUsedAt: null });
+    });
+
+    it('answers 503 while the decisions service cannot be asked, and archives nothing', async () => {
+      const key = uniqueKey('use-down');
+      await post({ key, name: key, defaults: { approvers: ['a@example.com'] } });
+      await stack.stopService('decisions');
+      try {
+        expectError(await stack.http('GET', '/v1/policies/', { token: member }), 503, 'unavailable');
+        expectError(await del(key, admin), 503, 'unavailable');
+      } finally {
+        await stack.startService('decisions');
+      }
+      expect((await get(key)).body.usage).toEqual({ pending: 0, lastUsedAt: null });
     });
   });
 

@@ -20,7 +20,7 @@ describe('policy versions, compare and preview over HTTP', () => {
   const v3 = { defaults: { approvers: ['b@example.com', 'c@example.com'], approvalsRequired: 2 }, timeoutSec: 900, contextSchema: { type: 'object', required: ['amount'] } };
 
   beforeAll(async () => {
-    stack = await startStack({ label: 'polversions', services: ['gateway', 'policies'] });
+    stack = await startStack({ label: 'polversions', services: ['gateway', 'policies', 'decisions'] }); // decisions answers the usage in session reads
     ({ org, admin, apiKey, keyId } = await stack.newOrg());
     member = stack.session({ org, email: 'member@example.com', sub: 'usr_member', role: 'member' });
     pg = new Client({ connectionString: stack.db.url });

@@ -25,6 +25,7 @@ export interface BusRole {
 const INTERNAL = [
   SUBJECT.decisions.surfaceVote,
   SUBJECT.decisions.peek,
+  SUBJECT.decisions.policyUsage,
   SUBJECT.policies.resolve,
   SUBJECT.policies.resolveAdhoc,
   SUBJECT.approvers.channels,
@@ -55,7 +56,7 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
   },
   policies: {
     serves: ['svc.policies.>', 'svc.approvers.>', 'svc.directory.>'],
-    calls: [SUBJECT.access.actorLabel],
+    calls: [SUBJECT.access.actorLabel, SUBJECT.decisions.policyUsage],
     publishes: ['evt.policy.>', 'evt.approver.>'],
   },
   notifier: {

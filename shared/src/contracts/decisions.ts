@@ -344,6 +344,16 @@ export const RunReply = z.object({ runId: z.string(), workflowId: z.string(), du
 
 /** `GET /v1/usage/current`: what the quota counts (created decisions; not repeats, not approvalNeeded: false). */
 export const UsageCurrentReply = z.object({ period: z.string(), plan: z.string(), decisions: z.object({ used: z.number(), limit: z.number().nullable() }) });
+/**
+ * The use of the org's policies (internal; the policies service shows it in its views and
+ * refuses to archive a policy in use): decisions still pending under each, and when the
+ * newest was opened. At most `POLICY_USAGE_MAX` policies per request.
+ */
+export const POLICY_USAGE_MAX = 500;
+export const PolicyUsageRequest = z.object({ org: z.string(), policyIds: z.array(z.string().min(1).max(200)).max(POLICY_USAGE_MAX) });
+export const PolicyUsageReply = z.object({
+  usage: z.array(z.object({ policyId: z.string(), pending: z.number().int().nonnegative(), lastUsedAt: z.string().nullable() })),
+});
 /** `GET /v1/usage/`: newest first, at most 24 months. */
 export const UsageHistoryReply = z.object({ items: z.array(z.object({ period: z.string(), decisions: z.number() })) });
 
@@ -412,6 +422,8 @@ export const DecisionsEndpoints = {
   ),
   usageCurrent: endpoint(SUBJECT.decisions.usageCurrent, forwarded({}), UsageCurrentReply, READ),
   usageHistory: endpoint(SUBJECT.decisions.usageHistory, forwarded({}), UsageHistoryReply, READ),
+  /** Internal read for the policies service: pending decisions and last use per policy. */
+  policyUsage: endpoint(SUBJECT.decisions.policyUsage, PolicyUsageRequest, PolicyUsageReply, READ),
 };
 
 export const WorkflowsEndpoints = {

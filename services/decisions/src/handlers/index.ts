@@ -58,6 +58,7 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
   );
   host.handle(E.peek, async (r) => x.reads.peek(r.org, r.id));
   host.handle(E.byEnvelope, async (r) => x.reads.byEnvelope(r.org, r.envelopeId));
+  host.handle(E.policyUsage, async (r) => x.reads.policyUsage(r.org, r.policyIds));
   host.handle(E.signatureVoided, async (r) => x.actions.signatureVoided(r.org, r.decisionId, r.note));
   host.handle(E.setPlan, async (r) => x.reads.setPlan(r.org, r.plan, r.limit));
   host.handle(E.usageCurrent, async (r) => x.reads.usageCurrent(r.org, x.now()));

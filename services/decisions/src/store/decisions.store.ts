@@ -421,6 +421,27 @@ export class DecisionsStore {
     return row;
   }
 
+  /**
+   * The use of the org's policies: decisions still PENDING under each, and when the newest
+   * was opened (null: never used). Both read indexes that do not grow with resolved history
+   * past one entry per policy: the pending ones on `(org_id, status, created_at)`, the
+   * newest on `decisions_policy_use`.
+   */
+  async policyUsage(org: string, policyIds: string[]): Promise<Array<{ policyId: string; pending: number; lastUsedAt: Date | null }>> {
+    if (policyIds.length === 0) return [];
+    const ids = `{${[...new Set(policyIds)].map(pgArrayItem).join(',')}}`;
+    const r = await this.q.raw(
+      `SELECT p.id AS policy_id, coalesce(c.n, 0)::int AS pending,
+              (SELECT d.created_at FROM decisions d WHERE d.org_id = :org AND d.policy_id = p.id ORDER BY d.created_at DESC LIMIT 1) AS last_used
+         FROM unnest(:ids::text[]) AS p(id)
+         LEFT JOIN (SELECT policy_id, count(*) AS n FROM decisions
+                     WHERE org_id = :org AND status = 'PENDING' AND policy_id = ANY(:ids::text[])
+                     GROUP BY policy_id) c ON c.policy_id = p.id`,
+      { org, ids },
+    );
+    return (r.rows as Array<{ policy_id: string; pending: number; last_used: Date | null }>).map((x) => ({ policyId: x.policy_id, pending: x.pending, lastUsedAt: x.last_used }));
+  }
+
   /** The org's decisions carrying this signature envelope, oldest first. */
   async byEnvelope(org: string, envelopeId: string): Promise<string[]> {
     const rows: Array<{ id: string }> = await this.q('decisions')

@@ -85,6 +85,12 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
       return { items: await store.usageHistory(org, 24) };
     },
 
+    /** For the policies service: what is pending under each policy, and its last use. */
+    async policyUsage(org: string, policyIds: string[]) {
+      const usage = await store.policyUsage(org, policyIds);
+      return { usage: usage.map((u) => ({ policyId: u.policyId, pending: u.pending, lastUsedAt: u.lastUsedAt?.toISOString() ?? null })) };
+    },
+
     async byEnvelope(org: string, envelopeId: string) {
       return { decisionIds: await store.byEnvelope(org, envelopeId) };
     },

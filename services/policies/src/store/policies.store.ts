@@ -195,45 +195,6 @@ export function createPoliciesStore(db: Knex) {
         return row;
       });
     },
-
-    async usage(policyIds: string[]): Promise<Map<string, { pending: number; lastUsedAt: Date | null }>> {
-      const out = new Map<string, { pending: number; lastUsedAt: Date | null }>();
-      if (policyIds.length === 0) return out;
-      const rows: Array<{ policy_id: string; pending: string; last_used: Date | null }> = await db('decision_usage')
-        .whereIn('policy_id', policyIds)
-        .groupBy('policy_id')
-        .select('policy_id', db.raw('count(*) FILTER (WHERE pending) AS pending'), db.raw('max(used_at) AS last_used'));
-      for (const r of rows) out.set(r.policy_id, { pending: Number(r.pending), lastUsedAt: r.last_used });
-      return out;
-    },
-
-    /**
-     * Many events at once (the consumer's batch): the opened ones in one statement, then
-     * the closed ones in another, in one transaction. The result is the same as applying
-     * them one by one in any order: opening never undoes a close, and the last use is the
-     * decision's creation time whichever event came first.
-     */
-    async recordDecisionsBatch(opened: Array<{ decisionId: string; org: string; policyId: string; at: Date }>, closed: Array<{ decisionId: string; org: string; policyId: string; at: Date }>): Promise<void> {
-      const once = <T extends { decisionId: string }>(xs: T[]) => [...new Map(xs.map((x) => [x.decisionId, x])).values()];
-      const write = async (q: Knex) => {
-        if (opened.length) {
-          await q('decision_usage')
-            .insert(once(opened).map((e) => ({ decision_id: e.decisionId, org_id: e.org, policy_id: e.policyId, pending: true, used_at: e.at })))
-            .onConflict('decision_id')
-            // Closed first (they come through separate consumers): it keeps "not pending" and
-            // takes the creation time as its last use, which only the created event knows.
-            .merge(['used_at']);
-        }
-        if (closed.length) {
-          await q('decision_usage')
-            .insert(once(closed).map((e) => ({ decision_id: e.decisionId, org_id: e.org, policy_id: e.policyId, pending: false, used_at: e.at })))
-            .onConflict('decision_id')
-            .merge({ pending: false });
-        }
-      };
-      if (opened.length && closed.length) await db.transaction((trx) => write(trx));
-      else await write(db);
-    },
   };
 }
 export type PoliciesStore = ReturnType<typeof createPoliciesStore>;

@@ -1,7 +1,10 @@
 import {
   AppError,
+  DecisionsEndpoints,
   EVENT,
+  POLICY_USAGE_MAX,
   actorOf,
+  type Bus,
   type ContractEngine,
   type Clock,
   type PolicyDefinition,
@@ -25,6 +28,27 @@ export interface PolicyDeps {
   policies: PoliciesStore;
   approvers: ApproversStore;
   clock: Clock;
+  /** Pending decisions and last use per policy, from the decisions service (`policyUsageOver`). */
+  usage: PolicyUsageOf;
+}
+
+export type PolicyUsage = { pending: number; lastUsedAt: Date | null };
+export type PolicyUsageOf = (org: string, policyIds: string[]) => Promise<Map<string, PolicyUsage>>;
+
+/**
+ * Usage asked of the decisions service, which owns the decisions (`svc.decisions.policy_usage`),
+ * at most `POLICY_USAGE_MAX` policies a request. Unreachable, it fails the read with 503: a
+ * policy is never archived on a guess.
+ */
+export function policyUsageOver(bus: Bus): PolicyUsageOf {
+  return async (org, policyIds) => {
+    const out = new Map<string, PolicyUsage>();
+    for (let i = 0; i < policyIds.length; i += POLICY_USAGE_MAX) {
+      const { usage } = await bus.call(DecisionsEndpoints.policyUsage, { org, policyIds: policyIds.slice(i, i + POLICY_USAGE_MAX) });
+      for (const u of usage) out.set(u.policyId, { pending: u.pending, lastUsedAt: u.lastUsedAt === null ? null : new Date(u.lastUsedAt) });
+    }
+    return out;
+  };
 }
 
 const unknownPolicy = (key: string) => new AppError('unknown_policy', `policy "${key}" does not exist or is archived`, { policy: key });
@@ -240,7 +264,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
 
     async get(org: string, key: string) {
       const { policy, version } = await requireCurrent(org, key);
-      const usage = (await policies.usage([policy.id])).get(policy.id) ?? { pending: 0, lastUsedAt: null };
+      const usage = (await deps.usage(org, [policy.id])).get(policy.id) ?? { pending: 0, lastUsedAt: null };
       return view(policy, version, usage);
     },
 
@@ -249,7 +273,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
       if (principal.kind === 'apiKey') {
         return { policies: rows.map(({ policy }) => ({ key: policy.key, name: policy.name, description: policy.description })) };
       }
-      const usage = await policies.usage(rows.map((r) => r.policy.id));
+      const usage = await deps.usage(org, rows.map((r) => r.policy.id));
       return {
         policies: await Promise.all(rows.map(({ policy, version }) => view(policy, version, usage.get(policy.id) ?? { pending: 0, lastUsedAt: null }))),
       };
@@ -261,7 +285,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
       if (req.force && !(req.principal.kind === 'user' && req.principal.role === 'admin')) {
         throw new AppError('forbidden', 'force=true needs the admin role');
       }
-      const usage = (await policies.usage([policy.id])).get(policy.id) ?? { pending: 0, lastUsedAt: null };
+      const usage = (await deps.usage(req.org, [policy.id])).get(policy.id) ?? { pending: 0, lastUsedAt: null };
       const recentlyUsed = usage.lastUsedAt !== null && deps.clock.now().getTime() - usage.lastUsedAt.getTime() < USE_WINDOW_MS;
       if (!req.force && (usage.pending > 0 || recentlyUsed)) {
         throw new AppError(
