@@ -228,6 +228,8 @@ interface StatementCount {
   query: string;
   perOp: number;
   meanMs: number;
+  /** Planning per call (0 for a statement run inside a function: its plan is cached). */
+  planMs: number;
   /** Sent by a client (a round trip), not run inside a function or trigger. */
   topLevel: boolean;
 }
@@ -235,14 +237,15 @@ interface StatementCount {
 /** The statements PostgreSQL ran since the last reset, by calls per operation (BEGIN and COMMIT included). */
 async function statementsPerOp(pool: Pool, ops: number): Promise<StatementCount[]> {
   const r = await pool.query(
-    `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, mean_exec_time, toplevel FROM pg_stat_statements
+    `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, mean_exec_time, total_plan_time, toplevel FROM pg_stat_statements
       WHERE query NOT ILIKE '%pg_stat%' AND calls >= $1 ORDER BY calls DESC LIMIT 40`,
     [Math.max(1, Math.floor(ops / 20))],
   );
-  return r.rows.map((x: { query: string; calls: string; mean_exec_time: number; toplevel: boolean }) => ({
+  return r.rows.map((x: { query: string; calls: string; mean_exec_time: number; total_plan_time: number; toplevel: boolean }) => ({
     query: x.query,
     perOp: Number(x.calls) / ops,
     meanMs: x.mean_exec_time,
+    planMs: x.total_plan_time / Number(x.calls),
     topLevel: x.toplevel,
   }));
 }
@@ -253,9 +256,9 @@ function statementTable(name: string, rows: StatementCount[]): string[] {
   return [
     `${name} — statements per operation (${total.toFixed(1)} in all, ${roundTrips.toFixed(1)} of them sent by a client, i.e. round trips; the most frequent first):`,
     '',
-    '| per op | mean ms | sent by | statement |',
-    '|---|---|---|---|',
-    ...rows.map((r) => `| ${r.perOp.toFixed(2)} | ${r.meanMs.toFixed(3)} | ${r.topLevel ? 'client' : 'function/trigger'} | \`${r.query.slice(0, 140).replace(/\|/g, '\\|')}\` |`),
+    '| per op | mean ms | plan ms | sent by | statement |',
+    '|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.perOp.toFixed(2)} | ${r.meanMs.toFixed(3)} | ${r.planMs.toFixed(3)} | ${r.topLevel ? 'client' : 'function/trigger'} | \`${r.query.slice(0, 140).replace(/\|/g, '\\|')}\` |`),
     '',
   ];
 }
@@ -275,7 +278,8 @@ export async function main(): Promise<number> {
       port: await freePort(),
       persistent: false,
       // Statement counts per operation (which statements, how often, how long).
-      settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all' },
+      // Planning too: a statement sent without a name is planned on every call.
+      settings: { shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track': 'all', 'pg_stat_statements.track_planning': 'on' },
     });
     stops.push(() => pg.stop());
     const natsUsers = generateNatsUsers();
