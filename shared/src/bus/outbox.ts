@@ -8,6 +8,7 @@ import type { Logger } from '../logger';
 import type { EventEnvelope } from '../contracts/common';
 import { eventSchemaOf, type NewEvent } from '../contracts/events';
 import { AppError } from '../errors';
+import { PREPARED } from '../db';
 import { Bus, encodeJson } from './bus';
 
 /**
@@ -183,7 +184,7 @@ export async function changeWithEvents(q: Knex | Knex.Transaction, change: Knex.
                  WHERE EXISTS (SELECT 1 FROM c) ORDER BY n)
      SELECT count(*)::int AS changed FROM c`,
     { change, events: JSON.stringify(envelopes), heldFor: lease },
-  );
+  ).options(PREPARED);
   const changed = (r.rows[0] as { changed: number }).changed > 0;
   if (changed && lease !== null) held!.publishHeld(envelopes);
   return changed;
@@ -211,7 +212,7 @@ export async function changeEachWithEvents(
                  WHERE p->>'k' IN (SELECT key FROM c) ORDER BY n)
      SELECT key FROM c`,
     { change, pairs: JSON.stringify(pairs), heldFor: lease },
-  );
+  ).options(PREPARED);
   const touched = new Set((r.rows as Array<{ key: string }>).map((row) => row.key));
   const envelopes = pairs.filter((p) => touched.has(p.k)).map((p) => p.e);
   if (envelopes.length && lease !== null) held!.publishHeld(envelopes);
@@ -320,7 +321,7 @@ export class OutboxRelay {
     this.marking = undefined;
     this.markNow = undefined;
     try {
-      await this.opts.db.raw('UPDATE ?? SET sent_at = now(), lease_until = NULL WHERE id = ANY(?)', [OUTBOX_TABLE, ids]);
+      await this.opts.db.raw('UPDATE ?? SET sent_at = now(), lease_until = NULL WHERE id = ANY(?)', [OUTBOX_TABLE, ids]).options(PREPARED);
     } catch (err) {
       this.opts.log.warn({ err, events: ids.length }, 'marking published events sent failed; the relay publishes them again when their lease runs out');
     }
@@ -447,7 +448,7 @@ export class OutboxRelay {
                         ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED)
         RETURNING o.id, o.subject, o.seq, o.envelope`,
       [OUTBOX_TABLE, this.leaseMs / 1000, OUTBOX_TABLE, this.batchSize],
-    );
+    ).options(PREPARED);
     const rows = (claimed.rows as { id: string; subject: string; seq: string; envelope: EventEnvelope }[]).sort((a, b) => Number(a.seq) - Number(b.seq));
     if (rows.length === 0) return 0;
     const ids = rows.map((r) => r.id);
@@ -467,7 +468,7 @@ export class OutboxRelay {
       await db.raw('UPDATE ?? SET lease_until = NULL WHERE id = ANY(?) AND sent_at IS NULL', [OUTBOX_TABLE, ids]).catch(() => undefined);
       throw err;
     }
-    await db.raw('UPDATE ?? SET sent_at = now(), lease_until = NULL WHERE id = ANY(?)', [OUTBOX_TABLE, ids]);
+    await db.raw('UPDATE ?? SET sent_at = now(), lease_until = NULL WHERE id = ANY(?)', [OUTBOX_TABLE, ids]).options(PREPARED);
     outboxPublishedTotal.inc({ schema: this.opts.schema }, rows.length);
     return rows.length;
   }

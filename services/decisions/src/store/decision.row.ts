@@ -40,7 +40,58 @@ export interface DecisionRow {
   consumed_by: string | null;
   /** Incremented by every recorded vote (the optimistic vote's guard). */
   vote_count: number;
+  /** When retention cleared its content (context, drafts). */
+  purged_at: Date | null;
 }
+
+/**
+ * Every column of `decisions`, named: what reads of a whole row select instead of `*`, so
+ * a prepared statement's result keeps its shape when a migration adds a column while the
+ * previous release still runs (`PREPARED` in shared/db). A test holds it to the table.
+ */
+export const DECISION_COLUMNS = [
+  'id',
+  'org_id',
+  'external_run_id',
+  'step_ref',
+  'workflow_ref',
+  'engine',
+  'status',
+  'reason',
+  'policy_key',
+  'policy_id',
+  'policy_version',
+  'policy_version_id',
+  'approvers',
+  'assignee_email',
+  'approvals_required',
+  'rejections_required',
+  'requires_signature',
+  'timeout_sec',
+  'expires_at',
+  'route',
+  'context',
+  'proposed_output',
+  'response_spec',
+  'esign',
+  'facts_hash',
+  'exclusive',
+  'created_by',
+  'decided_by',
+  'note',
+  'response_value',
+  'refined_output',
+  'created_at',
+  'resolved_at',
+  'reminded_at',
+  'consumed_at',
+  'consumed_by',
+  'vote_count',
+  'purged_at',
+] as const satisfies ReadonlyArray<keyof DecisionRow>;
+// Every field of DecisionRow is in the list (a compile error names the one left out).
+const everyColumn: Exclude<keyof DecisionRow, (typeof DECISION_COLUMNS)[number]> extends never ? true : never = true;
+void everyColumn;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 

@@ -1,6 +1,6 @@
-import { EVENT, OUTBOX_TABLE, enqueueEvents, heldFor, isUniqueViolation, toEnvelopes, type DecisionStatus, type EventEnvelope, type HeldEvents, type Knex, type NewEvent } from '@approvals/shared';
+import { EVENT, OUTBOX_TABLE, PREPARED, enqueueEvents, heldFor, isUniqueViolation, toEnvelopes, type DecisionStatus, type EventEnvelope, type HeldEvents, type Knex, type NewEvent } from '@approvals/shared';
 import { isPastDeadline, quotaPeriod, type Tally } from '../domain/decision';
-import { resolvedEventData, type DecisionRow } from './decision.row';
+import { DECISION_COLUMNS, resolvedEventData, type DecisionRow } from './decision.row';
 
 /** What a vote reads of its decision and voter. */
 export interface VoteView {
@@ -44,6 +44,9 @@ const pgArrayItem = (v: string) => `"${v.replace(/\\/g, '\\\\').replace(/"/g, '\
 
 /** Rows an unlimited org's monthly count is spread over (see takeQuota). */
 export const USAGE_SHARDS = 16;
+
+/** A whole decision row, its columns named (`d.id, d.org_id, …`): see DECISION_COLUMNS. */
+const ROW_OF_D = DECISION_COLUMNS.map((c) => `d.${c}`).join(', ');
 
 /** The decision's jsonb columns a create writes. */
 const JSON_COLUMNS = new Set(['route', 'context', 'proposed_output', 'response_spec', 'esign']);
@@ -104,7 +107,7 @@ export class DecisionsStore {
   // ---- decisions ----------------------------------------------------------------
 
   find(org: string, id: string): Promise<DecisionRow | undefined> {
-    return this.q('decisions').where({ org_id: org, id }).first();
+    return this.q('decisions').first(DECISION_COLUMNS).where({ org_id: org, id }).options(PREPARED);
   }
 
   /**
@@ -114,7 +117,7 @@ export class DecisionsStore {
    * takes FOR KEY SHARE) are not held up behind the lock.
    */
   lock(org: string, id: string): Promise<DecisionRow | undefined> {
-    return this.q('decisions').where({ org_id: org, id }).forNoKeyUpdate().first();
+    return this.q('decisions').first(DECISION_COLUMNS).where({ org_id: org, id }).forNoKeyUpdate().options(PREPARED);
   }
 
   findByRunStep(org: string, runId: string, stepRef: string): Promise<DecisionRow | undefined> {
@@ -146,7 +149,7 @@ export class DecisionsStore {
 
   private async forVote(org: string, id: string, email: string | null, lock: boolean): Promise<(VoteView & { approvals?: number; rejections?: number }) | undefined> {
     const r = await this.q.raw(
-      `SELECT d.*,
+      `SELECT ${ROW_OF_D},
               EXISTS (SELECT 1 FROM approver_states s WHERE s.org_id = d.org_id AND s.email = :email AND s.disabled) AS vote_voter_disabled,
               (SELECT row_to_json(v) FROM (SELECT choice, note, surface, response_value, created_at FROM votes WHERE decision_id = d.id AND voter = :email) v) AS vote_earlier
               ${lock ? '' : `, (SELECT count(*) FROM votes WHERE decision_id = d.id AND choice = 'approve')::int AS vote_approvals,
@@ -154,7 +157,7 @@ export class DecisionsStore {
          FROM decisions d WHERE d.org_id = :org AND d.id = :id
           ${lock ? 'FOR NO KEY UPDATE OF d' : ''}`,
       { org, id, email: email ?? '' },
-    );
+    ).options(PREPARED);
     const row = r.rows[0] as
       | (DecisionRow & { vote_voter_disabled: boolean; vote_earlier: (Omit<VoteRow, 'created_at'> & { created_at: string }) | null; vote_approvals?: number; vote_rejections?: number })
       | undefined;
@@ -214,7 +217,7 @@ export class DecisionsStore {
         events: JSON.stringify(envelopes),
         heldFor: this.heldFor,
       },
-    );
+    ).options(PREPARED);
     try {
       const applied = ((await write).rows[0] as { applied: number }).applied > 0;
       if (applied) this.committed(envelopes);
@@ -277,7 +280,7 @@ export class DecisionsStore {
         ar: d.approvals_required,
         rr: d.rejections_required,
       },
-    );
+    ).options(PREPARED);
     const row = r.rows[0] as { inserted: number; approvals: number; rejections: number };
     if (row.inserted === 0) return undefined;
     return { approvals: row.approvals, rejections: row.rejections, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required };
@@ -329,7 +332,7 @@ export class DecisionsStore {
         period,
         Math.floor(Math.random() * USAGE_SHARDS),
         defaultLimit ?? null,
-      ]);
+      ]).options(PREPARED);
       r = res.rows[0].r;
     } catch (err) {
       const e = err as { code?: string; detail?: string };
@@ -482,12 +485,15 @@ export class DecisionsStore {
       .update(set)
       .returning('id');
     const envelopes = toEnvelopes(events);
-    const r = await this.q.raw(`WITH u AS (:update),${writtenWith('u')} SELECT count(*)::int AS changed FROM u`, {
-      update,
-      entries: JSON.stringify(entries),
-      events: JSON.stringify(envelopes),
-      heldFor: this.heldFor,
-    });
+    // One text per call site (its guard and what it sets): prepared.
+    const r = await this.q
+      .raw(`WITH u AS (:update),${writtenWith('u')} SELECT count(*)::int AS changed FROM u`, {
+        update,
+        entries: JSON.stringify(entries),
+        events: JSON.stringify(envelopes),
+        heldFor: this.heldFor,
+      })
+      .options(PREPARED);
     const changed = (r.rows[0] as { changed: number }).changed > 0;
     if (changed) this.committed(envelopes);
     return changed;
@@ -636,7 +642,7 @@ export class DecisionsStore {
         ORDER BY y.ord
        ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = '${type}' DO NOTHING`,
       [JSON.stringify(list)],
-    );
+    ).options(PREPARED);
   }
 
   // ---- evidence, refinements ------------------------------------------------------

@@ -1,4 +1,4 @@
-import { EVENT, changeEachWithEvents, changeWithEvents, currentTraceparent, newId, type HeldEvents, type Knex, type NotificationSentData } from '@approvals/shared';
+import { EVENT, PREPARED, changeEachWithEvents, changeWithEvents, currentTraceparent, newId, type HeldEvents, type Knex, type NotificationSentData } from '@approvals/shared';
 import type { DeliveryRow } from '../providers/provider';
 
 export interface NewDelivery {
@@ -120,7 +120,7 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
              LIMIT ? FOR UPDATE SKIP LOCKED)
           RETURNING ${DELIVERY_COLUMNS.join(', ')}`,
         [opts.leaseSec, limit],
-      );
+      ).options(PREPARED);
       return r.rows as DeliveryRow[];
     },
 

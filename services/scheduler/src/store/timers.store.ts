@@ -1,4 +1,4 @@
-import { EVENT, enqueueEvents, newId, type Knex } from '@approvals/shared';
+import { EVENT, PREPARED, enqueueEvents, newId, type Knex } from '@approvals/shared';
 import type { PlannedTimer, TimerKind } from '../domain/plan';
 
 const SUBJECT_OF = {
@@ -37,7 +37,11 @@ export function createTimersStore(db: Knex) {
     async disarm(refs: string[], at: Date): Promise<number> {
       const list = [...new Set(refs)];
       if (list.length === 0) return 0;
-      return db('timers').whereIn('ref', list).whereNull('fired_at').whereNull('cancelled_at').update({ cancelled_at: at });
+      // `= ANY` of one array: the same text whatever the number of refs, so it is prepared.
+      const r = await db
+        .raw('UPDATE timers SET cancelled_at = ? WHERE ref = ANY(?::text[]) AND fired_at IS NULL AND cancelled_at IS NULL', [at, list])
+        .options(PREPARED);
+      return r.rowCount ?? 0;
     },
 
     /**
