@@ -14,6 +14,13 @@ export class DeliveryWorker {
   private readonly inflight = new Set<Promise<void>>();
   private loop?: Promise<void>;
   private wakeUp?: () => void;
+  /**
+   * Rows may be waiting for a claim: the last claim filled every free slot, or the planner
+   * left rows it could not hand over. A finished send wakes the loop to claim only then;
+   * otherwise a claim would find nothing (retries that come due, and rows whose lease ran
+   * out, are found by the poll).
+   */
+  private backlog = true;
 
   constructor(private readonly deps: { store: DeliveriesStore; deliver: Deliver; log: Logger; pollMs: number; retryBaseMs: number; concurrency?: number }) {}
 
@@ -23,6 +30,7 @@ export class DeliveryWorker {
   }
 
   wake(): void {
+    this.backlog = true;
     this.wakeUp?.();
   }
 
@@ -34,13 +42,17 @@ export class DeliveryWorker {
   private async run(): Promise<void> {
     while (this.running) {
       let claimed = 0;
-      if (this.free() > 0) {
+      const free = this.free();
+      if (free > 0) {
         try {
-          for (const d of await this.deps.store.claim(this.free())) {
+          this.backlog = false;
+          for (const d of await this.deps.store.claim(free)) {
             claimed++;
             this.send(d);
           }
+          if (claimed === free) this.backlog = true;
         } catch (err) {
+          this.backlog = true;
           if (this.running) this.deps.log.warn({ err }, 'claiming deliveries failed; will retry');
         }
       }
@@ -76,7 +88,7 @@ export class DeliveryWorker {
       .catch((err) => this.deps.log.warn({ err, deliveryId: d.id }, 'could not record a delivery outcome; it will be retried after its lease'))
       .finally(() => {
         this.inflight.delete(p);
-        this.wakeUp?.();
+        if (this.backlog) this.wakeUp?.();
       });
     this.inflight.add(p);
   }

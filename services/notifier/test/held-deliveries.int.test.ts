@@ -3,6 +3,10 @@ import { createDb, migrate, type Knex } from '@approvals/shared';
 import { createTestDatabase, type TestDatabase } from '@approvals/shared/testing';
 import { migrations } from '../src/migrations';
 import { createDeliveriesStore, type NewDelivery } from '../src/store/deliveries.store';
+import { createLogger } from '@approvals/shared';
+import { waitFor } from '@approvals/shared/testing';
+import { DeliveryWorker } from '../src/worker';
+import type { Deliver } from '../src/usecases/deliver';
 
 /**
  * Deliveries planned already claimed (`plan` with `hold`): the planner's process sends them
@@ -105,5 +109,44 @@ describe('deliveries planned already claimed', () => {
     await new Promise((r) => setTimeout(r, 1_300));
     const claimed = await store.claim(10);
     expect(claimed.map((d) => [d.id, d.attempts])).toEqual([[held[0]!.id, 2]]);
+  });
+
+  it('the worker claims after a send only when rows may be waiting: not after held sends, but for rows planned past its free slots', async () => {
+    // Rows of other tests (leased or planned) are out of the way.
+    await db('deliveries').update({ status: 'failed', lease_until: null });
+    const store = createDeliveriesStore(db, { leaseSec: 60, markLingerMs: 5 });
+    let claims = 0;
+    const counted = { ...store, claim: (limit: number) => (claims++, store.claim(limit)) };
+    const sent: string[] = [];
+    const deliver = (async (d: { target: string }) => {
+      sent.push(d.target);
+      await new Promise((r) => setTimeout(r, 20));
+      return { status: 'sent' as const };
+    }) as unknown as Deliver;
+    // A poll far longer than the test: every claim seen comes from a wake-up.
+    const worker = new DeliveryWorker({ store: counted, deliver, log: createLogger('t', 'silent'), pollMs: 60_000, retryBaseMs: 1000, concurrency: 2 });
+    worker.start();
+    try {
+      await waitFor(() => claims === 1, { what: 'the first claim at start' });
+      // Held rows are sent at once; when they are done, nothing waits, so nothing is claimed.
+      const { held } = await store.plan(rows(2), worker.free());
+      worker.take(held);
+      await waitFor(() => sent.length === 2 && worker.free() === 2, { what: 'the held sends' });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(claims).toBe(1);
+
+      // Four planned with two free slots: two held, two left; the planner wakes the worker,
+      // which claims them as slots come free.
+      const more = await store.plan(rows(4), worker.free());
+      expect(more.held).toHaveLength(2);
+      worker.take(more.held);
+      worker.wake();
+      await waitFor(() => sent.length === 6, { what: 'the rows left for the claim' });
+      expect(claims).toBeGreaterThan(1);
+      const decisions = [held[0]!.decision_id, more.held[0]!.decision_id];
+      await waitFor(async () => (await db('deliveries').whereIn('decision_id', decisions).where({ status: 'sent' }).pluck('id')).length === 6, { what: 'all six marked sent' });
+    } finally {
+      await worker.stop();
+    }
   });
 });
