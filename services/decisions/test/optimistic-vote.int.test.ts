@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createDb, type Knex } from '@approvals/shared';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 import { DecisionsStore } from '../src/store/decisions.store';
+import { createDecisionActions } from '../src/usecases/decision-actions';
 import { SERVICES, StreamReader, countType, decide, openDecision, readDecision } from './actions.helpers';
 
 /**
@@ -77,6 +78,100 @@ describe('optimistic vote', () => {
     expect(await store.castVote(seen.d, vote(a), { status: 'APPROVED' }, [], [])).toBe(false);
     const d = await readDecision(stack, session(a), id);
     expect({ status: d.status, votes: countType(d, 'vote') }).toEqual({ status: 'CANCELLED', votes: 0 });
+  });
+
+  describe('the next vote judged on what the last vote of this process left (no read), holding only if nothing changed', () => {
+    const entries = (voter: string) => [{ type: 'vote', actor: voter, at: at(), data: {} }];
+
+    it('reads once for two votes in a row, and again when the state it kept no longer holds', async () => {
+      // The service's vote logic on a store that counts its reads.
+      let reads = 0;
+      const counting = new DecisionsStore(db);
+      const readForVote = counting.readForVote.bind(counting);
+      counting.readForVote = (...args: Parameters<DecisionsStore['readForVote']>) => (reads++, readForVote(...args));
+      const actions = createDecisionActions({ store: counting, bus: undefined as never, clock: { now: () => new Date() }, http: undefined as never, secrets: undefined as never });
+      const person = (email: string) => ({ kind: 'person' as const, email, ref: null, surface: 'inbox' });
+
+      const [a, b, c, d] = emails(4);
+      const id = await openDecision(stack, apiKey, { approvers: [a, b], approvalsRequired: 2 });
+      expect((await actions.vote({ org, id, voter: person(a), choice: 'approve' })).status).toBe('PENDING');
+      expect((await actions.vote({ org, id, voter: person(b), choice: 'approve' })).status).toBe('APPROVED');
+      expect(reads).toBe(1);
+
+      const other = await openDecision(stack, apiKey, { approvers: [a, c, d], approvalsRequired: 3 });
+      reads = 0;
+      expect((await actions.vote({ org, id: other, voter: person(a), choice: 'approve' })).status).toBe('PENDING');
+      const seen = (await store.readForVote(org, other, c))!;
+      expect(await store.castVote(seen.d, vote(c), null, entries(c), [])).toBe(true);
+      const r = await actions.vote({ org, id: other, voter: person(d), choice: 'approve' });
+      expect({ status: r.status, approvals: r.tally.approvals }).toEqual({ status: 'APPROVED', approvals: 3 });
+      // a's read, then d's: the kept state failed the write (c had voted), so d read afresh.
+      expect(reads).toBe(2);
+    });
+
+    it('the second approval decides as after a read', async () => {
+      const [a, b] = emails(2);
+      const id = await openDecision(stack, apiKey, { approvers: [a, b], approvalsRequired: 2 });
+      expect((await decide(stack, session(a), id, { decision: 'approve' })).body.tally.approvals).toBe(1);
+      const r = await decide(stack, session(b), id, { decision: 'approve' });
+      expect(r.body).toEqual({ recorded: true, decisionId: id, status: 'APPROVED', tally: { approvals: 2, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 } });
+      const d = await readDecision(stack, session(a), id);
+      expect({ status: d.status, votes: countType(d, 'vote'), resolved: countType(d, 'resolved') }).toEqual({ status: 'APPROVED', votes: 2, resolved: 1 });
+    });
+
+    it('a vote made elsewhere in between (another replica) is counted: the write fails and the vote reads afresh', async () => {
+      const [a, b, c] = emails(3);
+      const id = await openDecision(stack, apiKey, { approvers: [a, b, c], approvalsRequired: 3 });
+      expect((await decide(stack, session(a), id, { decision: 'approve' })).body.status).toBe('PENDING');
+      // c votes through another process (this test's own store).
+      const seen = (await store.readForVote(org, id, c))!;
+      expect(await store.castVote(seen.d, vote(c), null, entries(c), [])).toBe(true);
+      // b's vote is the third approval: judged on the state a's vote left it would be the second.
+      const r = await decide(stack, session(b), id, { decision: 'approve' });
+      expect(r.body).toEqual({ recorded: true, decisionId: id, status: 'APPROVED', tally: { approvals: 3, rejections: 0, approvalsRequired: 3, rejectionsRequired: 1 } });
+    });
+
+    it('a voter disabled in between is refused, and the vote is not counted', async () => {
+      const [a, b] = emails(2);
+      const id = await openDecision(stack, apiKey, { approvers: [a, b], approvalsRequired: 2 });
+      expect((await decide(stack, session(a), id, { decision: 'approve' })).body.status).toBe('PENDING');
+      await store.applyApproverState(org, b, true, at());
+      const r = await decide(stack, session(b), id, { decision: 'approve' });
+      expect({ status: r.status, error: r.body.error, message: r.body.message }).toEqual({ status: 403, error: 'not_an_approver', message: expect.stringMatching(/disabled approver/) });
+      const d = await readDecision(stack, session(a), id);
+      expect({ status: d.status, approvals: d.tally.approvals, refused: countType(d, 'vote_refused') }).toEqual({ status: 'PENDING', approvals: 1, refused: 1 });
+    });
+
+    it('an earlier voter voting again is told already_voted, even with a value the kept state would refuse', async () => {
+      const [a, b, c] = emails(3);
+      const select = { type: 'select', options: [{ id: 'ship', label: 'Ship it' }, { id: 'hold', label: 'Hold' }] };
+      const id = await openDecision(stack, apiKey, { approvers: [a, b, c], approvalsRequired: 3, responseSpec: select });
+      expect((await decide(stack, session(b), id, { decision: 'approve', responseValue: ['ship'] })).body.status).toBe('PENDING');
+      // a's vote leaves the state kept here; b's earlier vote is counted in it, not known by name.
+      expect((await decide(stack, session(a), id, { decision: 'approve', responseValue: ['ship'] })).body.status).toBe('PENDING');
+      const again = await decide(stack, session(b), id, { decision: 'approve' });
+      expect({ status: again.status, error: again.body.error }).toEqual({ status: 409, error: 'already_voted' });
+      const twice = await decide(stack, session(a), id, { decision: 'approve', responseValue: ['hold'] });
+      expect({ status: twice.status, error: twice.body.error }).toEqual({ status: 409, error: 'already_voted' });
+      expect((await readDecision(stack, session(a), id)).tally.approvals).toBe(2);
+    });
+
+    it('a cancel in between closes the vote; a draft changed in between goes with the verdict', async () => {
+      const [a, b] = emails(2);
+      const cancelled = await openDecision(stack, apiKey, { approvers: [a, b], approvalsRequired: 2 });
+      expect((await decide(stack, session(a), cancelled, { decision: 'approve' })).body.status).toBe('PENDING');
+      expect((await stack.http('POST', `/v1/worker/decisions/${cancelled}/cancel`, { token: apiKey, body: {} })).status).toBe(200);
+      const closed = await decide(stack, session(b), cancelled, { decision: 'approve' });
+      expect({ status: closed.status, error: closed.body.error }).toEqual({ status: 409, error: 'not_pending' });
+
+      const drafted = await openDecision(stack, apiKey, { approvers: [a, b], approvalsRequired: 2, proposedOutput: { content: 'first draft' } });
+      expect((await decide(stack, session(a), drafted, { decision: 'approve' })).body.status).toBe('PENDING');
+      const refined = { content: 'refined after the first vote' };
+      expect((await stack.http('PUT', `/v1/decisions/${drafted}/output`, { token: session(a), body: refined })).status).toBe(200);
+      expect((await decide(stack, session(b), drafted, { decision: 'approve' })).body.status).toBe('APPROVED');
+      const [resolved] = await stream.forDecision(stack, drafted, 'evt.decision.resolved');
+      expect(resolved!.envelope.data).toMatchObject({ status: 'APPROVED', output: refined });
+    });
   });
 
   it('12 approvers, quorum 12, all at once: every vote counted once, tallies 1..12 each once, one verdict', async () => {

@@ -174,8 +174,8 @@ export class DecisionsStore {
   /**
    * An optimistic vote in one statement: the vote, its timeline entries and events, and
    * the verdict when it decides, written only if the decision is still as `seen` read it:
-   * PENDING, with no vote recorded since (`vote_count`), and, for a verdict, the same
-   * draft (the verdict's event carries it). The row lock the update takes serializes it
+   * PENDING, with no vote recorded since (`vote_count`), the voter not a disabled approver,
+   * and, for a verdict, the same draft (the verdict's event carries it). The row lock the update takes serializes it
    * with every other vote; a concurrent one makes the guard fail, and the caller reads
    * again. Answers whether it was written.
    */
@@ -193,6 +193,7 @@ export class DecisionsStore {
          UPDATE decisions SET vote_count = vote_count + 1
            ${verdict ? `, status = :status, decided_by = :voter, note = :note, response_value = :rv::jsonb, resolved_at = :at` : ''}
           WHERE org_id = :org AND id = :id AND status = 'PENDING' AND vote_count = :seen
+            AND NOT EXISTS (SELECT 1 FROM approver_states s WHERE s.org_id = :org AND s.email = :voter AND s.disabled)
             ${verdict ? 'AND refined_output IS NOT DISTINCT FROM :refined::jsonb' : ''}
          RETURNING id
        ), v AS (

@@ -127,6 +127,29 @@ export function createDecisionActions(deps: ActionDeps) {
   const VERIFIED_KEPT = 2_000;
 
   /**
+   * Decisions as this process's last vote on them left them, still PENDING (the row it
+   * read, plus its vote, and the tally): the next vote on the same decision here (the
+   * second approver of a quorum) is judged on it, once, instead of reading again. It is an
+   * older read, and the vote's write holds only if it still is: no vote since
+   * (`vote_count`), still PENDING, the same draft for a verdict, the voter not disabled,
+   * the voter's first vote (the unique index). Anything else fails the write and the vote
+   * reads afresh, as an optimistic vote that lost a race does. Bounded; per process.
+   */
+  const afterOwnVote = new Map<string, { d: DecisionRow; approvals: number; rejections: number }>();
+  const AFTER_VOTE_KEPT = 2_000;
+  const rememberVote = (d: DecisionRow, tally: Tally) => {
+    if (afterOwnVote.size >= AFTER_VOTE_KEPT) afterOwnVote.delete(afterOwnVote.keys().next().value!);
+    afterOwnVote.set(d.id, { d: { ...d, vote_count: d.vote_count + 1 }, approvals: tally.approvals, rejections: tally.rejections });
+  };
+  /** The state a vote of this process left, taken once (a failed write reads afresh). */
+  const takeAfterVote = (org: string, id: string) => {
+    const known = afterOwnVote.get(id);
+    if (!known) return undefined;
+    afterOwnVote.delete(id);
+    return known.d.org_id === org ? known : undefined;
+  };
+
+  /**
    * The optimistic vote (see `vote`): an outcome; `again` when a vote or a change came in
    * between the read and the write; `locked` for what only the locked way decides (a refusal,
    * which is recorded, and an expiry, which is applied).
@@ -139,14 +162,20 @@ export function createDecisionActions(deps: ActionDeps) {
     note: string | null,
     responseValue: unknown,
     now: Date,
+    fresh: boolean,
   ): Promise<VoteOutcome | 'again' | 'locked'> {
-    const seen = await store.readForVote(org, id, person.email);
+    // After a vote of this process, its state (whether the voter voted before, or was
+    // disabled, is left to the write's guards); else a read.
+    const known = fresh ? undefined : takeAfterVote(org, id);
+    const seen = known ? { ...known, voterDisabled: false, earlier: undefined } : await store.readForVote(org, id, person.email);
     if (!seen) return { kind: 'not_found' };
     const { d } = seen;
     if (voterRefusal(d.approvers, person) || seen.voterDisabled) return 'locked';
     const ruling = judgeVote(d, seen.earlier, person, choice, responseValue, now);
     if (ruling.kind === 'expire') return 'locked';
-    if (ruling.kind !== 'record') return ruling;
+    // An answer other than "record" may depend on what the kept state does not know (the
+    // voter's earlier vote comes first: already_voted over a bad value): judged on a read.
+    if (ruling.kind !== 'record') return known ? 'again' : ruling;
     const tally: Tally = {
       approvals: seen.approvals + (choice === 'approve' ? 1 : 0),
       rejections: seen.rejections + (choice === 'reject' ? 1 : 0),
@@ -162,7 +191,9 @@ export function createDecisionActions(deps: ActionDeps) {
       [{ type: 'vote', actor: person.email, at: now, data: { choice, note, surface: person.surface } }, ...(verdict ? [verdict.entry] : [])],
       [voteRecorded(org, d, person, choice, tally), ...(verdict ? [verdict.event] : [])],
     );
-    return written ? { kind: 'recorded', status: result ?? d.status, tally } : 'again';
+    if (!written) return 'again';
+    if (!result) rememberVote(d, tally);
+    return { kind: 'recorded', status: result ?? d.status, tally };
   }
 
   return {
@@ -182,7 +213,8 @@ export function createDecisionActions(deps: ActionDeps) {
       const note = args.note ?? null;
       let outcome: VoteOutcome | undefined;
       for (let attempt = 0; args.voter.kind === 'person' && attempt < OPTIMISTIC_VOTE_TRIES; attempt++) {
-        const r = await optimisticVote(args.org, args.id, args.voter, args.choice, note, args.responseValue, now);
+        // Only the first try may take the state a vote of this process left; a retry reads.
+        const r = await optimisticVote(args.org, args.id, args.voter, args.choice, note, args.responseValue, now, attempt > 0);
         if (r === 'locked') break;
         if (r !== 'again') {
           outcome = r;
