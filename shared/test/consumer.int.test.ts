@@ -11,6 +11,7 @@ import {
   STREAM_DEADLETTER,
   deadLetterSubject,
   dropDeadLetter,
+  eachConsumerOf,
   listDeadLetters,
   replayDeadLetter,
   type ConsumerOptions,
@@ -199,6 +200,42 @@ describe('EventConsumer (real JetStream)', () => {
       expect([...applied].sort()).toEqual([0, 1, 3, 4]);
       const parked = await deadLetters(durable);
       expect(parked.map((d) => [d.eventId, d.reason])).toEqual([[envs[2].id, 'poison']]);
+    });
+  });
+
+  describe('one by one, taken together (eachConsumerOf)', () => {
+    it('handles each event once, in order; only an event that failed is handled again, alone; a poison one is parked', async () => {
+      const { subject, durable } = fresh();
+      const envs = [];
+      for (let i = 0; i < 6; i++) envs.push(await publish(subject, { i, flaky: i === 2, poison: i === 4 }));
+      const calls: number[] = [];
+      const applied: number[] = [];
+      let failedOnce = false;
+      await startConsumer({
+        ...eachConsumerOf(
+          durable,
+          subject as never,
+          async (e: EventEnvelope) => {
+            const i = e.data.i as number;
+            calls.push(i);
+            if (e.data.poison) throw new PoisonMessage('never applies');
+            if (e.data.flaky && !failedOnce) {
+              failedOnce = true;
+              throw new Error('passing failure');
+            }
+            applied.push(i);
+          },
+          { lingerMs: 300 },
+        ),
+      });
+      await waitFor(() => settled(durable), { what: 'consumer settled' });
+      await waitFor(async () => (await deadLetters(durable)).length === 1, { what: 'the poison event parked' });
+      // One batch, in order; then the two that failed, alone (the poison one twice more: alone, then parked).
+      expect(calls.slice(0, 6)).toEqual([0, 1, 2, 3, 4, 5]);
+      expect(applied).toEqual([0, 1, 3, 5, 2]);
+      expect(calls.filter((i) => i !== 4)).toEqual([0, 1, 2, 3, 5, 2]);
+      expect((await deadLetters(durable)).map((d) => [d.eventId, d.reason])).toEqual([[envs[4]!.id, 'poison']]);
+      expect((await consumerInfo(durable)).num_redelivered).toBe(0);
     });
   });
 

@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, EsignEndpoints, OrgCache, SecretBox, announceChange, followChanges, SurfacesEndpoints, consumerOf, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { DURABLE, EVENT, EsignEndpoints, OrgCache, SecretBox, announceChange, eachConsumerOf, followChanges, SurfacesEndpoints, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
@@ -66,12 +66,20 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
           'POST /webhooks/billing': (req) => webhooks.billing(req),
         }),
       );
-      // Chat messages after the fact: announcements, deliberation threads, outcomes.
-      ctx.consume(consumerOf(DURABLE.surfacesDecisionCreated, EVENT.decisionCreated, (e) => chat.announce(e.org, e.data)));
-      ctx.consume(consumerOf(DURABLE.surfacesVoteRecorded, EVENT.decisionVoteRecorded, (e) => chat.voteInThread(e.org, e.data)));
-      ctx.consume(consumerOf(DURABLE.surfacesDecisionResolved, EVENT.decisionResolved, (e) => chat.showOutcome(e.org, e.data)));
+      // Chat messages after the fact: announcements, deliberation threads, outcomes. Most
+      // orgs have no installation, so most events need nothing: the events waiting together
+      // (up to 20 ms) are taken and acknowledged together, and handled one by one, in order.
+      const chatLinger = { lingerMs: 20 };
+      ctx.consume(eachConsumerOf(DURABLE.surfacesDecisionCreated, EVENT.decisionCreated, (e) => chat.announce(e.org, e.data), chatLinger));
+      ctx.consume(eachConsumerOf(DURABLE.surfacesVoteRecorded, EVENT.decisionVoteRecorded, (e) => chat.voteInThread(e.org, e.data), chatLinger));
+      ctx.consume(eachConsumerOf(DURABLE.surfacesDecisionResolved, EVENT.decisionResolved, (e) => chat.showOutcome(e.org, e.data), chatLinger));
       ctx.consume(
-        consumerOf(DURABLE.surfacesDecisionCancelled, EVENT.decisionCancelled, (e) => chat.showOutcome(e.org, { decisionId: e.data.decisionId, status: 'CANCELLED', decidedBy: e.data.actor })),
+        eachConsumerOf(
+          DURABLE.surfacesDecisionCancelled,
+          EVENT.decisionCancelled,
+          (e) => chat.showOutcome(e.org, { decisionId: e.data.decisionId, status: 'CANCELLED', decidedBy: e.data.actor }),
+          chatLinger,
+        ),
       );
       // The scheduler's daily retention tick also clears long-expired action tokens.
       ctx.consume({

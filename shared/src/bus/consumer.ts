@@ -49,7 +49,9 @@ export interface ConsumerOptions {
    * Handles the messages that are waiting together (up to `max`), in one call: for
    * projections where one statement can apply many events. Success acks them all; a
    * failure falls back to `handler`, one message at a time (with its retries and dead
-   * letters), so one bad event never holds back the others.
+   * letters), so one bad event never holds back the others. A handler that applies events
+   * one by one (side effects that must not be repeated) answers the events it could not
+   * apply instead of throwing: the others are acked, and only those go to `handler`.
    */
   batch?: {
     max?: number;
@@ -61,7 +63,7 @@ export interface ConsumerOptions {
      */
     lingerMs?: number;
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
-    handler: (events: DomainEvent<any>[]) => Promise<void>;
+    handler: (events: DomainEvent<any>[]) => Promise<void | DomainEvent<any>[]>;
   };
 }
 
@@ -88,6 +90,25 @@ export function batchConsumerOf<S extends EventSubject>(
   opts: { max?: number; lingerMs?: number } = {},
 ) {
   return { durable, filterSubject, handler: (event: DomainEvent<S>) => handle([event]), batch: { max: opts.max ?? 200, lingerMs: opts.lingerMs, handler: handle } };
+}
+
+/**
+ * A consumer of one subject whose events are handled one by one, in order, but taken and
+ * acknowledged together (the events waiting, gathered for up to `lingerMs`): for handlers
+ * that usually have nothing to do (chat messages for orgs without an installation), where
+ * the cost is the message, not the work. An event whose handling fails is not applied
+ * again with the others: only it goes on alone, with its retries and dead letters.
+ */
+export function eachConsumerOf<S extends EventSubject>(durable: string, filterSubject: S, handle: (event: DomainEvent<S>) => Promise<void>, opts: { max?: number; lingerMs?: number } = {}) {
+  const each = async (events: DomainEvent<S>[]): Promise<DomainEvent<S>[]> => {
+    const failed: DomainEvent<S>[] = [];
+    for (const e of events) {
+      // A failure is told once the event is handled alone (which logs it, or parks it).
+      await handle(e).catch(() => failed.push(e));
+    }
+    return failed;
+  };
+  return { durable, filterSubject, handler: handle, batch: { max: opts.max ?? 64, lingerMs: opts.lingerMs, handler: each } };
 }
 
 /** What a dead letter holds: the event as received and why it could not be handled. */
@@ -193,27 +214,31 @@ export class EventConsumer {
       if (checked) ready.push({ m, event: checked });
     }
     if (ready.length === 0) return;
+    let failed: Set<DomainEvent>;
     try {
-      if (!tracingActive()) await handler(ready.map((r) => r.event));
-      else await this.tracedBatch(ready.map((r) => r.event), handler);
+      const left = !tracingActive() ? await handler(ready.map((r) => r.event)) : await this.tracedBatch(ready.map((r) => r.event), handler);
+      failed = new Set(left ?? []);
     } catch (err) {
       this.opts.log.warn({ durable: this.opts.durable, n: ready.length, err }, 'event batch failed; handling its events one by one');
       for (const r of ready) await this.handleChecked(r.m, r.event);
       return;
     }
-    for (const r of ready) r.m.ack();
-    eventsHandledTotal.inc({ durable: this.opts.durable, outcome: 'ok' }, ready.length);
+    const done = ready.filter((r) => !failed.has(r.event));
+    for (const r of done) r.m.ack();
+    eventsHandledTotal.inc({ durable: this.opts.durable, outcome: 'ok' }, done.length);
+    // The events the handler could not apply: one at a time, with their retries and dead letters.
+    for (const r of ready) if (failed.has(r.event)) await this.handleChecked(r.m, r.event);
   }
 
   /** A batch in a span: a batch of one continues its event's trace; a larger one links to each. */
-  private async tracedBatch(events: DomainEvent[], handler: NonNullable<ConsumerOptions['batch']>['handler']): Promise<void> {
+  private async tracedBatch(events: DomainEvent[], handler: NonNullable<ConsumerOptions['batch']>['handler']): Promise<void | DomainEvent[]> {
     // A batch of one continues its event's trace, as a single event would; a larger one links to each.
     const one = events.length === 1 ? events[0]! : undefined;
     const links = events.flatMap((e) => {
       const sc = trace.getSpanContext(contextFrom(e.traceparent));
       return sc ? [{ context: sc }] : [];
     });
-    await inSpan(
+    return inSpan(
       `${this.opts.durable} ${one ? one.type : 'batch'}`,
       { kind: SpanKind.CONSUMER, ...(one ? { parent: contextFrom(one.traceparent) } : { links }), attributes: { 'messaging.batch.message_count': events.length } },
       () => handler(events),
