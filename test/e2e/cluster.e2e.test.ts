@@ -188,6 +188,10 @@ describe('the cluster under load and faults', () => {
     ];
 
     await sleep(8000);
+    // No replica exited on its own under the load (cluster.json follows restarts).
+    const now = JSON.parse(readFileSync(join(dataDir, 'cluster', 'cluster.json'), 'utf8')) as ClusterInfo;
+    const restarted = now.replicas.filter((r) => info.replicas.find((x) => x.key === r.key)?.pid !== r.pid).map((r) => r.key);
+    if (restarted.length) throw new Error(`replicas exited on their own under load: ${restarted.join(', ')}\n${output}`);
     // One replica of every service, killed outright.
     for (const r of info.replicas.filter((x) => x.key.endsWith('-1'))) process.kill(r.pid, 'SIGKILL');
     await sleep(4000);
