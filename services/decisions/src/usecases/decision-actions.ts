@@ -114,6 +114,26 @@ function verdictOf(org: string, d: DecisionRow, status: 'APPROVED' | 'REJECTED',
   };
 }
 
+/**
+ * What one operation read, kept for the next one on the same decision in this process,
+ * which takes it once (and reads afresh if it is not there). Bounded: past `max`, the
+ * oldest goes.
+ */
+class TakeOnce<T> {
+  private readonly kept = new Map<string, T>();
+  constructor(private readonly max: number) {}
+  keep(org: string, id: string, value: T): void {
+    if (this.kept.size >= this.max) this.kept.delete(this.kept.keys().next().value!);
+    this.kept.set(`${org}\u0000${id}`, value);
+  }
+  take(org: string, id: string): T | undefined {
+    const key = `${org}\u0000${id}`;
+    const value = this.kept.get(key);
+    this.kept.delete(key);
+    return value;
+  }
+}
+
 export function createDecisionActions(deps: ActionDeps) {
   const { store, clock } = deps;
   /**
@@ -121,10 +141,9 @@ export function createDecisionActions(deps: ActionDeps) {
    * (verify, then consume): taken by it once, instead of reading the decision again. What
    * consume checks on it cannot have changed (APPROVED is final; facts, workflow and step
    * are fixed at creation), and whether it was consumed meanwhile, or deleted, is settled
-   * by the conditional statement that marks it spent, as for any read. Bounded; per process.
+   * by the conditional statement that marks it spent, as for any read. Per process.
    */
-  const verifiedApprovals = new Map<string, DecisionRow>();
-  const VERIFIED_KEPT = 2_000;
+  const verifiedApprovals = new TakeOnce<DecisionRow>(2_000);
 
   /**
    * Decisions as this process's last vote on them left them, still PENDING (the row it
@@ -133,21 +152,9 @@ export function createDecisionActions(deps: ActionDeps) {
    * older read, and the vote's write holds only if it still is: no vote since
    * (`vote_count`), still PENDING, the same draft for a verdict, the voter not disabled,
    * the voter's first vote (the unique index). Anything else fails the write and the vote
-   * reads afresh, as an optimistic vote that lost a race does. Bounded; per process.
+   * reads afresh, as an optimistic vote that lost a race does. Per process.
    */
-  const afterOwnVote = new Map<string, { d: DecisionRow; approvals: number; rejections: number }>();
-  const AFTER_VOTE_KEPT = 2_000;
-  const rememberVote = (d: DecisionRow, tally: Tally) => {
-    if (afterOwnVote.size >= AFTER_VOTE_KEPT) afterOwnVote.delete(afterOwnVote.keys().next().value!);
-    afterOwnVote.set(d.id, { d: { ...d, vote_count: d.vote_count + 1 }, approvals: tally.approvals, rejections: tally.rejections });
-  };
-  /** The state a vote of this process left, taken once (a failed write reads afresh). */
-  const takeAfterVote = (org: string, id: string) => {
-    const known = afterOwnVote.get(id);
-    if (!known) return undefined;
-    afterOwnVote.delete(id);
-    return known.d.org_id === org ? known : undefined;
-  };
+  const afterOwnVote = new TakeOnce<{ d: DecisionRow; approvals: number; rejections: number }>(2_000);
 
   /**
    * The optimistic vote (see `vote`): an outcome; `again` when a vote or a change came in
@@ -166,7 +173,7 @@ export function createDecisionActions(deps: ActionDeps) {
   ): Promise<VoteOutcome | 'again' | 'locked'> {
     // After a vote of this process, its state (whether the voter voted before, or was
     // disabled, is left to the write's guards); else a read.
-    const known = fresh ? undefined : takeAfterVote(org, id);
+    const known = fresh ? undefined : afterOwnVote.take(org, id);
     const seen = known ? { ...known, voterDisabled: false, earlier: undefined } : await store.readForVote(org, id, person.email);
     if (!seen) return { kind: 'not_found' };
     const { d } = seen;
@@ -192,7 +199,7 @@ export function createDecisionActions(deps: ActionDeps) {
       [voteRecorded(org, d, person, choice, tally), ...(verdict ? [verdict.event] : [])],
     );
     if (!written) return 'again';
-    if (!result) rememberVote(d, tally);
+    if (!result) afterOwnVote.keep(org, d.id, { d: { ...d, vote_count: d.vote_count + 1 }, approvals: tally.approvals, rejections: tally.rejections });
     return { kind: 'recorded', status: result ?? d.status, tally };
   }
 
@@ -340,8 +347,7 @@ export function createDecisionActions(deps: ActionDeps) {
       // A verify that passes must mean a consume would pass for a new consumer.
       const reason = refusalOf(toState(d), { ...q, consumer: undefined });
       if (!reason && d.status === 'APPROVED' && d.consumed_at === null) {
-        if (verifiedApprovals.size >= VERIFIED_KEPT) verifiedApprovals.delete(verifiedApprovals.keys().next().value!);
-        verifiedApprovals.set(`${org}\u0000${id}`, d);
+        verifiedApprovals.keep(org, id, d);
       }
       return reason ? { valid: false, reason, decisionId: id, status: d.status } : { valid: true, decisionId: id, status: d.status };
     },
@@ -358,9 +364,7 @@ export function createDecisionActions(deps: ActionDeps) {
     async consume(org: string, id: string, b: { consumer: string; factsHash?: string; workflowRef?: string; stepRef?: string }) {
       const now = clock.now();
       // The row its verify read, if this process answered one (once).
-      const key = `${org}\u0000${id}`;
-      let verified = verifiedApprovals.get(key);
-      verifiedApprovals.delete(key);
+      let verified = verifiedApprovals.take(org, id);
       const attempt = async (final: boolean): Promise<{ reason: string } | { ok: true; already: boolean; at: Date } | undefined> => {
         const d = verified ?? (await store.find(org, id));
         const fromVerify = verified !== undefined;
