@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { DURABLE, STREAM_EVENTS, encodeJson } from '@approvals/shared';
 import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
-import { ISO, SERVICES, StreamReader, countType, decide, expectError, expectInvalid, openDecision, readDecision } from './actions.helpers';
+import { ISO, SERVICES, StreamReader, countType, decide, expectError, expectInvalid, openDecision, outboxDrained, readDecision } from './actions.helpers';
 
 const A = 'amy@expiry.example.com';
 const B = 'bob@expiry.example.com';
@@ -311,8 +311,14 @@ describe('expiry, evidence and events', () => {
       const id = await openDecision(stack, apiKey, { approvers: [A, B], approvalsRequired: 2 });
       expectError(await decide(stack, stack.session({ org, email: OUTSIDER }), id, { decision: 'approve' }), 403, 'not_an_approver');
       expectError(await decide(stack, apiKey, id, { decision: 'approve' }), 403, 'not_an_approver');
+      // Events written in a transaction (the refusals, the evidence) are published by the
+      // relay after their commit; a vote's own events by the vote, at once (held events).
+      // The stream's order across the two is not the commit order (docs/architecture.md),
+      // so each step waits for the outbox to drain before the next, for a known order.
+      await outboxDrained(stack);
       expect((await decide(stack, a, id, { decision: 'approve' })).status).toBe(200);
       expect((await stack.http('POST', `/v1/decisions/${id}/evidence`, { token: a, body: { kind: 'note', body: 'checked' } })).status).toBe(201);
+      await outboxDrained(stack);
       expect((await decide(stack, b, id, { decision: 'approve', note: 'ok' })).body.status).toBe('APPROVED');
       expect((await stack.http('POST', `/v1/worker/decisions/${id}/consume`, { token: apiKey, body: { consumer: 'c1' } })).status).toBe(200);
 
@@ -347,6 +353,7 @@ describe('expiry, evidence and events', () => {
       const id2 = await openDecision(stack, apiKey, { approvers: [A] });
       expect((await stack.http('POST', `/v1/decisions/${id2}/evidence`, { token: a, body: { kind: 'note', body: 'n' } })).status).toBe(201);
       expect((await stack.http('POST', `/v1/decisions/${id2}/evidence`, { token: a, body: { kind: 'note', body: 'n' } })).status).toBe(200);
+      await outboxDrained(stack);
       expect((await stack.http('POST', `/v1/worker/decisions/${id2}/cancel`, { token: apiKey, body: { note: 'stop' } })).body.cancelled).toBe(true);
       expect((await stack.http('POST', `/v1/worker/decisions/${id2}/cancel`, { token: apiKey })).body.cancelled).toBe(false);
       const events2 = await stream.forDecision(stack, id2);
