@@ -24,6 +24,8 @@ export interface ServiceContext {
   consume(opts: Omit<ConsumerOptions, 'bus' | 'log'>): void;
   /** With an outbox: publishes events right after the statement that wrote them commits (`HeldEvents`). */
   heldEvents?: HeldEvents;
+  /** With an outbox: its relay (for example to set the `companions` of what it publishes). */
+  relay?: OutboxRelay;
 }
 
 export interface SetupResult {
@@ -114,6 +116,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       clock,
       consume: (c) => consumerOpts.push(c),
       heldEvents: relay,
+      relay,
     };
     const hooks = (await opts.setup(ctx)) ?? {};
     const consumers = consumerOpts.map((c) => new EventConsumer({ ...c, bus: bus!, log }));

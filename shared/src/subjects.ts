@@ -118,6 +118,7 @@ export const SUBJECT = {
     callback: 'svc.surfaces.callback',
     mintLinks: 'svc.surfaces.mint_links',
     chatNotify: 'svc.surfaces.chat_notify',
+    chatFollows: 'svc.surfaces.chat_follows',
     esignSettingsGet: 'svc.surfaces.esign_settings_get',
     esignSettingsPut: 'svc.surfaces.esign_settings_put',
     echo: 'svc.surfaces.echo',
@@ -139,6 +140,12 @@ export const EVENT = {
   decisionEvidenceAdded: 'evt.decision.evidence_added',
   decisionReminded: 'evt.decision.reminded',
   decisionEscalated: 'evt.decision.escalated',
+  /**
+   * What a chat installation follows of a decision (created, a vote, resolved, cancelled),
+   * published by the decisions service next to the event itself, only for orgs with a chat
+   * installation (docs/architecture.md "Chat follows a decision").
+   */
+  decisionChat: 'evt.decision.chat',
   policyForceDeleted: 'evt.policy.force_deleted',
   approverDisabled: 'evt.approver.disabled',
   approverEnabled: 'evt.approver.enabled',
@@ -160,11 +167,14 @@ export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
  * start from the stream's beginning, and what they apply is keyed by event or decision
  * id, so replaying changes nothing. The policies service's three decision durables kept
  * a projection of policy usage that the decisions service now answers from its own rows
- * (`svc.decisions.policy_usage`).
+ * (`svc.decisions.policy_usage`). The surfaces service's four decision durables received
+ * every decision of every org, though only orgs with a chat installation need any; it
+ * now takes `evt.decision.chat`, published for those orgs alone.
  */
 export const RETIRED_DURABLES: Partial<Record<ServiceName, string[]>> = {
   gateway: ['gateway-audit'],
   policies: ['policies-decision-usage', 'policies-decision-created', 'policies-decision-resolved', 'policies-decision-cancelled'],
+  surfaces: ['surfaces-decision-created', 'surfaces-decision-resolved', 'surfaces-vote-recorded', 'surfaces-decision-cancelled'],
 };
 
 /**
@@ -182,10 +192,7 @@ export const DURABLE = {
   decisionsTimerRetention: 'decisions-timer-retention',
   decisionsNotificationSent: 'decisions-notification-sent',
   surfacesTimerRetention: 'surfaces-timer-retention',
-  surfacesDecisionCreated: 'surfaces-decision-created',
-  surfacesDecisionResolved: 'surfaces-decision-resolved',
-  surfacesVoteRecorded: 'surfaces-vote-recorded',
-  surfacesDecisionCancelled: 'surfaces-decision-cancelled',
+  surfacesDecisionChat: 'surfaces-decision-chat',
   decisionsApproverState: 'decisions-approver-state',
   decisionsNotificationSkipped: 'decisions-notification-skipped',
   notifierDecisionCreated: 'notifier-decision-created',

@@ -417,4 +417,60 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     expect(await db(OUTBOX_TABLE).whereIn('id', ids).pluck('id')).toEqual([waiting[0]!.id]);
   });
 
+
+  describe('companions: events published next to the ones a batch carries', () => {
+    /** A companion on its own subject for every event of `org_a`, with an id derived from its event's. */
+    const companionsOn = (subject: string) => (envs: EventEnvelope[]) =>
+      envs.filter((e) => e.org === 'org_a').map((e) => ({ id: `${e.id}:c`, type: subject, org: e.org, occurredAt: e.occurredAt, data: { of: e.id } }));
+
+    it('the relay publishes each batch with its companions; a relay that died before marking republishes both, and the stream drops the repeats', async () => {
+      const subject = freshSubject();
+      const side = freshSubject();
+      const envs = [...(await commitEvents(subject, 2, 'org_a')), ...(await commitEvents(subject, 1, 'org_b'))];
+      const ids = envs.map((e) => e.id);
+      const crashing = newRelay({
+        afterPublish: async (id) => {
+          if (id === ids.at(-1)) throw new Error('simulated crash after publish');
+        },
+      });
+      crashing.companions = companionsOn(side);
+      await expect(crashing.relayBatch()).rejects.toThrow('simulated crash');
+      expect(await unsent(ids)).toBe('3');
+
+      const relay = newRelay();
+      relay.companions = companionsOn(side);
+      // (Rows an earlier test left unsent go out with them.)
+      expect(await relay.relayBatch()).toBeGreaterThanOrEqual(3);
+      expect(await unsent(ids)).toBe('0');
+      expect((await messagesOnStream(subject)).map((m) => m.msgId)).toEqual(ids);
+      // One companion per event of org_a, once each, under the id derived from its event's.
+      const mine = (await messagesOnStream(side)).filter((m) => ids.includes(m.envelope.data.of as string));
+      expect(mine).toEqual(envs.slice(0, 2).map((e) => ({ msgId: `${e.id}:c`, envelope: { id: `${e.id}:c`, type: side, org: 'org_a', occurredAt: e.occurredAt, data: { of: e.id } } })));
+    });
+
+    it('held events go out with their companions, before they are marked sent', async () => {
+      const subject = freshSubject();
+      const side = freshSubject();
+      const writer = newRelay({ pollMs: 60_000 });
+      writer.companions = companionsOn(side);
+      await writer.start();
+      const envs = await writeHeld(subject, 2, writer.leaseSecs);
+      writer.publishHeld(envs);
+      await waitFor(async () => (await unsent(envs.map((e) => e.id))) === '0', { timeoutMs: 5000, what: 'held rows marked sent' });
+      expect((await messagesOnStream(side)).map((m) => m.msgId)).toEqual(envs.map((e) => `${e.id}:c`));
+      await writer.stop();
+    });
+
+    it('companions that cannot be chosen hold no event back: the batch goes out without them', async () => {
+      const subject = freshSubject();
+      const envs = await commitEvents(subject, 2);
+      const relay = newRelay();
+      relay.companions = () => {
+        throw new Error('a bug in choosing companions');
+      };
+      expect(await relay.relayBatch()).toBeGreaterThanOrEqual(2);
+      expect((await messagesOnStream(subject)).map((m) => m.msgId)).toEqual(envs.map((e) => e.id));
+      expect(await unsent(envs.map((e) => e.id))).toBe('0');
+    });
+  });
 });

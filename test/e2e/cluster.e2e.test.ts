@@ -168,6 +168,9 @@ describe('the cluster under load and faults', () => {
       consumed.add(id);
       // The session's policy list: policies answers it, asking decisions for the usage.
       await until('policies', () => call('GET', '/v1/policies/', admin), (s) => s === 200);
+      // The surfaces service hears of decisions only for orgs with a chat installation: its
+      // replicas' work here is the integration view (answered or refused, it is counted).
+      await call('GET', '/v1/integrations/chatA', admin);
     };
     const expiry = async () => {
       const runId = `exp-${++seq}`;
@@ -287,7 +290,7 @@ describe('the cluster under load and faults', () => {
       decisions: ['approvals_bus_requests_total', 'service="decisions"'],
       policies: ['approvals_bus_requests_total', 'subject="svc.policies.list"'],
       notifier: ['approvals_events_handled_total', 'durable="notifier-decision-created"'],
-      surfaces: ['approvals_events_handled_total', 'durable="surfaces-decision-created"'],
+      surfaces: ['approvals_bus_requests_total', 'subject="svc.integrations.chatA.get"'],
       scheduler: ['approvals_events_handled_total', 'durable="scheduler-decision-created"'],
     };
     const seen: Record<string, number> = {};

@@ -13,6 +13,7 @@ import { WorkflowsStore } from './store/workflows.store';
 import { registerDecisionHandlers } from './handlers/index';
 import { migrations } from './migrations/index';
 import { Waiters } from './handlers/waiters';
+import { ChatFollowers } from './usecases/chat-followers';
 
 export const DECISIONS_VERSION = '0.1.0';
 
@@ -41,7 +42,10 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       const store = new DecisionsStore(ctx.db, ctx.heldEvents);
       // Resolved policies and ad-hoc approver sets, until policies announces a change.
       const policies = new CachedCalls(ctx.bus);
-      const stopFollowing = followChanges(ctx.bus, ctx.log, 'policies', [policies.cache]);
+      // Decision events of orgs with a chat installation also go out as `evt.decision.chat`.
+      const chat = new ChatFollowers({ bus: ctx.bus, log: ctx.log });
+      if (ctx.relay) ctx.relay.companions = (envelopes) => chat.companions(envelopes);
+      const stops = [followChanges(ctx.bus, ctx.log, 'policies', [policies.cache]), followChanges(ctx.bus, ctx.log, 'surfaces', [chat])];
       const actions = createDecisionActions({ store, bus: ctx.bus, clock: ctx.clock, http, secrets: SecretBox.fromConfig(config) });
       registerDecisionHandlers(ctx.host, {
         create: createDecisionOpener({ store, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts, policies }),
@@ -60,7 +64,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       return {
         beforeStop: async () => {
           stopWaiters();
-          stopFollowing();
+          for (const stop of stops) stop();
         },
         afterStop: async () => {
           await contracts.close();

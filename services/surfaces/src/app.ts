@@ -66,21 +66,11 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
           'POST /webhooks/billing': (req) => webhooks.billing(req),
         }),
       );
-      // Chat messages after the fact: announcements, deliberation threads, outcomes. Most
-      // orgs have no installation, so most events need nothing: the events waiting together
-      // (up to 20 ms) are taken and acknowledged together, and handled one by one, in order.
-      const chatLinger = { lingerMs: 20 };
-      ctx.consume(eachConsumerOf(DURABLE.surfacesDecisionCreated, EVENT.decisionCreated, (e) => chat.announce(e.org, e.data), chatLinger));
-      ctx.consume(eachConsumerOf(DURABLE.surfacesVoteRecorded, EVENT.decisionVoteRecorded, (e) => chat.voteInThread(e.org, e.data), chatLinger));
-      ctx.consume(eachConsumerOf(DURABLE.surfacesDecisionResolved, EVENT.decisionResolved, (e) => chat.showOutcome(e.org, e.data), chatLinger));
-      ctx.consume(
-        eachConsumerOf(
-          DURABLE.surfacesDecisionCancelled,
-          EVENT.decisionCancelled,
-          (e) => chat.showOutcome(e.org, { decisionId: e.data.decisionId, status: 'CANCELLED', decidedBy: e.data.actor }),
-          chatLinger,
-        ),
-      );
+      // Chat messages after the fact: announcements, deliberation threads, outcomes. The
+      // decisions service publishes `evt.decision.chat` only for orgs with an installation;
+      // the events waiting together (up to 20 ms) are taken and acknowledged together, and
+      // handled one by one, in order.
+      ctx.consume(eachConsumerOf(DURABLE.surfacesDecisionChat, EVENT.decisionChat, (e) => chat.follow(e.org, e.data), { lingerMs: 20 }));
       // The scheduler's daily retention tick also clears long-expired action tokens.
       ctx.consume({
         durable: DURABLE.surfacesTimerRetention,

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from 'pg';
-import { waitFor } from '@approvals/shared/testing';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { EVENT, STREAM_EVENTS, type EventEnvelope } from '@approvals/shared';
+import { natsConnectOptions, waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 import { startRecorder } from '../../../test/helpers/third-parties';
 import { discordSignature, slackSignature, startDiscordStandIn, startSlackStandIn, type DiscordStandIn, type SlackStandIn } from '../../../test/helpers/chat-platforms';
@@ -85,7 +88,49 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
     return res.body.decisionId as string;
   };
 
+  /** The `evt.decision.chat` companions on the stream of the given decisions, once the decisions outbox has drained. */
+  const chatCompanionsOf = async (decisionIds: string[]) => {
+    const pg = new Client({ connectionString: stack.db.url });
+    await pg.connect();
+    try {
+      await waitFor(async () => (await pg.query('SELECT count(*)::int AS n FROM decisions.outbox WHERE sent_at IS NULL')).rows[0].n === 0, { what: 'the decisions outbox drained' });
+    } finally {
+      await pg.end();
+    }
+    const nc = await connect(natsConnectOptions(stack.nats.url));
+    try {
+      const jsm = await jetstreamManager(nc);
+      const found: EventEnvelope[] = [];
+      const info = await jsm.streams.info(STREAM_EVENTS);
+      for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+        const m = await jsm.streams.getMessage(STREAM_EVENTS, { seq }).catch(() => null);
+        if (m?.subject !== EVENT.decisionChat) continue;
+        const e = m.json<EventEnvelope>();
+        if (decisionIds.includes((e.data.data as { decisionId: string }).decisionId)) found.push(e);
+      }
+      return found;
+    } finally {
+      await nc.close();
+    }
+  };
+
   describe('chatA install', () => {
+    it('an org without an installation: once the decisions service knows it, its decisions send nothing to the surfaces service', async () => {
+      // Not known yet: its first events carry companions (nothing waits for the answer).
+      const opened = [await open('plain-0', ['ann@example.com'])];
+      // Known within moments: from then on, no companion.
+      await waitFor(async () => {
+        const id = await open(`plain-${opened.length}`, ['ann@example.com']);
+        opened.push(id);
+        return (await chatCompanionsOf([id])).length === 0;
+      }, { what: 'a decision without an evt.decision.chat companion', intervalMs: 100 });
+      const later = [await open('plain-later-1', ['ann@example.com']), await open('plain-later-2', ['ann@example.com'])];
+      expect((await stack.http('POST', `/v1/worker/decisions/${later[0]}/cancel`, { token: apiKey, body: {} })).status).toBe(200);
+      // The surfaces service takes `evt.decision.chat` alone: none, nothing reaches it.
+      expect(await chatCompanionsOf(later)).toEqual([]);
+      // (Installing, below, is announced: the decisions opened after it are announced in the channel.)
+    });
+
     it('before install: an install URL with a signed state; the other routes are 409 integration_not_installed', async () => {
       const view = await stack.http('GET', '/v1/integrations/chatA', { token: member });
       expect(view.status).toBe(200);

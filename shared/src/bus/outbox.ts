@@ -241,7 +241,19 @@ export interface OutboxRelayOptions {
   markLingerMs?: number;
 }
 
+/**
+ * Events published next to the ones a batch carries, chosen as it is published rather
+ * than written with it: what `companions` returns for a batch is published with it, in
+ * the same round trip and before its rows are marked sent, so a companion is published
+ * at least once if and only if its event is. Each needs an id of its own that a republish
+ * repeats (derived from its event's), so the stream's duplicate window drops the repeat.
+ * It must answer at once, from memory: the publish waits for nothing else.
+ */
+export type Companions = (envelopes: EventEnvelope[]) => EventEnvelope[];
+
 export class OutboxRelay {
+  /** See `Companions`; set by the service that owns the outbox. */
+  companions?: Companions;
   private running = false;
   private listener?: Client;
   private wake?: () => void;
@@ -287,7 +299,7 @@ export class OutboxRelay {
     const ids = envelopes.map((e) => e.id);
     try {
       // In order on one connection, acks collected together (as a relay batch).
-      await Promise.all(envelopes.map((e) => bus.js.publish(e.type, encodeJson(e), { msgID: e.id, ...traceHeaders(e) })));
+      await Promise.all(this.withCompanions(envelopes).map((e) => bus.js.publish(e.type, encodeJson(e), { msgID: e.id, ...traceHeaders(e) })));
     } catch (err) {
       log.warn({ err, events: ids.length }, 'publishing committed events failed; the relay takes them');
       // Given back to the relay at once; if even that fails, the lease runs out.
@@ -308,6 +320,22 @@ export class OutboxRelay {
     // A stopping relay marks at once.
     if (!this.running) this.markNow?.();
     await this.marking;
+  }
+
+  private withCompanions(envelopes: EventEnvelope[]): EventEnvelope[] {
+    if (!this.companions) return envelopes;
+    const more = this.companionsOf(envelopes);
+    return more.length ? [...envelopes, ...more] : envelopes;
+  }
+
+  /** A failing `companions` must not hold events back: they go out without. */
+  private companionsOf(envelopes: EventEnvelope[]): EventEnvelope[] {
+    try {
+      return this.companions?.(envelopes) ?? [];
+    } catch (err) {
+      this.opts.log.error({ err, events: envelopes.length }, 'choosing companion events failed; publishing the events without them');
+      return [];
+    }
   }
 
   /**
@@ -452,17 +480,20 @@ export class OutboxRelay {
     const rows = (claimed.rows as { id: string; subject: string; seq: string; envelope: EventEnvelope }[]).sort((a, b) => Number(a.seq) - Number(b.seq));
     if (rows.length === 0) return 0;
     const ids = rows.map((r) => r.id);
+    const companions = this.companions ? this.companionsOf(rows.map((r) => r.envelope)) : [];
+    const publish = (e: EventEnvelope) => bus.js.publish(e.type, encodeJson(e), { msgID: e.id, ...traceHeaders(e) });
     try {
       if (this.opts.afterPublish) {
         for (const row of rows) {
           await bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id, ...traceHeaders(row.envelope) });
           await this.opts.afterPublish(row.id);
         }
+        for (const e of companions) await publish(e);
       } else {
         // Sent in order on one connection, acks collected together: one round trip per
         // batch, not per event. Any failure fails the batch (nothing marked sent; the
         // stream's duplicate window drops what was already stored when it is retried).
-        await Promise.all(rows.map((row) => bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id, ...traceHeaders(row.envelope) })));
+        await Promise.all([...rows.map((row) => bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id, ...traceHeaders(row.envelope) })), ...companions.map(publish)]);
       }
     } catch (err) {
       await db.raw('UPDATE ?? SET lease_until = NULL WHERE id = ANY(?) AND sent_at IS NULL', [OUTBOX_TABLE, ids]).catch(() => undefined);

@@ -31,6 +31,7 @@ const INTERNAL = [
   SUBJECT.approvers.channels,
   SUBJECT.surfaces.mintLinks,
   SUBJECT.surfaces.chatNotify,
+  SUBJECT.surfaces.chatFollows,
   SUBJECT.access.upsertOrg,
   SUBJECT.approvers.identityUpdated,
   SUBJECT.approvers.identityDisabled,
@@ -51,7 +52,7 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
   },
   decisions: {
     serves: ['svc.decisions.>', 'svc.workflows.>'],
-    calls: [SUBJECT.notifier.engineConfigured, SUBJECT.policies.resolve, SUBJECT.policies.resolveAdhoc, SUBJECT.access.llmSettings, SUBJECT.access.retentionSettings],
+    calls: [SUBJECT.notifier.engineConfigured, SUBJECT.policies.resolve, SUBJECT.policies.resolveAdhoc, SUBJECT.access.llmSettings, SUBJECT.access.retentionSettings, SUBJECT.surfaces.chatFollows],
     publishes: ['evt.decision.>', 'evt.run.>'],
   },
   policies: {

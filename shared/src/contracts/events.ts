@@ -97,6 +97,22 @@ export const DecisionVoteRecordedData = z.object({
   policy: DecisionPolicyRef,
 });
 
+/**
+ * `evt.decision.chat`: a decision event a chat installation follows, carried whole
+ * (`event`: its subject, `of`: its id, `data`: its payload). The decisions service
+ * publishes it next to the event itself, only for orgs with a chat installation, so the
+ * surfaces service receives nothing for the orgs that have none.
+ */
+export const DecisionChatData = z.discriminatedUnion('event', [
+  z.object({ event: z.literal(EVENT.decisionCreated), of: z.string(), data: DecisionCreatedData }),
+  z.object({ event: z.literal(EVENT.decisionVoteRecorded), of: z.string(), data: DecisionVoteRecordedData }),
+  z.object({ event: z.literal(EVENT.decisionResolved), of: z.string(), data: DecisionResolvedData }),
+  z.object({ event: z.literal(EVENT.decisionCancelled), of: z.string(), data: DecisionCancelledData }),
+]);
+export type DecisionChatData = z.infer<typeof DecisionChatData>;
+/** The subjects `evt.decision.chat` carries. */
+export const CHAT_FOLLOWED: ReadonlySet<string> = new Set<string>([EVENT.decisionCreated, EVENT.decisionVoteRecorded, EVENT.decisionResolved, EVENT.decisionCancelled]);
+
 export const DecisionVoteRefusedData = z.object({
   decisionId: z.string(),
   actor: z.string(),
@@ -169,6 +185,7 @@ export const EVENT_DATA = {
   [EVENT.decisionEvidenceAdded]: DecisionEvidenceAddedData,
   [EVENT.decisionReminded]: DecisionRemindedData,
   [EVENT.decisionEscalated]: DecisionEscalatedData,
+  [EVENT.decisionChat]: DecisionChatData,
   [EVENT.policyForceDeleted]: PolicyForceDeletedData,
   [EVENT.approverDisabled]: ApproverStateData,
   [EVENT.approverEnabled]: ApproverStateData,

@@ -91,8 +91,13 @@ export const ChatNotifyReply = z.union([
   z.object({ status: z.literal('skipped'), reason: z.string() }),
 ]);
 
+/** Whether an org has a chat installation: its decision events are then followed in chat (`evt.decision.chat`). */
+export const ChatFollowsRequest = z.object({ org: z.string() });
+export const ChatFollowsReply = z.object({ follows: z.boolean() });
+
 export const ChatEndpoints = {
   notify: endpoint(SUBJECT.surfaces.chatNotify, ChatNotifyRequest, ChatNotifyReply, { timeoutMs: 20_000 }),
+  follows: endpoint(SUBJECT.surfaces.chatFollows, ChatFollowsRequest, ChatFollowsReply, READ),
 };
 
 /** Signature-provider settings per org (`/v1/settings/esign`, admin). The HMAC key is write-only. */

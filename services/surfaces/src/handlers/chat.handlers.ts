@@ -14,6 +14,7 @@ export function registerChatHandlers(host: ServiceHost, chat: Chat): void {
   host.handle(IntegrationsEndpoints.chatA.deliberation, async (r) => chat.setDeliberation(r.org, r.body.enabled, r.body.channelId));
   host.handle(IntegrationsEndpoints.chatA.deliberationTest, async (r) => chat.test(r.org, 'chatA', 'deliberation'));
   host.handle(ChatEndpoints.notify, async (r) => chat.notify(r));
+  host.handle(ChatEndpoints.follows, async (r) => ({ follows: await chat.follows(r.org) }));
 }
 
 /** Raw callback routes of the chat platforms (signatures checked over the raw body). */

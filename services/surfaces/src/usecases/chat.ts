@@ -2,8 +2,10 @@ import {
   AppError,
   ApproversEndpoints,
   DecisionsEndpoints,
+  EVENT,
   SecretBox,
   type Bus,
+  type DecisionChatData,
   type ChatProvider,
   type Clock,
   type IntegrationView,
@@ -383,6 +385,29 @@ export function createChat(deps: ChatDeps) {
     },
 
     // ---- after the fact (event consumers) ------------------------------------------------
+
+    /**
+     * Whether the org's decisions are followed in chat: it has an installation (the
+     * decisions service then publishes `evt.decision.chat` for them). The same test as
+     * the handlers below make first.
+     */
+    async follows(org: string): Promise<boolean> {
+      return (await store.installationsOf(org)).length > 0;
+    },
+
+    /** A decision event followed in chat (`evt.decision.chat`). */
+    async follow(org: string, e: DecisionChatData): Promise<void> {
+      switch (e.event) {
+        case EVENT.decisionCreated:
+          return this.announce(org, e.data);
+        case EVENT.decisionVoteRecorded:
+          return this.voteInThread(org, e.data);
+        case EVENT.decisionResolved:
+          return this.showOutcome(org, e.data);
+        case EVENT.decisionCancelled:
+          return this.showOutcome(org, { decisionId: e.data.decisionId, status: 'CANCELLED', decidedBy: e.data.actor });
+      }
+    },
 
     /** New decision: announced in the org's channel; with deliberation on, a thread for it. */
     async announce(org: string, e: { decisionId: string; title: string | null; approvers: string[] }): Promise<void> {
