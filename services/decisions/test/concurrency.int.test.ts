@@ -79,7 +79,10 @@ describe('decisions under concurrency', () => {
     expect((await consume(id, 'after-quorum')).status).toBe(200);
     const after = await readDecision(stack, session(reviewers[0]), id);
     expect({ consumed: after.consumed, consumedBy: after.consumedBy, last: after.timeline.at(-1).type }).toEqual({ consumed: true, consumedBy: 'after-quorum', last: 'consumed' });
-    expect((await stream.forDecision(stack, id)).map((m) => m.subject).slice(-2)).toEqual(['evt.decision.resolved', 'evt.decision.consumed']);
+    const subjects = (await stream.forDecision(stack, id)).map((m) => m.subject);
+    expect(subjects.at(-1)).toBe('evt.decision.consumed');
+    expect(subjects.filter((s) => s === 'evt.decision.consumed')).toHaveLength(1);
+    expect(subjects.indexOf('evt.decision.resolved')).toBeLessThan(subjects.length - 1);
   });
 
   it('one approver votes 6 times at once: one vote counts, the others are 409 already_voted showing it', async () => {
