@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,6 +29,26 @@ const RATES = (process.env.BENCH_RATES ?? '25,100').split(',').map(Number).filte
 const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 10);
 /** Resolved decisions (with their votes' outbox rows and deliveries) put in the database before the runs: nothing may scale with history. */
 const N_HISTORY = Number(process.env.BENCH_HISTORY ?? 0);
+
+/**
+ * A workflow engine for the cycle that resumes one (the bundled Standard Webhooks engine):
+ * answers every delivery 200 and counts them. It runs in the bench's process, so its work
+ * is not counted, as the bench's HTTP client's is not.
+ */
+async function engineStandIn(): Promise<{ url: string; hits: () => number; close(): Promise<void> }> {
+  let hits = 0;
+  const server: Server = createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      hits++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"ok":true}');
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  return { url: `http://127.0.0.1:${port}/resume`, hits: () => hits, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
 
 function say(line: string) {
   process.stderr.write(`[bench] ${line}\n`);
@@ -295,10 +316,12 @@ export async function main(): Promise<number> {
       rmSync(profileDir, { recursive: true, force: true });
       mkdirSync(profileDir, { recursive: true });
     }
+    const engine = await engineStandIn();
+    stops.push(() => engine.close());
     const procs = launchServices({
       nodeArgs: (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.\${pid}.cpuprofile`] : []),
       natsUsers,
-      env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000', HTTP_MAX_CONNECTIONS_PER_IP: '100000', HTTP_MAX_CONNECTIONS: '100000' },
+      env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000', HTTP_MAX_CONNECTIONS_PER_IP: '100000', HTTP_MAX_CONNECTIONS: '100000', ENGINE_BUNDLED_URL: engine.url, ENGINE_BUNDLED_SECRET: 'whsec_' + randomBytes(24).toString('base64') },
       onLine: (name, _i, line) => (line.includes('"level":50') || line.includes('"level":60') || (process.env.BENCH_SHOW_WARN && line.includes('"level":40')) ? say(`${name}: ${line.slice(0, 300)}`) : undefined),
     });
     stops.push(() => procs.stop());
@@ -428,6 +451,40 @@ export async function main(): Promise<number> {
       `SELECT schemaname || '.' || relname AS t, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE n_tup_upd > 0 ORDER BY n_tup_upd DESC LIMIT 8`,
     );
     const { result: floorCycleR, work: floorCycleWork } = await floorRun(N_CYCLE, (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })));
+    // The same cycle as callers with a deadline and an engine run it: the decision has an
+    // expiry (the scheduler arms a timer and disarms it at the verdict) and its verdict
+    // resumes an engine (the notifier sends it). The bench's policy has neither, so the
+    // cycle above has no timer and its resume is recorded skipped (no engine configured).
+    say(`cycle with an expiry and an engine: ${N_CYCLE} × the same, concurrency ${CONCURRENCY}`);
+    await statsPool.query('SELECT pg_stat_statements_reset()');
+    const hitsBefore = engine.hits();
+    const beforeTimed = await sampleWork(targets);
+    const timedCycle = async (tag: string) => {
+      const hash = factsHash({ cycle: tag, amount: 100 });
+      const created = await http(base, 'POST', '/v1/worker/decisions', key, {
+        externalRunId: tag,
+        stepRef: 's',
+        approvers: ['a@x.com', 'b@x.com'],
+        approvalsRequired: 2,
+        timeoutSec: 3600,
+        engine: 'bundled',
+        factsHash: hash,
+      });
+      const id = created.decisionId as string;
+      await http(base, 'POST', `/v1/decisions/${id}/decide`, a, { decision: 'approve' });
+      await http(base, 'POST', `/v1/decisions/${id}/decide`, b, { decision: 'approve' });
+      const v = await http(base, 'GET', `/v1/worker/decisions/${id}/verify?factsHash=${hash}`, key);
+      if (!v.valid) throw new Error(`verify said ${v.reason}`);
+      await http(base, 'POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'bench', factsHash: hash });
+    };
+    const sysTimed = await runLoad(N_CYCLE, CONCURRENCY, (i) => timedCycle(`t-${i}`));
+    const resumeDeadline = Date.now() + 30_000;
+    while (engine.hits() - hitsBefore < N_CYCLE && Date.now() < resumeDeadline) await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, 3000));
+    const timedWork = perOp(beforeTimed, await sampleWork(targets), N_CYCLE);
+    const timedStatements = await statementsPerOp(statsPool, N_CYCLE);
+    const timedResumes = engine.hits() - hitsBefore;
+
     const openLoop: OpenLoopResult[] = [];
     for (const rate of RATES) {
       say(`cycle, open loop: ${rate} cycles a second for ${RATE_SECONDS} s`);
@@ -516,6 +573,9 @@ export async function main(): Promise<number> {
       ...workTable('at rest (nothing asked)', rest, 'second'),
       ...workTable('create', createWork),
       ...workTable('cycle (create → 2 votes → verify → consume, and the resume)', cycleWork),
+      `cycle with an expiry and an engine: the same with a timer armed and disarmed and the resume sent to an engine (${sysTimed.throughput.toFixed(0)}/s, p50 ${sysTimed.p50.toFixed(1)} ms, p99 ${sysTimed.p99.toFixed(1)} ms, ${sysTimed.errors} errors; the engine received ${timedResumes} of ${N_CYCLE} resumes; ${(timedWork.totalCpuMsPerOp / floorCycleWork.total).toFixed(1)} floors):`,
+      '',
+      ...workTable('cycle with an expiry and an engine', timedWork).slice(2),
       'the floor in the same run — CPU per operation (PostgreSQL and the floor\'s client), the host\'s yardstick:',
       '',
       '| | postgres | client | total | the system\'s total CPU, in floors |',
@@ -525,6 +585,7 @@ export async function main(): Promise<number> {
       '',
       ...statementTable('create', createStatements),
       ...statementTable('cycle', cycleStatements),
+      ...statementTable('cycle with an expiry and an engine', timedStatements),
       'tables by rows read (after the create run):',
       '',
       '| table | seq scans | rows read by seq scans | index scans | rows fetched by index | rows written |',
@@ -560,7 +621,7 @@ export async function main(): Promise<number> {
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, restPerSecond: rest, createWork, cycleWork, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, restPerSecond: rest, createWork, cycleWork, timedCycleWork: timedWork, sysTimedCycle: sysTimed, timedResumes, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
     );
     return sysCreate.errors + sysCycle.errors + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 || remindLags.length < reminding.length || remindEarly > 0 ? 1 : 0;
   } finally {
