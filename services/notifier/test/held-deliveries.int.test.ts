@@ -100,6 +100,33 @@ describe('deliveries planned already claimed', () => {
     expect(Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count)).toBe(before + 2);
   });
 
+  it('skips made together: each row skipped once with its reason, in one statement, one notification.skipped per engine resume and none for a person or a polling caller', async () => {
+    const store = createDeliveriesStore(db, { leaseSec: 60, markLingerMs: 50 });
+    const people = (await store.plan(rows(1), 1)).held;
+    const resume = (await store.plan(rows(1, { kind: 'resume', channel: 'engineA', target: 'engineA', payload: {} }), 1)).held;
+    const polled = (await store.plan(rows(1, { kind: 'resume', channel: 'api', target: 'api', payload: {} }), 1)).held;
+    const all = [...people, ...resume, ...polled];
+    expect(all).toHaveLength(3);
+    const before = Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count);
+    // Skipped together (within the linger), one of them twice.
+    await Promise.all([store.skipped(people[0]!, 'decision is APPROVED'), store.skipped(resume[0]!, 'engine_not_configured: none'), store.skipped(polled[0]!, 'api callers poll'), store.skipped(resume[0]!, 'again')]);
+    const marked = await db('deliveries').whereIn('id', all.map((d) => d.id)).select('id', 'status', 'last_error', 'lease_until', 'xmin');
+    const byId = new Map(marked.map((r) => [r.id, r]));
+    expect(all.map((d) => [byId.get(d.id)!.status, byId.get(d.id)!.last_error, byId.get(d.id)!.lease_until])).toEqual([
+      ['skipped', 'decision is APPROVED', null],
+      ['skipped', 'engine_not_configured: none', null],
+      ['skipped', 'api callers poll', null],
+    ]);
+    // One statement: one transaction for all three.
+    expect(new Set(marked.map((r) => r.xmin)).size).toBe(1);
+    const events = await db('outbox').orderBy('seq').offset(before);
+    expect(events.map((e) => [e.subject, e.envelope.data.deliveryId, e.envelope.data.reason])).toEqual([['evt.notification.skipped', resume[0]!.id, 'engine_not_configured: none']]);
+    // A later skip of a row already skipped writes nothing.
+    await store.skipped(resume[0]!, 'later');
+    expect(Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count)).toBe(before + 1);
+    expect((await db('deliveries').where({ id: resume[0]!.id }).first()).last_error).toBe('engine_not_configured: none');
+  });
+
   it('a holder that dies before sending: the rows are claimed when the lease runs out', async () => {
     const store = createDeliveriesStore(db, { leaseSec: 1 });
     await store.claim(100); // nothing else pending from earlier tests

@@ -1,4 +1,4 @@
-import { EVENT, PREPARED, changeEachWithEvents, changeWithEvents, currentTraceparent, newId, type HeldEvents, type Knex, type NotificationSentData } from '@approvals/shared';
+import { EVENT, PREPARED, changeEachWithEvents, currentTraceparent, newId, type HeldEvents, type Knex, type NewEvent, type NotificationSentData } from '@approvals/shared';
 import type { DeliveryRow } from '../providers/provider';
 
 export interface NewDelivery {
@@ -30,25 +30,26 @@ export const ENGINE_CHANNELS = new Set(['engineA', 'engineB', 'trigger', 'bundle
  * (`HeldEvents`), not through the relay.
  */
 export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?: HeldEvents; markLingerMs?: number } = { leaseSec: 60 }) {
-  type Mark = { d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel' | 'payload'>; at: Date; traceparent?: string; resolve: () => void; reject: (err: unknown) => void };
-  let marks: Mark[] = [];
-  let marksTimer: NodeJS.Timeout | undefined;
-  /** The waiting marks in one statement; each waiter answered with its outcome. */
-  const flushMarks = async () => {
-    const batch = marks;
-    marks = [];
-    marksTimer = undefined;
-    // One mark per delivery (a second would write its event twice).
-    const first = [...new Map(batch.map((m) => [m.d.id, m])).values()];
-    try {
-      const change = db.raw(
-        `UPDATE deliveries d SET status = 'sent', sent_at = v.at, lease_until = NULL, last_error = NULL
-           FROM unnest(?::text[], ?::timestamptz[]) AS v(id, at)
-          WHERE d.id = v.id AND d.status <> 'sent'
-          RETURNING d.id AS key`,
-        [first.map((m) => m.d.id), first.map((m) => m.at.toISOString())],
-      );
-      const items = first.filter((m) => PERSON_KINDS.has(m.d.kind)).map(({ d, at, traceparent }) => {
+  type Marked = Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel'> & { payload?: DeliveryRow['payload'] };
+  type Mark = { d: Marked; at: Date; reason: string | null; traceparent?: string; resolve: () => void; reject: (err: unknown) => void };
+  type Outcome = 'sent' | 'skipped';
+  /**
+   * How a batch of marks is made: one statement marks every row not already so (only the
+   * first mark counts), and writes the events of the rows it marked, together.
+   */
+  const MARKS: Record<Outcome, { change: (ms: Mark[]) => Knex.Raw; events: (m: Mark) => NewEvent[] }> = {
+    sent: {
+      change: (ms) =>
+        db.raw(
+          `UPDATE deliveries d SET status = 'sent', sent_at = v.at, lease_until = NULL, last_error = NULL
+             FROM unnest(?::text[], ?::timestamptz[]) AS v(id, at)
+            WHERE d.id = v.id AND d.status <> 'sent'
+            RETURNING d.id AS key`,
+          [ms.map((m) => m.d.id), ms.map((m) => m.at.toISOString())],
+        ),
+      // A notice to a person: the decision's `notified` timeline entry. Not an engine call.
+      events: ({ d, at, traceparent }) => {
+        if (!PERSON_KINDS.has(d.kind)) return [];
         const data: NotificationSentData = {
           decisionId: d.decision_id,
           deliveryId: d.id,
@@ -57,14 +58,56 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
           approver: typeof d.payload?.approver === 'string' ? d.payload.approver : null,
           sentAt: at.toISOString(),
         };
-        return { key: d.id, events: [{ subject: EVENT.notificationSent, org: d.org_id, data, occurredAt: at, ...(traceparent ? { traceparent } : {}) }] };
+        return [{ subject: EVENT.notificationSent, org: d.org_id, data, occurredAt: at, ...(traceparent ? { traceparent } : {}) }];
+      },
+    },
+    skipped: {
+      change: (ms) =>
+        db.raw(
+          `UPDATE deliveries d SET status = 'skipped', last_error = v.reason, lease_until = NULL
+             FROM unnest(?::text[], ?::text[]) AS v(id, reason)
+            WHERE d.id = v.id AND d.status <> 'skipped'
+            RETURNING d.id AS key`,
+          [ms.map((m) => m.d.id), ms.map((m) => m.reason ?? '')],
+        ),
+      // An engine resume that cannot be made: the decision's timeline says why. mcp and api
+      // decisions have no engine by design (callers poll): nothing to say.
+      events: ({ d, at, reason, traceparent }) =>
+        d.kind === 'resume' && ENGINE_CHANNELS.has(d.channel)
+          ? [{ subject: EVENT.notificationSkipped, org: d.org_id, data: { decisionId: d.decision_id, deliveryId: d.id, kind: 'resume', channel: d.channel, reason: reason ?? '', at: at.toISOString() }, ...(traceparent ? { traceparent } : {}) }]
+          : [],
+    },
+  };
+  const waiting: Record<Outcome, Mark[]> = { sent: [], skipped: [] };
+  const timers: Partial<Record<Outcome, NodeJS.Timeout>> = {};
+  /** The marks waiting for one outcome, in one statement; each waiter answered with its result. */
+  const flush = async (outcome: Outcome) => {
+    const batch = waiting[outcome];
+    waiting[outcome] = [];
+    timers[outcome] = undefined;
+    // One mark per delivery, the first (a second would write its event twice).
+    const firstOf = new Map<string, Mark>();
+    for (const m of batch) if (!firstOf.has(m.d.id)) firstOf.set(m.d.id, m);
+    const first = [...firstOf.values()];
+    try {
+      const how = MARKS[outcome];
+      const items = first.flatMap((m) => {
+        const events = how.events(m);
+        return events.length ? [{ key: m.d.id, events }] : [];
       });
-      await changeEachWithEvents(db, change, items, opts.held);
+      await changeEachWithEvents(db, how.change(first), items, opts.held);
       for (const m of batch) m.resolve();
     } catch (err) {
       for (const m of batch) m.reject(err);
     }
   };
+  /** Queues a mark; the marks of `markLingerMs` (20 ms) with the same outcome are made together. */
+  const mark = (outcome: Outcome, d: Marked, reason: string | null) =>
+    new Promise<void>((resolve, reject) => {
+      // The event continues the send's trace, though it is written with others.
+      waiting[outcome].push({ d, at: new Date(), reason, traceparent: currentTraceparent(), resolve, reject });
+      timers[outcome] ??= setTimeout(() => void flush(outcome), opts.markLingerMs ?? 20);
+    });
   return {
     /**
      * Idempotent on (event, channel, target): planning the same event twice inserts nothing.
@@ -131,32 +174,18 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
      * send by another replica still record one entry. The marks of `markLingerMs` (20 ms)
      * are made together, in one statement; answers once its own is committed.
      */
-    sent(d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel' | 'payload'>): Promise<void> {
-      return new Promise<void>((resolve, reject) => {
-        // The event continues the send's trace, though it is written with others.
-        marks.push({ d, at: new Date(), traceparent: currentTraceparent(), resolve, reject });
-        marksTimer ??= setTimeout(() => void flushMarks(), opts.markLingerMs ?? 20);
-      });
+    sent(d: Marked): Promise<void> {
+      return mark('sent', d, null);
     },
 
     /**
      * Marks a delivery skipped. A decision's engine resume that cannot be made (no engine
      * configured) also emits evt.notification.skipped in the same statement: the
-     * decision's timeline says why. Only the first mark counts.
+     * decision's timeline says why. Only the first mark counts; made together with the
+     * other skips of `markLingerMs`, as sends are.
      */
-    async skipped(d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel'>, reason: string): Promise<void> {
-      const mark = db('deliveries').where({ id: d.id }).whereNot({ status: 'skipped' }).update({ status: 'skipped', last_error: reason, lease_until: null }).returning('id');
-      // mcp and api decisions have no engine by design (callers poll): nothing to say.
-      if (d.kind !== 'resume' || !ENGINE_CHANNELS.has(d.channel)) {
-        await mark;
-        return;
-      }
-      await changeWithEvents(
-        db,
-        mark,
-        [{ subject: EVENT.notificationSkipped, org: d.org_id, data: { decisionId: d.decision_id, deliveryId: d.id, kind: 'resume', channel: d.channel, reason, at: new Date().toISOString() } }],
-        opts.held,
-      );
+    skipped(d: Marked, reason: string): Promise<void> {
+      return mark('skipped', d, reason);
     },
 
     async failed(id: string, error: string, retryInMs: number | null): Promise<void> {
