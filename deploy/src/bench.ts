@@ -431,10 +431,10 @@ export async function main(): Promise<number> {
     say(`cycle: ${N_CYCLE} × (create → 2 votes → verify → consume), concurrency ${CONCURRENCY}`);
     await statsPool.query('SELECT pg_stat_statements_reset()');
     const beforeCycle = await sampleWork(targets);
-    const cycle = async (tag: string) => {
-      const facts = { cycle: tag, amount: 100 };
-      const hash = factsHash(facts);
-      const created = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: tag, stepRef: 's', policy: 'bench', factsHash: hash });
+    /** create (with `how`: a policy, or approvers and what else) → 2 votes → verify → consume. */
+    const cycleOf = async (tag: string, how: Record<string, unknown>) => {
+      const hash = factsHash({ cycle: tag, amount: 100 });
+      const created = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: tag, stepRef: 's', ...how, factsHash: hash });
       const id = created.decisionId as string;
       await http(base, 'POST', `/v1/decisions/${id}/decide`, a, { decision: 'approve' });
       await http(base, 'POST', `/v1/decisions/${id}/decide`, b, { decision: 'approve' });
@@ -442,6 +442,7 @@ export async function main(): Promise<number> {
       if (!v.valid) throw new Error(`verify said ${v.reason}`);
       await http(base, 'POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'bench', factsHash: hash });
     };
+    const cycle = (tag: string) => cycleOf(tag, { policy: 'bench' });
     const sysCycle = await runLoad(N_CYCLE, CONCURRENCY, (i) => cycle(`y-${i}`));
     await new Promise((r) => setTimeout(r, 3000));
     const cycleWork = perOp(beforeCycle, await sampleWork(targets), N_CYCLE);
@@ -459,24 +460,7 @@ export async function main(): Promise<number> {
     await statsPool.query('SELECT pg_stat_statements_reset()');
     const hitsBefore = engine.hits();
     const beforeTimed = await sampleWork(targets);
-    const timedCycle = async (tag: string) => {
-      const hash = factsHash({ cycle: tag, amount: 100 });
-      const created = await http(base, 'POST', '/v1/worker/decisions', key, {
-        externalRunId: tag,
-        stepRef: 's',
-        approvers: ['a@x.com', 'b@x.com'],
-        approvalsRequired: 2,
-        timeoutSec: 3600,
-        engine: 'bundled',
-        factsHash: hash,
-      });
-      const id = created.decisionId as string;
-      await http(base, 'POST', `/v1/decisions/${id}/decide`, a, { decision: 'approve' });
-      await http(base, 'POST', `/v1/decisions/${id}/decide`, b, { decision: 'approve' });
-      const v = await http(base, 'GET', `/v1/worker/decisions/${id}/verify?factsHash=${hash}`, key);
-      if (!v.valid) throw new Error(`verify said ${v.reason}`);
-      await http(base, 'POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'bench', factsHash: hash });
-    };
+    const timedCycle = (tag: string) => cycleOf(tag, { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2, timeoutSec: 3600, engine: 'bundled' });
     const sysTimed = await runLoad(N_CYCLE, CONCURRENCY, (i) => timedCycle(`t-${i}`));
     const resumeDeadline = Date.now() + 30_000;
     while (engine.hits() - hitsBefore < N_CYCLE && Date.now() < resumeDeadline) await new Promise((r) => setTimeout(r, 100));
