@@ -295,11 +295,11 @@ export class OutboxRelay {
   }
 
   private async publishHeldNow(envelopes: EventEnvelope[]): Promise<void> {
-    const { db, bus, log } = this.opts;
+    const { db, log } = this.opts;
     const ids = envelopes.map((e) => e.id);
     try {
       // In order on one connection, acks collected together (as a relay batch).
-      await Promise.all(this.withCompanions(envelopes).map((e) => bus.js.publish(e.type, encodeJson(e), { msgID: e.id, ...traceHeaders(e) })));
+      await Promise.all([...envelopes, ...this.companionsOf(envelopes)].map((e) => this.publish(e)));
     } catch (err) {
       log.warn({ err, events: ids.length }, 'publishing committed events failed; the relay takes them');
       // Given back to the relay at once; if even that fails, the lease runs out.
@@ -322,16 +322,16 @@ export class OutboxRelay {
     await this.marking;
   }
 
-  private withCompanions(envelopes: EventEnvelope[]): EventEnvelope[] {
-    if (!this.companions) return envelopes;
-    const more = this.companionsOf(envelopes);
-    return more.length ? [...envelopes, ...more] : envelopes;
+  /** Publishes one event (its id is the Nats-Msg-Id: the stream drops a republish). */
+  private publish(e: EventEnvelope) {
+    return this.opts.bus.js.publish(e.type, encodeJson(e), { msgID: e.id, ...traceHeaders(e) });
   }
 
   /** A failing `companions` must not hold events back: they go out without. */
   private companionsOf(envelopes: EventEnvelope[]): EventEnvelope[] {
+    if (!this.companions) return [];
     try {
-      return this.companions?.(envelopes) ?? [];
+      return this.companions(envelopes);
     } catch (err) {
       this.opts.log.error({ err, events: envelopes.length }, 'choosing companion events failed; publishing the events without them');
       return [];
@@ -469,7 +469,7 @@ export class OutboxRelay {
    * publish gives the batch back at once; a relay that dies leaves it to its lease.
    */
   async relayBatch(): Promise<number> {
-    const { db, bus } = this.opts;
+    const { db } = this.opts;
     const claimed = await db.raw(
       `UPDATE ?? o SET lease_until = now() + make_interval(secs => ?)
         WHERE o.id IN (SELECT id FROM ?? WHERE sent_at IS NULL AND (lease_until IS NULL OR lease_until < now())
@@ -480,20 +480,19 @@ export class OutboxRelay {
     const rows = (claimed.rows as { id: string; subject: string; seq: string; envelope: EventEnvelope }[]).sort((a, b) => Number(a.seq) - Number(b.seq));
     if (rows.length === 0) return 0;
     const ids = rows.map((r) => r.id);
-    const companions = this.companions ? this.companionsOf(rows.map((r) => r.envelope)) : [];
-    const publish = (e: EventEnvelope) => bus.js.publish(e.type, encodeJson(e), { msgID: e.id, ...traceHeaders(e) });
+    const companions = this.companionsOf(rows.map((r) => r.envelope));
     try {
       if (this.opts.afterPublish) {
         for (const row of rows) {
-          await bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id, ...traceHeaders(row.envelope) });
+          await this.publish(row.envelope);
           await this.opts.afterPublish(row.id);
         }
-        for (const e of companions) await publish(e);
+        for (const e of companions) await this.publish(e);
       } else {
         // Sent in order on one connection, acks collected together: one round trip per
         // batch, not per event. Any failure fails the batch (nothing marked sent; the
         // stream's duplicate window drops what was already stored when it is retried).
-        await Promise.all([...rows.map((row) => bus.js.publish(row.subject, encodeJson(row.envelope), { msgID: row.id, ...traceHeaders(row.envelope) })), ...companions.map(publish)]);
+        await Promise.all([...rows.map((row) => row.envelope), ...companions].map((e) => this.publish(e)));
       }
     } catch (err) {
       await db.raw('UPDATE ?? SET lease_until = NULL WHERE id = ANY(?) AND sent_at IS NULL', [OUTBOX_TABLE, ids]).catch(() => undefined);

@@ -111,7 +111,7 @@ export const DecisionChatData = z.discriminatedUnion('event', [
 ]);
 export type DecisionChatData = z.infer<typeof DecisionChatData>;
 /** The subjects `evt.decision.chat` carries. */
-export const CHAT_FOLLOWED: ReadonlySet<string> = new Set<string>([EVENT.decisionCreated, EVENT.decisionVoteRecorded, EVENT.decisionResolved, EVENT.decisionCancelled]);
+export const CHAT_FOLLOWED: ReadonlySet<string> = new Set<string>(DecisionChatData.options.map((o) => o.shape.event.value));
 
 export const DecisionVoteRefusedData = z.object({
   decisionId: z.string(),
