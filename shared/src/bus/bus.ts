@@ -179,10 +179,27 @@ export class Bus {
       try {
         await jsm.streams.add({ ...config, num_replicas: this.replicas });
       } catch (addErr) {
-        // Another service created it between our info and add.
-        if (!String((addErr as Error).message).includes('already in use')) throw addErr;
+        // Another service created it between our info and add. The server says so as
+        // "already in use" or, when the other add is still in flight, as "subjects
+        // overlap": either way the stream is there now, or the error was real.
+        if (String((addErr as Error).message).includes('already in use')) return;
+        if (!(await this.streamExists(jsm, config.name))) throw addErr;
       }
     }
+  }
+
+  /** Whether the stream exists, looked for a few times while another service's add completes. */
+  private async streamExists(jsm: JetStreamManager, name: string): Promise<boolean> {
+    for (let attempt = 0; attempt < 10; attempt++) {
+      try {
+        await jsm.streams.info(name);
+        return true;
+      } catch (err) {
+        if (!isStreamNotFound(err)) throw err;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
+    }
+    return false;
   }
 
   /**
