@@ -146,6 +146,12 @@ export const EVENT = {
    * installation (docs/architecture.md "Chat follows a decision").
    */
   decisionChat: 'evt.decision.chat',
+  /**
+   * What the scheduler follows of a decision (created, resolved, cancelled), written by
+   * the decisions service next to the event itself, only for decisions with timers
+   * (docs/architecture.md "Timers follow a decision").
+   */
+  decisionTimers: 'evt.decision.timers',
   policyForceDeleted: 'evt.policy.force_deleted',
   approverDisabled: 'evt.approver.disabled',
   approverEnabled: 'evt.approver.enabled',
@@ -169,12 +175,15 @@ export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
  * a projection of policy usage that the decisions service now answers from its own rows
  * (`svc.decisions.policy_usage`). The surfaces service's four decision durables received
  * every decision of every org, though only orgs with a chat installation need any; it
- * now takes `evt.decision.chat`, published for those orgs alone.
+ * now takes `evt.decision.chat`, published for those orgs alone. The scheduler's three
+ * received every decision, though only decisions with timers need any; it now takes
+ * `evt.decision.timers`, written for those decisions alone.
  */
 export const RETIRED_DURABLES: Partial<Record<ServiceName, string[]>> = {
   gateway: ['gateway-audit'],
   policies: ['policies-decision-usage', 'policies-decision-created', 'policies-decision-resolved', 'policies-decision-cancelled'],
   surfaces: ['surfaces-decision-created', 'surfaces-decision-resolved', 'surfaces-vote-recorded', 'surfaces-decision-cancelled'],
+  scheduler: ['scheduler-decision-created', 'scheduler-decision-resolved', 'scheduler-decision-cancelled'],
 };
 
 /**
@@ -200,7 +209,5 @@ export const DURABLE = {
   notifierDecisionReminded: 'notifier-decision-reminded',
   notifierDecisionEscalated: 'notifier-decision-escalated',
   notifierRunRequested: 'notifier-run-requested',
-  schedulerDecisionCreated: 'scheduler-decision-created',
-  schedulerDecisionResolved: 'scheduler-decision-resolved',
-  schedulerDecisionCancelled: 'scheduler-decision-cancelled',
+  schedulerDecisionTimers: 'scheduler-decision-timers',
 } as const;

@@ -157,9 +157,11 @@ describe('the cluster under load and faults', () => {
     let running = true;
     let seq = 0;
 
+    // With an expiry, so the scheduler's replicas arm and disarm every cycle's timers (a
+    // decision that waits indefinitely never reaches the scheduler).
     const cycle = async () => {
       const runId = `run-${++seq}`;
-      const created = await until('create', () => call('POST', '/v1/worker/decisions', key, { externalRunId: runId, stepRef: 's', approvers: ['rev@cluster.test'], engine: 'engineA', factsHash: 'a'.repeat(64) }), (s) => s === 201 || s === 200);
+      const created = await until('create', () => call('POST', '/v1/worker/decisions', key, { externalRunId: runId, stepRef: 's', approvers: ['rev@cluster.test'], engine: 'engineA', factsHash: 'a'.repeat(64), timeoutSec: 3600 }), (s) => s === 201 || s === 200);
       const id = created.body.decisionId as string;
       acknowledged.add(id);
       await until('vote', () => call('POST', `/v1/decisions/${id}/decide`, reviewer, { decision: 'approve' }), (s, b) => s === 200 || (s === 409 && b?.error === 'already_voted'));
@@ -291,7 +293,7 @@ describe('the cluster under load and faults', () => {
       policies: ['approvals_bus_requests_total', 'subject="svc.policies.list"'],
       notifier: ['approvals_events_handled_total', 'durable="notifier-decision-created"'],
       surfaces: ['approvals_bus_requests_total', 'subject="svc.integrations.chatA.get"'],
-      scheduler: ['approvals_events_handled_total', 'durable="scheduler-decision-created"'],
+      scheduler: ['approvals_events_handled_total', 'durable="scheduler-decision-timers"'],
     };
     const seen: Record<string, number> = {};
     for (const r of info.replicas) seen[r.key] = await metric(r.metricsPort, ...work[r.service]!);

@@ -58,7 +58,7 @@ describe('metrics and probes', () => {
     expect(value('approvals_outbox_lag_seconds', { schema: 'decisions' })).toBe(0);
     expect(value('approvals_outbox_published_total', { schema: 'decisions' })).toBeGreaterThanOrEqual(3);
     expect(value('approvals_consumer_pending', { durable: 'notifier-decision-created' })).toBe(0);
-    expect(value('approvals_consumer_ack_pending', { durable: 'scheduler-decision-created' })).toBe(0);
+    expect(value('approvals_consumer_ack_pending', { durable: 'scheduler-decision-timers' })).toBe(0);
     expect(value('approvals_events_handled_total', { durable: 'notifier-decision-created', outcome: 'ok' })).toBeGreaterThanOrEqual(1);
     // Mail is not configured here: the notice was recorded skipped as it was planned.
     expect(value('approvals_deliveries_total', { channel: 'email', outcome: 'skipped' })).toBeGreaterThanOrEqual(1);

@@ -1,7 +1,7 @@
 import { scrapedGauge, createLogger, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
 import { z } from 'zod';
 import type { SchedulerConfig } from './config';
-import { armOnCreated, disarmConsumers } from './consumers/decision-timers.consumer';
+import { decisionTimersConsumer } from './consumers/decision-timers.consumer';
 import { migrations } from './migrations/index';
 import { createTimersStore } from './store/timers.store';
 import { Ticker } from './ticker';
@@ -55,8 +55,7 @@ export async function startScheduler(config: SchedulerConfig, opts: { log?: Logg
         pollMs: config.SCHEDULER_POLL_MS,
         armRetention: (dueAt, step) => store.arm('*', 'retention', [{ kind: 'retention', step, dueAt, data: {} }]),
       });
-      ctx.consume(armOnCreated(store, () => ticker));
-      for (const c of disarmConsumers(store, ctx.clock)) ctx.consume(c);
+      ctx.consume(decisionTimersConsumer(store, ctx.clock, () => ticker));
       ctx.host.handle(TimersEndpoint, async (req) => ({
         counts: await store.counts(),
         timers: req.decisionId

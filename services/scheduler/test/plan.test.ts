@@ -1,4 +1,5 @@
 import { describe, expect, it } from '@jest/globals';
+import { decisionHasTimers } from '@approvals/shared';
 import { planTimers } from '../src/domain/plan';
 
 const created = {
@@ -39,5 +40,30 @@ describe('timer planning', () => {
     ]);
     const late = planTimers({ ...created, route: { channels: ['chatA', 'email'], strategy: 'escalate', escalateAfterSec: 10 } });
     expect(late.filter((x) => x.kind === 'escalate')).toEqual([]);
+  });
+
+  // The decisions service writes evt.decision.timers only for decisions that
+  // decisionHasTimers: it must say yes exactly when there is something to plan.
+  it('plans timers exactly for the decisions the scheduler is told of (decisionHasTimers)', () => {
+    const routes = [
+      null,
+      { channels: ['email'] },
+      { channels: ['email', 'slack'], strategy: 'all' },
+      { channels: ['email', 'slack'], strategy: 'escalate' },
+      { channels: ['email', 'slack'], strategy: 'escalate', escalateAfterSec: 0 },
+      { channels: ['email'], strategy: 'escalate', escalateAfterSec: 60 },
+      { channels: ['email', 'slack'], strategy: 'escalate', escalateAfterSec: 60 },
+      { channels: ['email', 'slack', 'sms'], strategy: 'escalate', escalateAfterSec: 10 },
+    ];
+    const deadlines = [
+      { expiresAt: null, timeoutSec: null },
+      { expiresAt: '2026-11-22T00:00:04.000Z', timeoutSec: 4 },
+      { expiresAt: '2026-11-22T01:00:00.000Z', timeoutSec: 3600 },
+    ];
+    for (const route of routes)
+      for (const deadline of deadlines) {
+        const d = { ...created, ...deadline, route };
+        expect([route, deadline, decisionHasTimers(d)]).toEqual([route, deadline, planTimers(d).length > 0]);
+      }
   });
 });

@@ -41,16 +41,17 @@ describe('scheduler timers', () => {
     return s;
   };
 
-  /** Publishes evt.decision.created the way the decisions service does (outbox envelope). */
+  /**
+   * Publishes a decision event the way the decisions service does for a decision with
+   * timers: as `evt.decision.timers`, carrying it (outbox envelope).
+   */
   let seq = 0;
-  const created = async (decisionId: string, createdAt: Date, timeoutSec: number) => {
-    const id = `evt_created_${++seq}_${Date.now()}`;
-    const env = {
-      id,
-      type: EVENT.decisionCreated,
-      org: 'org_t',
-      occurredAt: createdAt.toISOString(),
-      data: {
+  const followed = async (id: string, event: string, at: Date, data: Record<string, unknown>) => {
+    const env = { id, type: EVENT.decisionTimers, org: 'org_t', occurredAt: at.toISOString(), data: { event, data } };
+    await bus.js.publish(EVENT.decisionTimers, new TextEncoder().encode(JSON.stringify(env)), { msgID: id });
+  };
+  const created = async (decisionId: string, createdAt: Date, timeoutSec: number) =>
+    followed(`evt_created_${++seq}_${Date.now()}`, EVENT.decisionCreated, createdAt, {
         decisionId,
         policy: null,
         approvers: ['a@x.com'],
@@ -65,10 +66,7 @@ describe('scheduler timers', () => {
         timeoutSec,
         route: null,
         requiresSignature: false,
-      },
-    };
-    await bus.js.publish(EVENT.decisionCreated, new TextEncoder().encode(JSON.stringify(env)), { msgID: id });
-  };
+    });
 
   const timers = async (ref: string) => (await pg.query('SELECT kind, fired_at, cancelled_at FROM scheduler.timers WHERE ref = $1 ORDER BY kind', [ref])).rows;
   const firedEvents = async (ref: string) =>
@@ -122,34 +120,22 @@ describe('scheduler timers', () => {
     expect((await firedEvents('dec_down')).sort()).toEqual([EVENT.timerExpireDue, EVENT.timerRemindDue].sort());
   });
 
-  const resolved = async (decisionId: string, at: Date) => {
-    const id = `evt_resolved_${decisionId}_${Date.now()}`;
-    await bus.js.publish(
-      EVENT.decisionResolved,
-      new TextEncoder().encode(
-        JSON.stringify({
-          id,
-          type: EVENT.decisionResolved,
-          org: 'org_t',
-          occurredAt: at.toISOString(),
-          data: {
-            decisionId,
-            policy: null,
-            status: 'APPROVED',
-            decidedBy: 'a@example.com',
-            note: null,
-            resolvedAt: at.toISOString(),
-            externalRunId: 'run',
-            stepRef: 's',
-            workflowRef: null,
-            engine: 'api',
-            policyVersion: null,
-          },
-        }),
-      ),
-      { msgID: id },
-    );
-  };
+  const resolved = async (decisionId: string, at: Date) =>
+    followed(`evt_resolved_${decisionId}_${Date.now()}`, EVENT.decisionResolved, at, {
+      decisionId,
+      policy: null,
+      status: 'APPROVED',
+      decidedBy: 'a@example.com',
+      note: null,
+      resolvedAt: at.toISOString(),
+      externalRunId: 'run',
+      stepRef: 's',
+      workflowRef: null,
+      engine: 'api',
+      policyVersion: null,
+    });
+  const cancelled = async (decisionId: string, at: Date) =>
+    followed(`evt_cancelled_${decisionId}_${Date.now()}`, EVENT.decisionCancelled, at, { decisionId, policy: null, actor: 'a@example.com', note: null, cancelledAt: at.toISOString() });
 
   it('a resolution disarms what has not fired', async () => {
     const clock = new ManualClock(new Date('2033-01-01T00:00:00Z'));
@@ -179,6 +165,22 @@ describe('scheduler timers', () => {
     clock.advance(75_000);
     expect(await s.ticker.tick()).toBe(20); // the reminders of the 20 still pending
     expect(await cancelled()).toBe(20);
+  });
+
+  it('a cancellation disarms too; a decision created and resolved within one batch ends disarmed', async () => {
+    const clock = new ManualClock(new Date('2035-01-01T00:00:00Z'));
+    const s = await start(clock);
+    await created('dec_cancelled', clock.now(), 10);
+    await waitFor(async () => (await timers('dec_cancelled')).length === 2, { what: 'armed' });
+    await cancelled('dec_cancelled', clock.now());
+    await waitFor(async () => (await timers('dec_cancelled')).every((t) => t.cancelled_at !== null), { what: 'disarmed by the cancellation' });
+    // Published back to back: one batch holds both, and the arm goes before the disarm.
+    await Promise.all([created('dec_quick', clock.now(), 10), resolved('dec_quick', clock.now())]);
+    await waitFor(async () => (await timers('dec_quick')).length === 2 && (await timers('dec_quick')).every((t) => t.cancelled_at !== null), { what: 'armed, then disarmed' });
+    clock.advance(3600_000);
+    expect(await s.ticker.tick()).toBe(0);
+    expect(await firedEvents('dec_cancelled')).toEqual([]);
+    expect(await firedEvents('dec_quick')).toEqual([]);
   });
 
   it('a near timer wakes the loop without waiting a whole poll interval', async () => {

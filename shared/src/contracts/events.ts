@@ -113,6 +113,31 @@ export type DecisionChatData = z.infer<typeof DecisionChatData>;
 /** The subjects `evt.decision.chat` carries. */
 export const CHAT_FOLLOWED: ReadonlySet<string> = new Set<string>(DecisionChatData.options.map((o) => o.shape.event.value));
 
+/**
+ * `evt.decision.timers`: a decision event the scheduler follows (created, resolved,
+ * cancelled), carried whole (`event`: its subject, `data`: its payload). The decisions
+ * service writes it next to the event itself, only for a decision that has timers
+ * (`decisionHasTimers`), so the scheduler receives nothing for decisions that wait
+ * indefinitely (docs/architecture.md "Timers follow a decision").
+ */
+export const DecisionTimersData = z.discriminatedUnion('event', [
+  z.object({ event: z.literal(EVENT.decisionCreated), data: DecisionCreatedData }),
+  z.object({ event: z.literal(EVENT.decisionResolved), data: DecisionResolvedData }),
+  z.object({ event: z.literal(EVENT.decisionCancelled), data: DecisionCancelledData }),
+]);
+export type DecisionTimersData = z.infer<typeof DecisionTimersData>;
+
+/**
+ * Whether a decision has timers for the scheduler: an expiry (and with it the reminder),
+ * or an escalation route with a channel after the first. The scheduler plans the timers
+ * themselves; a decision this says has none is never seen by it.
+ */
+export function decisionHasTimers(d: { expiresAt: string | Date | null; route: DecisionRoute | null }): boolean {
+  if (d.expiresAt !== null) return true;
+  const route = d.route;
+  return route?.strategy === 'escalate' && !!route.escalateAfterSec && route.channels.length > 1;
+}
+
 export const DecisionVoteRefusedData = z.object({
   decisionId: z.string(),
   actor: z.string(),
@@ -186,6 +211,7 @@ export const EVENT_DATA = {
   [EVENT.decisionReminded]: DecisionRemindedData,
   [EVENT.decisionEscalated]: DecisionEscalatedData,
   [EVENT.decisionChat]: DecisionChatData,
+  [EVENT.decisionTimers]: DecisionTimersData,
   [EVENT.policyForceDeleted]: PolicyForceDeletedData,
   [EVENT.approverDisabled]: ApproverStateData,
   [EVENT.approverEnabled]: ApproverStateData,

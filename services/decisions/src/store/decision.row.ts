@@ -1,4 +1,5 @@
-import type { DecisionRoute, DecisionStatus, DecisionView } from '@approvals/shared';
+import type { z } from 'zod';
+import { EVENT, decisionHasTimers, type DecisionTimersData, type DecisionRoute, type DecisionStatus, type DecisionView, type NewEvent } from '@approvals/shared';
 import { outputOf, type DecisionState } from '../domain/decision';
 
 export interface DecisionRow {
@@ -164,4 +165,26 @@ export function resolvedEventData(r: DecisionRow) {
     output: outputOf(r.refined_output, r.proposed_output),
     policyVersion: r.policy_version,
   };
+}
+
+type TimedEvent = NewEvent<typeof EVENT.decisionCreated | typeof EVENT.decisionResolved | typeof EVENT.decisionCancelled>;
+
+/**
+ * `event`, and next to it `evt.decision.timers` carrying it when the decision has timers
+ * (`decisionHasTimers`): the scheduler follows those decisions alone. Written in the same
+ * statement as the event, so one never goes out without the other.
+ */
+export function withTimers(event: TimedEvent, d: { expires_at: Date | null; route: DecisionRoute | null }): NewEvent[] {
+  if (!decisionHasTimers({ expiresAt: d.expires_at, route: d.route })) return [event];
+  return [event, { subject: EVENT.decisionTimers, org: event.org, data: { event: event.subject, data: event.data } as z.input<typeof DecisionTimersData> }];
+}
+
+/** evt.decision.resolved of a resolved row (with its evt.decision.timers). */
+export function resolvedEvents(r: DecisionRow): NewEvent[] {
+  return withTimers({ subject: EVENT.decisionResolved, org: r.org_id, data: resolvedEventData(r) }, r);
+}
+
+/** evt.decision.cancelled of a cancelled row (with its evt.decision.timers). */
+export function cancelledEvents(r: DecisionRow, actor: string | null, note: string | null, at: Date): NewEvent[] {
+  return withTimers({ subject: EVENT.decisionCancelled, org: r.org_id, data: { decisionId: r.id, policy: policyRef(r), actor, note, cancelledAt: at.toISOString() } }, r);
 }

@@ -1,6 +1,6 @@
 import { EVENT, OUTBOX_TABLE, PREPARED, enqueueEvents, heldFor, isUniqueViolation, toEnvelopes, type DecisionStatus, type EventEnvelope, type HeldEvents, type Knex, type NewEvent } from '@approvals/shared';
 import { isPastDeadline, quotaPeriod, type Tally } from '../domain/decision';
-import { DECISION_COLUMNS, resolvedEventData, type DecisionRow } from './decision.row';
+import { DECISION_COLUMNS, resolvedEvents, type DecisionRow } from './decision.row';
 
 /** What a vote reads of its decision and voter. */
 export interface VoteView {
@@ -384,7 +384,7 @@ export class DecisionsStore {
       .returning('*');
     if (!row) return undefined;
     await this.timeline(row.id, 'expired', null, now, { expiresAt: row.expires_at?.toISOString() });
-    await this.events([{ subject: EVENT.decisionResolved, org: row.org_id, data: resolvedEventData(row) }]);
+    await this.events(resolvedEvents(row));
     return row;
   }
 
@@ -414,7 +414,7 @@ export class DecisionsStore {
       await this.q('timeline').insert(
         expired.map((row) => ({ decision_id: row.id, type: 'expired', actor: null, at: now, data: JSON.stringify({ expiresAt: row.expires_at?.toISOString() }) })),
       );
-      await this.events(expired.map((row) => ({ subject: EVENT.decisionResolved, org: row.org_id, data: resolvedEventData(row) })));
+      await this.events(expired.flatMap(resolvedEvents));
     }
     return { expired, notDue };
   }

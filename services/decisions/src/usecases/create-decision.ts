@@ -16,7 +16,7 @@ import {
 } from '@approvals/shared';
 import { deadlineOf } from '../domain/decision';
 import { adhocGate, adhocNamed, adhocPrecheck, policyGate, type Gate, type GateResult } from '../domain/gate';
-import { policyRef, type DecisionRow } from '../store/decision.row';
+import { cancelledEvents, policyRef, withTimers, type DecisionRow } from '../store/decision.row';
 import type { DecisionsStore } from '../store/decisions.store';
 
 export interface CreateDeps {
@@ -145,7 +145,7 @@ export function createDecisionOpener(deps: CreateDeps) {
     const expiresAt = deadlineOf(now, gate.timeoutSec);
     const row = rowOf(org, b, gate, createdBy, now, id, expiresAt);
     const entry = { type: 'created', actor: createdBy, data: { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null } };
-    const created: NewEvent = {
+    const created = withTimers({
       subject: EVENT.decisionCreated,
       org,
       data: {
@@ -164,7 +164,7 @@ export function createDecisionOpener(deps: CreateDeps) {
         route: gate.route,
         requiresSignature: gate.requiresSignature,
       },
-    };
+    }, row);
     const answer: CreateResult = {
       status: 201,
       body: {
@@ -188,7 +188,7 @@ export function createDecisionOpener(deps: CreateDeps) {
   async function openAtOnce(org: string, b: DecisionRequest, gate: Gate, createdBy: string): Promise<CreateResult | undefined> {
     const now = clock.now();
     const o = opening(org, b, gate, createdBy, now);
-    const r = await store.openDecision(o.row, o.entry, [o.created], now, deps.defaultMonthlyQuota);
+    const r = await store.openDecision(o.row, o.entry, o.created, now, deps.defaultMonthlyQuota);
     switch (r.outcome) {
       case 'created':
         return o.answer;
@@ -235,14 +235,10 @@ export function createDecisionOpener(deps: CreateDeps) {
         if (b.exclusive) {
           for (const s of await tx.supersede(org, b.externalRunId, o.id, now)) {
             await tx.timeline(s.id, 'cancelled', createdBy, now, { supersededBy: o.id });
-            events.push({
-              subject: EVENT.decisionCancelled,
-              org,
-              data: { decisionId: s.id, policy: policyRef(s), actor: createdBy, note: `superseded by ${o.id}`, cancelledAt: now.toISOString() },
-            });
+            events.push(...cancelledEvents(s, createdBy, `superseded by ${o.id}`, now));
           }
         }
-        events.push(o.created);
+        events.push(...o.created);
         // Last, with the events in the same statement: the counter row (shard 0 of an org
         // with a limit) stays locked only for the commit; a refusal rolls everything back.
         await takeQuota(tx, org, now, events);

@@ -14,7 +14,7 @@ import {
 } from '@approvals/shared';
 import { isPastDeadline, outcomeOf, refusalOf, voteRuling, voterRefusal, type Tally } from '../domain/decision';
 import { openModelKey, reviseDraft } from '../providers/model';
-import { policyRef, resolvedEventData, toState, type DecisionRow } from '../store/decision.row';
+import { cancelledEvents, policyRef, resolvedEvents, toState, type DecisionRow } from '../store/decision.row';
 import type { DecisionsStore, EvidenceRow, VoteRow } from '../store/decisions.store';
 
 export interface ActionDeps {
@@ -110,7 +110,7 @@ function verdictOf(org: string, d: DecisionRow, status: 'APPROVED' | 'REJECTED',
   return {
     set: { ...verdict, response_value: responseValue === undefined ? null : JSON.stringify(responseValue) },
     entry: { type: 'resolved', actor: person.email, at: now, data: { status } as Record<string, unknown> },
-    event: { subject: EVENT.decisionResolved, org, data: resolvedEventData({ ...d, ...verdict }) } as NewEvent,
+    events: resolvedEvents({ ...d, ...verdict }),
   };
 }
 
@@ -196,7 +196,7 @@ export function createDecisionActions(deps: ActionDeps) {
       { id: newId('vote'), voter: person.email, voterRef: person.ref, surface: person.surface, choice, note, responseValue, at: now },
       result ? { status: result } : null,
       [{ type: 'vote', actor: person.email, at: now, data: { choice, note, surface: person.surface } }, ...(verdict ? [verdict.entry] : [])],
-      [voteRecorded(org, d, person, choice, tally), ...(verdict ? [verdict.event] : [])],
+      [voteRecorded(org, d, person, choice, tally), ...(verdict ? verdict.events : [])],
     );
     if (!written) return 'again';
     if (!result) afterOwnVote.keep(org, d.id, { d: { ...d, vote_count: d.vote_count + 1 }, approvals: tally.approvals, rejections: tally.rejections });
@@ -263,7 +263,7 @@ export function createDecisionActions(deps: ActionDeps) {
         // The verdict, its timeline entry and its event in one statement. The row is locked
         // and PENDING, so the resolved row is the locked one with the verdict.
         const verdict = verdictOf(args.org, d, result, person, note, args.responseValue, now);
-        const resolved = await tx.changeWith(d.id, { status: 'PENDING' }, verdict.set, [verdict.entry], [verdict.event]);
+        const resolved = await tx.changeWith(d.id, { status: 'PENDING' }, verdict.set, [verdict.entry], verdict.events);
         return { kind: 'recorded' as const, status: resolved ? result : d.status, tally };
       });
       switch (outcome.kind) {
@@ -336,7 +336,7 @@ export function createDecisionActions(deps: ActionDeps) {
         if (!d.requires_signature || d.status !== 'PENDING') return { decisionId: id, status: d.status, changed: false };
         const row = (await tx.rejectWithoutVote(id, note, now))!;
         await tx.timeline(id, 'resolved', 'esign', now, { status: 'REJECTED', reason: 'envelope_voided', note });
-        await tx.events([{ subject: EVENT.decisionResolved, org, data: resolvedEventData(row) }]);
+        await tx.events(resolvedEvents(row));
         return { decisionId: id, status: row.status, changed: true };
       });
     },
@@ -410,7 +410,7 @@ export function createDecisionActions(deps: ActionDeps) {
         const row = await tx.cancel(id, note ?? null, now);
         if (!row) return { cancelled: false, decisionId: id, status: d.status };
         await tx.timeline(id, 'cancelled', actor, now, { note: note ?? null });
-        await tx.events([{ subject: EVENT.decisionCancelled, org, data: { decisionId: id, policy: policyRef(row), actor, note: note ?? null, cancelledAt: now.toISOString() } }]);
+        await tx.events(cancelledEvents(row, actor, note ?? null, now));
         return { cancelled: true, decisionId: id, status: 'CANCELLED' as const };
       });
     },

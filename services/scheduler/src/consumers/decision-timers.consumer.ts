@@ -1,29 +1,32 @@
-import { DURABLE, EVENT, batchConsumerOf, type Clock, type DomainEvent } from '@approvals/shared';
+import { DURABLE, EVENT, batchConsumerOf, type Clock, type DecisionCreatedData, type DomainEvent } from '@approvals/shared';
 import { planTimers } from '../domain/plan';
 import type { TimersStore } from '../store/timers.store';
 import type { Ticker } from '../ticker';
 
 /**
- * evt.decision.created arms the decision's timers (idempotent on kind, ref, step); the
- * events waiting together (up to 5 ms) are armed in one statement. A timer that falls due
+ * `evt.decision.timers`, written by the decisions service next to the created, resolved
+ * and cancelled events of a decision with timers (decisions without any never reach the
+ * scheduler). A created event arms the decision's timers (idempotent on kind, ref,
+ * step); a resolution or cancellation disarms whatever has not fired. The events waiting
+ * together (up to 20 ms) take two statements at most: the arms, then the disarms, so a
+ * decision created and resolved within one batch ends disarmed. A timer that falls due
  * in the meantime fires on the next tick, still never early.
  */
-export function armOnCreated(store: TimersStore, ticker: () => Ticker) {
-  const arm = async (events: DomainEvent<typeof EVENT.decisionCreated>[]) => {
-    const items = events.map((e) => ({ org: e.org, ref: e.data.decisionId, timers: planTimers(e.data) }));
-    await store.armMany(items);
-    for (const { timers } of items) for (const t of timers) ticker().armed(t.dueAt);
+export function decisionTimersConsumer(store: TimersStore, clock: Clock, ticker: () => Ticker) {
+  const apply = async (events: DomainEvent<typeof EVENT.decisionTimers>[]) => {
+    const arms: Array<{ org: string; ref: string; created: DecisionCreatedData }> = [];
+    const disarms: string[] = [];
+    for (const e of events) {
+      const followed = e.data;
+      if (followed.event === EVENT.decisionCreated) arms.push({ org: e.org, ref: followed.data.decisionId, created: followed.data });
+      else disarms.push(followed.data.decisionId);
+    }
+    if (arms.length) {
+      const items = arms.map((a) => ({ org: a.org, ref: a.ref, timers: planTimers(a.created) }));
+      await store.armMany(items);
+      for (const { timers } of items) for (const t of timers) ticker().armed(t.dueAt);
+    }
+    if (disarms.length) await store.disarm(disarms, clock.now());
   };
-  return batchConsumerOf(DURABLE.schedulerDecisionCreated, EVENT.decisionCreated, arm, { lingerMs: 20 });
+  return batchConsumerOf(DURABLE.schedulerDecisionTimers, EVENT.decisionTimers, apply, { lingerMs: 20 });
 }
-
-/** A resolution or cancellation disarms whatever has not fired; the events waiting together in one statement. */
-export function disarmOn(subject: typeof EVENT.decisionResolved | typeof EVENT.decisionCancelled, durable: string, store: TimersStore, clock: Clock) {
-  const disarm = async (events: DomainEvent<typeof subject>[]) => void (await store.disarm(events.map((e) => e.data.decisionId), clock.now()));
-  return batchConsumerOf(durable, subject, disarm, { lingerMs: 20 });
-}
-
-export const disarmConsumers = (store: TimersStore, clock: Clock) => [
-  disarmOn(EVENT.decisionResolved, DURABLE.schedulerDecisionResolved, store, clock),
-  disarmOn(EVENT.decisionCancelled, DURABLE.schedulerDecisionCancelled, store, clock),
-];
