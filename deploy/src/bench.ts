@@ -365,7 +365,7 @@ export async function main(): Promise<number> {
     await runLoad(100, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
 
     if (N_HISTORY > 0) {
-      say(`history: ${N_HISTORY} resolved decisions, ${2 * N_HISTORY} sent outbox rows, ${2 * N_HISTORY} settled deliveries`);
+      say(`history: ${N_HISTORY} resolved decisions with a vote and a spent timer each, ${2 * N_HISTORY} sent outbox rows, ${2 * N_HISTORY} settled deliveries`);
       const t0 = Date.now();
       await statsPool.query(
         `INSERT INTO decisions.decisions (id, org_id, external_run_id, step_ref, engine, status, reason, approvers, approvals_required, rejections_required, requires_signature, exclusive, decided_by, created_at, resolved_at)
@@ -387,8 +387,30 @@ export async function main(): Promise<number> {
            FROM generate_series(1, $2) g`,
         [org, 2 * N_HISTORY],
       );
+      // Their votes, and their timers (fired or disarmed), which the vote and disarm
+      // statements must not scan either.
+      await statsPool.query(
+        `INSERT INTO decisions.votes (id, decision_id, voter, surface, choice, created_at)
+         SELECT 'vote_hist_' || g, 'dec_hist_' || g, 'a@x.com', 'web', 'approve', now() - interval '30 days' FROM generate_series(1, $1) g`,
+        [N_HISTORY],
+      );
+      await statsPool.query(
+        `INSERT INTO scheduler.timers (id, org_id, kind, ref, step, due_at, fired_at, cancelled_at)
+         SELECT 'tmr_hist_' || g, $1, 'expire', 'dec_hist_' || g, 0, now() - interval '29 days', CASE WHEN g % 2 = 0 THEN now() - interval '29 days' END,
+                CASE WHEN g % 2 = 1 THEN now() - interval '30 days' END
+           FROM generate_series(1, $2) g`,
+        [org, N_HISTORY],
+      );
       say(`history written in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     }
+    // A scheduler in service holds timers that are not due yet: every workload runs with
+    // them (and the expiry below measures its lag among them).
+    await floorPool.query(
+      `INSERT INTO scheduler.timers (id, org_id, kind, ref, step, due_at)
+       SELECT 'tmr_bench_' || g, $1, 'expire', 'dec_bench_background_' || g, 0, now() + interval '1 hour' + g * interval '1 second'
+         FROM generate_series(1, $2) g`,
+      [org, N_BACKGROUND_TIMERS],
+    );
     // Steady state: planner statistics as autovacuum would have them after its first round
     // (a fresh database has none, and PostgreSQL then picks any index that leads with org_id).
     await statsPool.query('ANALYZE');
@@ -429,6 +451,11 @@ export async function main(): Promise<number> {
     const { result: floorCreateR, work: floorCreateWork } = await floorRun(N_CREATE, (i) => floorCreate(floorPool, `fc${i}`, `c-${i}`, factsHash({ i })));
 
     say(`cycle: ${N_CYCLE} × (create → 2 votes → verify → consume), concurrency ${CONCURRENCY}`);
+    // Each phase starts from statistics of the tables as they are, as autovacuum keeps them
+    // in a steady state: the phase before grew some from nothing (votes, timers), and a
+    // plan a service cached while a table was nearly empty (a sequential scan) would
+    // otherwise stay until autovacuum happens to analyze it, in some runs and not others.
+    await statsPool.query('ANALYZE');
     await statsPool.query('SELECT pg_stat_statements_reset()');
     const beforeCycle = await sampleWork(targets);
     /** create (with `how`: a policy, or approvers and what else) → 2 votes → verify → consume. */
@@ -457,6 +484,7 @@ export async function main(): Promise<number> {
     // resumes an engine (the notifier sends it). The bench's policy has neither, so the
     // cycle above has no timer and its resume is recorded skipped (no engine configured).
     say(`cycle with an expiry and an engine: ${N_CYCLE} × the same, concurrency ${CONCURRENCY}`);
+    await statsPool.query('ANALYZE');
     await statsPool.query('SELECT pg_stat_statements_reset()');
     const hitsBefore = engine.hits();
     const beforeTimed = await sampleWork(targets);
@@ -477,12 +505,6 @@ export async function main(): Promise<number> {
     }
 
     say(`expiry: ${N_BACKGROUND_TIMERS} pending timers in the scheduler, ${N_EXPIRY} decisions expiring in the same second`);
-    await floorPool.query(
-      `INSERT INTO scheduler.timers (id, org_id, kind, ref, step, due_at)
-       SELECT 'tmr_bench_' || g, $1, 'expire', 'dec_bench_background_' || g, 0, now() + interval '1 hour' + g * interval '1 second'
-         FROM generate_series(1, $2) g`,
-      [org, N_BACKGROUND_TIMERS],
-    );
     const expiring: string[] = [];
     await runLoad(N_EXPIRY, CONCURRENCY, async (i) => {
       const r = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `x-${i}`, stepRef: 's', approvers: ['a@x.com'], timeoutSec: 3600 });
