@@ -64,6 +64,8 @@ describe('timer planning', () => {
       for (const deadline of deadlines) {
         const d = { ...created, ...deadline, route };
         expect([route, deadline, decisionHasTimers(d)]).toEqual([route, deadline, planTimers(d).length > 0]);
+        // An expired decision gets no evt.decision.timers: nothing of it may come due later.
+        if (d.expiresAt) for (const t of planTimers(d)) expect(t.dueAt.getTime()).toBeLessThanOrEqual(Date.parse(d.expiresAt));
       }
   });
 });

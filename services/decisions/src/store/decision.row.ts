@@ -179,9 +179,15 @@ export function withTimers(event: TimedEvent, d: { expires_at: Date | null; rout
   return [event, { subject: EVENT.decisionTimers, org: event.org, data: { event: event.subject, data: event.data } as z.input<typeof DecisionTimersData> }];
 }
 
-/** evt.decision.resolved of a resolved row (with its evt.decision.timers). */
+/**
+ * evt.decision.resolved of a resolved row, with its evt.decision.timers unless it expired:
+ * every timer of a decision is due by its expiry (the reminder and escalation steps come
+ * before it), so an expired decision has nothing left to disarm. A burst of expiries
+ * writes no companion.
+ */
 export function resolvedEvents(r: DecisionRow): NewEvent[] {
-  return withTimers({ subject: EVENT.decisionResolved, org: r.org_id, data: resolvedEventData(r) }, r);
+  const event = { subject: EVENT.decisionResolved, org: r.org_id, data: resolvedEventData(r) } as const;
+  return r.status === 'EXPIRED' ? [event] : withTimers(event, r);
 }
 
 /** evt.decision.cancelled of a cancelled row (with its evt.decision.timers). */
