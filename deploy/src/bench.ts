@@ -256,11 +256,13 @@ interface StatementCount {
 }
 
 /** The statements PostgreSQL ran since the last reset, by calls per operation (BEGIN and COMMIT included). */
-async function statementsPerOp(pool: Pool, ops: number): Promise<StatementCount[]> {
+async function statementsPerOp(pool: Pool, ops: number, by: 'calls' | 'time' = 'calls'): Promise<StatementCount[]> {
+  // By calls: what every operation runs. By time: what a burst runs in batches (a few
+  // calls for a thousand operations), the costliest first.
   const r = await pool.query(
     `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, mean_exec_time, total_plan_time, toplevel FROM pg_stat_statements
-      WHERE query NOT ILIKE '%pg_stat%' AND calls >= $1 ORDER BY calls DESC LIMIT 40`,
-    [Math.max(1, Math.floor(ops / 20))],
+      WHERE query NOT ILIKE '%pg_stat%' AND calls >= $1 ORDER BY ${by === 'calls' ? 'calls' : 'total_exec_time'} DESC LIMIT ${by === 'calls' ? 40 : 12}`,
+    [by === 'calls' ? Math.max(1, Math.floor(ops / 20)) : 1],
   );
   return r.rows.map((x: { query: string; calls: string; mean_exec_time: number; total_plan_time: number; toplevel: boolean }) => ({
     query: x.query,
@@ -271,11 +273,13 @@ async function statementsPerOp(pool: Pool, ops: number): Promise<StatementCount[
   }));
 }
 
-function statementTable(name: string, rows: StatementCount[]): string[] {
+function statementTable(name: string, rows: StatementCount[], by: 'calls' | 'time' = 'calls'): string[] {
   const total = rows.reduce((s, r) => s + r.perOp, 0);
   const roundTrips = rows.filter((r) => r.topLevel).reduce((s, r) => s + r.perOp, 0);
   return [
-    `${name} — statements per operation (${total.toFixed(1)} in all, ${roundTrips.toFixed(1)} of them sent by a client, i.e. round trips; the most frequent first):`,
+    by === 'calls'
+      ? `${name} — statements per operation (${total.toFixed(1)} in all, ${roundTrips.toFixed(1)} of them sent by a client, i.e. round trips; the most frequent first):`
+      : `${name} — statements per operation, the costliest in all first:`,
     '',
     '| per op | mean ms | plan ms | sent by | statement |',
     '|---|---|---|---|---|',
@@ -519,6 +523,10 @@ export async function main(): Promise<number> {
     // expiry timer together (once the scheduler has armed every timer).
     await waitForCount(floorPool, `SELECT count(*)::int AS n FROM scheduler.timers WHERE kind = 'expire' AND ref = ANY($1)`, [expiring], expiring.length);
     const dueAt = new Date(Math.ceil((Date.now() + 5000) / 1000) * 1000);
+    // The burst's work, from before the deadlines are set until all of it has settled: what
+    // each expiry costs every process (the firing, the expiry, the resume planned for it).
+    await statsPool.query('SELECT pg_stat_statements_reset()');
+    const beforeExpiry = await sampleWork(targets);
     await floorPool.query(`UPDATE decisions.decisions SET expires_at = $2 WHERE id = ANY($1)`, [expiring, dueAt]);
     await floorPool.query(`UPDATE scheduler.timers SET due_at = $2 WHERE kind = 'expire' AND ref = ANY($1) AND fired_at IS NULL`, [expiring, dueAt]);
     if (Date.now() >= dueAt.getTime()) throw new Error('setting the deadlines took longer than the 5 s lead: the expiry figures would not mean anything');
@@ -538,6 +546,9 @@ export async function main(): Promise<number> {
     ).rows as Array<{ fire: string; apply: string }>;
     const fireLag = fired.map((r) => Number(r.fire)).sort((a, b) => a - b);
     const applyLag = fired.map((r) => Number(r.apply)).sort((a, b) => a - b);
+    await new Promise((r) => setTimeout(r, 3000));
+    const expiryWork = perOp(beforeExpiry, await sampleWork(targets), N_EXPIRY);
+    const expiryStatements = await statementsPerOp(statsPool, N_EXPIRY, 'time');
 
     // Reminders: as many decisions again, their reminder timers all due in the same second.
     say(`reminders: ${N_EXPIRY} decisions reminded in the same second`);
@@ -548,15 +559,22 @@ export async function main(): Promise<number> {
     });
     await waitForCount(floorPool, `SELECT count(*)::int AS n FROM scheduler.timers WHERE kind = 'remind' AND ref = ANY($1)`, [reminding], reminding.length);
     const remindAt = new Date(Math.ceil((Date.now() + 5000) / 1000) * 1000);
+    await statsPool.query('SELECT pg_stat_statements_reset()');
+    const beforeReminders = await sampleWork(targets);
     await floorPool.query(`UPDATE scheduler.timers SET due_at = $2 WHERE kind = 'remind' AND ref = ANY($1) AND fired_at IS NULL`, [reminding, remindAt]);
     if (Date.now() >= remindAt.getTime()) throw new Error('setting the reminder times took longer than the 5 s lead');
     const remindLags = await lagsOf(
       floorPool,
+      // The bench's own poll, during the burst: the timers by their ref (indexed), not a join
+      // over all of them (a million with BENCH_HISTORY), whose reads would count as the burst's.
       `SELECT extract(epoch FROM (d.reminded_at - t.due_at)) * 1000 AS lag FROM decisions.decisions d JOIN scheduler.timers t ON t.ref = d.id AND t.kind = 'remind'
-        WHERE d.id = ANY($1) AND d.reminded_at IS NOT NULL`,
+        WHERE d.id = ANY($1) AND t.ref = ANY($1) AND d.reminded_at IS NOT NULL`,
       reminding,
     );
     const remindEarly = remindLags.filter((l) => l < 0).length;
+    await new Promise((r) => setTimeout(r, 3000));
+    const reminderWork = perOp(beforeReminders, await sampleWork(targets), N_EXPIRY);
+    const reminderStatements = await statementsPerOp(statsPool, N_EXPIRY, 'time');
 
     const lines = [
       `Approvals benchmark — ${new Date().toISOString()} — concurrency ${CONCURRENCY}, Node ${process.version}${N_HISTORY ? `, ${N_HISTORY} decisions of history` : ''}`,
@@ -619,6 +637,11 @@ export async function main(): Promise<number> {
         `the expiry applied (fired → EXPIRED): p50 ${percentile(applyLag, 50).toFixed(0)} ms, p99 ${percentile(applyLag, 99).toFixed(0)} ms`,
       `reminder lag (due → reminded) with the same pending timers: ${remindLags.length}/${reminding.length} reminded; ` +
         `p50 ${percentile(remindLags, 50).toFixed(0)} ms, p99 ${percentile(remindLags, 99).toFixed(0)} ms, max ${(remindLags[remindLags.length - 1] ?? NaN).toFixed(0)} ms; early: ${remindEarly}`,
+      '',
+      ...workTable(`expiry burst (${N_EXPIRY} due together: fired, expired, their resumes planned and made)`, expiryWork),
+      ...workTable(`reminder burst (${N_EXPIRY} due together: fired, reminded, their notices planned)`, reminderWork),
+      ...statementTable('expiry burst', expiryStatements, 'time'),
+      ...statementTable('reminder burst', reminderStatements, 'time'),
     ];
     if (PROFILE) {
       await procs.stop();

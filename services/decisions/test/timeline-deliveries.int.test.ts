@@ -5,9 +5,10 @@ import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 
 /**
- * evt.notification.sent → `notified` timeline entries, applied in batches (one
- * statement for the events waiting together): each delivery once, in the order the
- * events came, never on another org's decision.
+ * evt.notification.sent → `notified` timeline entries, and evt.notification.skipped →
+ * `resume_skipped` entries, applied in batches (one statement for the events waiting
+ * together): each delivery once, in the order the events came, never on another org's
+ * decision.
  */
 describe('notified entries from notification events, in batches', () => {
   let stack: Stack;
@@ -78,5 +79,40 @@ describe('notified entries from notification events, in batches', () => {
     expect(one[0]!.at.getTime()).toBe(t0.getTime());
     expect((await notified(d2)).map((r) => r.delivery)).toEqual(['dlv_3']);
     expect(Number((await pg.query(`SELECT count(*) FROM decisions.timeline WHERE type = 'notified' AND data->>'deliveryId' IN ('dlv_4', 'dlv_5')`)).rows[0].count)).toBe(0);
+  });
+
+  const skipped = async (org: string, decisionId: string, deliveryId: string, at: Date, reason = 'engine_not_configured: no engineA is configured for this org or the deployment') => {
+    const eventId = newId('event');
+    const env = { id: eventId, type: EVENT.notificationSkipped, org, occurredAt: at.toISOString(), data: { decisionId, deliveryId, kind: 'resume', channel: 'engineA', reason, at: at.toISOString() } };
+    await bus.js.publish(EVENT.notificationSkipped, encodeJson(env), { msgID: eventId });
+  };
+  const resumeSkipped = async (decisionId: string) =>
+    (await pg.query(`SELECT data->>'deliveryId' AS delivery, data->>'reason' AS reason, at FROM decisions.timeline WHERE decision_id = $1 AND type = 'resume_skipped' ORDER BY seq`, [decisionId])).rows as Array<{
+      delivery: string;
+      reason: string;
+      at: Date;
+    }>;
+
+  // evt.notification.skipped (an engine resume that could not be made) the same way.
+  it('skipped resumes arriving together: one resume_skipped entry per delivery with its reason, in order; another org cannot add to a decision', async () => {
+    const d1 = await open(a.apiKey);
+    const d2 = await open(a.apiKey);
+    const t0 = new Date('2031-06-01T10:00:00.456Z');
+    await Promise.all([
+      skipped(a.org, d1, 'rsk_1', t0),
+      skipped(a.org, d2, 'rsk_2', new Date(t0.getTime() + 1000), 'engine_not_configured: no engineB is configured'),
+      // Redelivered under another event id: nothing more.
+      skipped(a.org, d1, 'rsk_1', new Date(t0.getTime() + 5000), 'a later reason'),
+      skipped(b.org, d2, 'rsk_3', t0),
+      skipped(a.org, 'dec_missing', 'rsk_4', t0),
+    ]);
+    await waitFor(async () => (await resumeSkipped(d1)).length === 1 && (await resumeSkipped(d2)).length === 1, { what: 'entries recorded' });
+    await skipped(a.org, d1, 'rsk_5', new Date(t0.getTime() + 9000));
+    await waitFor(async () => (await resumeSkipped(d1)).length === 2, { what: 'the later entry' });
+    const one = await resumeSkipped(d1);
+    expect(one.map((r) => r.delivery)).toEqual(['rsk_1', 'rsk_5']);
+    expect(one[0]).toMatchObject({ reason: expect.stringContaining('no engineA'), at: t0 });
+    expect((await resumeSkipped(d2)).map((r) => [r.delivery, r.reason])).toEqual([['rsk_2', 'engine_not_configured: no engineB is configured']]);
+    expect(Number((await pg.query(`SELECT count(*) FROM decisions.timeline WHERE type = 'resume_skipped' AND data->>'deliveryId' IN ('rsk_3', 'rsk_4')`)).rows[0].count)).toBe(0);
   });
 });

@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, batchConsumerOf, consumerOf, type DomainEvent } from '@approvals/shared';
+import { DURABLE, EVENT, batchConsumerOf, type DomainEvent } from '@approvals/shared';
 import type { DecisionsStore } from '../store/decisions.store';
 
 /**
@@ -15,9 +15,13 @@ export function notificationSentConsumer(store: DecisionsStore) {
   return batchConsumerOf(DURABLE.decisionsNotificationSent, EVENT.notificationSent, record, { lingerMs: 20 });
 }
 
-/** evt.notification.skipped (an engine resume that could not be made) → a `resume_skipped` timeline entry with the reason. */
+/**
+ * evt.notification.skipped (an engine resume that could not be made) → a `resume_skipped`
+ * timeline entry with the reason; the events waiting together (up to 20 ms) in one
+ * statement, as the `notified` entries are.
+ */
 export function notificationSkippedConsumer(store: DecisionsStore) {
-  return consumerOf(DURABLE.decisionsNotificationSkipped, EVENT.notificationSkipped, async ({ org, data: d }) => {
-    await store.recordResumeSkipped([{ org, decisionId: d.decisionId, at: new Date(d.at), data: { channel: d.channel, reason: d.reason, deliveryId: d.deliveryId } }]);
-  });
+  const record = (events: DomainEvent<typeof EVENT.notificationSkipped>[]) =>
+    store.recordResumeSkipped(events.map(({ org, data: d }) => ({ org, decisionId: d.decisionId, at: new Date(d.at), data: { channel: d.channel, reason: d.reason, deliveryId: d.deliveryId } })));
+  return batchConsumerOf(DURABLE.decisionsNotificationSkipped, EVENT.notificationSkipped, record, { lingerMs: 20 });
 }
