@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import { LATER_BY_KEY } from '../src/migrations/20261126000000_open_decision';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startStack, type HttpResult, type Stack } from '../../../test/helpers/stack';
 
@@ -244,6 +245,47 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
         await pg.end();
       }
     });
+  });
+
+  // In an org with much history the check had a generic plan PostgreSQL judged costly,
+  // so it was planned afresh on every create. By the run's key it has one plan, the same
+  // with statistics and without: the run's unique index.
+  it('the check for a later create on the run has one cheap generic plan, on the run\'s unique index, with and without statistics', async () => {
+    const check = /IF EXISTS \((SELECT 1 FROM decisions\.decisions d[\s\S]*?)\) THEN/.exec(LATER_BY_KEY)![1]!.replaceAll('r.org_id', '$1').replaceAll('r.external_run_id', '$2').replaceAll('r.created_at', '$3');
+    const pg = new Client({ connectionString: stack.db.url });
+    await pg.connect();
+    try {
+      const histOrg = `org_plan_${Date.now()}`;
+      const plan = async () => {
+        await pg.query('BEGIN');
+        try {
+          await pg.query("SET LOCAL plan_cache_mode = 'force_generic_plan'");
+          await pg.query(`PREPARE later_check(text, text, timestamptz) AS ${check}`);
+          const r = await pg.query(`EXPLAIN (FORMAT JSON) EXECUTE later_check('${histOrg}', 'run-x', now())`);
+          await pg.query('DEALLOCATE later_check');
+          return r.rows[0]['QUERY PLAN'][0].Plan as { 'Index Name'?: string; 'Total Cost': number };
+        } finally {
+          await pg.query('ROLLBACK');
+        }
+      };
+      const expectOnKey = (p: { 'Index Name'?: string; 'Total Cost': number }) => {
+        expect(p['Index Name']).toBe('decisions_org_id_external_run_id_step_ref_unique');
+        expect(p['Total Cost']).toBeLessThan(50);
+      };
+      // An org with 30,000 decisions: first as a new install has them (no statistics of
+      // the rows just written), then analyzed.
+      await pg.query(
+        `INSERT INTO decisions.decisions (id, org_id, external_run_id, step_ref, engine, status, reason, approvers, approvals_required, rejections_required, requires_signature, exclusive, created_at)
+         SELECT 'dec_plan_' || $1 || '_' || g, $1, 'hist-' || g, 's', 'api', 'APPROVED', 'created', ARRAY['a@x.com'], 1, 1, false, false, now() - interval '1 day' + g * interval '1 millisecond'
+           FROM generate_series(1, 30000) g`,
+        [histOrg],
+      );
+      expectOnKey(await plan());
+      await pg.query('ANALYZE decisions.decisions');
+      expectOnKey(await plan());
+    } finally {
+      await pg.end();
+    }
   });
 
   describe('a decision fixes its policy version, approvers, quorum and expiry at creation', () => {

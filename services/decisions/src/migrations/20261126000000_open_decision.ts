@@ -60,8 +60,34 @@ export async function up(knex: Knex): Promise<void> {
 export const OUTBOX_INSERT = `INSERT INTO decisions.outbox (id, subject, org, envelope)
       SELECT e->>'id', e->>'type', e->>'org', e FROM jsonb_array_elements(p_events) WITH ORDINALITY AS x(e, n) ORDER BY n;`;
 
-/** The function's text, with `outboxInsert` as the statement that writes the events (a later migration changes only that). */
-export function openDecisionFunction(outboxInsert: string): string {
+/**
+ * Whether a create on the same run committed later (then the caller opens it in a
+ * transaction). As first written: the row comparison pins the run's unique index, which a
+ * planner without statistics was feared to pass over for another index on org_id.
+ */
+export const LATER_BY_ROW = `-- The row comparison pins the run's unique index: on a table without statistics yet
+      -- (a new install) the planner would otherwise read every decision of the org through
+      -- another index on org_id.
+      IF EXISTS (SELECT 1 FROM decisions.decisions d
+                  WHERE (d.org_id, d.external_run_id, d.step_ref) >= (r.org_id, r.external_run_id, '')
+                    AND d.org_id = r.org_id AND d.external_run_id = r.external_run_id AND d.created_at > r.created_at) THEN
+        RETURN jsonb_build_object('outcome', 'later');
+      END IF;`;
+
+/**
+ * The same check by the run's key alone (20261130000000_later_by_key). The row comparison
+ * made the generic plan look costly (its default selectivity, a third of the index), so in
+ * an org with much history PostgreSQL planned the statement afresh on every create. By the
+ * key, the unique index is the plan with statistics and without, generic and custom alike.
+ */
+export const LATER_BY_KEY = `-- By the run's key: the unique index (org_id, external_run_id, step_ref), one plan.
+      IF EXISTS (SELECT 1 FROM decisions.decisions d
+                  WHERE d.org_id = r.org_id AND d.external_run_id = r.external_run_id AND d.created_at > r.created_at) THEN
+        RETURN jsonb_build_object('outcome', 'later');
+      END IF;`;
+
+/** The function's text, with `outboxInsert` as the statement that writes the events and `laterCheck` as the check above (later migrations change only those). */
+export function openDecisionFunction(outboxInsert: string, laterCheck: string = LATER_BY_ROW): string {
   return `
     CREATE OR REPLACE FUNCTION decisions.open_decision(p_row jsonb, p_entry jsonb, p_events jsonb, p_period text, p_shard smallint, p_default_limit int)
     RETURNS jsonb LANGUAGE plpgsql AS $fn$
@@ -76,14 +102,7 @@ export function openDecisionFunction(outboxInsert: string): string {
       -- (populating a jsonb column would print and parse a large context again).
       r := jsonb_populate_record(NULL::decisions.decisions, p_row - '{${JSON_COLUMNS.join(',')}}'::text[]);
       PERFORM pg_advisory_xact_lock(hashtext(r.org_id), hashtext(r.external_run_id));
-      -- The row comparison pins the run's unique index: on a table without statistics yet
-      -- (a new install) the planner would otherwise read every decision of the org through
-      -- another index on org_id.
-      IF EXISTS (SELECT 1 FROM decisions.decisions d
-                  WHERE (d.org_id, d.external_run_id, d.step_ref) >= (r.org_id, r.external_run_id, '')
-                    AND d.org_id = r.org_id AND d.external_run_id = r.external_run_id AND d.created_at > r.created_at) THEN
-        RETURN jsonb_build_object('outcome', 'later');
-      END IF;
+      ${laterCheck}
 
       INSERT INTO decisions.decisions (${COLUMNS.join(', ')})
       VALUES (${COLUMNS.map((c) => (JSON_COLUMNS.includes(c) ? `nullif(p_row->'${c}', 'null'::jsonb)` : `r.${c}`)).join(', ')})
