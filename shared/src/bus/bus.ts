@@ -179,10 +179,9 @@ export class Bus {
       try {
         await jsm.streams.add({ ...config, num_replicas: this.replicas });
       } catch (addErr) {
-        // Another service created it between our info and add. The server says so as
-        // "already in use" or, when the other add is still in flight, as "subjects
-        // overlap": either way the stream is there now, or the error was real.
-        if (String((addErr as Error).message).includes('already in use')) return;
+        // Another service created it between our info and add: the server says "already
+        // in use" or, while the other add is in flight, "subjects overlap". Either way the
+        // stream is there now; if it is not, the error was real.
         if (!(await this.streamExists(jsm, config.name))) throw addErr;
       }
     }

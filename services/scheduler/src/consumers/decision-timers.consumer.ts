@@ -1,5 +1,5 @@
-import { DURABLE, EVENT, batchConsumerOf, type Clock, type DecisionCreatedData, type DomainEvent } from '@approvals/shared';
-import { planTimers } from '../domain/plan';
+import { DURABLE, EVENT, batchConsumerOf, type Clock, type DomainEvent } from '@approvals/shared';
+import { planTimers, type PlannedTimer } from '../domain/plan';
 import type { TimersStore } from '../store/timers.store';
 import type { Ticker } from '../ticker';
 
@@ -14,17 +14,15 @@ import type { Ticker } from '../ticker';
  */
 export function decisionTimersConsumer(store: TimersStore, clock: Clock, ticker: () => Ticker) {
   const apply = async (events: DomainEvent<typeof EVENT.decisionTimers>[]) => {
-    const arms: Array<{ org: string; ref: string; created: DecisionCreatedData }> = [];
+    const arms: Array<{ org: string; ref: string; timers: PlannedTimer[] }> = [];
     const disarms: string[] = [];
-    for (const e of events) {
-      const followed = e.data;
-      if (followed.event === EVENT.decisionCreated) arms.push({ org: e.org, ref: followed.data.decisionId, created: followed.data });
+    for (const { org, data: followed } of events) {
+      if (followed.event === EVENT.decisionCreated) arms.push({ org, ref: followed.data.decisionId, timers: planTimers(followed.data) });
       else disarms.push(followed.data.decisionId);
     }
     if (arms.length) {
-      const items = arms.map((a) => ({ org: a.org, ref: a.ref, timers: planTimers(a.created) }));
-      await store.armMany(items);
-      for (const { timers } of items) for (const t of timers) ticker().armed(t.dueAt);
+      await store.armMany(arms);
+      for (const { timers } of arms) for (const t of timers) ticker().armed(t.dueAt);
     }
     if (disarms.length) await store.disarm(disarms, clock.now());
   };
