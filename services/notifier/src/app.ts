@@ -64,7 +64,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
       });
       const deliver = createDeliver({
         bus: ctx.bus,
-        providers: [...peopleProviders(config, { outbound, bus: ctx.bus, people, push }), ...engineProviders(engines.resolve)],
+        providers: [...peopleProviders(config, { outbound, bus: ctx.bus, people, push }), ...engineProviders(engines.resolve, engines.isConfigured)],
         appBaseUrl: config.APP_BASE_URL ?? config.PUBLIC_BASE_URL,
       });
       worker = new DeliveryWorker({

@@ -103,6 +103,8 @@ describe('engine resumes', () => {
     await waitFor(async () => (await deliveries(engineA.id)).some((d) => d.kind === 'resume' && d.status === 'skipped'), { what: 'engineA skip' });
     const [d] = (await deliveries(engineA.id)).filter((x) => x.kind === 'resume');
     expect(d.lastError).toBe('engine_not_configured: no engineA is configured for this org or the deployment');
+    // Found when it was planned: never attempted.
+    expect(d.attempts).toBe(0);
     // The decision's timeline says so (an mcp decision has no engine by design: nothing there).
     const skipped = await waitFor(async () => {
       const full = await stack.http('GET', `/v1/decisions/${engineA.id}`, { token: admin });

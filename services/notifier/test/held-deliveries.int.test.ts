@@ -127,6 +127,39 @@ describe('deliveries planned already claimed', () => {
     expect((await db('deliveries').where({ id: resume[0]!.id }).first()).last_error).toBe('engine_not_configured: none');
   });
 
+  it('skipped when planned: an engine resume writes its notification.skipped in the same statement, once; a person or a polling caller none; none is claimed', async () => {
+    const store = createDeliveriesStore(db, { leaseSec: 60 });
+    await store.claim(100); // nothing else pending from earlier tests
+    const reason = 'engine_not_configured: no engineA is configured for this org or the deployment';
+    const resume = rows(1, { kind: 'resume', channel: 'engineA', target: 'engineA', payload: {}, skipReason: reason, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+    const polled = rows(1, { kind: 'resume', channel: 'api', target: 'api', payload: {}, skipReason: 'api callers poll the decision' });
+    const person = rows(1, { skipReason: 'SMTP is not configured' });
+    const sent = rows(1);
+    const before = Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count);
+    const { inserted, held } = await store.plan([...resume, ...polled, ...person, ...sent], 10);
+    expect(inserted).toBe(4);
+    expect(held.map((d) => d.target)).toEqual(['p0@example.com']);
+    expect(held[0]).not.toHaveProperty('key');
+    const planned = await db('deliveries').whereIn('event_id', [resume, polled, person].map((r) => r[0]!.eventId)).select('id', 'kind', 'channel', 'status', 'last_error', 'attempts', 'lease_until', 'xmin');
+    expect(planned.map((r) => [r.channel, r.status, r.attempts, r.lease_until]).sort()).toEqual([
+      ['api', 'skipped', 0, null],
+      ['email', 'skipped', 0, null],
+      ['engineA', 'skipped', 0, null],
+    ]);
+    const events = await db('outbox').orderBy('seq').offset(before);
+    const skippedResume = planned.find((r) => r.channel === 'engineA')!;
+    expect(events.map((e) => [e.subject, e.envelope.data])).toEqual([
+      ['evt.notification.skipped', { decisionId: resume[0]!.decisionId, deliveryId: skippedResume.id, kind: 'resume', channel: 'engineA', reason, at: expect.any(String) }],
+    ]);
+    expect(events[0]!.envelope.traceparent).toBe(resume[0]!.traceparent);
+    // Written by the planning statement itself.
+    expect((await db.raw('SELECT xmin FROM outbox WHERE id = ?', [events[0]!.id])).rows[0].xmin).toBe(skippedResume.xmin);
+    // Planning the same events again inserts nothing and writes no second event.
+    expect(await store.plan([...resume, ...polled, ...person], 10)).toEqual({ inserted: 0, held: [] });
+    expect(Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count)).toBe(before + 1);
+    expect(await store.claim(10)).toEqual([]);
+  });
+
   it('a holder that dies before sending: the rows are claimed when the lease runs out', async () => {
     const store = createDeliveriesStore(db, { leaseSec: 1 });
     await store.claim(100); // nothing else pending from earlier tests

@@ -194,14 +194,14 @@ export async function changeWithEvents(q: Knex | Knex.Transaction, change: Knex.
  * Many changes and their events in one statement: `change` (an UPDATE or INSERT returning
  * a text column `key`, once per row it touched) and, for each key it returned, that key's
  * events, committed together; events of keys it did not touch are not written. Held as in
- * `changeWithEvents`. Answers the keys touched.
+ * `changeWithEvents`. Answers the rows the change returned (`key` and any other column).
  */
-export async function changeEachWithEvents(
+export async function changeEachWithEvents<R extends { key: string } = { key: string }>(
   q: Knex | Knex.Transaction,
   change: Knex.Raw | Knex.QueryBuilder,
   items: Array<{ key: string; events: NewEvent[] }>,
   held?: HeldEvents,
-): Promise<Set<string>> {
+): Promise<R[]> {
   const pairs = items.flatMap(({ key, events }) => toEnvelopes(events).map((e) => ({ k: key, e })));
   const lease = heldFor(q, held);
   const r = await q.raw(
@@ -210,13 +210,14 @@ export async function changeEachWithEvents(
                 SELECT p->'e'->>'id', p->'e'->>'type', p->'e'->>'org', p->'e', now() + make_interval(secs => :heldFor::float8)
                   FROM jsonb_array_elements(:pairs::jsonb) WITH ORDINALITY AS x(p, n)
                  WHERE p->>'k' IN (SELECT key FROM c) ORDER BY n)
-     SELECT key FROM c`,
+     SELECT * FROM c`,
     { change, pairs: JSON.stringify(pairs), heldFor: lease },
   ).options(PREPARED);
-  const touched = new Set((r.rows as Array<{ key: string }>).map((row) => row.key));
+  const rows = r.rows as R[];
+  const touched = new Set(rows.map((row) => row.key));
   const envelopes = pairs.filter((p) => touched.has(p.k)).map((p) => p.e);
   if (envelopes.length && lease !== null) held!.publishHeld(envelopes);
-  return touched;
+  return rows;
 }
 
 export interface OutboxRelayOptions {

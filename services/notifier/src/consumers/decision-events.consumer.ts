@@ -2,7 +2,7 @@ import { ApproversEndpoints, DURABLE, EVENT, batchConsumerOf, deliveriesTotal, t
 import { escalationTarget, initialTargets, pushTargets, withPersonalChannels } from '../domain/plan';
 import type { PeopleStore } from '../store/people.store';
 import type { PersonalChannels } from '../domain/plan';
-import { ENGINE_CHANNELS, type DeliveriesStore, type NewDelivery } from '../store/deliveries.store';
+import type { DeliveriesStore, NewDelivery } from '../store/deliveries.store';
 import type { DeliveryRow } from '../providers/provider';
 
 /** People notifications give up after a day of retries; engine resumes keep going for days. */
@@ -24,7 +24,8 @@ export function notifierConsumers(deps: {
   personal: OrgCache<Map<string, PersonalChannels>>;
   /** The delivery worker: woken for rows left to claim, handed the rows planned already claimed. */
   worker: { wake(): void; free(): number; take(rows: DeliveryRow[]): void };
-  unavailable?: (channel: string) => string | null;
+  /** Why a channel cannot send at all for an org (not configured, no engine), or null. */
+  unavailable?: (channel: string, org: string) => Promise<string | null>;
 }) {
   const { store } = deps;
   /** The approvers as the notifier reaches them: their record, with their own contact methods and push devices. */
@@ -35,13 +36,13 @@ export function notifierConsumers(deps: {
     ]);
     return approvers.map((a) => ({ a: withPersonalChannels(a, personal.get(a.email)), push: pushTargets(a, personal.get(a.email)) }));
   };
-  // A notice to a person on a channel that cannot send at all (SMTP not configured...) is
-  // recorded skipped as it is planned: no claim, no send attempt, no second transaction.
+  // A delivery on a channel that cannot send at all is recorded skipped as it is planned:
+  // no claim, no send attempt, no second transaction. So is a notice to a person when SMTP
+  // is not configured, the resume of a decision whose caller polls (api, mcp), and an
+  // engine event of an org with no such engine (its `notification.skipped` written with
+  // the row).
   const plan = async (rows: NewDelivery[]) => {
-    // So is the resume of a decision whose caller polls (api, mcp): it has no engine.
-    const planned = rows.map((r) =>
-      r.kind === 'notify' || r.kind === 'remind' || r.kind === 'escalate' || !ENGINE_CHANNELS.has(r.channel) ? { ...r, skipReason: deps.unavailable?.(r.channel) ?? null } : r,
-    );
+    const planned = await Promise.all(rows.map(async (r) => ({ ...r, skipReason: (await deps.unavailable?.(r.channel, r.org)) ?? null })));
     // As many as the worker has free slots are written already claimed and sent at once;
     // the rest wait for its claim.
     const toSend = planned.filter((r) => !r.skipReason).length;

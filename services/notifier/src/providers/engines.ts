@@ -21,6 +21,9 @@ export interface EngineTarget {
 
 export type ResolveEngine = (org: string, engine: EngineName) => Promise<EngineTarget | null>;
 
+/** Why an engine's events cannot go anywhere for an org. */
+export const engineNotConfigured = (engine: EngineName) => `engine_not_configured: no ${engine} is configured for this org or the deployment`;
+
 const base = (u: string) => u.replace(/\/$/, '');
 const bearer = (secret?: string): Record<string, string> => (secret ? { authorization: `Bearer ${secret}` } : {});
 
@@ -105,18 +108,20 @@ export async function sendEngineTest(t: EngineTarget): Promise<{ ok: boolean; st
 }
 
 /**
- * Engine channels. The target is resolved per delivery at send time, so a change of an
- * org's settings applies to every delivery not yet sent; nothing configured for the org
- * or the deployment is a recorded skip (and, for a resume, a timeline entry).
+ * Engine channels. Nothing configured for the org or the deployment is a recorded skip
+ * (and, for a resume, a timeline entry), found when the event is planned: no claim, no
+ * attempt. The target is resolved per delivery at send time, so a change of an org's
+ * settings applies to every delivery not yet sent (one whose engine was removed since it
+ * was planned is skipped then).
  */
-export function engineProviders(resolve: ResolveEngine): ChannelProvider[] {
+export function engineProviders(resolve: ResolveEngine, configured: (org: string, engine: EngineName) => Promise<boolean>): ChannelProvider[] {
   const engines: Array<ChannelProvider<EngineMessage>> = ENGINES.map((engine) => ({
     channel: engine,
     audience: 'engine' as const,
-    unavailable: () => null,
+    unavailable: async (org: string) => ((await configured(org, engine)) ? null : engineNotConfigured(engine)),
     async send(m: EngineMessage) {
       const target = await resolve(m.org, engine);
-      if (!target) return { status: 'skipped' as const, reason: `engine_not_configured: no ${engine} is configured for this org or the deployment` };
+      if (!target) return { status: 'skipped' as const, reason: engineNotConfigured(engine) };
       await sendEngineEvent(target, m);
       return { status: 'sent' as const };
     },

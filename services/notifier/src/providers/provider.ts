@@ -44,15 +44,17 @@ export type OutgoingMessage = PersonMessage | EngineMessage;
 
 /**
  * One interface for every channel, keyed by channel. A provider only sends what it is
- * given; `unavailable` says why it cannot send at all (not configured, not built), and
- * the delivery is recorded skipped with that reason. A throw means "try again later"
+ * given; `unavailable` says why it cannot send at all (not configured, not built, no
+ * engine for the org), and the delivery is recorded skipped with that reason: when it is
+ * planned, and again when it is sent (a setting may have changed in between). A throw means "try again later"
  * (DeliveryError with `permanent` when it cannot help).
  */
 export interface ChannelProvider<M extends OutgoingMessage = OutgoingMessage> {
   readonly channel: string;
   /** Whether this channel notifies people (decision notices) or engines. */
   readonly audience: 'person' | 'engine';
-  unavailable(): string | null;
+  /** Why it cannot send for this org at all (read from caches, never over the network), or null. */
+  unavailable(org: string): string | null | Promise<string | null>;
   send(message: M): Promise<SendResult>;
 }
 

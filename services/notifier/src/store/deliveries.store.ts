@@ -10,7 +10,11 @@ export interface NewDelivery {
   target: string;
   payload: Record<string, unknown>;
   maxAttempts: number;
-  /** Known at planning time: the channel cannot send at all (not configured). Recorded skipped, never claimed. */
+  /**
+   * Known at planning time: the channel cannot send at all (not configured, or no engine
+   * for the org). Recorded skipped, never claimed; an engine resume's skip writes its
+   * `notification.skipped` event with the row.
+   */
   skipReason?: string | null;
   /** The trace of the event it was planned from (tracing on): the send continues it. */
   traceparent?: string | null;
@@ -23,6 +27,16 @@ const DELIVERY_COLUMNS = ['id', 'org_id', 'decision_id', 'event_id', 'kind', 'ch
 const PERSON_KINDS = new Set(['notify', 'remind', 'escalate']);
 /** Channels that resume a workflow engine (api and mcp callers poll instead). */
 export const ENGINE_CHANNELS = new Set(['engineA', 'engineB', 'trigger', 'bundled']);
+
+/**
+ * The events of a delivery recorded skipped: an engine resume that cannot be made has the
+ * decision's timeline say why. mcp and api decisions have no engine by design (callers
+ * poll): nothing to say. The same whether it is skipped when planned or when sent.
+ */
+function skippedEvents(d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel'>, at: Date, reason: string, traceparent?: string | null): NewEvent[] {
+  if (d.kind !== 'resume' || !ENGINE_CHANNELS.has(d.channel)) return [];
+  return [{ subject: EVENT.notificationSkipped, org: d.org_id, data: { decisionId: d.decision_id, deliveryId: d.id, kind: 'resume', channel: d.channel, reason, at: at.toISOString() }, ...(traceparent ? { traceparent } : {}) }];
+}
 
 /**
  * `leaseSec`: how long a claimed delivery is reserved; a worker that dies mid-send gives
@@ -70,12 +84,7 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
             RETURNING d.id AS key`,
           [ms.map((m) => m.d.id), ms.map((m) => m.reason ?? '')],
         ),
-      // An engine resume that cannot be made: the decision's timeline says why. mcp and api
-      // decisions have no engine by design (callers poll): nothing to say.
-      events: ({ d, at, reason, traceparent }) =>
-        d.kind === 'resume' && ENGINE_CHANNELS.has(d.channel)
-          ? [{ subject: EVENT.notificationSkipped, org: d.org_id, data: { decisionId: d.decision_id, deliveryId: d.id, kind: 'resume', channel: d.channel, reason: reason ?? '', at: at.toISOString() }, ...(traceparent ? { traceparent } : {}) }]
-          : [],
+      events: ({ d, at, reason, traceparent }) => skippedEvents(d, at, reason ?? '', traceparent),
     },
   };
   const waiting: Record<Outcome, Mark[]> = { sent: [], skipped: [] };
@@ -119,32 +128,40 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
     async plan(rows: NewDelivery[], hold = 0): Promise<{ inserted: number; held: DeliveryRow[] }> {
       if (rows.length === 0) return { inserted: 0, held: [] };
       let toHold = hold;
-      const inserted = await db('deliveries')
-        .insert(
-          rows.map((r) => {
-            const held = !r.skipReason && toHold-- > 0;
-            return {
-              id: newId('delivery'),
-              org_id: r.org,
-              decision_id: r.decisionId,
-              event_id: r.eventId,
-              kind: r.kind,
-              channel: r.channel,
-              target: r.target,
-              payload: JSON.stringify(r.payload),
-              status: r.skipReason ? 'skipped' : 'pending',
-              last_error: r.skipReason ?? null,
-              max_attempts: r.maxAttempts,
-              traceparent: r.traceparent ?? null,
-              attempts: held ? 1 : 0,
-              lease_until: held ? db.raw(`now() + (? * interval '1 second')`, [opts.leaseSec]) : null,
-            };
-          }),
-        )
-        .onConflict(['event_id', 'channel', 'target'])
-        .ignore()
-        .returning([...DELIVERY_COLUMNS, 'lease_until']);
-      const held = (inserted as Array<DeliveryRow & { lease_until: Date | null }>).filter((r) => r.lease_until !== null).map(({ lease_until: _, ...row }) => row as DeliveryRow);
+      const at = new Date();
+      const skips: Array<{ key: string; events: NewEvent[] }> = [];
+      const values = rows.map((r) => {
+        const held = !r.skipReason && toHold-- > 0;
+        const id = newId('delivery');
+        if (r.skipReason) {
+          const events = skippedEvents({ id, org_id: r.org, decision_id: r.decisionId, kind: r.kind, channel: r.channel }, at, r.skipReason, r.traceparent);
+          if (events.length) skips.push({ key: id, events });
+        }
+        return {
+          id,
+          org_id: r.org,
+          decision_id: r.decisionId,
+          event_id: r.eventId,
+          kind: r.kind,
+          channel: r.channel,
+          target: r.target,
+          payload: JSON.stringify(r.payload),
+          status: r.skipReason ? 'skipped' : 'pending',
+          last_error: r.skipReason ?? null,
+          max_attempts: r.maxAttempts,
+          traceparent: r.traceparent ?? null,
+          attempts: held ? 1 : 0,
+          lease_until: held ? db.raw(`now() + (? * interval '1 second')`, [opts.leaseSec]) : null,
+        };
+      });
+      const insert = db('deliveries').insert(values).onConflict(['event_id', 'channel', 'target']).ignore();
+      type Inserted = DeliveryRow & { lease_until: Date | null; key?: string };
+      // A skipped engine resume's event is written by the same statement, for the rows it
+      // inserted (planning the same event again writes neither).
+      const inserted: Inserted[] = skips.length
+        ? await changeEachWithEvents<Inserted & { key: string }>(db, insert.returning([...DELIVERY_COLUMNS, 'lease_until', 'id as key']), skips, opts.held)
+        : await insert.returning([...DELIVERY_COLUMNS, 'lease_until']);
+      const held = inserted.filter((r) => r.lease_until !== null).map(({ lease_until: _, key: __, ...row }) => row as DeliveryRow);
       return { inserted: inserted.length, held };
     },
 

@@ -57,16 +57,17 @@ export function createDeliver(deps: DeliverDeps) {
     }
   }
 
-  /** Why a channel cannot send at all right now (not configured), or null. */
-  const unavailable = (channel: string): string | null => {
+  /** Why a channel cannot send at all for an org right now (not configured), or null. */
+  const unavailable = async (channel: string, org: string): Promise<string | null> => {
     const p = providers.get(channel);
-    return p ? p.unavailable() : `no provider for channel ${channel}`;
+    return p ? p.unavailable(org) : `no provider for channel ${channel}`;
   };
 
   const deliver = async function deliver(row: DeliveryRow): Promise<SendResult> {
     const provider = providers.get(row.channel);
     if (!provider) return { status: 'skipped', reason: `no provider for channel ${row.channel}` };
-    const unavailable = provider.unavailable();
+    // An engine's provider finds out as it resolves the target (one lookup, not two).
+    const unavailable = provider.audience === 'engine' ? null : await provider.unavailable(row.org_id);
     if (unavailable) return { status: 'skipped', reason: unavailable };
     let message: OutgoingMessage;
     if (provider.audience === 'engine') {

@@ -71,14 +71,23 @@ export function createEngines(deps: {
     };
   }
 
-  async function resolve(org: string, engine: EngineName): Promise<EngineTarget | null> {
+  async function settings(org: string, engine: EngineName): Promise<EngineSettingsRow | null> {
     const load = async () => (await store.get(org, engine)) ?? null;
-    const row = deps.cache ? await deps.cache.get(org, engine, load) : await load();
+    return deps.cache ? deps.cache.get(org, engine, load) : load();
+  }
+
+  async function resolve(org: string, engine: EngineName): Promise<EngineTarget | null> {
+    const row = await settings(org, engine);
     return row ? fromRow(row) : fromDeployment(engine);
   }
 
   return {
     resolve,
+
+    /** Whether the org's events for `engine` go anywhere (its settings or the deployment's), secrets left sealed. */
+    async isConfigured(org: string, engine: EngineName): Promise<boolean> {
+      return (await settings(org, engine)) !== null || fromDeployment(engine) !== null;
+    },
 
     async view(org: string) {
       return view(await store.ofOrg(org));
