@@ -134,12 +134,16 @@ describe('deliveries planned already claimed', () => {
     const resume = rows(1, { kind: 'resume', channel: 'engineA', target: 'engineA', payload: {}, skipReason: reason, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
     const polled = rows(1, { kind: 'resume', channel: 'api', target: 'api', payload: {}, skipReason: 'api callers poll the decision' });
     const person = rows(1, { skipReason: 'SMTP is not configured' });
-    const sent = rows(1);
+    // Any payload goes through as it was planned (quotes, backslashes, braces, commas, NULs excepted as JSON forbids them).
+    const odd = { approver: 'p0@example.com', note: 'a "quoted" \\ back\\slash, {brace} [x] é ✓\n', n: null, deep: { a: [1, '2', { b: '"' }] } };
+    const sent = rows(1, { payload: odd });
     const before = Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count);
     const { inserted, held } = await store.plan([...resume, ...polled, ...person, ...sent], 10);
     expect(inserted).toBe(4);
     expect(held.map((d) => d.target)).toEqual(['p0@example.com']);
     expect(held[0]).not.toHaveProperty('key');
+    expect(held[0]!.payload).toEqual(odd);
+    expect((await db('deliveries').where({ id: held[0]!.id }).first()).payload).toEqual(odd);
     const planned = await db('deliveries').whereIn('event_id', [resume, polled, person].map((r) => r[0]!.eventId)).select('id', 'kind', 'channel', 'status', 'last_error', 'attempts', 'lease_until', 'xmin');
     expect(planned.map((r) => [r.channel, r.status, r.attempts, r.lease_until]).sort()).toEqual([
       ['api', 'skipped', 0, null],

@@ -130,37 +130,44 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
       let toHold = hold;
       const at = new Date();
       const skips: Array<{ key: string; events: NewEvent[] }> = [];
-      const values = rows.map((r) => {
-        const held = !r.skipReason && toHold-- > 0;
+      const v = { id: [] as string[], org: [] as string[], decision: [] as string[], event: [] as string[], kind: [] as string[], channel: [] as string[], target: [] as string[], payload: [] as string[], skip: [] as Array<string | null>, max: [] as number[], trace: [] as Array<string | null>, held: [] as boolean[] };
+      for (const r of rows) {
         const id = newId('delivery');
         if (r.skipReason) {
           const events = skippedEvents({ id, org_id: r.org, decision_id: r.decisionId, kind: r.kind, channel: r.channel }, at, r.skipReason, r.traceparent);
           if (events.length) skips.push({ key: id, events });
         }
-        return {
-          id,
-          org_id: r.org,
-          decision_id: r.decisionId,
-          event_id: r.eventId,
-          kind: r.kind,
-          channel: r.channel,
-          target: r.target,
-          payload: JSON.stringify(r.payload),
-          status: r.skipReason ? 'skipped' : 'pending',
-          last_error: r.skipReason ?? null,
-          max_attempts: r.maxAttempts,
-          traceparent: r.traceparent ?? null,
-          attempts: held ? 1 : 0,
-          lease_until: held ? db.raw(`now() + (? * interval '1 second')`, [opts.leaseSec]) : null,
-        };
-      });
-      const insert = db('deliveries').insert(values).onConflict(['event_id', 'channel', 'target']).ignore();
-      type Inserted = DeliveryRow & { lease_until: Date | null; key?: string };
+        v.id.push(id);
+        v.org.push(r.org);
+        v.decision.push(r.decisionId);
+        v.event.push(r.eventId);
+        v.kind.push(r.kind);
+        v.channel.push(r.channel);
+        v.target.push(r.target);
+        v.payload.push(JSON.stringify(r.payload));
+        v.skip.push(r.skipReason ?? null);
+        v.max.push(r.maxAttempts);
+        v.trace.push(r.traceparent ?? null);
+        v.held.push(!r.skipReason && toHold-- > 0);
+      }
+      // One text whatever the number of rows (prepared once per connection). A row held
+      // for this process is written leased, at attempt 1.
+      const insert = db.raw(
+        `INSERT INTO deliveries (id, org_id, decision_id, event_id, kind, channel, target, payload, status, last_error, max_attempts, traceparent, attempts, lease_until)
+         SELECT v.id, v.org_id, v.decision_id, v.event_id, v.kind, v.channel, v.target, v.payload,
+                CASE WHEN v.skip IS NULL THEN 'pending' ELSE 'skipped' END, v.skip, v.max_attempts, v.traceparent,
+                CASE WHEN v.held THEN 1 ELSE 0 END, CASE WHEN v.held THEN now() + (?::int * interval '1 second') END
+           FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::int[], ?::text[], ?::bool[])
+                AS v(id, org_id, decision_id, event_id, kind, channel, target, payload, skip, max_attempts, traceparent, held)
+         ON CONFLICT (event_id, channel, target) DO NOTHING
+         RETURNING ${DELIVERY_COLUMNS.join(', ')}, lease_until, id AS key`,
+        // Null elements are sent as SQL NULLs.
+        [opts.leaseSec, v.id, v.org, v.decision, v.event, v.kind, v.channel, v.target, v.payload, v.skip as string[], v.max, v.trace as string[], v.held],
+      );
+      type Inserted = DeliveryRow & { lease_until: Date | null; key: string };
       // A skipped engine resume's event is written by the same statement, for the rows it
       // inserted (planning the same event again writes neither).
-      const inserted: Inserted[] = skips.length
-        ? await changeEachWithEvents<Inserted & { key: string }>(db, insert.returning([...DELIVERY_COLUMNS, 'lease_until', 'id as key']), skips, opts.held)
-        : await insert.returning([...DELIVERY_COLUMNS, 'lease_until']);
+      const inserted: Inserted[] = skips.length ? await changeEachWithEvents<Inserted>(db, insert, skips, opts.held) : (await insert.options(PREPARED)).rows;
       const held = inserted.filter((r) => r.lease_until !== null).map(({ lease_until: _, key: __, ...row }) => row as DeliveryRow);
       return { inserted: inserted.length, held };
     },
