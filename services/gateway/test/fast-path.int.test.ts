@@ -52,6 +52,14 @@ describe('the fast path answers as express does', () => {
     expect(verify.fast.body).toEqual(verify.slow.body);
     const consume = await both('POST', `/v1/worker/decisions/${id}/consume`, { token: org.apiKey, body: { consumer: 'c', factsHash: 'f'.repeat(64) } });
     expect([consume.fast.status, consume.fast.body]).toEqual([consume.slow.status, consume.slow.body]);
+    // A write's answer has no ETag (nobody revalidates a POST's), either way; its JSON is whole
+    // and its length right.
+    for (const r of [fast, slow, consume.fast, consume.slow]) {
+      expect(r.headers.get('etag')).toBeNull();
+      expect(r.headers.get('content-type')).toBe('application/json; charset=utf-8');
+      expect(Number(r.headers.get('content-length'))).toBe(Buffer.byteLength(r.text));
+      expect(JSON.parse(r.text)).toEqual(r.body);
+    }
   });
 
   it('refusals: no key, the wrong credential, an invalid body, bad JSON, bad UTF-8, a bad query, an unknown field', async () => {

@@ -189,6 +189,20 @@ export function createApp(deps: AppDeps) {
     app[route.method](path, jsonParser, (req: Req, res) => serve(route, req, res));
   }
 
+  /**
+   * A route's JSON answer. A GET's (and a HEAD's) carries express's ETag, so a conditional
+   * GET is answered 304; a write's does not: express would hash every body for a header no
+   * client uses on a POST (1.6% of the gateway's CPU).
+   */
+  function answer(req: Req, res: Response, status: number, body: unknown): void {
+    if (req.method === 'GET' || req.method === 'HEAD' || status === 204) {
+      res.status(status).json(body);
+      return;
+    }
+    res.status(status).setHeader('Content-Type', 'application/json; charset=utf-8');
+    res.end(JSON.stringify(body) ?? '');
+  }
+
   /** A route's work once the request is read: authorize, validate, answer (locally or from its service). */
   async function serve(route: RouteDef, req: Req, res: Response): Promise<void> {
     const principal = await authorize(route, req);
@@ -200,12 +214,12 @@ export function createApp(deps: AppDeps) {
     const forwarded: LocalRequest = { requestId: String(req.id), principal: principal.principal, org: principal.org, ...input };
     if (route.target.kind === 'local') {
       const out = await route.target.handler(forwarded);
-      res.status(out.status ?? route.successStatus ?? 200).json(out.body);
+      answer(req, res, out.status ?? route.successStatus ?? 200, out.body);
       return;
     }
     if (route.target.kind === 'forward') {
       const reply = await deps.bus.request(route.target.endpoint, { ...forwarded, source: policySource(req) } as never, { timeoutMs: route.timeoutMs });
-      res.status(reply.status ?? route.successStatus ?? 200).json(reply.data);
+      answer(req, res, reply.status ?? route.successStatus ?? 200, reply.data);
       return;
     }
     throw new AppError('internal', 'route has no usable target');
@@ -294,7 +308,7 @@ export function createApp(deps: AppDeps) {
       const hinted = err instanceof AppError ? Number(err.details.retryAfter) : NaN;
       res.setHeader('Retry-After', String(Number.isFinite(hinted) && hinted > 0 ? Math.ceil(hinted) : status === 429 ? 1 : 2));
     }
-    res.status(status).json(body);
+    answer(req, res, status, body);
   }
 
   const fast = createFastPath({
