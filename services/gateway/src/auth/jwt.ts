@@ -31,7 +31,14 @@ export interface JwtVerifierOptions {
   audience?: string;
   /** Longest lifetime a token may grant, counted from now (and from `iat` when present). */
   maxAgeSec?: number;
+  /** The clock (tests). */
+  now?: () => number;
 }
+
+/** How long a token's verification is reused, at most (and never past its expiry). */
+export const VERIFIED_FOR_MS = 60_000;
+/** Tokens whose verification is kept, at most (past that, all are dropped). */
+const VERIFIED_MAX = 10_000;
 
 /**
  * HS256 tokens signed with AUTH_JWT_SECRET; with AUTH_JWKS_URL, also RS256 tokens from
@@ -48,8 +55,27 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
     ? createRemoteJWKSet(new URL(opts.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 10_000 })
     : undefined;
   const maxAgeSec = opts.maxAgeSec ?? DEFAULT_SESSION_MAX_AGE_SEC;
+  const now = opts.now ?? Date.now;
+  // Tokens already verified, with how long the verdict stands: a session's requests carry
+  // the same token, and its signature and claims cannot change (a request with another
+  // string is verified afresh). Until the token's expiry (with the skew jose allows), and
+  // at most VERIFIED_FOR_MS: a key the provider removes from its JWKS is refused at most a
+  // minute after jose (which keeps the provider's keys up to ten minutes) lets go of it.
+  const verified = new Map<string, { claims: SessionClaims; until: number }>();
 
   return async function verify(token: string): Promise<SessionClaims> {
+    const hit = verified.get(token);
+    if (hit) {
+      if (now() < hit.until) return hit.claims;
+      verified.delete(token);
+    }
+    const { exp, ...claims } = await verifyOnce(token);
+    if (verified.size >= VERIFIED_MAX) verified.clear();
+    verified.set(token, { claims: Object.freeze(claims), until: Math.min((exp + CLOCK_SKEW_SEC) * 1000, now() + VERIFIED_FOR_MS) });
+    return claims;
+  };
+
+  async function verifyOnce(token: string): Promise<SessionClaims & { exp: number }> {
     let alg: string | undefined;
     try {
       alg = decodeProtectedHeader(token).alg;
@@ -60,7 +86,7 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
     let payload: JWTPayload;
     try {
       if (alg === 'HS256') {
-        ({ payload } = await jwtVerify(token, hsKey, { algorithms: ['HS256'], clockTolerance: CLOCK_SKEW_SEC, requiredClaims: ['exp'] }));
+        ({ payload } = await jwtVerify(token, hsKey, { algorithms: ['HS256'], clockTolerance: CLOCK_SKEW_SEC, requiredClaims: ['exp'], currentDate: new Date(now()) }));
       } else if (alg === 'RS256' && jwks) {
         ({ payload } = await jwtVerify(token, jwks, {
           algorithms: ['RS256'],
@@ -68,6 +94,7 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
           audience: opts.audience,
           clockTolerance: CLOCK_SKEW_SEC,
           requiredClaims: ['exp'],
+          currentDate: new Date(now()),
         }));
       } else {
         throw new AppError('unauthorized', `token algorithm ${alg} is not accepted`);
@@ -75,7 +102,7 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
     } catch (err) {
       throw toAuthError(err);
     }
-    const nowSec = Math.floor(Date.now() / 1000);
+    const nowSec = Math.floor(now() / 1000);
     const exp = payload.exp!;
     if (exp > nowSec + maxAgeSec + CLOCK_SKEW_SEC || (typeof payload.iat === 'number' && exp - payload.iat > maxAgeSec + CLOCK_SKEW_SEC)) {
       throw new AppError('unauthorized', `token lifetime exceeds the session limit of ${maxAgeSec} s`);
@@ -85,8 +112,8 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
       const missing = claims.error.issues.map((i) => i.path.join('.') || 'payload').join(', ');
       throw new AppError('unauthorized', `token lacks required claims or has invalid ones: ${missing}`);
     }
-    return { ...claims.data, email: claims.data.email.toLowerCase() };
-  };
+    return { ...claims.data, email: claims.data.email.toLowerCase(), exp };
+  }
 }
 
 const CLAIM_NAMES: Record<string, string> = { aud: 'audience', iss: 'issuer', nbf: 'not-before time (nbf)', iat: 'issued-at time (iat)', exp: 'expiry (exp)' };
