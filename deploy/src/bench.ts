@@ -235,8 +235,16 @@ async function waitForCount(pool: Pool, sql: string, params: unknown[], n: numbe
 }
 
 /** Polls `sql` (one `lag` in ms per decision of `ids` done) until all are done or 2 minutes pass; the lags, sorted. */
-async function lagsOf(pool: Pool, sql: string, ids: string[]): Promise<number[]> {
+/**
+ * The lags `sql` reads for `ids`, once all are there (or after two minutes). With `doneSql`
+ * (a count), that cheaper statement is what is polled, and `sql` runs once at the end: the
+ * bench's own polling runs during the burst, and its reads count as the burst's work.
+ */
+async function lagsOf(pool: Pool, sql: string, ids: string[], doneSql?: string): Promise<number[]> {
   const deadline = Date.now() + 120_000;
+  if (doneSql) {
+    while (Date.now() < deadline && ((await pool.query(doneSql, [ids])).rows[0] as { n: number }).n < ids.length) await new Promise((res) => setTimeout(res, 500));
+  }
   for (;;) {
     const r = await pool.query(sql, [ids]);
     const lags = r.rows.map((x: { lag: string }) => Number(x.lag)).sort((a: number, b: number) => a - b);
@@ -579,6 +587,8 @@ export async function main(): Promise<number> {
       `SELECT extract(epoch FROM (d.reminded_at - t.due_at)) * 1000 AS lag FROM decisions.decisions d JOIN scheduler.timers t ON t.ref = d.id AND t.kind = 'remind'
         WHERE d.id = ANY($1) AND t.ref = ANY($1) AND d.reminded_at IS NOT NULL`,
       reminding,
+      // Polled meanwhile: the decisions alone, by their key (the join costs 50 ms with 100,000 timers).
+      `SELECT count(*)::int AS n FROM decisions.decisions WHERE id = ANY($1) AND reminded_at IS NOT NULL`,
     );
     const remindEarly = remindLags.filter((l) => l < 0).length;
     await new Promise((r) => setTimeout(r, 3000));
