@@ -60,4 +60,20 @@ describe('events published by their writer once committed', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(notified - before).toBe(0);
   });
+
+  it('a cancel, made in a transaction, publishes its event after the commit without waking the relay, once', async () => {
+    const before = notified;
+    const id = await openDecision(stack, apiKey, { approvers: ['a@example.com'], approvalsRequired: 1 });
+    const cancelled = await stack.http('POST', `/v1/worker/decisions/${id}/cancel`, { token: apiKey, body: { note: 'held' } });
+    expect(cancelled.status).toBe(200);
+    const row = await waitFor(async () => {
+      const r = (await pg.query(`SELECT id, sent_at, lease_until FROM decisions.outbox WHERE subject = 'evt.decision.cancelled' AND envelope->'data'->>'decisionId' = $1`, [id])).rows[0];
+      return r?.sent_at ? r : undefined;
+    }, { what: 'the cancelled event marked sent' });
+    expect(row.lease_until).toBeNull();
+    const published = await stream.forDecision(stack, id);
+    expect(published.filter((m) => m.msgId === row.id)).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(notified - before).toBe(0);
+  });
 });

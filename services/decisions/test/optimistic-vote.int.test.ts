@@ -193,7 +193,7 @@ describe('optimistic vote', () => {
     expect(tallies.sort((x, y) => x - y)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
     expect(events.filter((m) => m.subject === 'evt.decision.resolved')).toHaveLength(1);
     // The verdict follows the deciding vote's event (one statement, published together). A
-    // vote that fell back to the locked way is relayed after its commit, so it may land
+    // vote that fell back to the locked way is published once its transaction commits, so it may land
     // after both: the stream's order across votes is not their commit order.
     const deciding = events.findIndex((m) => m.subject === 'evt.decision.vote_recorded' && m.envelope.data.tally.approvals === 12);
     expect(events.findIndex((m) => m.subject === 'evt.decision.resolved')).toBeGreaterThan(deciding);

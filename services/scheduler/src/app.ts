@@ -47,7 +47,7 @@ export async function startScheduler(config: SchedulerConfig, opts: { log?: Logg
             await ctx.db.raw(`SELECT kind, count(*)::int AS n FROM timers WHERE fired_at IS NULL AND cancelled_at IS NULL AND due_at <= now() - interval '1 second' GROUP BY kind`)
           ).rows.map((r: { kind: string; n: number }) => ({ labels: { kind: r.kind }, value: r.n })),
       });
-      const store = createTimersStore(ctx.db);
+      const store = createTimersStore(ctx.db, ctx.heldEvents);
       ticker = new Ticker({
         store,
         clock: ctx.clock,

@@ -107,6 +107,35 @@ describe('scheduler timers', () => {
     expect(r.rows.every((x) => Number(x.n) === 1)).toBe(true);
   });
 
+  it('a firing publishes its events itself once committed: no relay woken, each event on the stream once, marked sent', async () => {
+    const clock = new ManualClock(new Date('2032-01-01T00:00:00Z'));
+    const s = await start(clock);
+    const listener = new Client({ connectionString: db.url });
+    await listener.connect();
+    let notified = 0;
+    listener.on('notification', () => void notified++);
+    await listener.query(`LISTEN "scheduler_outbox"`);
+    try {
+      const jsm = await bus.jsm();
+      const before = (await jsm.streams.info('EVENTS')).state.messages;
+      await pg.query(
+        `INSERT INTO scheduler.timers (id, org_id, kind, ref, step, due_at)
+         SELECT 'tmr_held_' || g, 'org_t', 'expire', 'dec_held_' || g, 0, $1::timestamptz - g * interval '1 millisecond' FROM generate_series(1, 50) g`,
+        [clock.now()],
+      );
+      const fired = await s.ticker.tick();
+      expect(fired).toBeGreaterThanOrEqual(50);
+      const settled = async () =>
+        (await pg.query(`SELECT count(*)::int AS n FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' LIKE 'dec_held_%' AND sent_at IS NOT NULL AND lease_until IS NULL`)).rows[0].n;
+      await waitFor(async () => (await settled()) === 50, { what: 'the fired events published and marked sent' });
+      expect((await jsm.streams.info('EVENTS')).state.messages - before).toBe(fired);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(notified).toBe(0);
+    } finally {
+      await listener.end();
+    }
+  });
+
   it('a timer that came due while the scheduler was down fires at the next start', async () => {
     const clock = new ManualClock(new Date('2032-01-01T00:00:00Z'));
     let s = await start(clock);

@@ -96,8 +96,10 @@ export async function notifyEveryInsert(knex: Knex, schema: string): Promise<voi
  * process dies, the relay takes the rows when the lease runs out, and the stream's
  * duplicate window drops a second copy of what was already stored.
  *
- * Only for statements that commit on their own: inside a transaction, rows are written
- * without a lease and the relay publishes them after the commit.
+ * For statements that commit on their own (`heldFor`), and for a transaction whose writer
+ * publishes what it wrote once the transaction has committed (the decisions store's
+ * `transaction`, the scheduler's firing). Any other transaction writes its rows without
+ * a lease, and the relay publishes them after the commit.
  */
 export interface HeldEvents {
   readonly leaseSecs: number;
@@ -158,8 +160,9 @@ export function toEnvelopes(events: NewEvent[]): EventEnvelope[] {
 export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEvent[], opts: { heldFor?: number | null } = {}): Promise<EventEnvelope[]> {
   if (events.length === 0) return [];
   const envelopes = toEnvelopes(events);
-  // Held (`HeldEvents`): the writer publishes them itself once this commits.
-  const lease = opts.heldFor == null ? {} : { lease_until: trx.raw('now() + make_interval(secs => ?::float8)', [opts.heldFor]) };
+  // Held (`HeldEvents`): the writer publishes them itself once this commits. The lease runs
+  // from now, not from the start of the transaction this may be in.
+  const lease = opts.heldFor == null ? {} : { lease_until: trx.raw('clock_timestamp() + make_interval(secs => ?::float8)', [opts.heldFor]) };
   await trx(OUTBOX_TABLE).insert(
     envelopes.map((env) => ({ id: env.id, subject: env.type, org: env.org, envelope: JSON.stringify(env), ...lease })),
   );

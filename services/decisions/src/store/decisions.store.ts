@@ -81,27 +81,46 @@ const NEWEST_FIRST = [
 export class DecisionsStore {
   constructor(
     private readonly q: Knex | Knex.Transaction,
-    /** Publishes the events of a statement that commits on its own once it has (none: the relay does). */
+    /** Publishes the events this process wrote once they are committed (none: the relay does). */
     private readonly held?: HeldEvents,
+    /**
+     * In a transaction made by `transaction`: the events its statements wrote held, to be
+     * published once it has committed (or, in a nested one, handed to the enclosing one).
+     */
+    private readonly afterCommit?: EventEnvelope[],
   ) {}
 
   /**
    * Seconds this process holds the outbox rows a statement writes, to publish them itself
-   * as soon as the statement has committed (`HeldEvents`: no relay wake-up, no claim).
-   * Null in a transaction: its rows wake the relay, which publishes them after the commit.
+   * as soon as they are committed (`HeldEvents`: no relay wake-up, no claim): a statement
+   * on its own, or a transaction made by `transaction`. Null otherwise (a transaction
+   * given from outside): its rows wake the relay, which publishes them after the commit.
    */
   private get heldFor(): number | null {
+    if (this.afterCommit && this.held) return this.held.leaseSecs;
     return heldFor(this.q, this.held);
   }
 
-  /** The events a statement wrote held (`heldFor`), now that it has committed. */
+  /** The events a statement wrote held (`heldFor`): published now, or when the transaction has committed. */
   private committed(envelopes: EventEnvelope[]): void {
-    if (this.heldFor !== null) this.held!.publishHeld(envelopes);
+    if (this.heldFor === null) return;
+    if (this.afterCommit) this.afterCommit.push(...envelopes);
+    else this.held!.publishHeld(envelopes);
   }
 
-  /** Runs `fn` in one transaction; what it throws rolls everything back. */
-  transaction<T>(fn: (tx: DecisionsStore) => Promise<T>): Promise<T> {
-    return (this.q as Knex).transaction((trx) => fn(new DecisionsStore(trx, this.held)));
+  /**
+   * Runs `fn` in one transaction; what it throws rolls everything back. The events its
+   * statements wrote are published by this process once it has committed; a transaction
+   * that rolls back publishes nothing (a nested one hands its events to the enclosing
+   * one only when it succeeds). If the process dies between the commit and the publish,
+   * the relay takes them when their lease runs out.
+   */
+  async transaction<T>(fn: (tx: DecisionsStore) => Promise<T>): Promise<T> {
+    const written: EventEnvelope[] = [];
+    const out = await (this.q as Knex).transaction((trx) => fn(new DecisionsStore(trx, this.held, written)));
+    if (this.afterCommit) this.afterCommit.push(...written);
+    else if (written.length) this.held?.publishHeld(written);
+    return out;
   }
 
   // ---- decisions ----------------------------------------------------------------
@@ -235,7 +254,8 @@ export class DecisionsStore {
    * Records a vote with its timeline entry and its event (`recorded`, whose `data.tally` is
    * filled in here with the tally this vote makes), and answers that tally, in one
    * statement; undefined (and nothing written) when this voter already has a vote (the
-   * unique index). For the locked vote, in a transaction: the relay publishes the event.
+   * unique index). For the locked vote, in a transaction: its event is published with
+   * the transaction's others once it has committed (`transaction`).
    */
   async insertVoteCounted(
     v: { id: string; decisionId: string; voter: string; voterRef: string | null; surface: string; choice: string; note: string | null; responseValue: unknown; at: Date },
@@ -256,10 +276,11 @@ export class DecisionsStore {
          SELECT ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'approve') + (SELECT count(*) FROM v WHERE choice = 'approve'))::int AS approvals,
                 ((SELECT count(*) FROM votes WHERE decision_id = :decision AND choice = 'reject') + (SELECT count(*) FROM v WHERE choice = 'reject'))::int AS rejections
        ), o AS (
-         INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope)
+         INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
          SELECT :eventId, :eventType, :eventOrg,
                 jsonb_set(:envelope::jsonb, '{data,tally}',
-                          jsonb_build_object('approvals', c.approvals, 'rejections', c.rejections, 'approvalsRequired', :ar::int, 'rejectionsRequired', :rr::int))
+                          jsonb_build_object('approvals', c.approvals, 'rejections', c.rejections, 'approvalsRequired', :ar::int, 'rejectionsRequired', :rr::int)),
+                clock_timestamp() + make_interval(secs => :heldFor::float8)
            FROM c WHERE EXISTS (SELECT 1 FROM v)
        )
        SELECT (SELECT count(*) FROM v)::int AS inserted, c.approvals, c.rejections FROM c`,
@@ -280,11 +301,15 @@ export class DecisionsStore {
         envelope: JSON.stringify(envelope),
         ar: d.approvals_required,
         rr: d.rejections_required,
+        heldFor: this.heldFor,
       },
     ).options(PREPARED);
     const row = r.rows[0] as { inserted: number; approvals: number; rejections: number };
     if (row.inserted === 0) return undefined;
-    return { approvals: row.approvals, rejections: row.rejections, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required };
+    const tally = { approvals: row.approvals, rejections: row.rejections, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required };
+    // The event as the statement wrote it: with the tally it made.
+    this.committed([{ ...envelope!, data: { ...envelope!.data, tally } }]);
+    return tally;
   }
 
   /**
@@ -707,7 +732,9 @@ export class DecisionsStore {
     const shard = Math.floor(Math.random() * USAGE_SHARDS);
     const envelopes = toEnvelopes(events);
     const outbox = envelopes.length
-      ? `o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope) SELECT e->>'id', e->>'type', e->>'org', e FROM jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n), `
+      ? `o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
+               SELECT e->>'id', e->>'type', e->>'org', e, clock_timestamp() + make_interval(secs => :heldFor::float8)
+                 FROM jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n), `
       : '';
     const r = await this.q.raw(
       `WITH ${outbox}q AS (
@@ -726,10 +753,13 @@ export class DecisionsStore {
          RETURNING decisions
        )
        SELECT (SELECT count(*) FROM ins)::int AS taken, (SELECT lim FROM q) AS lim`,
-      { org, period, shard, dflt: defaultLimit ?? null, ...(envelopes.length ? { events: JSON.stringify(envelopes) } : {}) },
+      { org, period, shard, dflt: defaultLimit ?? null, ...(envelopes.length ? { events: JSON.stringify(envelopes), heldFor: this.heldFor } : {}) },
     );
     const row = r.rows[0] as { taken: number; lim: number | null };
-    if (row.taken > 0) return { taken: true };
+    if (row.taken > 0) {
+      this.committed(envelopes);
+      return { taken: true };
+    }
     return { taken: false, used: await this.used(org, period), limit: row.lim ?? 0 };
   }
 
@@ -752,7 +782,7 @@ export class DecisionsStore {
 
   /** Domain events go out through the outbox, committed with the change they describe. */
   async events(events: NewEvent[]): Promise<void> {
-    if (events.length) await enqueueEvents(this.q, events);
+    if (events.length) this.committed(await enqueueEvents(this.q, events, { heldFor: this.heldFor }));
   }
 }
 

@@ -1,4 +1,4 @@
-import { EVENT, PREPARED, enqueueEvents, newId, type Knex } from '@approvals/shared';
+import { EVENT, PREPARED, enqueueEvents, newId, type EventEnvelope, type HeldEvents, type Knex } from '@approvals/shared';
 import type { PlannedTimer, TimerKind } from '../domain/plan';
 
 const SUBJECT_OF = {
@@ -20,7 +20,11 @@ export interface TimerRow {
   cancelled_at: Date | null;
 }
 
-export function createTimersStore(db: Knex) {
+/**
+ * `held`: the events of a firing are published by this process once its transaction has
+ * committed (`HeldEvents`: no relay wake-up, no claim); without it, the relay publishes them.
+ */
+export function createTimersStore(db: Knex, held?: HeldEvents) {
   return {
     async arm(org: string, ref: string, timers: PlannedTimer[]): Promise<void> {
       await this.armMany([{ org, ref, timers }]);
@@ -45,12 +49,15 @@ export function createTimersStore(db: Knex) {
     },
 
     /**
-     * Fires due timers: claims them with FOR UPDATE SKIP LOCKED (replicas take disjoint
+     * Fires what is due (up to `limit`), telling `onFired` of each timer once its firing
+     * committed: claims the timers with FOR UPDATE SKIP LOCKED (replicas take disjoint
      * rows), writes each timer's event to the outbox and marks it fired, in one
-     * transaction. So a timer fires exactly once, and never before its due time.
+     * transaction. So a timer fires exactly once, and never before its due time. The
+     * events are published by this process right after the commit (held); if it dies
+     * first, the relay publishes them when their lease runs out.
      */
-    /** Fires what is due (up to `limit`), telling `onFired` of each timer once its firing committed. */
     async fireDue(now: Date, limit = 500, onFired?: (t: TimerRow) => void): Promise<number> {
+      let envelopes: EventEnvelope[] = [];
       const fired = await db.transaction(async (trx) => {
         const due: TimerRow[] = await trx('timers')
           .whereNull('fired_at')
@@ -61,17 +68,19 @@ export function createTimersStore(db: Knex) {
           .forUpdate()
           .skipLocked();
         if (due.length === 0) return due;
-        await enqueueEvents(
+        envelopes = await enqueueEvents(
           trx,
           due.map((t) => ({
             subject: SUBJECT_OF[t.kind],
             org: t.org_id,
             data: { decisionId: t.ref, timerId: t.id, kind: t.kind, step: t.step, dueAt: t.due_at.toISOString() },
           })),
+          { heldFor: held?.leaseSecs ?? null },
         );
         await trx('timers').whereIn('id', due.map((t) => t.id)).update({ fired_at: now });
         return due;
       });
+      if (held && envelopes.length) held.publishHeld(envelopes);
       if (onFired) for (const t of fired) onFired(t);
       return fired.length;
     },
