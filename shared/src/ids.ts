@@ -1,4 +1,4 @@
-import { randomFillSync } from 'node:crypto';
+import { createHash, randomFillSync } from 'node:crypto';
 
 /**
  * Prefixed, time-sortable ids (`dec_01J...`): 48 bits of milliseconds then 80 random
@@ -46,16 +46,12 @@ function encodeTime(ms: number): string {
 const POOL = Buffer.alloc(4096);
 let poolAt = POOL.length;
 
-function encodeRandom(n: number): string {
-  if (poolAt + n > POOL.length) {
-    randomFillSync(POOL);
-    poolAt = 0;
-  }
+function encodeBytes(buf: Buffer, from: number, n: number): string {
   let out = '';
   let bits = 0;
   let value = 0;
-  for (let i = poolAt; i < poolAt + n; i++) {
-    value = (value << 8) | POOL[i]!;
+  for (let i = from; i < from + n; i++) {
+    value = (value << 8) | buf[i]!;
     bits += 8;
     while (bits >= 5) {
       out += ALPHABET[(value >>> (bits - 5)) & 31];
@@ -63,12 +59,31 @@ function encodeRandom(n: number): string {
     }
     value &= (1 << bits) - 1;
   }
+  return out;
+}
+
+function encodeRandom(n: number): string {
+  if (poolAt + n > POOL.length) {
+    randomFillSync(POOL);
+    poolAt = 0;
+  }
+  const out = encodeBytes(POOL, poolAt, n);
   poolAt += n;
   return out;
 }
 
-export function newId(kind: IdKind, now: number = Date.now()): string {
-  return `${ID_PREFIX[kind]}_${encodeTime(now)}${encodeRandom(10)}`;
+/**
+ * An id's 80 bits after the time, taken from `seed` instead of drawn: the same seed gives
+ * the same bits (a request's attempt marker, so its resend can recognise what it made).
+ * The seed must itself be unguessable and unique (a random UUID).
+ */
+export function idRandomOf(seed: string): string {
+  return encodeBytes(createHash('sha256').update(seed).digest(), 0, 10);
+}
+
+/** A new id; with `random` (from `idRandomOf`), its bits after the time are those. */
+export function newId(kind: IdKind, now: number = Date.now(), random?: string): string {
+  return `${ID_PREFIX[kind]}_${encodeTime(now)}${random ?? encodeRandom(10)}`;
 }
 
 export function idKind(id: string): IdKind | undefined {

@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
+import { DecisionsEndpoints } from '@approvals/shared';
 import { LATER_BY_KEY } from '../src/migrations/20261126000000_open_decision';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { startStack, type HttpResult, type Stack } from '../../../test/helpers/stack';
@@ -108,6 +110,54 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
       expect({ total: list.body.total, ids: list.body.decisions.map((d: { id: string }) => d.id) }).toEqual({ total: 1, ids: [created.body.decisionId] });
       const got = await sessionGet(created.body.decisionId);
       expect(got.body.timeline.filter((t: { type: string }) => t.type === 'created')).toHaveLength(1);
+    });
+  });
+
+  describe('a create resent by the gateway (it waited in vain, then sent it once more)', () => {
+    // Over the bus as the gateway sends it: the same request, with the same attempt marker.
+    const send = (body: Record<string, unknown>, attempt?: string) =>
+      stack.running.get('gateway')!.ctx.bus.request(DecisionsEndpoints.create, {
+        org,
+        principal: { kind: 'apiKey', keyId, roles: ['decisions:write', 'policies:write'] },
+        params: {},
+        query: {},
+        body: body as never,
+        ...(attempt ? { attempt } : {}),
+      });
+
+    it('finds the decision its first send made and answers it as created; another request (another attempt, or none) answers existing', async () => {
+      const body = { externalRunId: run('resent'), stepRef: 's', approvers: ['alice@example.com'], timeoutSec: 600 };
+      const attempt = randomUUID();
+      const first = await send(body, attempt);
+      expect(first.status).toBe(201);
+      expect(first.data).toMatchObject({ reason: 'created', status: 'PENDING' });
+      const resent = await send(body, attempt);
+      expect({ status: resent.status, data: resent.data }).toEqual({ status: 201, data: first.data });
+      for (const other of [randomUUID(), undefined]) {
+        const again = await send(body, other);
+        expect({ status: again.status, data: again.data }).toEqual({ status: 200, data: { ...first.data, reason: 'existing' } });
+      }
+      // Over HTTP every request is its own attempt: a repeat is existing, as before.
+      const viaHttp = await create(body);
+      expect([viaHttp.status, viaHttp.body.reason, viaHttp.body.decisionId]).toEqual([200, 'existing', first.data.decisionId]);
+      const got = await sessionGet(first.data.decisionId as string);
+      expect(got.body.timeline.filter((t: { type: string }) => t.type === 'created')).toHaveLength(1);
+    });
+
+    it('a send and its resend racing: one decision, both answered created; a different request racing them answers existing', async () => {
+      for (const exclusive of [false, true]) {
+        const body = { externalRunId: run('resent-race'), stepRef: 's', approvers: ['alice@example.com'], ...(exclusive ? { exclusive } : {}) };
+        const attempt = randomUUID();
+        const [a, b, c] = await Promise.all([send(body, attempt), send(body, attempt), send(body, randomUUID())]);
+        const ids = new Set([a, b, c].map((r) => r.data.decisionId));
+        expect(ids.size).toBe(1);
+        const created = [a, b, c].filter((r) => r.status === 201);
+        // The two sends of the attempt agree: both created (it made it) or both existing (the other request did).
+        expect(a.status).toBe(b.status);
+        expect(created.length === 2 || created.length === 1).toBe(true);
+        if (created.length === 1) expect(c.status).toBe(201);
+        else expect(c.status).toBe(200);
+      }
     });
   });
 

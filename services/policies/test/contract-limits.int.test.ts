@@ -97,10 +97,11 @@ describe('context contracts cannot stall the service or another org', () => {
         seen.push(r.status);
         const starved = r.status === 422 && /took longer than/.test(JSON.stringify(r.body));
         const transient = (r.status === 503 && r.body.error === 'unavailable') || starved;
-        // A create that waited past the bus's timeout behind the flood is resent once by the
-        // gateway (it is keyed by run and step), and the resend finds the decision the first
-        // send opened: 200 `existing`, the same decision. So may a retry here after a 503.
-        // Nobody else creates this org's runs, so that is this create's success too.
+        // A retry here after a 503 may find the decision the earlier request opened after
+        // all: 200 `existing`, the same decision. Nobody else creates this org's runs, so
+        // that is this create's success too. (The gateway's own resend of a create that
+        // waited past the bus's timeout answers 201: it carries the first send's attempt
+        // marker, services/decisions/test/idempotency.)
         const opened = r.status === 201 || (r.status === 200 && r.body.reason === 'existing');
         if (!transient || attempt === 5) return { final: opened ? 201 : `${r.status} ${JSON.stringify(r.body)}`, seen };
         await new Promise((res) => setTimeout(res, 1000 * (r.body.retryAfter ?? 1)));

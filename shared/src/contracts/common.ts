@@ -57,6 +57,13 @@ export function httpPartsOf(request: z.ZodType): HttpParts | undefined {
 export function forwarded<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(parts: { params?: P; query?: Q; body?: B }) {
   const schema = z.object({
     requestId: z.string().optional(),
+    /**
+     * A resendable request's attempt marker (a random UUID, the gateway's): a send and its
+     * resend carry the same, so a resend that finds what its first send did can tell it
+     * was its own (a create answers 201 created, not 200 existing). Services that do not
+     * know it ignore it.
+     */
+    attempt: z.string().min(16).max(64).optional(),
     principal: Principal,
     org: z.string(),
     /** Where a write came from: session routes are `dashboard`, worker routes `api` or `repository`. */

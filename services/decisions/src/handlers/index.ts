@@ -25,7 +25,7 @@ function requireUser(p: Principal): string {
 export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
   const E = DecisionsEndpoints;
   host.handle(E.create, async (r) => {
-    const out = await x.create({ org: r.org, principal: r.principal, body: r.body });
+    const out = await x.create({ org: r.org, principal: r.principal, body: r.body, attempt: r.attempt });
     return withStatus(out.status, out.body as never);
   });
   host.handle(E.workerList, async (r) => x.reads.workerList(r.org, r.query));

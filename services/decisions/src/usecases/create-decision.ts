@@ -6,6 +6,7 @@ import {
   ContractUnavailable,
   type ContractEngine,
   isUniqueViolation,
+  idRandomOf,
   newId,
   type Bus,
   type CachedCalls,
@@ -35,13 +36,18 @@ type CreateResult = { status: 200 | 201; body: Record<string, unknown> };
 
 const quotaExceeded = (limit: number, used: number) => new AppError('quota_exceeded', `the org's monthly decision quota (${limit}) is used up`, { used, limit });
 
-function existingReply(r: Pick<DecisionRow, 'id' | 'status' | 'expires_at' | 'policy_version' | 'policy_version_id'>): CreateResult {
+/**
+ * The answer to a create that found its run and step's decision: 200 `existing`; or, with
+ * `ownReason` (the decision is what this request's first send made: the gateway resent it
+ * after waiting in vain), 201 with the reason the first send answered.
+ */
+function existingReply(r: Pick<DecisionRow, 'id' | 'status' | 'expires_at' | 'policy_version' | 'policy_version_id'>, ownReason?: string): CreateResult {
   return {
-    status: 200,
+    status: ownReason ? 201 : 200,
     body: {
       approvalNeeded: true,
       decisionId: r.id,
-      reason: 'existing',
+      reason: ownReason ?? 'existing',
       status: r.status,
       expiresAt: r.expires_at ? r.expires_at.toISOString() : null,
       policyVersion: r.policy_version,
@@ -138,10 +144,15 @@ export function createDecisionOpener(deps: CreateDeps) {
     };
   }
 
-  /** What a create writes, with its time and id: the row, its first timeline entry, evt.decision.created and the answer. */
-  function opening(org: string, b: DecisionRequest, gate: Gate, createdBy: string, now: Date) {
+  /**
+   * What a create writes, with its time and id: the row, its first timeline entry,
+   * evt.decision.created and the answer. With the request's attempt marker, the id's
+   * random part comes from it (`idRandomOf`), so a resend recognises the decision its
+   * first send made (`ownBy`).
+   */
+  function opening(org: string, b: DecisionRequest, gate: Gate, createdBy: string, now: Date, attempt?: string) {
     const p = gate.policy;
-    const id = newId('decision', now.getTime());
+    const id = newId('decision', now.getTime(), attempt ? idRandomOf(`${org}\u0000${attempt}`) : undefined);
     const expiresAt = deadlineOf(now, gate.timeoutSec);
     const row = rowOf(org, b, gate, createdBy, now, id, expiresAt);
     const entry = { type: 'created', actor: createdBy, data: { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null } };
@@ -185,15 +196,18 @@ export function createDecisionOpener(deps: CreateDeps) {
    * when a create on the same run committed later while it waited; the transaction then
    * opens it with its time taken under the lock.
    */
-  async function openAtOnce(org: string, b: DecisionRequest, gate: Gate, createdBy: string): Promise<CreateResult | undefined> {
+  /** Whether `id` is the decision a send of this attempt made (its random part is the attempt's). */
+  const ownBy = (org: string, attempt: string | undefined, id: string) => attempt !== undefined && id.endsWith(idRandomOf(`${org}\u0000${attempt}`));
+
+  async function openAtOnce(org: string, b: DecisionRequest, gate: Gate, createdBy: string, attempt?: string): Promise<CreateResult | undefined> {
     const now = clock.now();
-    const o = opening(org, b, gate, createdBy, now);
+    const o = opening(org, b, gate, createdBy, now, attempt);
     const r = await store.openDecision(o.row, o.entry, o.created, now, deps.defaultMonthlyQuota);
     switch (r.outcome) {
       case 'created':
         return o.answer;
       case 'existing':
-        return existingReply(r.row);
+        return existingReply(r.row, ownBy(org, attempt, r.row.id) ? gate.reason : undefined);
       case 'quota':
         throw quotaExceeded(r.limit, r.used);
       case 'later':
@@ -201,7 +215,7 @@ export function createDecisionOpener(deps: CreateDeps) {
     }
   }
 
-  return async function create(req: { org: string; principal: Principal; body: DecisionRequest }): Promise<CreateResult> {
+  return async function create(req: { org: string; principal: Principal; body: DecisionRequest; attempt?: string }): Promise<CreateResult> {
     const { org, body: b } = req;
     // No read before the gate: a repeat is found by the insert (its unique key). Only when
     // the gate refuses or finds no approval needed is the first decision looked for, so a
@@ -219,7 +233,7 @@ export function createDecisionOpener(deps: CreateDeps) {
 
     try {
       if (!b.exclusive) {
-        const done = await openAtOnce(org, b, gate, createdBy);
+        const done = await openAtOnce(org, b, gate, createdBy, req.attempt);
         if (done) return done;
       }
       return await store.transaction(async (tx) => {
@@ -228,9 +242,12 @@ export function createDecisionOpener(deps: CreateDeps) {
         // of `created_at` and of the ids: with `exclusive`, the survivor is the newest.
         await tx.lockRun(org, b.externalRunId);
         const now = clock.now();
-        const o = opening(org, b, gate, createdBy, now);
+        const o = opening(org, b, gate, createdBy, now, req.attempt);
         const d = await tx.insertWithEntry(o.row, { ...o.entry, at: now });
-        if (!d) return existingReply((await tx.findByRunStep(org, b.externalRunId, b.stepRef))!);
+        if (!d) {
+          const found = (await tx.findByRunStep(org, b.externalRunId, b.stepRef))!;
+          return existingReply(found, ownBy(org, req.attempt, found.id) ? gate.reason : undefined);
+        }
         const events: NewEvent[] = [];
         if (b.exclusive) {
           for (const s of await tx.supersede(org, b.externalRunId, o.id, now)) {
@@ -248,7 +265,7 @@ export function createDecisionOpener(deps: CreateDeps) {
       // The advisory lock makes this rare, but a unique violation still means "someone else created it".
       if (isUniqueViolation(err)) {
         const again = await store.findByRunStep(org, b.externalRunId, b.stepRef);
-        if (again) return existingReply(again);
+        if (again) return existingReply(again, ownBy(org, req.attempt, again.id) ? gate.reason : undefined);
       }
       throw err;
     }

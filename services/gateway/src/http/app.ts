@@ -218,7 +218,9 @@ export function createApp(deps: AppDeps) {
       return;
     }
     if (route.target.kind === 'forward') {
-      const reply = await deps.bus.request(route.target.endpoint, { ...forwarded, source: policySource(req) } as never, { timeoutMs: route.timeoutMs });
+      // A resendable request carries an attempt marker, the same on the bus's resend.
+      const attempt = route.target.endpoint.idempotent && !route.target.endpoint.readOnly ? { attempt: randomUUID() } : {};
+      const reply = await deps.bus.request(route.target.endpoint, { ...forwarded, ...attempt, source: policySource(req) } as never, { timeoutMs: route.timeoutMs });
       answer(req, res, reply.status ?? route.successStatus ?? 200, reply.data);
       return;
     }
