@@ -89,6 +89,25 @@ function cpuMs(pid: number, withChildren: boolean, kernel = false): number {
   return ((withChildrenOf(pid, withChildren, of) + ended) * 1000) / TICKS_PER_SEC;
 }
 
+/** PostgreSQL's own background processes (not a client's backend), by the title they show. */
+const PG_BACKGROUND = /^postgres: (checkpointer|background writer|walwriter|autovacuum|logical replication|io worker|walsummarizer|archiver)/;
+
+/** CPU ms of the postmaster's live children that are PostgreSQL's background work (checkpoints, WAL writing, autovacuum, I/O workers). */
+function pgBackgroundMs(postmaster: number): number {
+  let ticks = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const st = statOf(Number(entry));
+    if (st?.ppid !== postmaster) continue;
+    try {
+      if (PG_BACKGROUND.test(readFileSync(`/proc/${entry}/cmdline`, 'utf8'))) ticks += st.cpuTicks;
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return (ticks * 1000) / TICKS_PER_SEC;
+}
+
 export interface WorkTargets {
   /** Service name → pid. */
   services: Record<string, number>;
@@ -109,6 +128,11 @@ export interface WorkSample {
   xacts: number;
   tuplesRead: number;
   tuplesWritten: number;
+  /** Of PostgreSQL's CPU, its live background processes' (checkpointer, WAL writer, autovacuum...). */
+  pgBackgroundMs: number;
+  /** WAL written, the whole server (pg_stat_wal): bytes, and full-page images (a page's first change after a checkpoint). */
+  walBytes: number;
+  walFpi: number;
 }
 
 export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
@@ -135,7 +159,19 @@ export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
     [t.database],
   );
   const row = r.rows[0] ?? { xacts: 0, read: 0, written: 0 };
-  return { cpuMs: cpu, ioCalls: calls, wakeups, sysMs: kernel, xacts: Number(row.xacts), tuplesRead: Number(row.read), tuplesWritten: Number(row.written) };
+  const wal = (await t.pool.query('SELECT wal_bytes, wal_fpi FROM pg_stat_wal')).rows[0] ?? { wal_bytes: 0, wal_fpi: 0 };
+  return {
+    cpuMs: cpu,
+    ioCalls: calls,
+    wakeups,
+    sysMs: kernel,
+    xacts: Number(row.xacts),
+    tuplesRead: Number(row.read),
+    tuplesWritten: Number(row.written),
+    pgBackgroundMs: t.postmasterPid ? pgBackgroundMs(t.postmasterPid) : 0,
+    walBytes: Number(wal.wal_bytes),
+    walFpi: Number(wal.wal_fpi),
+  };
 }
 
 export interface WorkPerOp {
@@ -149,6 +185,10 @@ export interface WorkPerOp {
   xactsPerOp: number;
   tuplesReadPerOp: number;
   tuplesWrittenPerOp: number;
+  /** Of PostgreSQL's CPU per operation, its background processes'. */
+  pgBackgroundMsPerOp: number;
+  walKbPerOp: number;
+  walFpiPerOp: number;
 }
 
 export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkPerOp {
@@ -169,6 +209,9 @@ export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkP
     xactsPerOp: (after.xacts - before.xacts) / ops,
     tuplesReadPerOp: (after.tuplesRead - before.tuplesRead) / ops,
     tuplesWrittenPerOp: (after.tuplesWritten - before.tuplesWritten) / ops,
+    pgBackgroundMsPerOp: (after.pgBackgroundMs - before.pgBackgroundMs) / ops,
+    walKbPerOp: (after.walBytes - before.walBytes) / 1024 / ops,
+    walFpiPerOp: (after.walFpi - before.walFpi) / ops,
   };
 }
 
@@ -180,6 +223,8 @@ export function workTable(title: string, w: WorkPerOp, per: 'operation' | 'secon
     `| ${names.join(' | ')} | total CPU | in kernel | I/O system calls | wake-ups | DB transactions | tuples read | tuples written |`,
     `|${names.map(() => '---').join('|')}|---|---|---|---|---|---|---|`,
     `| ${names.map((n) => `${w.cpuMsPerOp[n]!.toFixed(2)} ms`).join(' | ')} | ${w.totalCpuMsPerOp.toFixed(2)} ms | ${(w.kernelShare * 100).toFixed(0)}% | ${w.ioCallsPerOp.toFixed(0)} | ${w.wakeupsPerOp.toFixed(0)} | ${w.xactsPerOp.toFixed(1)} | ${w.tuplesReadPerOp.toFixed(0)} | ${w.tuplesWrittenPerOp.toFixed(1)} |`,
+    '',
+    `PostgreSQL's background processes (checkpointer, WAL writer, autovacuum, I/O workers): ${w.pgBackgroundMsPerOp.toFixed(2)} ms of its CPU; WAL ${w.walKbPerOp.toFixed(1)} KiB, ${w.walFpiPerOp.toFixed(2)} full-page images (a page's first change since the checkpoint) per ${per}.`,
     '',
   ];
 }
