@@ -133,6 +133,9 @@ export interface WorkSample {
   /** WAL written, the whole server (pg_stat_wal): bytes, and full-page images (a page's first change after a checkpoint). */
   walBytes: number;
   walFpi: number;
+  /** Pages the database's backends found in PostgreSQL's buffer pool (hit) or had to read in (a system call each, from the OS's cache or the disk). */
+  blocksRead: number;
+  blocksHit: number;
 }
 
 export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
@@ -154,11 +157,11 @@ export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
     kernel += cpuMs(pid, children, true);
   }
   const r = await t.pool.query(
-    `SELECT xact_commit + xact_rollback AS xacts, tup_returned + tup_fetched AS read, tup_inserted + tup_updated + tup_deleted AS written
+    `SELECT xact_commit + xact_rollback AS xacts, tup_returned + tup_fetched AS read, tup_inserted + tup_updated + tup_deleted AS written, blks_read, blks_hit
        FROM pg_stat_database WHERE datname = $1`,
     [t.database],
   );
-  const row = r.rows[0] ?? { xacts: 0, read: 0, written: 0 };
+  const row = r.rows[0] ?? { xacts: 0, read: 0, written: 0, blks_read: 0, blks_hit: 0 };
   const wal = (await t.pool.query('SELECT wal_bytes, wal_fpi FROM pg_stat_wal')).rows[0] ?? { wal_bytes: 0, wal_fpi: 0 };
   return {
     cpuMs: cpu,
@@ -171,6 +174,8 @@ export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
     pgBackgroundMs: t.postmasterPid ? pgBackgroundMs(t.postmasterPid) : 0,
     walBytes: Number(wal.wal_bytes),
     walFpi: Number(wal.wal_fpi),
+    blocksRead: Number(row.blks_read),
+    blocksHit: Number(row.blks_hit),
   };
 }
 
@@ -189,6 +194,8 @@ export interface WorkPerOp {
   pgBackgroundMsPerOp: number;
   walKbPerOp: number;
   walFpiPerOp: number;
+  blocksReadPerOp: number;
+  blocksHitPerOp: number;
 }
 
 export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkPerOp {
@@ -212,6 +219,8 @@ export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkP
     pgBackgroundMsPerOp: (after.pgBackgroundMs - before.pgBackgroundMs) / ops,
     walKbPerOp: (after.walBytes - before.walBytes) / 1024 / ops,
     walFpiPerOp: (after.walFpi - before.walFpi) / ops,
+    blocksReadPerOp: (after.blocksRead - before.blocksRead) / ops,
+    blocksHitPerOp: (after.blocksHit - before.blocksHit) / ops,
   };
 }
 
@@ -224,7 +233,7 @@ export function workTable(title: string, w: WorkPerOp, per: 'operation' | 'secon
     `|${names.map(() => '---').join('|')}|---|---|---|---|---|---|---|`,
     `| ${names.map((n) => `${w.cpuMsPerOp[n]!.toFixed(2)} ms`).join(' | ')} | ${w.totalCpuMsPerOp.toFixed(2)} ms | ${(w.kernelShare * 100).toFixed(0)}% | ${w.ioCallsPerOp.toFixed(0)} | ${w.wakeupsPerOp.toFixed(0)} | ${w.xactsPerOp.toFixed(1)} | ${w.tuplesReadPerOp.toFixed(0)} | ${w.tuplesWrittenPerOp.toFixed(1)} |`,
     '',
-    `PostgreSQL's background processes (checkpointer, WAL writer, autovacuum, I/O workers): ${w.pgBackgroundMsPerOp.toFixed(2)} ms of its CPU; WAL ${w.walKbPerOp.toFixed(1)} KiB, ${w.walFpiPerOp.toFixed(2)} full-page images (a page's first change since the checkpoint) per ${per}.`,
+    `PostgreSQL's background processes (checkpointer, WAL writer, autovacuum, I/O workers): ${w.pgBackgroundMsPerOp.toFixed(2)} ms of its CPU; WAL ${w.walKbPerOp.toFixed(1)} KiB, ${w.walFpiPerOp.toFixed(2)} full-page images (a page's first change since the checkpoint); pages ${w.blocksHitPerOp.toFixed(1)} found in the buffer pool, ${w.blocksReadPerOp.toFixed(2)} read in; per ${per}.`,
     '',
   ];
 }
