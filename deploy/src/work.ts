@@ -94,18 +94,14 @@ const PG_BACKGROUND = /^postgres: (checkpointer|background writer|walwriter|auto
 
 /** CPU ms of the postmaster's live children that are PostgreSQL's background work (checkpoints, WAL writing, autovacuum, I/O workers). */
 function pgBackgroundMs(postmaster: number): number {
-  let ticks = 0;
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    const st = statOf(Number(entry));
-    if (st?.ppid !== postmaster) continue;
+  const background = (pid: number) => {
     try {
-      if (PG_BACKGROUND.test(readFileSync(`/proc/${entry}/cmdline`, 'utf8'))) ticks += st.cpuTicks;
+      return pid !== postmaster && PG_BACKGROUND.test(readFileSync(`/proc/${pid}/cmdline`, 'utf8')) ? (statOf(pid)?.cpuTicks ?? 0) : 0;
     } catch {
-      // Gone meanwhile.
+      return 0; // gone meanwhile
     }
-  }
-  return (ticks * 1000) / TICKS_PER_SEC;
+  };
+  return (withChildrenOf(postmaster, true, background) * 1000) / TICKS_PER_SEC;
 }
 
 export interface WorkTargets {

@@ -41,7 +41,9 @@ const quotaExceeded = (limit: number, used: number) => new AppError('quota_excee
  * `ownReason` (the decision is what this request's first send made: the gateway resent it
  * after waiting in vain), 201 with the reason the first send answered.
  */
-function existingReply(r: Pick<DecisionRow, 'id' | 'status' | 'expires_at' | 'policy_version' | 'policy_version_id'>, ownReason?: string): CreateResult {
+type ExistingRow = Pick<DecisionRow, 'id' | 'status' | 'expires_at' | 'policy_version' | 'policy_version_id'>;
+
+function existingReply(r: ExistingRow, ownReason?: string): CreateResult {
   return {
     status: ownReason ? 201 : 200,
     body: {
@@ -146,13 +148,12 @@ export function createDecisionOpener(deps: CreateDeps) {
 
   /**
    * What a create writes, with its time and id: the row, its first timeline entry,
-   * evt.decision.created and the answer. With the request's attempt marker, the id's
-   * random part comes from it (`idRandomOf`), so a resend recognises the decision its
-   * first send made (`ownBy`).
+   * evt.decision.created and the answer. `marked`: the id's random part taken from the
+   * request's attempt marker, so a resend recognises the decision its first send made.
    */
-  function opening(org: string, b: DecisionRequest, gate: Gate, createdBy: string, now: Date, attempt?: string) {
+  function opening(org: string, b: DecisionRequest, gate: Gate, createdBy: string, now: Date, marked?: string) {
     const p = gate.policy;
-    const id = newId('decision', now.getTime(), attempt ? idRandomOf(`${org}\u0000${attempt}`) : undefined);
+    const id = newId('decision', now.getTime(), marked);
     const expiresAt = deadlineOf(now, gate.timeoutSec);
     const row = rowOf(org, b, gate, createdBy, now, id, expiresAt);
     const entry = { type: 'created', actor: createdBy, data: { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null } };
@@ -196,18 +197,15 @@ export function createDecisionOpener(deps: CreateDeps) {
    * when a create on the same run committed later while it waited; the transaction then
    * opens it with its time taken under the lock.
    */
-  /** Whether `id` is the decision a send of this attempt made (its random part is the attempt's). */
-  const ownBy = (org: string, attempt: string | undefined, id: string) => attempt !== undefined && id.endsWith(idRandomOf(`${org}\u0000${attempt}`));
-
-  async function openAtOnce(org: string, b: DecisionRequest, gate: Gate, createdBy: string, attempt?: string): Promise<CreateResult | undefined> {
+  async function openAtOnce(org: string, b: DecisionRequest, gate: Gate, createdBy: string, marked: string | undefined, found: (row: ExistingRow) => CreateResult): Promise<CreateResult | undefined> {
     const now = clock.now();
-    const o = opening(org, b, gate, createdBy, now, attempt);
+    const o = opening(org, b, gate, createdBy, now, marked);
     const r = await store.openDecision(o.row, o.entry, o.created, now, deps.defaultMonthlyQuota);
     switch (r.outcome) {
       case 'created':
         return o.answer;
       case 'existing':
-        return existingReply(r.row, ownBy(org, attempt, r.row.id) ? gate.reason : undefined);
+        return found(r.row);
       case 'quota':
         throw quotaExceeded(r.limit, r.used);
       case 'later':
@@ -230,10 +228,15 @@ export function createDecisionOpener(deps: CreateDeps) {
     }
     if (gate === 'not_required') return (await existing(org, b)) ?? { status: 200, body: { approvalNeeded: false, reason: 'not_required' } };
     const createdBy = actorOf(req.principal);
+    // With the gateway's attempt marker, the id's random part is the marker's: a decision
+    // found with it is what this request's first send made (the gateway resent it after
+    // waiting in vain), answered as created; any other is `existing`.
+    const marked = req.attempt ? idRandomOf(`${org}\u0000${req.attempt}`) : undefined;
+    const found = (row: ExistingRow) => existingReply(row, marked && row.id.endsWith(marked) ? gate.reason : undefined);
 
     try {
       if (!b.exclusive) {
-        const done = await openAtOnce(org, b, gate, createdBy, req.attempt);
+        const done = await openAtOnce(org, b, gate, createdBy, marked, found);
         if (done) return done;
       }
       return await store.transaction(async (tx) => {
@@ -242,12 +245,9 @@ export function createDecisionOpener(deps: CreateDeps) {
         // of `created_at` and of the ids: with `exclusive`, the survivor is the newest.
         await tx.lockRun(org, b.externalRunId);
         const now = clock.now();
-        const o = opening(org, b, gate, createdBy, now, req.attempt);
+        const o = opening(org, b, gate, createdBy, now, marked);
         const d = await tx.insertWithEntry(o.row, { ...o.entry, at: now });
-        if (!d) {
-          const found = (await tx.findByRunStep(org, b.externalRunId, b.stepRef))!;
-          return existingReply(found, ownBy(org, req.attempt, found.id) ? gate.reason : undefined);
-        }
+        if (!d) return found((await tx.findByRunStep(org, b.externalRunId, b.stepRef))!);
         const events: NewEvent[] = [];
         if (b.exclusive) {
           for (const s of await tx.supersede(org, b.externalRunId, o.id, now)) {
@@ -265,7 +265,7 @@ export function createDecisionOpener(deps: CreateDeps) {
       // The advisory lock makes this rare, but a unique violation still means "someone else created it".
       if (isUniqueViolation(err)) {
         const again = await store.findByRunStep(org, b.externalRunId, b.stepRef);
-        if (again) return existingReply(again, ownBy(org, req.attempt, again.id) ? gate.reason : undefined);
+        if (again) return found(again);
       }
       throw err;
     }
