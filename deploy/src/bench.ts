@@ -27,7 +27,7 @@ const PROFILE = process.env.BENCH_PROFILE === '1';
 /** Open-loop cycle rates (cycles a second, each for BENCH_RATE_SECONDS); empty to skip. */
 const RATES = (process.env.BENCH_RATES ?? '25,100').split(',').map(Number).filter((r) => r > 0);
 const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 10);
-/** Resolved decisions (with their votes' outbox rows and deliveries) put in the database before the runs: nothing may scale with history. */
+/** Resolved decisions (with their votes, timers and deliveries) put in the database before the runs: nothing may scale with history. */
 const N_HISTORY = Number(process.env.BENCH_HISTORY ?? 0);
 
 /**
@@ -386,7 +386,7 @@ export async function main(): Promise<number> {
     await runLoad(100, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
 
     if (N_HISTORY > 0) {
-      say(`history: ${N_HISTORY} resolved decisions with a vote and a spent timer each, ${2 * N_HISTORY} sent outbox rows, ${2 * N_HISTORY} settled deliveries`);
+      say(`history: ${N_HISTORY} resolved decisions with a vote and a spent timer each, ${2 * N_HISTORY} settled deliveries`);
       const t0 = Date.now();
       await statsPool.query(
         `INSERT INTO decisions.decisions (id, org_id, external_run_id, step_ref, engine, status, reason, approvers, approvals_required, rejections_required, requires_signature, exclusive, decided_by, created_at, resolved_at)
@@ -395,12 +395,8 @@ export async function main(): Promise<number> {
            FROM generate_series(1, $2) g`,
         [org, N_HISTORY],
       );
-      await statsPool.query(
-        `INSERT INTO decisions.outbox (id, subject, org, envelope, created_at, sent_at)
-         SELECT 'evt_hist_' || g, 'evt.decision.resolved', $1, '{}'::jsonb, now() - interval '30 days', now() - interval '30 days'
-           FROM generate_series(1, $2) g`,
-        [org, 2 * N_HISTORY],
-      );
+      // No outbox rows: a published event's row is deleted as it is published (the
+      // stream keeps the events), so history leaves none behind.
       await statsPool.query(
         `INSERT INTO notifier.deliveries (id, org_id, decision_id, event_id, kind, channel, target, payload, status, attempts, max_attempts, created_at, sent_at)
          SELECT 'dlv_hist_' || g, $1, 'dec_hist_' || (g / 2), 'evt_hist_' || g, 'notify', 'email', 'a@x.com', '{}'::jsonb, 'sent', 1, 12,

@@ -77,7 +77,8 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     return out;
   };
 
-  const unsent = async (ids: string[]) => (await db(OUTBOX_TABLE).whereIn('id', ids).whereNull('sent_at').count<{ count: string }[]>('* as count'))[0].count;
+  /** How many of the rows are still in the outbox: a published row is deleted. */
+  const unsent = async (ids: string[]) => (await db(OUTBOX_TABLE).whereIn('id', ids).count<{ count: string }[]>('* as count'))[0].count;
 
   const commitEvents = async (subject: string, n: number, org = 'org_a') =>
     db.transaction(async (trx) => {
@@ -143,9 +144,8 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
 
     const msgs = await messagesOnStream(subject);
     expect(msgs).toEqual([{ msgId: env.id, envelope: env }]);
-    const row = await db(OUTBOX_TABLE).where({ id: env.id }).first();
-    expect(row.sent_at).toBeInstanceOf(Date);
-    expect(row).toMatchObject({ subject, org: 'org_b' });
+    // Published, the row is gone: the outbox holds what is in flight, the stream the events.
+    expect(await db(OUTBOX_TABLE).where({ id: env.id }).first()).toBeUndefined();
   });
 
   it('a relay that dies after publishing leaves rows unsent; the next one republishes without duplicates', async () => {
@@ -153,7 +153,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     const envs = await commitEvents(subject, 3);
     const ids = envs.map((e) => e.id);
 
-    // Publishes every row, then "crashes" before the rows are marked sent.
+    // Publishes every row, then "crashes" before the rows are deleted.
     const published: string[] = [];
     const crashing = newRelay({
       afterPublish: async (id) => {
@@ -222,7 +222,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
 
     const relay = newRelay({ pollMs: 60_000 });
     await relay.start();
-    await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 5000, what: 'rows marked sent' });
+    await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 5000, what: 'rows published and deleted' });
     expect(await countOnStream(subject)).toBe(5);
     const msgs = await messagesOnStream(subject);
     expect(msgs.map((m) => m.msgId).sort()).toEqual([...ids].sort());
@@ -237,7 +237,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
       const subject = freshSubject();
       const [env] = await commitEvents(subject, 1);
       await waitFor(async () => (await countOnStream(subject)) === 1, { timeoutMs: 5000, what: `event of round ${round} published` });
-      await waitFor(async () => (await unsent([env.id])) === '0', { timeoutMs: 5000, what: 'row marked sent' });
+      await waitFor(async () => (await unsent([env.id])) === '0', { timeoutMs: 5000, what: 'row published and deleted' });
     }
     await relay.stop();
   });
@@ -269,7 +269,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
       await relay.start();
       await waitFor(async () => (await countOnStream(first)) === 1, { timeoutMs: 5000, what: 'first event published' });
       await waitFor(async () => (await countOnStream(second)) === 1, { timeoutMs: 5000, what: 'event committed mid-batch published' });
-      await waitFor(async () => (await unsent([secondId!])) === '0', { timeoutMs: 5000, what: 'second row marked sent' });
+      await waitFor(async () => (await unsent([secondId!])) === '0', { timeoutMs: 5000, what: 'second row published and deleted' });
       await relay.stop();
     } finally {
       await listener.end();
@@ -305,7 +305,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
   const writeHeld = (subject: string, n: number, secs: number) =>
     enqueueEvents(db, Array.from({ length: n }, (_, i) => ({ subject, org: 'org_a', data: { i } })), { heldFor: secs });
 
-  it('held events wake no relay, and no relay takes them; their writer publishes them once committed, each once, and marks them sent', async () => {
+  it('held events wake no relay, and no relay takes them; their writer publishes them once committed, each once, and deletes them', async () => {
     const seen = await listen();
     try {
       const subject = freshSubject();
@@ -323,11 +323,9 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
       expect(await countOnStream(subject)).toBe(0);
 
       writer.publishHeld(envs);
-      await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 5000, what: 'held rows marked sent' });
+      await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 5000, what: 'held rows published and deleted' });
       const msgs = await messagesOnStream(subject);
       expect(msgs).toEqual(envs.map((e) => ({ msgId: e.id, envelope: e })));
-      const rows = await db(OUTBOX_TABLE).whereIn('id', ids).select('lease_until');
-      expect(rows.map((r) => r.lease_until)).toEqual([null, null, null]);
       await writer.stop();
     } finally {
       await seen.end();
@@ -376,10 +374,15 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     expect((await messagesOnStream(subject)).map((m) => m.msgId).sort()).toEqual([...ids].sort());
   });
 
-  it('marks the held events of writes published within the linger in one statement', async () => {
+  it('deletes the held events of writes published within the linger in one statement', async () => {
     const subject = freshSubject();
     const writer = newRelay({ pollMs: 60_000, markLingerMs: 300 });
     await writer.start();
+    const deletes: string[] = [];
+    const seeQuery = (q: { sql: string }) => {
+      if (/^delete from "outbox" where id = any/i.test(q.sql)) deletes.push(q.sql);
+    };
+    db.on('query', seeQuery);
     const batches: EventEnvelope[][] = [];
     for (let i = 0; i < 3; i++) {
       const envs = await writeHeld(subject, 1, writer.leaseSecs);
@@ -388,10 +391,10 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
       await new Promise((r) => setTimeout(r, 20));
     }
     const ids = batches.flat().map((e) => e.id);
-    await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 5000, what: 'held rows marked sent' });
-    // One statement: one transaction time for all three marks.
-    const marks = await db(OUTBOX_TABLE).whereIn('id', ids).distinct('sent_at');
-    expect(marks).toHaveLength(1);
+    await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 5000, what: 'held rows published and deleted' });
+    db.off('query', seeQuery);
+    // One statement for the three writes' events.
+    expect(deletes).toHaveLength(1);
     await writer.stop();
   });
 
@@ -402,28 +405,27 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     await relay.stop();
     expect(Date.now() - t0).toBeLessThan(2000);
   });
-  it('deletes published rows once old, a batch at a time, and never an unsent one', async () => {
+  it('deletes rows an earlier version marked sent (it kept them a day), and never an unsent one', async () => {
     const subject = freshSubject();
-    const sent = await commitEvents(subject, 3);
-    const relay = newRelay({ keepSentMs: 60_000 });
-    await relay.relayBatch();
+    const kept = await commitEvents(subject, 3);
+    // As a relay of the earlier version left them: published, marked sent, kept.
+    await db(OUTBOX_TABLE).whereIn('id', kept.map((e) => e.id)).update({ sent_at: db.fn.now() });
     const waiting = await commitEvents(freshSubject(), 1); // committed, not yet published
-    const ids = [...sent.map((e) => e.id), waiting[0]!.id];
-    // Young: kept.
-    await relay.cleanup();
-    expect((await db(OUTBOX_TABLE).whereIn('id', ids).pluck('id')).sort()).toEqual([...ids].sort());
-    // Two minutes later the published ones go; the unsent one stays for the relay.
-    expect(await relay.cleanup(Date.now() + 120_000)).toBeGreaterThanOrEqual(3);
-    expect(await db(OUTBOX_TABLE).whereIn('id', ids).pluck('id')).toEqual([waiting[0]!.id]);
+    const relay = newRelay();
+    expect(await relay.cleanup()).toBeGreaterThanOrEqual(3);
+    expect(await db(OUTBOX_TABLE).whereIn('id', [...kept.map((e) => e.id), waiting[0]!.id]).pluck('id')).toEqual([waiting[0]!.id]);
+    // The unsent one is still the relay's to publish.
+    expect(await relay.relayBatch()).toBeGreaterThanOrEqual(1);
+    expect(await countOnStream(subject)).toBe(0);
+    expect(await unsent([waiting[0]!.id])).toBe('0');
   });
-
 
   describe('companions: events published next to the ones a batch carries', () => {
     /** A companion on its own subject for every event of `org_a`, with an id derived from its event's. */
     const companionsOn = (subject: string) => (envs: EventEnvelope[]) =>
       envs.filter((e) => e.org === 'org_a').map((e) => ({ id: `${e.id}:c`, type: subject, org: e.org, occurredAt: e.occurredAt, data: { of: e.id } }));
 
-    it('the relay publishes each batch with its companions; a relay that died before marking republishes both, and the stream drops the repeats', async () => {
+    it('the relay publishes each batch with its companions; a relay that died before deleting republishes both, and the stream drops the repeats', async () => {
       const subject = freshSubject();
       const side = freshSubject();
       const envs = [...(await commitEvents(subject, 2, 'org_a')), ...(await commitEvents(subject, 1, 'org_b'))];
@@ -448,7 +450,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
       expect(mine).toEqual(envs.slice(0, 2).map((e) => ({ msgId: `${e.id}:c`, envelope: { id: `${e.id}:c`, type: side, org: 'org_a', occurredAt: e.occurredAt, data: { of: e.id } } })));
     });
 
-    it('held events go out with their companions, before they are marked sent', async () => {
+    it('held events go out with their companions, before they are deleted', async () => {
       const subject = freshSubject();
       const side = freshSubject();
       const writer = newRelay({ pollMs: 60_000 });
@@ -456,7 +458,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
       await writer.start();
       const envs = await writeHeld(subject, 2, writer.leaseSecs);
       writer.publishHeld(envs);
-      await waitFor(async () => (await unsent(envs.map((e) => e.id))) === '0', { timeoutMs: 5000, what: 'held rows marked sent' });
+      await waitFor(async () => (await unsent(envs.map((e) => e.id))) === '0', { timeoutMs: 5000, what: 'held rows published and deleted' });
       expect((await messagesOnStream(side)).map((m) => m.msgId)).toEqual(envs.map((e) => `${e.id}:c`));
       await writer.stop();
     });

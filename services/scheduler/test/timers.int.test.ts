@@ -7,8 +7,9 @@ import { SchedulerEnv } from '../src/config';
 
 /**
  * The scheduler on real PostgreSQL and NATS with an injected clock: tests move time
- * instead of sleeping. Timer events are read from the scheduler's outbox, where firing
- * writes them in the same transaction that marks the timer fired.
+ * instead of sleeping. Timer events are read from the stream: firing writes them to the
+ * outbox in the same transaction that marks the timer fired, then publishes them and
+ * deletes the rows.
  */
 describe('scheduler timers', () => {
   let db: TestDatabase;
@@ -69,8 +70,32 @@ describe('scheduler timers', () => {
     });
 
   const timers = async (ref: string) => (await pg.query('SELECT kind, fired_at, cancelled_at FROM scheduler.timers WHERE ref = $1 ORDER BY kind', [ref])).rows;
-  const firedEvents = async (ref: string) =>
-    (await pg.query(`SELECT subject FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' = $1 ORDER BY seq`, [ref])).rows.map((r) => r.subject);
+  /** The timer events on the stream for the decisions `match` picks, in stream order. */
+  const timerEventsOnStream = async (match: (ref: string) => boolean) => {
+    const jsm = await bus.jsm();
+    const { state } = await jsm.streams.info('EVENTS');
+    const out: Array<{ subject: string; ref: string }> = [];
+    for (let n = state.first_seq; state.messages > 0 && n <= state.last_seq; n++) {
+      const m = await jsm.streams.getMessage('EVENTS', { seq: n });
+      if (!m?.subject.startsWith('evt.timer.')) continue;
+      const ref = m.json<{ data: { decisionId: string } }>().data.decisionId;
+      if (match(ref)) out.push({ subject: m.subject, ref });
+    }
+    return out;
+  };
+  /**
+   * The timer events of one decision on the stream, once every one written for it is
+   * published (its outbox rows gone); with `n`, once at least `n` are there.
+   */
+  const firedEvents = async (ref: string, n = 0) => {
+    const events = await waitFor(async () => {
+      const unpublished = (await pg.query(`SELECT count(*)::int AS n FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' = $1`, [ref])).rows[0].n;
+      if (unpublished > 0) return null;
+      const e = await timerEventsOnStream((r) => r === ref);
+      return e.length >= n ? e : null;
+    }, { what: `the timer events of ${ref} on the stream` });
+    return events.map((e) => e.subject);
+  };
 
   it('arms on decision.created, never fires early, fires exactly at due time', async () => {
     const clock = new ManualClock(new Date('2030-01-01T00:00:00Z'));
@@ -82,12 +107,12 @@ describe('scheduler timers', () => {
     expect(await s.ticker.tick()).toBe(0);
     clock.advance(1);
     expect(await s.ticker.tick()).toBe(1);
-    expect(await firedEvents('dec_a')).toEqual([EVENT.timerRemindDue]);
+    expect(await firedEvents('dec_a', 1)).toEqual([EVENT.timerRemindDue]);
     clock.advance(24_999);
     expect(await s.ticker.tick()).toBe(0);
     clock.advance(1);
     expect(await s.ticker.tick()).toBe(1);
-    expect(await firedEvents('dec_a')).toEqual([EVENT.timerRemindDue, EVENT.timerExpireDue]);
+    expect(await firedEvents('dec_a', 2)).toEqual([EVENT.timerRemindDue, EVENT.timerExpireDue]);
     clock.advance(60_000);
     expect(await s.ticker.tick()).toBe(0); // fired timers never fire again
   });
@@ -102,12 +127,16 @@ describe('scheduler timers', () => {
     );
     const counts = await Promise.all([a.ticker.tick(), b.ticker.tick(), a.ticker.tick(), b.ticker.tick()]);
     expect(counts.reduce((x, y) => x + y, 0)).toBe(300);
-    const r = await pg.query(`SELECT envelope->'data'->>'decisionId' AS ref, count(*) AS n FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' LIKE 'dec_rep_%' GROUP BY 1`);
-    expect(r.rows).toHaveLength(300);
-    expect(r.rows.every((x) => Number(x.n) === 1)).toBe(true);
+    // One event per timer: 300 on the stream, 300 decisions.
+    const events = await waitFor(async () => {
+      const e = await timerEventsOnStream((r) => r.startsWith('dec_rep_'));
+      return e.length >= 300 ? e : null;
+    }, { what: 'the fired events on the stream' });
+    expect(events).toHaveLength(300);
+    expect(new Set(events.map((e) => e.ref)).size).toBe(300);
   });
 
-  it('a firing publishes its events itself once committed: no relay woken, each event on the stream once, marked sent', async () => {
+  it('a firing publishes its events itself once committed: no relay woken, each event on the stream once, its row deleted', async () => {
     const clock = new ManualClock(new Date('2032-01-01T00:00:00Z'));
     const s = await start(clock);
     const listener = new Client({ connectionString: db.url });
@@ -125,9 +154,9 @@ describe('scheduler timers', () => {
       );
       const fired = await s.ticker.tick();
       expect(fired).toBeGreaterThanOrEqual(50);
-      const settled = async () =>
-        (await pg.query(`SELECT count(*)::int AS n FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' LIKE 'dec_held_%' AND sent_at IS NOT NULL AND lease_until IS NULL`)).rows[0].n;
-      await waitFor(async () => (await settled()) === 50, { what: 'the fired events published and marked sent' });
+      // Written with the firing (committed when tick answers), gone once published.
+      const left = async () => (await pg.query(`SELECT count(*)::int AS n FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' LIKE 'dec_held_%'`)).rows[0].n;
+      await waitFor(async () => (await left()) === 0, { what: 'the fired events published and deleted' });
       expect((await jsm.streams.info('EVENTS')).state.messages - before).toBe(fired);
       await new Promise((r) => setTimeout(r, 200));
       expect(notified).toBe(0);

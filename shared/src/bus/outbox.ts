@@ -14,8 +14,9 @@ import { Bus, encodeJson } from './bus';
 /**
  * Transactional outbox. The event row is written in the same transaction as the state
  * change, so an event exists if and only if its change committed. The relay publishes
- * rows to JetStream with Nats-Msg-Id = event id: if it dies after publishing but before
- * marking the row sent, the republish is dropped by the stream's duplicate window.
+ * rows to JetStream with Nats-Msg-Id = event id, then deletes them: the table holds what
+ * is in flight, never history (the stream keeps the events). If it dies after publishing
+ * but before the delete, the republish is dropped by the stream's duplicate window.
  */
 export const OUTBOX_TABLE = 'outbox';
 
@@ -91,7 +92,7 @@ export async function notifyEveryInsert(knex: Knex, schema: string): Promise<voi
  * Events a process publishes itself, right after the statement that wrote them to the
  * outbox has committed, instead of waking the relay (a notification, a claim, then the
  * publish): the rows are written with a lease of `leaseSecs` held by this process, so no
- * relay takes them meanwhile. Once published they are marked sent (many in one
+ * relay takes them meanwhile. Once published they are deleted (many in one
  * statement). If the publish fails, the lease is given back and the relay woken; if the
  * process dies, the relay takes the rows when the lease runs out, and the stream's
  * duplicate window drops a second copy of what was already stored.
@@ -231,15 +232,13 @@ export interface OutboxRelayOptions {
   log: Logger;
   pollMs?: number;
   batchSize?: number;
-  /** Test seam: runs after a publish and before the row is marked sent. */
+  /** Test seam: runs after a publish and before the row is deleted. */
   afterPublish?: (eventId: string) => Promise<void>;
-  /** Published rows are deleted once this old (default 24 h): the table holds what is in flight, not history. */
-  keepSentMs?: number;
   /** How long a claimed batch is the relay's before another may take it (default 10 s). */
   leaseMs?: number;
   /**
-   * How long published held events wait to be marked sent together (default 100 ms): under
-   * load, one statement marks the events of many writes. Far shorter than the lease, so
+   * How long published held events wait to be deleted together (default 100 ms): under
+   * load, one statement deletes the events of many writes. Far shorter than the lease, so
    * nothing is published twice for waiting.
    */
   markLingerMs?: number;
@@ -248,12 +247,19 @@ export interface OutboxRelayOptions {
 /**
  * Events published next to the ones a batch carries, chosen as it is published rather
  * than written with it: what `companions` returns for a batch is published with it, in
- * the same round trip and before its rows are marked sent, so a companion is published
+ * the same round trip and before its rows are deleted, so a companion is published
  * at least once if and only if its event is. Each needs an id of its own that a republish
  * repeats (derived from its event's), so the stream's duplicate window drops the repeat.
  * It must answer at once, from memory: the publish waits for nothing else.
  */
 export type Companions = (envelopes: EventEnvelope[]) => EventEnvelope[];
+
+/**
+ * A published row goes: deleting it writes only the old version's end, where marking it
+ * sent wrote a whole new version (never HOT: `sent_at` is in `outbox_unsent`'s predicate)
+ * with a new primary-key entry, and a cleanup deleted that a day later.
+ */
+const DELETE_PUBLISHED = 'DELETE FROM ?? WHERE id = ANY(?)';
 
 export class OutboxRelay {
   /** See `Companions`; set by the service that owns the outbox. */
@@ -270,7 +276,7 @@ export class OutboxRelay {
   private lastCleanup = 0;
   /** Publishes of held events not finished yet (stop waits for them). */
   private readonly held = new Set<Promise<void>>();
-  /** Ids published and not yet marked sent, marked together after `markLingerMs`. */
+  /** Ids published and not yet deleted, deleted together after `markLingerMs`. */
   private sentIds: string[] = [];
   private marking?: Promise<void>;
   private markNow?: () => void;
@@ -320,8 +326,8 @@ export class OutboxRelay {
         clearTimeout(t);
         resolve();
       };
-    }).then(() => this.markSent());
-    // A stopping relay marks at once.
+    }).then(() => this.forgetPublished());
+    // A stopping relay deletes at once.
     if (!this.running) this.markNow?.();
     await this.marking;
   }
@@ -343,19 +349,19 @@ export class OutboxRelay {
   }
 
   /**
-   * Marks what was published since the last mark, in one statement. A failed mark leaves
-   * the rows leased: the relay publishes them again when the lease runs out, and the
-   * stream drops the duplicates.
+   * Deletes what was published since the last delete, in one statement. A failed delete
+   * leaves the rows leased: the relay publishes them again when the lease runs out, and
+   * the stream drops the duplicates.
    */
-  private async markSent(): Promise<void> {
+  private async forgetPublished(): Promise<void> {
     const ids = this.sentIds;
     this.sentIds = [];
     this.marking = undefined;
     this.markNow = undefined;
     try {
-      await this.opts.db.raw('UPDATE ?? SET sent_at = now(), lease_until = NULL WHERE id = ANY(?)', [OUTBOX_TABLE, ids]).options(PREPARED);
+      await this.opts.db.raw(DELETE_PUBLISHED, [OUTBOX_TABLE, ids]).options(PREPARED);
     } catch (err) {
-      this.opts.log.warn({ err, events: ids.length }, 'marking published events sent failed; the relay publishes them again when their lease runs out');
+      this.opts.log.warn({ err, events: ids.length }, 'deleting published events failed; the relay publishes them again when their lease runs out');
     }
   }
 
@@ -415,17 +421,19 @@ export class OutboxRelay {
   }
 
   /**
-   * Deletes published rows older than `keepSentMs`, a bounded batch at a time (oldest
-   * first: they sit at the front of the table). Unsent rows are never touched. Answers
-   * how many went. Runs from the relay loop at most every 10 minutes.
+   * Deletes rows an earlier version marked sent instead of deleting (it kept them a day),
+   * 5,000 to a statement until none is left; unsent rows are never touched. Published
+   * rows are deleted as they are published now, so after an upgrade's first run this
+   * finds nothing, and its scan covers only what is in flight. Answers how many went.
+   * Runs from the relay loop at most every 10 minutes.
    */
-  async cleanup(now = Date.now()): Promise<number> {
-    const cutoff = new Date(now - (this.opts.keepSentMs ?? 24 * 3600_000));
-    const r = await this.opts.db.raw(
-      `DELETE FROM ?? WHERE id IN (SELECT id FROM ?? WHERE sent_at IS NOT NULL AND sent_at < ? ORDER BY seq LIMIT 5000)`,
-      [OUTBOX_TABLE, OUTBOX_TABLE, cutoff],
-    );
-    return r.rowCount ?? 0;
+  async cleanup(): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const r = await this.opts.db.raw(`DELETE FROM ?? WHERE id IN (SELECT id FROM ?? WHERE sent_at IS NOT NULL LIMIT 5000)`, [OUTBOX_TABLE, OUTBOX_TABLE]);
+      deleted += r.rowCount ?? 0;
+      if ((r.rowCount ?? 0) < 5000 || !this.running) return deleted;
+    }
   }
 
   private async maybeCleanup(): Promise<void> {
@@ -433,8 +441,8 @@ export class OutboxRelay {
     if (now - this.lastCleanup < 10 * 60_000) return;
     this.lastCleanup = now;
     try {
-      const n = await this.cleanup(now);
-      if (n > 0) this.opts.log.debug({ deleted: n }, 'published outbox rows deleted');
+      const n = await this.cleanup();
+      if (n > 0) this.opts.log.info({ deleted: n }, 'outbox rows marked sent by an earlier version deleted');
     } catch (err) {
       this.opts.log.warn({ err }, 'outbox cleanup failed; will retry');
     }
@@ -469,7 +477,7 @@ export class OutboxRelay {
   /**
    * Publishes one batch of unsent rows; returns how many were published. Exposed for tests.
    * Two statements, no transaction held across the publish: the batch is claimed (a lease,
-   * SKIP LOCKED so replicas take disjoint rows), published, then marked sent. A failed
+   * SKIP LOCKED so replicas take disjoint rows), published, then deleted. A failed
    * publish gives the batch back at once; a relay that dies leaves it to its lease.
    */
   async relayBatch(): Promise<number> {
@@ -494,7 +502,7 @@ export class OutboxRelay {
         for (const e of companions) await this.publish(e);
       } else {
         // Sent in order on one connection, acks collected together: one round trip per
-        // batch, not per event. Any failure fails the batch (nothing marked sent; the
+        // batch, not per event. Any failure fails the batch (nothing deleted; the
         // stream's duplicate window drops what was already stored when it is retried).
         await Promise.all([...rows.map((row) => row.envelope), ...companions].map((e) => this.publish(e)));
       }
@@ -502,7 +510,7 @@ export class OutboxRelay {
       await db.raw('UPDATE ?? SET lease_until = NULL WHERE id = ANY(?) AND sent_at IS NULL', [OUTBOX_TABLE, ids]).catch(() => undefined);
       throw err;
     }
-    await db.raw('UPDATE ?? SET sent_at = now(), lease_until = NULL WHERE id = ANY(?)', [OUTBOX_TABLE, ids]).options(PREPARED);
+    await db.raw(DELETE_PUBLISHED, [OUTBOX_TABLE, ids]).options(PREPARED);
     outboxPublishedTotal.inc({ schema: this.opts.schema }, rows.length);
     return rows.length;
   }
