@@ -171,34 +171,12 @@ export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEve
 }
 
 /**
- * A change and its events in one statement: `change` (an UPDATE or INSERT returning at
- * least one column) and, only when it touched a row, the events, committed together.
- * Outside a transaction, with `held`, the events are held and published right after the
- * commit (`HeldEvents`); in a transaction the relay publishes them after its commit.
- * Answers whether the change touched a row.
- */
-export async function changeWithEvents(q: Knex | Knex.Transaction, change: Knex.QueryBuilder, events: NewEvent[], held?: HeldEvents): Promise<boolean> {
-  const envelopes = toEnvelopes(events);
-  const lease = heldFor(q, held);
-  const r = await q.raw(
-    `WITH c AS (:change),
-          o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
-                SELECT e->>'id', e->>'type', e->>'org', e, now() + make_interval(secs => :heldFor::float8)
-                  FROM jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)
-                 WHERE EXISTS (SELECT 1 FROM c) ORDER BY n)
-     SELECT count(*)::int AS changed FROM c`,
-    { change, events: JSON.stringify(envelopes), heldFor: lease },
-  ).options(PREPARED);
-  const changed = (r.rows[0] as { changed: number }).changed > 0;
-  if (changed && lease !== null) held!.publishHeld(envelopes);
-  return changed;
-}
-
-/**
  * Many changes and their events in one statement: `change` (an UPDATE or INSERT returning
  * a text column `key`, once per row it touched) and, for each key it returned, that key's
- * events, committed together; events of keys it did not touch are not written. Held as in
- * `changeWithEvents`. Answers the rows the change returned (`key` and any other column).
+ * events, committed together; events of keys it did not touch are not written. Outside a
+ * transaction, with `held`, the events are held and published right after the commit
+ * (`HeldEvents`); in a transaction the relay publishes them after its commit. Answers
+ * the rows the change returned (`key` and any other column).
  */
 export async function changeEachWithEvents<R extends { key: string } = { key: string }>(
   q: Knex | Knex.Transaction,
