@@ -412,12 +412,28 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     await db(OUTBOX_TABLE).whereIn('id', kept.map((e) => e.id)).update({ sent_at: db.fn.now() });
     const waiting = await commitEvents(freshSubject(), 1); // committed, not yet published
     const relay = newRelay();
-    expect(await relay.cleanup()).toBeGreaterThanOrEqual(3);
+    expect(await relay.cleanup()).toEqual({ deleted: 3, more: false });
     expect(await db(OUTBOX_TABLE).whereIn('id', [...kept.map((e) => e.id), waiting[0]!.id]).pluck('id')).toEqual([waiting[0]!.id]);
     // The unsent one is still the relay's to publish.
     expect(await relay.relayBatch()).toBeGreaterThanOrEqual(1);
     expect(await countOnStream(subject)).toBe(0);
     expect(await unsent([waiting[0]!.id])).toBe('0');
+  });
+
+  it('a cleanup out of time stops with rows left, and the next goes on from there until none is left', async () => {
+    // 12,000 rows marked sent, and among them (in id order) one not yet published.
+    await db.raw(
+      `INSERT INTO ?? (id, subject, org, envelope, sent_at) SELECT 'evt_legacy_' || lpad(g::text, 6, '0'), 'evt.test.legacy', 'org_a', '{}'::jsonb, now() FROM generate_series(1, 12000) g`,
+      [OUTBOX_TABLE],
+    );
+    await db(OUTBOX_TABLE).where({ id: 'evt_legacy_006000' }).update({ sent_at: null, lease_until: db.raw("now() + interval '1 hour'") });
+    const relay = newRelay();
+    // No time to spare: one statement a run.
+    expect(await relay.cleanup(0)).toEqual({ deleted: 5000, more: true });
+    expect(await relay.cleanup(0)).toEqual({ deleted: 5000, more: true });
+    expect(await relay.cleanup(0)).toEqual({ deleted: 1999, more: false });
+    expect(await db(OUTBOX_TABLE).where('id', 'like', 'evt_legacy_%').pluck('id')).toEqual(['evt_legacy_006000']);
+    await db(OUTBOX_TABLE).where({ id: 'evt_legacy_006000' }).delete();
   });
 
   describe('companions: events published next to the ones a batch carries', () => {

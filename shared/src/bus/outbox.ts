@@ -251,7 +251,9 @@ export class OutboxRelay {
   private readonly pollMs: number;
   private readonly batchSize: number;
   private readonly leaseMs: number;
-  private lastCleanup = 0;
+  private nextCleanup = 0;
+  /** Where a cleanup that ran out of time goes on from (an id). */
+  private cleanupAfter = '';
   /** Publishes of held events not finished yet (stop waits for them). */
   private readonly held = new Set<Promise<void>>();
   /** Ids published and not yet deleted, deleted together after `markLingerMs`. */
@@ -399,28 +401,47 @@ export class OutboxRelay {
   }
 
   /**
-   * Deletes rows an earlier version marked sent instead of deleting (it kept them a day),
-   * 5,000 to a statement until none is left; unsent rows are never touched. Published
-   * rows are deleted as they are published now, so after an upgrade's first run this
-   * finds nothing, and its scan covers only what is in flight. Answers how many went.
-   * Runs from the relay loop at most every 10 minutes.
+   * Deletes rows an earlier version marked sent instead of deleting (it kept them a day);
+   * unsent rows are never touched. In the primary key's order, 5,000 to a statement, each
+   * starting where the last stopped (so the dead rows of the batches before are not
+   * walked again), for at most `budgetMs`; a run that stops with rows left, the next
+   * goes on from there. Published rows are deleted as they are published now, so after
+   * an upgrade's first runs this finds nothing. Answers how many went and whether some
+   * are left.
    */
-  async cleanup(): Promise<number> {
+  async cleanup(budgetMs = 500): Promise<{ deleted: number; more: boolean }> {
+    const until = Date.now() + budgetMs;
     let deleted = 0;
     for (;;) {
-      const r = await this.opts.db.raw(`DELETE FROM ?? WHERE id IN (SELECT id FROM ?? WHERE sent_at IS NOT NULL LIMIT 5000)`, [OUTBOX_TABLE, OUTBOX_TABLE]);
-      deleted += r.rowCount ?? 0;
-      if ((r.rowCount ?? 0) < 5000 || !this.running) return deleted;
+      const after = this.cleanupAfter;
+      const r = await this.opts.db.raw(
+        `WITH d AS (DELETE FROM ?? WHERE id IN (SELECT id FROM ?? WHERE id > ? AND sent_at IS NOT NULL ORDER BY id LIMIT 5000) RETURNING id)
+         SELECT count(*)::int AS n, max(id) AS last FROM d`,
+        [OUTBOX_TABLE, OUTBOX_TABLE, after],
+      );
+      const { n, last } = r.rows[0] as { n: number; last: string | null };
+      deleted += n;
+      if (n < 5000) {
+        this.cleanupAfter = '';
+        return { deleted, more: false };
+      }
+      this.cleanupAfter = last!;
+      if (Date.now() >= until) return { deleted, more: true };
     }
   }
 
+  /**
+   * The cleanup, from the relay loop: every 10 minutes, or at the next turn while rows are
+   * left (a time-boxed run at a time, so publishing goes on between them).
+   */
   private async maybeCleanup(): Promise<void> {
     const now = Date.now();
-    if (now - this.lastCleanup < 10 * 60_000) return;
-    this.lastCleanup = now;
+    if (now < this.nextCleanup) return;
+    this.nextCleanup = now + 10 * 60_000;
     try {
-      const n = await this.cleanup();
-      if (n > 0) this.opts.log.info({ deleted: n }, 'outbox rows marked sent by an earlier version deleted');
+      const { deleted, more } = await this.cleanup();
+      if (more) this.nextCleanup = now;
+      if (deleted > 0) this.opts.log.info({ deleted, more }, 'outbox rows marked sent by an earlier version deleted');
     } catch (err) {
       this.opts.log.warn({ err }, 'outbox cleanup failed; will retry');
     }
