@@ -163,10 +163,17 @@ export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEve
   const envelopes = toEnvelopes(events);
   // Held (`HeldEvents`): the writer publishes them itself once this commits. The lease runs
   // from now, not from the start of the transaction this may be in.
-  const lease = opts.heldFor == null ? {} : { lease_until: trx.raw('clock_timestamp() + make_interval(secs => ?::float8)', [opts.heldFor]) };
-  await trx(OUTBOX_TABLE).insert(
-    envelopes.map((env) => ({ id: env.id, subject: env.type, org: env.org, envelope: JSON.stringify(env), ...lease })),
-  );
+  // One fixed text whatever the number of events (prepared once per connection): a
+  // thousand timers firing together were a statement of 5,000 parameters, parsed and
+  // planned anew (8–15 ms) for every batch size. Rows in the events' order (`seq`).
+  await trx
+    .raw(
+      `INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
+       SELECT e->>'id', e->>'type', e->>'org', e, clock_timestamp() + make_interval(secs => ?::float8)
+         FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n`,
+      [opts.heldFor ?? null, JSON.stringify(envelopes)],
+    )
+    .options(PREPARED);
   return envelopes;
 }
 

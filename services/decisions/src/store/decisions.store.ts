@@ -436,9 +436,7 @@ export class DecisionsStore {
       ? (await this.q('decisions').whereIn('id', rest).andWhere({ status: 'PENDING' }).andWhere('expires_at', '>', now).select('id')).map((x: { id: string }) => x.id)
       : [];
     if (expired.length) {
-      await this.q('timeline').insert(
-        expired.map((row) => ({ decision_id: row.id, type: 'expired', actor: null, at: now, data: JSON.stringify({ expiresAt: row.expires_at?.toISOString() }) })),
-      );
+      await this.timelineMany(expired.map((row) => ({ decisionId: row.id, type: 'expired', actor: null, at: now, data: { expiresAt: row.expires_at?.toISOString() } })));
       await this.events(expired.flatMap(resolvedEvents));
     }
     return { expired, notDue };
@@ -549,9 +547,17 @@ export class DecisionsStore {
   }
 
   /** Timeline entries of many decisions in one statement. */
+  /** Entries in one statement of fixed text (prepared once per connection), in their order. */
   async timelineMany(entries: Array<{ decisionId: string; type: string; actor: string | null; at: Date; data: Record<string, unknown> }>): Promise<void> {
     if (entries.length === 0) return;
-    await this.q('timeline').insert(entries.map((e) => ({ decision_id: e.decisionId, type: e.type, actor: e.actor, at: e.at, data: JSON.stringify(e.data) })));
+    await this.q
+      .raw(
+        `INSERT INTO timeline (decision_id, type, actor, at, data)
+         SELECT e->>'decisionId', e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
+           FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n`,
+        [JSON.stringify(entries)],
+      )
+      .options(PREPARED);
   }
 
   async markReminded(id: string, at: Date): Promise<void> {

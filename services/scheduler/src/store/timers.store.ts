@@ -77,7 +77,8 @@ export function createTimersStore(db: Knex, held?: HeldEvents) {
           })),
           { heldFor: held?.leaseSecs ?? null },
         );
-        await trx('timers').whereIn('id', due.map((t) => t.id)).update({ fired_at: now });
+        // `= ANY` of an array: one text whatever the batch size (an `IN` list is a new one per size).
+        await trx.raw('UPDATE timers SET fired_at = ? WHERE id = ANY(?)', [now, due.map((t) => t.id)]).options(PREPARED);
         return due;
       });
       if (held && envelopes.length) held.publishHeld(envelopes);
