@@ -1,4 +1,4 @@
-import { newId, sha256Hex, type ApiKeyRole, type Knex } from '@approvals/shared';
+import { PREPARED, newId, sha256Hex, type ApiKeyRole, type Knex } from '@approvals/shared';
 import { randomBytes } from 'node:crypto';
 
 export interface ApiKeyRow {
@@ -186,24 +186,31 @@ export function createAccessStore(db: Knex, opts: { changed?: (org: string) => P
       await this.appendAuditMany([entry]);
     },
 
-    /** Several entries in one statement; an entry whose event id is already there is skipped. */
+    /**
+     * Several entries in one statement; an entry whose event id is already there is
+     * skipped. One text whatever the number of entries (prepared once per connection).
+     */
     async appendAuditMany(entries: AuditEntry[]): Promise<void> {
       if (entries.length === 0) return;
-      await db('audit_log')
-        .insert(
-          entries.map((entry) => ({
-            id: newId('audit'),
-            org_id: entry.org,
-            action: entry.action,
-            actor: entry.actor ?? null,
-            target: entry.target ?? null,
-            details: JSON.stringify(entry.details ?? {}),
-            event_id: entry.eventId ?? null,
-            at: entry.at ?? db.fn.now(),
-          })),
+      const rows = entries.map((entry) => ({
+        id: newId('audit'),
+        org: entry.org,
+        action: entry.action,
+        actor: entry.actor ?? null,
+        target: entry.target ?? null,
+        details: entry.details ?? {},
+        eventId: entry.eventId ?? null,
+        at: entry.at ?? null,
+      }));
+      await db
+        .raw(
+          `INSERT INTO audit_log (id, org_id, action, actor, target, details, event_id, at)
+           SELECT e->>'id', e->>'org', e->>'action', e->>'actor', e->>'target', e->'details', e->>'eventId', coalesce((e->>'at')::timestamptz, now())
+             FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
+           ON CONFLICT (event_id) DO NOTHING`,
+          [JSON.stringify(rows)],
         )
-        .onConflict('event_id')
-        .ignore();
+        .options(PREPARED);
     },
 
     async listAudit(org: string, opts: { limit: number; before?: string; action?: string }) {

@@ -30,11 +30,22 @@ export function createTimersStore(db: Knex, held?: HeldEvents) {
       await this.armMany([{ org, ref, timers }]);
     },
 
-    /** Arms the timers of several decisions in one statement (idempotent on kind, ref, step). */
+    /**
+     * Arms the timers of several decisions in one statement (idempotent on kind, ref,
+     * step), of one text whatever the number of timers (prepared once per connection).
+     */
     async armMany(items: Array<{ org: string; ref: string; timers: PlannedTimer[] }>): Promise<void> {
-      const rows = items.flatMap(({ org, ref, timers }) => timers.map((t) => ({ id: newId('timer'), org_id: org, kind: t.kind, ref, step: t.step, due_at: t.dueAt, data: JSON.stringify(t.data) })));
+      const rows = items.flatMap(({ org, ref, timers }) => timers.map((t) => ({ id: newId('timer'), org, kind: t.kind, ref, step: t.step, dueAt: t.dueAt, data: t.data ?? {} })));
       if (rows.length === 0) return;
-      await db('timers').insert(rows).onConflict(['kind', 'ref', 'step']).ignore();
+      await db
+        .raw(
+          `INSERT INTO timers (id, org_id, kind, ref, step, due_at, data)
+           SELECT e->>'id', e->>'org', e->>'kind', e->>'ref', (e->>'step')::int, (e->>'dueAt')::timestamptz, e->'data'
+             FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
+           ON CONFLICT (kind, ref, step) DO NOTHING`,
+          [JSON.stringify(rows)],
+        )
+        .options(PREPARED);
     },
 
     /** Disarms what has not fired of each ref, in one statement. */
