@@ -267,16 +267,21 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
       const pg = new Client({ connectionString: stack.db.url });
       await pg.connect();
       try {
+        // The stale create's own event is looked for by its id, in the same transaction as
+        // the call: a row it wrote would be visible there (a relay could publish and delete
+        // a committed one before the count).
         const count = async () =>
           (
             await pg.query(
               `SELECT (SELECT count(*) FROM decisions.decisions WHERE org_id = $1 AND external_run_id = $2)::int AS decisions,
-                      (SELECT count(*) FROM decisions.outbox WHERE org = $1)::int AS events,
+                      (SELECT count(*) FROM decisions.outbox WHERE id = $3)::int AS events,
                       (SELECT coalesce(sum(decisions), 0) FROM decisions.usage_counters WHERE org_id = $1)::int AS used`,
-              [org, externalRunId],
+              [org, externalRunId, `evt_stale_${externalRunId}`],
             )
           ).rows[0];
         const before = await count();
+        expect(before.events).toBe(0);
+        await pg.query('BEGIN');
         const stale = new Date(firstAt - 1000).toISOString();
         const row = { id: `dec_stale_${externalRunId}`, org_id: org, external_run_id: externalRunId, step_ref: 'b', engine: 'api', status: 'PENDING', reason: 'created', approvers: ['alice@example.com'], approvals_required: 1, rejections_required: 1, requires_signature: false, exclusive: false, created_at: stale };
         const res = await pg.query('SELECT decisions.open_decision($1::jsonb, $2::jsonb, $3::jsonb, $4, 0::smallint, NULL::int) AS r', [
@@ -287,6 +292,7 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
         ]);
         expect(res.rows[0].r).toEqual({ outcome: 'later' });
         expect(await count()).toEqual(before);
+        await pg.query('COMMIT');
         // Through the API the same step is opened, with its time taken under the run's lock.
         const second = await create({ externalRunId, stepRef: 'b', approvers: ['alice@example.com'] });
         expect(second.status).toBe(201);

@@ -542,7 +542,10 @@ export class DecisionsStore {
     );
     const rows = r.rows as DecisionRow[];
     if (rows.length === 0) return [];
-    const votes: Array<{ decision_id: string; voter: string }> = await this.q('votes').whereIn('decision_id', rows.map((d) => d.id)).select('decision_id', 'voter');
+    const votes: Array<{ decision_id: string; voter: string }> = await this.q('votes')
+      .whereRaw('decision_id = ANY(?)', [rows.map((d) => d.id)])
+      .select('decision_id', 'voter')
+      .options(PREPARED);
     return rows.map((row) => ({ row, voted: votes.filter((v) => v.decision_id === row.id).map((v) => v.voter) }));
   }
 
