@@ -376,7 +376,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
 
   it('deletes the held events of writes published within the linger in one statement', async () => {
     const subject = freshSubject();
-    const writer = newRelay({ pollMs: 60_000, markLingerMs: 300 });
+    const writer = newRelay({ pollMs: 60_000, deleteLingerMs: 300 });
     await writer.start();
     const deletes: string[] = [];
     const seeQuery = (q: { sql: string }) => {

@@ -9,7 +9,7 @@ import { SERVICES, StreamReader, decide, openDecision } from './actions.helpers'
  * Held events (migration 20261128000000, `HeldEvents` in shared/bus/outbox): a create, a
  * vote and a consume each commit in one statement and publish their own events right
  * after, instead of waking the relay. Nothing on the outbox's channel, every event on the
- * stream once, every row marked sent with its lease cleared.
+ * stream once, and every row deleted once published.
  */
 describe('events published by their writer once committed', () => {
   let stack: Stack;

@@ -226,7 +226,7 @@ export interface OutboxRelayOptions {
    * load, one statement deletes the events of many writes. Far shorter than the lease, so
    * nothing is published twice for waiting.
    */
-  markLingerMs?: number;
+  deleteLingerMs?: number;
 }
 
 /**
@@ -263,11 +263,11 @@ export class OutboxRelay {
   private cleanupAfter = '';
   /** Publishes of held events not finished yet (stop waits for them). */
   private readonly held = new Set<Promise<void>>();
-  /** Ids published and not yet deleted, deleted together after `markLingerMs`. */
-  private sentIds: string[] = [];
-  private marking?: Promise<void>;
-  private markNow?: () => void;
-  private readonly markLingerMs: number;
+  /** Ids published and not yet deleted, deleted together after `deleteLingerMs`. */
+  private publishedIds: string[] = [];
+  private deleting?: Promise<void>;
+  private deleteNow?: () => void;
+  private readonly deleteLingerMs: number;
 
   constructor(private readonly opts: OutboxRelayOptions) {
     this.pollMs = opts.pollMs ?? 1000;
@@ -277,7 +277,7 @@ export class OutboxRelay {
     // Far longer than a batch takes to publish (a timeout of the bus request is 10 s); if
     // one ever takes longer, the batch is published twice and the duplicate dropped.
     this.leaseMs = opts.leaseMs ?? 10_000;
-    this.markLingerMs = opts.markLingerMs ?? 100;
+    this.deleteLingerMs = opts.deleteLingerMs ?? 100;
   }
 
   get leaseSecs(): number {
@@ -306,17 +306,17 @@ export class OutboxRelay {
       return;
     }
     outboxPublishedTotal.inc({ schema: this.opts.schema }, ids.length);
-    this.sentIds.push(...ids);
-    this.marking ??= new Promise<void>((resolve) => {
-      const t = setTimeout(resolve, this.markLingerMs);
-      this.markNow = () => {
+    this.publishedIds.push(...ids);
+    this.deleting ??= new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, this.deleteLingerMs);
+      this.deleteNow = () => {
         clearTimeout(t);
         resolve();
       };
     }).then(() => this.forgetPublished());
     // A stopping relay deletes at once.
-    if (!this.running) this.markNow?.();
-    await this.marking;
+    if (!this.running) this.deleteNow?.();
+    await this.deleting;
   }
 
   /** Publishes one event (its id is the Nats-Msg-Id: the stream drops a republish). */
@@ -341,10 +341,10 @@ export class OutboxRelay {
    * the stream drops the duplicates.
    */
   private async forgetPublished(): Promise<void> {
-    const ids = this.sentIds;
-    this.sentIds = [];
-    this.marking = undefined;
-    this.markNow = undefined;
+    const ids = this.publishedIds;
+    this.publishedIds = [];
+    this.deleting = undefined;
+    this.deleteNow = undefined;
     try {
       await this.opts.db.raw(DELETE_PUBLISHED, [OUTBOX_TABLE, ids]).options(PREPARED);
     } catch (err) {
@@ -526,7 +526,7 @@ export class OutboxRelay {
     clearTimeout(this.relistenTimer);
     this.wake?.();
     await this.loop;
-    this.markNow?.();
+    this.deleteNow?.();
     await Promise.all([...this.held]);
     const listener = this.listener;
     this.listener = undefined;
