@@ -20,7 +20,7 @@ import {
   type Knex,
   type Migration,
 } from '@approvals/shared';
-import { createTestDatabase, startTestNats, waitFor, type TestDatabase, type TestNats } from '@approvals/shared/testing';
+import { createTestDatabase, startTestNats, storedEvents, waitFor, type TestDatabase, type TestNats } from '@approvals/shared/testing';
 
 const SCHEMA = 'svc_test';
 const log = createLogger('outbox-test', 'silent');
@@ -65,17 +65,8 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
   };
 
   /** Every stored message of a subject, in stream order, with its Nats-Msg-Id. */
-  const messagesOnStream = async (subject: string) => {
-    const info = await jsm.streams.info(STREAM_EVENTS);
-    const out: { msgId: string | undefined; envelope: EventEnvelope }[] = [];
-    if (info.state.messages === 0) return out;
-    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
-      const m = await jsm.streams.getMessage(STREAM_EVENTS, { seq });
-      if (!m || m.subject !== subject) continue;
-      out.push({ msgId: m.header?.get('Nats-Msg-Id'), envelope: m.json<EventEnvelope>() });
-    }
-    return out;
-  };
+  const messagesOnStream = async (subject: string) =>
+    (await storedEvents(jsm)).filter((m) => m.subject === subject).map(({ msgId, envelope }) => ({ msgId, envelope }));
 
   /** How many of the rows are still in the outbox: a published row is deleted. */
   const unsent = async (ids: string[]) => (await db(OUTBOX_TABLE).whereIn('id', ids).count<{ count: string }[]>('* as count'))[0].count;

@@ -9,7 +9,7 @@ import jwt from 'jsonwebtoken';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { freePort } from '@approvals/shared/infra';
-import { createTestDatabase, waitFor, type TestDatabase } from '@approvals/shared/testing';
+import { createTestDatabase, storedEvents, waitFor, type TestDatabase } from '@approvals/shared/testing';
 import { startRecorder } from '../helpers/third-parties';
 
 /**
@@ -103,23 +103,13 @@ describe('the cluster under load and faults', () => {
 
   /**
    * The events on the stream (the outbox deletes what it has published: the stream is the
-   * record), read message by message from the stream's leader: with a node down, a
-   * consumer may be placed on it and never answer. On a NATS node that was never stopped,
-   * as the cluster's admin.
+   * record), on a NATS node that was never stopped, as the cluster's admin.
    */
   const eventsOnStream = async (): Promise<Array<{ subject: string; data: Record<string, unknown> }>> => {
     const { admin } = JSON.parse(readFileSync(join(dataDir, 'nats-auth.json'), 'utf8')) as { admin: { user: string; password: string } };
     const nc = await connect({ servers: info.nats[0]!.url, user: admin.user, pass: admin.password });
     try {
-      const jsm = await jetstreamManager(nc);
-      const { state } = await jsm.streams.info('EVENTS');
-      const seqs = Array.from({ length: state.messages ? state.last_seq - state.first_seq + 1 : 0 }, (_, i) => state.first_seq + i);
-      const out: Array<{ subject: string; data: Record<string, unknown> }> = [];
-      for (let i = 0; i < seqs.length; i += 100) {
-        const got = await Promise.all(seqs.slice(i, i + 100).map((seq) => jsm.streams.getMessage('EVENTS', { seq })));
-        for (const m of got) if (m) out.push({ subject: m.subject, data: (m.json() as { data: Record<string, unknown> }).data });
-      }
-      return out;
+      return (await storedEvents(await jetstreamManager(nc))).map((m) => ({ subject: m.subject, data: m.envelope.data }));
     } finally {
       await nc.close();
     }

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from 'pg';
 import { Bus, EVENT, ManualClock, createLogger } from '@approvals/shared';
-import { createTestDatabase, startTestNats, waitFor, type TestDatabase, type TestNats } from '@approvals/shared/testing';
+import { createTestDatabase, startTestNats, storedEvents, waitFor, type TestDatabase, type TestNats } from '@approvals/shared/testing';
 import { startScheduler, type RunningScheduler } from '../src/app';
 import { SchedulerEnv } from '../src/config';
 
@@ -71,18 +71,10 @@ describe('scheduler timers', () => {
 
   const timers = async (ref: string) => (await pg.query('SELECT kind, fired_at, cancelled_at FROM scheduler.timers WHERE ref = $1 ORDER BY kind', [ref])).rows;
   /** The timer events on the stream for the decisions `match` picks, in stream order. */
-  const timerEventsOnStream = async (match: (ref: string) => boolean) => {
-    const jsm = await bus.jsm();
-    const { state } = await jsm.streams.info('EVENTS');
-    const out: Array<{ subject: string; ref: string }> = [];
-    for (let n = state.first_seq; state.messages > 0 && n <= state.last_seq; n++) {
-      const m = await jsm.streams.getMessage('EVENTS', { seq: n });
-      if (!m?.subject.startsWith('evt.timer.')) continue;
-      const ref = m.json<{ data: { decisionId: string } }>().data.decisionId;
-      if (match(ref)) out.push({ subject: m.subject, ref });
-    }
-    return out;
-  };
+  const timerEventsOnStream = async (match: (ref: string) => boolean) =>
+    (await storedEvents(await bus.jsm()))
+      .filter((m) => m.subject.startsWith('evt.timer.') && match(m.envelope.data.decisionId as string))
+      .map((m) => ({ subject: m.subject, ref: m.envelope.data.decisionId as string }));
   /**
    * The timer events of one decision on the stream, once every one written for it is
    * published (its outbox rows gone); with `n`, once at least `n` are there.

@@ -4,7 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { dropDatabase, ensureDatabase } from '../infra/postgres';
 import { generateNatsUsers, startNatsServer, type NatsUsers } from '../infra/nats';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { splitNatsUrl } from '../bus/bus';
+import { STREAM_EVENTS } from '../subjects';
+import type { EventEnvelope } from '../contracts/common';
 
 export interface TestDatabase {
   url: string;
@@ -87,4 +90,31 @@ export async function waitFor<T>(fn: () => Promise<T> | T, opts: { timeoutMs?: n
     }
     await new Promise((r) => setTimeout(r, opts.intervalMs ?? 50));
   }
+}
+
+/** A message stored on a stream, as tests read it back. */
+export interface StoredEvent {
+  seq: number;
+  subject: string;
+  /** The Nats-Msg-Id it was published with (the duplicate window's key). */
+  msgId: string | undefined;
+  envelope: EventEnvelope;
+}
+
+/**
+ * Every message a stream holds, in stream order, read message by message from the
+ * stream's leader (a hundred requests at a time). No consumer is made: with a node of a
+ * cluster down, one may be placed on it and never answer.
+ */
+export async function storedEvents(jsm: JetStreamManager, stream = STREAM_EVENTS): Promise<StoredEvent[]> {
+  const { state } = await jsm.streams.info(stream);
+  if (state.messages === 0) return [];
+  const out: StoredEvent[] = [];
+  for (let from = state.first_seq; from <= state.last_seq; from += 100) {
+    const seqs = Array.from({ length: Math.min(100, state.last_seq - from + 1) }, (_, i) => from + i);
+    // A sequence deleted from the stream answers an error: skipped.
+    const got = await Promise.all(seqs.map((seq) => jsm.streams.getMessage(stream, { seq }).catch(() => null)));
+    for (const m of got) if (m) out.push({ seq: m.seq, subject: m.subject, msgId: m.header?.get('Nats-Msg-Id'), envelope: m.json<EventEnvelope>() });
+  }
+  return out;
 }
