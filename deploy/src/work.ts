@@ -10,15 +10,17 @@ import type { Pool } from 'pg';
 /** Linux clock ticks per second (USER_HZ); 100 on every common kernel. */
 const TICKS_PER_SEC = 100;
 
-function statOf(pid: number): { ppid: number; cpuTicks: number; sysTicks: number; childTicks: number; childSysTicks: number } | null {
+function statOf(pid: number): { ppid: number; minorFaults: number; childMinorFaults: number; cpuTicks: number; sysTicks: number; childTicks: number; childSysTicks: number } | null {
   try {
     const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) is in parentheses and may hold spaces: split after it.
     const rest = s.slice(s.lastIndexOf(')') + 2).split(' ');
-    // rest[0] is field 3 (state): ppid is field 4, utime 14, stime 15.
+    // rest[0] is field 3 (state): ppid is field 4, minflt 10 (cminflt 11), utime 14, stime 15.
     // cutime + cstime (16, 17): children that exited and were waited for.
     return {
       ppid: Number(rest[1]),
+      minorFaults: Number(rest[7]),
+      childMinorFaults: Number(rest[8]),
       cpuTicks: Number(rest[11]) + Number(rest[12]),
       sysTicks: Number(rest[12]),
       childTicks: Number(rest[13]) + Number(rest[14]),
@@ -89,6 +91,16 @@ function cpuMs(pid: number, withChildren: boolean, kernel = false): number {
   return ((withChildrenOf(pid, withChildren, of) + ended) * 1000) / TICKS_PER_SEC;
 }
 
+/**
+ * Minor page faults of PostgreSQL (the postmaster, its live children and, through it, the
+ * ended ones): mostly a backend mapping a page of the shared buffer pool the first time it
+ * touches it (4 KiB pages without huge pages), a cost that grows with the pages a workload
+ * reaches, not with the rows it reads.
+ */
+function pgMinorFaults(postmaster: number): number {
+  return withChildrenOf(postmaster, true, (p) => statOf(p)?.minorFaults ?? 0) + (statOf(postmaster)?.childMinorFaults ?? 0);
+}
+
 /** PostgreSQL's own background processes (not a client's backend), by the title they show. */
 const PG_BACKGROUND = /^postgres: (checkpointer|background writer|walwriter|autovacuum|logical replication|io worker|walsummarizer|archiver)/;
 
@@ -132,6 +144,8 @@ export interface WorkSample {
   /** Pages the database's backends found in PostgreSQL's buffer pool (hit) or had to read in (a system call each, from the OS's cache or the disk). */
   blocksRead: number;
   blocksHit: number;
+  /** PostgreSQL's minor page faults (see pgMinorFaults). */
+  pgMinorFaults: number;
 }
 
 export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
@@ -172,6 +186,7 @@ export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
     walFpi: Number(wal.wal_fpi),
     blocksRead: Number(row.blks_read),
     blocksHit: Number(row.blks_hit),
+    pgMinorFaults: t.postmasterPid ? pgMinorFaults(t.postmasterPid) : 0,
   };
 }
 
@@ -192,6 +207,7 @@ export interface WorkPerOp {
   walFpiPerOp: number;
   blocksReadPerOp: number;
   blocksHitPerOp: number;
+  pgMinorFaultsPerOp: number;
 }
 
 export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkPerOp {
@@ -217,6 +233,7 @@ export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkP
     walFpiPerOp: (after.walFpi - before.walFpi) / ops,
     blocksReadPerOp: (after.blocksRead - before.blocksRead) / ops,
     blocksHitPerOp: (after.blocksHit - before.blocksHit) / ops,
+    pgMinorFaultsPerOp: (after.pgMinorFaults - before.pgMinorFaults) / ops,
   };
 }
 
@@ -229,7 +246,7 @@ export function workTable(title: string, w: WorkPerOp, per: 'operation' | 'secon
     `|${names.map(() => '---').join('|')}|---|---|---|---|---|---|---|`,
     `| ${names.map((n) => `${w.cpuMsPerOp[n]!.toFixed(2)} ms`).join(' | ')} | ${w.totalCpuMsPerOp.toFixed(2)} ms | ${(w.kernelShare * 100).toFixed(0)}% | ${w.ioCallsPerOp.toFixed(0)} | ${w.wakeupsPerOp.toFixed(0)} | ${w.xactsPerOp.toFixed(1)} | ${w.tuplesReadPerOp.toFixed(0)} | ${w.tuplesWrittenPerOp.toFixed(1)} |`,
     '',
-    `PostgreSQL's background processes (checkpointer, WAL writer, autovacuum, I/O workers): ${w.pgBackgroundMsPerOp.toFixed(2)} ms of its CPU; WAL ${w.walKbPerOp.toFixed(1)} KiB, ${w.walFpiPerOp.toFixed(2)} full-page images (a page's first change since the checkpoint); pages ${w.blocksHitPerOp.toFixed(1)} found in the buffer pool, ${w.blocksReadPerOp.toFixed(2)} read in; per ${per}.`,
+    `PostgreSQL's background processes (checkpointer, WAL writer, autovacuum, I/O workers): ${w.pgBackgroundMsPerOp.toFixed(2)} ms of its CPU; WAL ${w.walKbPerOp.toFixed(1)} KiB, ${w.walFpiPerOp.toFixed(2)} full-page images (a page's first change since the checkpoint); pages ${w.blocksHitPerOp.toFixed(1)} found in the buffer pool, ${w.blocksReadPerOp.toFixed(2)} read in; ${w.pgMinorFaultsPerOp.toFixed(1)} minor page faults (a backend mapping a page of the buffer pool it had not touched); per ${per}.`,
     '',
   ];
 }
