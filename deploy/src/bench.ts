@@ -20,6 +20,8 @@ import { profilesIn, topFrames } from './profile';
  */
 const N_CREATE = Number(process.env.BENCH_CREATE ?? 2000);
 const N_CYCLE = Number(process.env.BENCH_CYCLES ?? 500);
+/** Creates (system and floor) before the first measured workload. */
+const N_WARM = Number(process.env.BENCH_WARM ?? 500);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 const N_EXPIRY = Number(process.env.BENCH_EXPIRING ?? 300);
 const N_BACKGROUND_TIMERS = Number(process.env.BENCH_PENDING_TIMERS ?? 10_000);
@@ -102,7 +104,22 @@ export async function runLoad(n: number, concurrency: number, fn: (i: number) =>
   return { n, errors, wallMs, throughput: (latencies.length / wallMs) * 1000, p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99) };
 }
 
+/** The requests of a cycle, in order. */
+const CYCLE_STEPS = ['create', 'first vote', 'deciding vote', 'verify', 'consume'] as const;
+/** Each step's latencies (ms), in the order of CYCLE_STEPS. */
+type StepTimes = number[][];
+
+/** Each step's p50, p99 and max, and the queueing before the first (from the scheduled start). */
+function stepSummary(steps: StepTimes): Array<{ step: string; n: number; p50: number; p99: number; max: number }> {
+  return steps.map((times, i) => {
+    const sorted = [...times].sort((x, y) => x - y);
+    return { step: CYCLE_STEPS[i]!, n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? NaN };
+  });
+}
+
 export interface OpenLoopResult extends LoadResult {
+  /** Per request of the cycle, when measured. */
+  steps?: ReturnType<typeof stepSummary>;
   rate: number;
   seconds: number;
   max: number;
@@ -416,10 +433,6 @@ export async function main(): Promise<number> {
     await new Promise((r) => setTimeout(r, 10_000));
     const rest = perOp(restBefore, await sampleWork(targets), (10_000 + 1200) / 1000);
 
-    say(`warm-up`);
-    await runLoad(100, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
-    await runLoad(100, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
-
     if (N_HISTORY > 0) {
       say(`history: ${N_HISTORY} resolved decisions with a vote and a spent timer each, ${2 * N_HISTORY} settled deliveries`);
       const t0 = Date.now();
@@ -468,6 +481,14 @@ export async function main(): Promise<number> {
          FROM generate_series(1, $2) g`,
       [org, N_BACKGROUND_TIMERS],
     );
+    // Warm: every connection of every pool used, the caches filled, and, with a history, the
+    // pages a create reaches found again after its load (a system with a history has been
+    // running on it; warmed before the load, the first workload paid for it).
+    say(`warm-up`);
+    await runLoad(N_WARM, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
+    await runLoad(N_WARM, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
+    // Its after-work (notices planned) done before the first workload's sample.
+    await new Promise((r) => setTimeout(r, 2000));
     // Steady state: planner statistics as autovacuum would have them after its first round
     // (a fresh database has none, and PostgreSQL then picks any index that leads with org_id).
     await statsPool.query('ANALYZE');
@@ -518,17 +539,28 @@ export async function main(): Promise<number> {
     await statsPool.query('SELECT pg_stat_statements_reset()');
     const beforeCycle = await sampleWork(targets);
     /** create (with `how`: a policy, or approvers and what else) → 2 votes → verify → consume. */
-    const cycleOf = async (tag: string, how: Record<string, unknown>) => {
+    const cycleOf = async (tag: string, how: Record<string, unknown>, steps?: StepTimes) => {
       const hash = factsHash({ cycle: tag, amount: 100 });
+      let t = performance.now();
+      const lap = (step: number) => {
+        const now = performance.now();
+        steps?.[step]!.push(now - t);
+        t = now;
+      };
       const created = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: tag, stepRef: 's', ...how, factsHash: hash });
+      lap(0);
       const id = created.decisionId as string;
       await http(base, 'POST', `/v1/decisions/${id}/decide`, a, { decision: 'approve' });
+      lap(1);
       await http(base, 'POST', `/v1/decisions/${id}/decide`, b, { decision: 'approve' });
+      lap(2);
       const v = await http(base, 'GET', `/v1/worker/decisions/${id}/verify?factsHash=${hash}`, key);
       if (!v.valid) throw new Error(`verify said ${v.reason}`);
+      lap(3);
       await http(base, 'POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'bench', factsHash: hash });
+      lap(4);
     };
-    const cycle = (tag: string) => cycleOf(tag, { policy: 'bench' });
+    const cycle = (tag: string, steps?: StepTimes) => cycleOf(tag, { policy: 'bench' }, steps);
     const cycleClient = process.cpuUsage();
     const sysCycle = await runLoad(N_CYCLE, CONCURRENCY, (i) => cycle(`y-${i}`));
     const cycleClientMs = cpuMs(process.cpuUsage(cycleClient)) / N_CYCLE;
@@ -561,7 +593,8 @@ export async function main(): Promise<number> {
     const openLoop: OpenLoopResult[] = [];
     for (const rate of RATES) {
       say(`cycle, open loop: ${rate} cycles a second for ${RATE_SECONDS} s`);
-      openLoop.push(await runOpenLoop(rate, RATE_SECONDS, (i) => cycle(`o${rate}-${i}`)));
+      const steps: StepTimes = CYCLE_STEPS.map(() => []);
+      openLoop.push({ ...(await runOpenLoop(rate, RATE_SECONDS, (i) => cycle(`o${rate}-${i}`, steps))), steps: stepSummary(steps) });
       await new Promise((r) => setTimeout(r, 2000));
     }
 
@@ -650,6 +683,12 @@ export async function main(): Promise<number> {
             '| offered | achieved | errors | p50 ms | p95 ms | p99 ms | max ms |',
             '|---|---|---|---|---|---|---|',
             ...openLoop.map((r) => `| ${r.rate}/s for ${r.seconds} s | ${r.throughput.toFixed(0)}/s | ${r.errors} | ${r.p50.toFixed(1)} | ${r.p95.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.max.toFixed(1)} |`),
+            '',
+            'each request of those cycles (ms, from its send to its answer):',
+            '',
+            `| offered | ${CYCLE_STEPS.map((s) => `${s} p50 / p99 / max`).join(' | ')} |`,
+            `|---|${CYCLE_STEPS.map(() => '---').join('|')}|`,
+            ...openLoop.map((r) => `| ${r.rate}/s | ${(r.steps ?? []).map((s) => `${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} / ${s.max.toFixed(1)}`).join(' | ')} |`),
             '',
           ]
         : []),
