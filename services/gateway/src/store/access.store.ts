@@ -94,7 +94,8 @@ export class ApiKeyCache {
 
 export function createAccessStore(db: Knex, opts: { changed?: (org: string) => Promise<void> } = {}) {
   const knownOrgs = new Set<string>();
-  const seenUsers = new Map<string, number>();
+  /** Users whose row was written (when), or is being written (the write). */
+  const seenUsers = new Map<string, { at: number; writing?: Promise<void> }>();
   const keys = new ApiKeyCache();
   /** A key changed: dropped here, then announced to the other replicas' caches. */
   const keysChanged = async (org: string) => {
@@ -119,15 +120,32 @@ export function createAccessStore(db: Knex, opts: { changed?: (org: string) => P
       return Boolean((row as { created?: boolean } | undefined)?.created);
     },
 
+    /**
+     * The session's user row, written at most once a minute per user and process. Requests
+     * that arrive while it is being written wait for that one write: when the minute ran
+     * out under load, every request in flight wrote the same row, each waiting on the
+     * other's row lock.
+     */
     async touchUser(u: { org: string; id: string; email: string; role: string }): Promise<void> {
       const k = `${u.org}\u0000${u.id}\u0000${u.email}\u0000${u.role}`;
-      const last = seenUsers.get(k);
-      if (last && Date.now() - last < 60_000) return;
-      await db('users')
+      const seen = seenUsers.get(k);
+      if (seen?.writing) return seen.writing;
+      if (seen && Date.now() - seen.at < 60_000) return;
+      const writing = db('users')
         .insert({ org_id: u.org, id: u.id, email: u.email, role: u.role })
         .onConflict(['org_id', 'id'])
-        .merge({ email: u.email, role: u.role, last_seen_at: db.fn.now() });
-      seenUsers.set(k, Date.now());
+        .merge({ email: u.email, role: u.role, last_seen_at: db.fn.now() })
+        .then(
+          () => void seenUsers.set(k, { at: Date.now() }),
+          (err: unknown) => {
+            // Not written: the next request tries again.
+            if (seenUsers.get(k)?.writing === writing) seenUsers.delete(k);
+            throw err;
+          },
+        );
+      if (seenUsers.size >= 10_000) seenUsers.clear();
+      seenUsers.set(k, { at: seen?.at ?? 0, writing });
+      return writing;
     },
 
     async findUser(org: string, id: string): Promise<{ id: string; email: string } | undefined> {
