@@ -315,7 +315,19 @@ interface StatementCount {
 }
 
 /** The statements PostgreSQL ran since the last reset, by calls per operation (BEGIN and COMMIT included). */
-async function statementsPerOp(pool: Pool, ops: number, by: 'calls' | 'time' = 'calls'): Promise<StatementCount[]> {
+/** A phase's statements (the most frequent or the costliest), and the pages all it sent touched. */
+interface StatementStats {
+  rows: StatementCount[];
+  /**
+   * Buffer pool pages per operation of every statement a client sent (its functions' and
+   * triggers' included), from pg_stat_statements: counted as each statement ends, where
+   * pg_stat_database's counts reach the view only when a backend flushes them (up to 10 s
+   * later for an idle one), so a phase's share there can be short.
+   */
+  pages: { hit: number; read: number; dirtied: number };
+}
+
+async function statementsPerOp(pool: Pool, ops: number, by: 'calls' | 'time' = 'calls'): Promise<StatementStats> {
   // By calls: what every operation runs. By time: what a burst runs in batches (a few
   // calls for a thousand operations), the costliest first.
   const r = await pool.query(
@@ -323,16 +335,25 @@ async function statementsPerOp(pool: Pool, ops: number, by: 'calls' | 'time' = '
       WHERE query NOT ILIKE '%pg_stat%' AND calls >= $1 ORDER BY ${by === 'calls' ? 'calls' : 'total_exec_time'} DESC LIMIT ${by === 'calls' ? 40 : 12}`,
     [by === 'calls' ? Math.max(1, Math.floor(ops / 20)) : 1],
   );
-  return r.rows.map((x: { query: string; calls: string; mean_exec_time: number; total_plan_time: number; toplevel: boolean }) => ({
-    query: x.query,
-    perOp: Number(x.calls) / ops,
-    meanMs: x.mean_exec_time,
-    planMs: x.total_plan_time / Number(x.calls),
-    topLevel: x.toplevel,
-  }));
+  const pages = await pool.query(
+    `SELECT coalesce(sum(shared_blks_hit), 0) AS hit, coalesce(sum(shared_blks_read), 0) AS read, coalesce(sum(shared_blks_dirtied), 0) AS dirtied
+       FROM pg_stat_statements WHERE toplevel AND query NOT ILIKE '%pg_stat%' AND query NOT ILIKE 'ANALYZE%'`,
+  );
+  const p = pages.rows[0] as { hit: string; read: string; dirtied: string };
+  return {
+    rows: r.rows.map((x: { query: string; calls: string; mean_exec_time: number; total_plan_time: number; toplevel: boolean }) => ({
+      query: x.query,
+      perOp: Number(x.calls) / ops,
+      meanMs: x.mean_exec_time,
+      planMs: x.total_plan_time / Number(x.calls),
+      topLevel: x.toplevel,
+    })),
+    pages: { hit: Number(p.hit) / ops, read: Number(p.read) / ops, dirtied: Number(p.dirtied) / ops },
+  };
 }
 
-function statementTable(name: string, rows: StatementCount[], by: 'calls' | 'time' = 'calls'): string[] {
+function statementTable(name: string, stats: StatementStats, by: 'calls' | 'time' = 'calls'): string[] {
+  const rows = stats.rows;
   const total = rows.reduce((s, r) => s + r.perOp, 0);
   const roundTrips = rows.filter((r) => r.topLevel).reduce((s, r) => s + r.perOp, 0);
   return [
@@ -343,6 +364,8 @@ function statementTable(name: string, rows: StatementCount[], by: 'calls' | 'tim
     '| per op | mean ms | plan ms | sent by | statement |',
     '|---|---|---|---|---|',
     ...rows.map((r) => `| ${r.perOp.toFixed(2)} | ${r.meanMs.toFixed(3)} | ${r.planMs.toFixed(3)} | ${r.topLevel ? 'client' : 'function/trigger'} | \`${r.query.slice(0, 140).replace(/\|/g, '\\|')}\` |`),
+    '',
+    `Pages per operation, every statement sent (pg_stat_statements, counted as each ends): ${stats.pages.hit.toFixed(1)} found in the buffer pool, ${stats.pages.read.toFixed(2)} read in, ${stats.pages.dirtied.toFixed(1)} dirtied.`,
     '',
   ];
 }
