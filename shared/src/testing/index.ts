@@ -99,22 +99,24 @@ export interface StoredEvent {
   /** The Nats-Msg-Id it was published with (the duplicate window's key). */
   msgId: string | undefined;
   envelope: EventEnvelope;
+  /** When the stream stored it. */
+  storedAt: Date;
 }
 
 /**
- * Every message a stream holds, in stream order, read message by message from the
- * stream's leader (a hundred requests at a time). No consumer is made: with a node of a
- * cluster down, one may be placed on it and never answer.
+ * Every message a stream holds (from sequence `fromSeq` on, when given), in stream order,
+ * read message by message from the stream's leader (a hundred requests at a time). No
+ * consumer is made: with a node of a cluster down, one may be placed on it and never answer.
  */
-export async function storedEvents(jsm: JetStreamManager, stream = STREAM_EVENTS): Promise<StoredEvent[]> {
+export async function storedEvents(jsm: JetStreamManager, stream = STREAM_EVENTS, fromSeq = 0): Promise<StoredEvent[]> {
   const { state } = await jsm.streams.info(stream);
   if (state.messages === 0) return [];
   const out: StoredEvent[] = [];
-  for (let from = state.first_seq; from <= state.last_seq; from += 100) {
+  for (let from = Math.max(state.first_seq, fromSeq); from <= state.last_seq; from += 100) {
     const seqs = Array.from({ length: Math.min(100, state.last_seq - from + 1) }, (_, i) => from + i);
     // A sequence deleted from the stream answers an error: skipped.
     const got = await Promise.all(seqs.map((seq) => jsm.streams.getMessage(stream, { seq }).catch(() => null)));
-    for (const m of got) if (m) out.push({ seq: m.seq, subject: m.subject, msgId: m.header?.get('Nats-Msg-Id'), envelope: m.json<EventEnvelope>() });
+    for (const m of got) if (m) out.push({ seq: m.seq, subject: m.subject, msgId: m.header?.get('Nats-Msg-Id'), envelope: m.json<EventEnvelope>(), storedAt: m.time });
   }
   return out;
 }
