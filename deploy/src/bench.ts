@@ -112,7 +112,7 @@ const CYCLE_STEPS = ['create', 'first vote', 'deciding vote', 'verify', 'consume
 /** Each step's latencies (ms), in the order of CYCLE_STEPS. */
 type StepTimes = number[][];
 
-/** Each step's p50, p99 and max, and the queueing before the first (from the scheduled start). */
+/** Each step's p50, p99 and max (from its request's send to its answer). */
 function stepSummary(steps: StepTimes): Array<{ step: string; n: number; p50: number; p99: number; max: number }> {
   return steps.map((times, i) => {
     const sorted = [...times].sort((x, y) => x - y);
@@ -317,7 +317,6 @@ interface StatementCount {
   topLevel: boolean;
 }
 
-/** The statements PostgreSQL ran since the last reset, by calls per operation (BEGIN and COMMIT included). */
 /** A phase's statements (the most frequent or the costliest), and the pages all it sent touched. */
 interface StatementStats {
   rows: StatementCount[];
@@ -330,6 +329,7 @@ interface StatementStats {
   pages: { hit: number; read: number; dirtied: number };
 }
 
+/** The statements PostgreSQL ran since the last reset, by calls per operation (BEGIN and COMMIT included). */
 async function statementsPerOp(pool: Pool, ops: number, by: 'calls' | 'time' = 'calls'): Promise<StatementStats> {
   // By calls: what every operation runs. By time: what a burst runs in batches (a few
   // calls for a thousand operations), the costliest first.
