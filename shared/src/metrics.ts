@@ -65,6 +65,18 @@ export const busRequestSeconds = new Histogram({
 });
 
 /** Events handled by a durable consumer (ok, retried, parked). */
+/**
+ * A durable consumer's pull that the server refused or stopped answering (a 409 limit,
+ * two missed heartbeats, the consumer or stream gone): nats.js then waits for missed
+ * heartbeats before pulling again, so events wait seconds. By durable and notification.
+ */
+export const consumerStallsTotal = new Counter({
+  name: 'approvals_consumer_stalls_total',
+  help: 'Pulls of a durable consumer refused or unanswered by the server, by durable and kind (exceeded_limits, heartbeats_missed, consumer_deleted, consumer_not_found, stream_not_found)',
+  labelNames: ['durable', 'kind'] as const,
+  registers: [metricsRegistry],
+});
+
 export const eventsHandledTotal = new Counter({
   name: 'approvals_events_handled_total',
   help: 'Events handled by a durable consumer, by durable and outcome (ok, retry, dead_letter)',

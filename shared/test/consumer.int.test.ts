@@ -17,6 +17,7 @@ import {
   type ConsumerOptions,
   type DeadLetter,
   type EventEnvelope,
+  consumerStallsTotal,
 } from '@approvals/shared';
 import { startTestNats, waitFor, type TestNats } from '@approvals/shared/testing';
 
@@ -428,5 +429,15 @@ describe('EventConsumer (real JetStream)', () => {
     await waitFor(() => settled(durable), { what: 'consumer settled' });
     expect(first).toEqual([a.id]);
     expect(second).toEqual([b.id]);
+  });
+
+  it('counts a pull the server refuses (here: its durable deleted under it) as a stall of that durable', async () => {
+    const { subject, durable } = fresh();
+    await startConsumer({ durable, filterSubject: subject, handler: async () => undefined });
+    const stalls = async () => (await consumerStallsTotal.get()).values.filter((v) => v.labels.durable === durable);
+    expect(await stalls()).toEqual([]);
+    await (await bus.jsm()).consumers.delete(STREAM_EVENTS, durable);
+    const seen = await waitFor(async () => ((await stalls()).length > 0 ? await stalls() : undefined), { what: 'a stall counted', timeoutMs: 10_000 });
+    expect(seen.map((v) => v.labels.kind)).toContain('consumer_deleted');
   });
 });

@@ -5,7 +5,7 @@ import { EventEnvelope } from '../contracts/common';
 import { eventSchemaOf, type DomainEvent } from '../contracts/events';
 import { AppError } from '../errors';
 import type { Logger } from '../logger';
-import { deadLettersTotal, eventsHandledTotal } from '../metrics';
+import { consumerStallsTotal, deadLettersTotal, eventsHandledTotal } from '../metrics';
 import { trace } from '@opentelemetry/api';
 import { SpanKind, contextFrom, inSpan, tracingActive } from '../tracing';
 import { STREAM_EVENTS, deadLetterSubject, type EventSubject } from '../subjects';
@@ -111,6 +111,9 @@ export function eachConsumerOf<S extends EventSubject>(durable: string, filterSu
   return { durable, filterSubject, handler: handle, batch: { max: opts.max ?? 64, lingerMs: opts.lingerMs, handler: each } };
 }
 
+/** nats.js notices of a pull that delivers nothing until heartbeats are missed (see EventConsumer.watch). */
+const STALLS = new Set(['exceeded_limits', 'heartbeats_missed', 'consumer_deleted', 'consumer_not_found', 'stream_not_found']);
+
 /** What a dead letter holds: the event as received and why it could not be handled. */
 export interface DeadLetter {
   durable: string;
@@ -169,7 +172,27 @@ export class EventConsumer {
     // rest, but left a restarted replica without work for as long (the cluster test saw
     // it), so the cost at rest is paid instead.
     this.messages = await consumer.consume({ max_messages: this.opts.batch ? Math.max(64, 2 * (this.opts.batch.max ?? 64)) : 64, expires: 2_000 });
+    void this.watch(this.messages);
     this.loop = this.opts.batch ? this.runBatches(this.messages, this.opts.batch) : this.run(this.messages);
+  }
+
+  /**
+   * What nats.js says of the pull: a refusal (409: a limit exceeded, the consumer deleted)
+   * or two missed heartbeats leaves it pulling nothing until heartbeats are missed, so the
+   * events wait seconds. Counted and logged; the routine notices (heartbeats, a pull that
+   * expired with messages left) are not.
+   */
+  private async watch(messages: ConsumerMessages): Promise<void> {
+    const { durable, log } = this.opts;
+    try {
+      for await (const s of messages.status()) {
+        if (!STALLS.has(s.type)) continue;
+        consumerStallsTotal.inc({ durable, kind: s.type });
+        log.warn({ durable, notice: s }, 'event consumer: the server refused or stopped answering its pull; events wait until it pulls again');
+      }
+    } catch {
+      // The messages stopped: nothing more to watch.
+    }
   }
 
   /**
