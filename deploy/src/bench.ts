@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'pg';
-import { factsHash } from '@approvals/shared';
+import { EVENT, STREAM_EVENTS, factsHash } from '@approvals/shared';
 import { coalesceWrites } from '@approvals/shared';
 import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, startNatsServer } from '@approvals/shared/infra';
 import { storedEvents } from '@approvals/shared/testing';
@@ -641,7 +641,7 @@ export async function main(): Promise<number> {
     const eventsNc = await connect({ servers: nats.url, user: natsUsers.admin.user, pass: natsUsers.admin.password });
     stops.push(() => eventsNc.close());
     const eventsJsm = await jetstreamManager(eventsNc);
-    const streamFrom = (await eventsJsm.streams.info('EVENTS')).state.last_seq + 1;
+    const streamFrom = (await eventsJsm.streams.info(STREAM_EVENTS)).state.last_seq + 1;
     const beforeExpiry = await sampleWork(targets);
     await floorPool.query(`UPDATE decisions.decisions SET expires_at = $2 WHERE id = ANY($1)`, [expiring, dueAt]);
     await floorPool.query(`UPDATE scheduler.timers SET due_at = $2 WHERE kind = 'expire' AND ref = ANY($1) AND fired_at IS NULL`, [expiring, dueAt]);
@@ -655,13 +655,14 @@ export async function main(): Promise<number> {
     // Where the lag is: the scheduler firing the timer, or the expiry applied after it fired.
     const fired = (
       await floorPool.query(
-        `SELECT extract(epoch FROM (t.fired_at - t.due_at)) * 1000 AS fire, extract(epoch FROM (d.resolved_at - t.fired_at)) * 1000 AS apply
+        `SELECT t.ref AS id, extract(epoch FROM t.due_at) * 1000 AS due, extract(epoch FROM t.fired_at) * 1000 AS fired, extract(epoch FROM d.resolved_at) * 1000 AS resolved
            FROM scheduler.timers t JOIN decisions.decisions d ON d.id = t.ref WHERE t.kind = 'expire' AND t.ref = ANY($1) AND t.fired_at IS NOT NULL`,
         [expiring],
       )
-    ).rows as Array<{ fire: string; apply: string }>;
-    const fireLag = fired.map((r) => Number(r.fire)).sort((a, b) => a - b);
-    const applyLag = fired.map((r) => Number(r.apply)).sort((a, b) => a - b);
+    ).rows.map((r: { id: string; due: string; fired: string; resolved: string }) => ({ id: r.id, due: Number(r.due), fired: Number(r.fired), resolved: Number(r.resolved) }));
+    const ascending = (xs: number[]) => xs.sort((x, y) => x - y);
+    const fireLag = ascending(fired.map((t) => t.fired - t.due));
+    const applyLag = ascending(fired.map((t) => t.resolved - t.fired));
     await new Promise((r) => setTimeout(r, 3000));
     const expiryWork = perOp(beforeExpiry, await sampleWork(targets), N_EXPIRY);
     const expiryStatements = await statementsPerOp(statsPool, N_EXPIRY, 'time');
@@ -669,19 +670,13 @@ export async function main(): Promise<number> {
     // into the publish (fired → stored) and the consumer's part (stored → EXPIRED); read
     // after the burst's work is sampled, so the reads are not counted in it.
     const storedAt = new Map(
-      (await storedEvents(eventsJsm, 'EVENTS', streamFrom))
-        .filter((e) => e.subject === 'evt.timer.expire_due')
+      (await storedEvents(eventsJsm, STREAM_EVENTS, streamFrom))
+        .filter((e) => e.subject === EVENT.timerExpireDue)
         .map((e) => [(e.envelope.data as { decisionId: string }).decisionId, e.storedAt.getTime()]),
     );
-    const times = (
-      await floorPool.query(
-        `SELECT t.ref AS id, extract(epoch FROM t.fired_at) * 1000 AS fired, extract(epoch FROM d.resolved_at) * 1000 AS resolved
-           FROM scheduler.timers t JOIN decisions.decisions d ON d.id = t.ref WHERE t.kind = 'expire' AND t.ref = ANY($1) AND t.fired_at IS NOT NULL`,
-        [expiring],
-      )
-    ).rows as Array<{ id: string; fired: string; resolved: string }>;
-    const publishLag = times.filter((t) => storedAt.has(t.id)).map((t) => storedAt.get(t.id)! - Number(t.fired)).sort((a, b) => a - b);
-    const consumeLag = times.filter((t) => storedAt.has(t.id)).map((t) => Number(t.resolved) - storedAt.get(t.id)!).sort((a, b) => a - b);
+    const stored = fired.filter((t) => storedAt.has(t.id));
+    const publishLag = ascending(stored.map((t) => storedAt.get(t.id)! - t.fired));
+    const consumeLag = ascending(stored.map((t) => t.resolved - storedAt.get(t.id)!));
 
     // Reminders: as many decisions again, their reminder timers all due in the same second.
     say(`reminders: ${N_EXPIRY} decisions reminded in the same second`);
