@@ -313,6 +313,8 @@ interface StatementCount {
   meanMs: number;
   /** Planning per call (0 for a statement run inside a function: its plan is cached). */
   planMs: number;
+  /** Plans made per call: 1 when every call is planned (a custom plan each time), near 0 once a generic plan is reused. */
+  plansPerCall: number;
   /** Sent by a client (a round trip), not run inside a function or trigger. */
   topLevel: boolean;
 }
@@ -334,7 +336,7 @@ async function statementsPerOp(pool: Pool, ops: number, by: 'calls' | 'time' = '
   // By calls: what every operation runs. By time: what a burst runs in batches (a few
   // calls for a thousand operations), the costliest first.
   const r = await pool.query(
-    `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, mean_exec_time, total_plan_time, toplevel FROM pg_stat_statements
+    `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, plans, mean_exec_time, total_plan_time, toplevel FROM pg_stat_statements
       WHERE query NOT ILIKE '%pg_stat%' AND calls >= $1 ORDER BY ${by === 'calls' ? 'calls' : 'total_exec_time'} DESC LIMIT ${by === 'calls' ? 40 : 12}`,
     [by === 'calls' ? Math.max(1, Math.floor(ops / 20)) : 1],
   );
@@ -344,11 +346,12 @@ async function statementsPerOp(pool: Pool, ops: number, by: 'calls' | 'time' = '
   );
   const p = pages.rows[0] as { hit: string; read: string; dirtied: string };
   return {
-    rows: r.rows.map((x: { query: string; calls: string; mean_exec_time: number; total_plan_time: number; toplevel: boolean }) => ({
+    rows: r.rows.map((x: { query: string; calls: string; plans: string; mean_exec_time: number; total_plan_time: number; toplevel: boolean }) => ({
       query: x.query,
       perOp: Number(x.calls) / ops,
       meanMs: x.mean_exec_time,
       planMs: x.total_plan_time / Number(x.calls),
+      plansPerCall: Number(x.plans) / Number(x.calls),
       topLevel: x.toplevel,
     })),
     pages: { hit: Number(p.hit) / ops, read: Number(p.read) / ops, dirtied: Number(p.dirtied) / ops },
@@ -364,9 +367,9 @@ function statementTable(name: string, stats: StatementStats, by: 'calls' | 'time
       ? `${name} — statements per operation (${total.toFixed(1)} in all, ${roundTrips.toFixed(1)} of them sent by a client, i.e. round trips; the most frequent first):`
       : `${name} — statements per operation, the costliest in all first:`,
     '',
-    '| per op | mean ms | plan ms | sent by | statement |',
-    '|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.perOp.toFixed(2)} | ${r.meanMs.toFixed(3)} | ${r.planMs.toFixed(3)} | ${r.topLevel ? 'client' : 'function/trigger'} | \`${r.query.slice(0, 140).replace(/\|/g, '\\|')}\` |`),
+    '| per op | mean ms | plan ms | plans a call | sent by | statement |',
+    '|---|---|---|---|---|---|',
+    ...rows.map((r) => `| ${r.perOp.toFixed(2)} | ${r.meanMs.toFixed(3)} | ${r.planMs.toFixed(3)} | ${r.plansPerCall.toFixed(2)} | ${r.topLevel ? 'client' : 'function/trigger'} | \`${r.query.slice(0, 140).replace(/\|/g, '\\|')}\` |`),
     '',
     `Pages per operation, every statement sent (pg_stat_statements, counted as each ends): ${stats.pages.hit.toFixed(1)} found in the buffer pool, ${stats.pages.read.toFixed(2)} read in, ${stats.pages.dirtied.toFixed(1)} dirtied.`,
     '',
