@@ -65,7 +65,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         audience: config.AUTH_JWT_AUDIENCE,
         maxAgeSec: config.AUTH_SESSION_MAX_AGE_SEC,
       });
-      const app = createApp({
+      const http = createApp({
         routes: buildRoutes({ store, settings }),
         bus: ctx.bus,
         log,
@@ -81,7 +81,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         oidc: config.AUTH_OIDC_ISSUER && config.AUTH_OIDC_CLIENT_ID ? { issuer: config.AUTH_OIDC_ISSUER, clientId: config.AUTH_OIDC_CLIENT_ID, scope: config.AUTH_OIDC_SCOPE } : undefined,
       });
       server = createLimitedServer(
-        app,
+        http.listener,
         {
           perIp: config.HTTP_MAX_CONNECTIONS_PER_IP,
           total: config.HTTP_MAX_CONNECTIONS,
@@ -91,6 +91,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
           maxRequestsPerSocket: config.HTTP_MAX_REQUESTS_PER_SOCKET,
         },
         log,
+        http.messageClasses,
       );
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);

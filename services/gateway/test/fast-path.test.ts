@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import express from 'express';
 import helmet from 'helmet';
-import { createServer, request, type IncomingMessage, type Server } from 'node:http';
+import { createServer, request, IncomingMessage, ServerResponse, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createFastPath, staticHeadersOf } from '../src/http/fast-path';
+import { createFastPath, expressMessageClasses, staticHeadersOf } from '../src/http/fast-path';
 import type { RouteDef } from '../src/http/route';
 
 /**
@@ -143,5 +143,55 @@ describe('the gateway fast path', () => {
     expect(headers.get('X-Content-Type-Options')).toBe('nosniff');
     expect(headers.get('Strict-Transport-Security')).toMatch(/max-age=\d+/);
     expect(headers.has('Content-Security-Policy')).toBe(false);
+  });
+});
+
+/**
+ * The gateway's server builds its requests and responses with express's prototypes, so
+ * neither express nor the fast path has to change them on a live object (which costs every
+ * property load on them its inline cache). They must stay node's objects and work as express's.
+ */
+describe("requests and responses born with express's prototypes", () => {
+  let server: Server;
+  let base: string;
+  const seen: Array<{ request: boolean; response: boolean; node: boolean }> = [];
+  beforeAll(async () => {
+    const app = express();
+    app.set('trust proxy', 'loopback');
+    app.use(express.json());
+    app.get('/v1/echo', (req, res) => {
+      res.json({ ip: req.ip, query: req.query, path: req.path, accepts: req.accepts('json') });
+    });
+    app.post('/v1/echo', (req, res) => {
+      res.status(201).json({ body: req.body as unknown, type: req.is('application/json') });
+    });
+    const classes = expressMessageClasses(app);
+    server = createServer(classes, (req, res) => {
+      seen.push({
+        request: Object.getPrototypeOf(req) === app.request,
+        response: Object.getPrototypeOf(res) === app.response,
+        node: req instanceof IncomingMessage && res instanceof ServerResponse && req.socket === res.socket,
+      });
+      app(req, res);
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => server.close(r));
+  });
+
+  it("arrive with the prototypes, stay node's objects, and keep express's request and response behaviour", async () => {
+    const got = await fetch(`${base}/v1/echo?a=1&b=x`, { headers: { 'x-forwarded-for': '203.0.113.9', accept: 'application/json' } });
+    expect(got.status).toBe(200);
+    expect(got.headers.get('etag')).toMatch(/^W\//);
+    expect(await got.json()).toEqual({ ip: '203.0.113.9', query: { a: '1', b: 'x' }, path: '/v1/echo', accepts: 'json' });
+    const posted = await fetch(`${base}/v1/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"n":2}' });
+    expect(posted.status).toBe(201);
+    expect(await posted.json()).toEqual({ body: { n: 2 }, type: 'application/json' });
+    // Unknown route: express's own 404.
+    expect((await fetch(`${base}/nowhere`)).status).toBe(404);
+    expect(seen).toHaveLength(3);
+    expect(seen.every((s) => s.request && s.response && s.node)).toBe(true);
   });
 });

@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import helmet from 'helmet';
 import { mountWebApp } from './web-app';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createFastPath, staticHeadersOf, STRICT_UTF8 } from './fast-path';
+import { createFastPath, expressMessageClasses, staticHeadersOf, STRICT_UTF8 } from './fast-path';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { AppError, RawHttpReply, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, tracer, tracingActive, type Bus, type Logger } from '@approvals/shared';
@@ -322,8 +322,12 @@ export function createApp(deps: AppDeps) {
     sendError,
     sendRateLimited,
   });
-  return (req: IncomingMessage, res: ServerResponse): void => {
-    if (!fast(req, res)) app(req, res);
+  return {
+    listener: (req: IncomingMessage, res: ServerResponse): void => {
+      if (!fast(req, res)) app(req, res);
+    },
+    /** The classes the HTTP server builds requests and responses from (express's prototypes from birth). */
+    messageClasses: expressMessageClasses(app),
   };
 }
 

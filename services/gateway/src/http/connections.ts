@@ -1,4 +1,4 @@
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '@approvals/shared';
 
@@ -26,7 +26,12 @@ export interface ConnectionLimits {
  * at once with a plain 503 `unavailable` and `Retry-After`, then closed, instead of being
  * left to exhaust file descriptors so that new clients are reset.
  */
-export function createLimitedServer(app: RequestListener, limits: ConnectionLimits, log: Logger): Server {
+export function createLimitedServer(
+  app: RequestListener,
+  limits: ConnectionLimits,
+  log: Logger,
+  classes?: { IncomingMessage: typeof IncomingMessage; ServerResponse: typeof ServerResponse },
+): Server {
   // The HTTP machinery still parses a refused socket (it reads the handle directly): any
   // request that arrives on one is dropped before it reaches the app.
   const refused = new WeakSet<Socket>();
@@ -37,6 +42,7 @@ export function createLimitedServer(app: RequestListener, limits: ConnectionLimi
       keepAliveTimeout: limits.keepAliveTimeoutMs,
       // Node checks the two timeouts above on this interval (default 30 s).
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 2))),
+      ...classes,
     },
     (req, res) => {
       if (refused.has(req.socket)) {
