@@ -510,12 +510,49 @@ export async function main(): Promise<number> {
          FROM generate_series(1, $2) g`,
       [org, N_BACKGROUND_TIMERS],
     );
-    // Warm: every connection of every pool used, the caches filled, and, with a history, the
-    // pages a create reaches found again after its load (a system with a history has been
-    // running on it; warmed before the load, the first workload paid for it).
+    // Warm: every connection of every pool used, the caches filled, the code of every step
+    // compiled, and, with a history, the pages a create reaches found again after its load
+    // (a system with a history has been running on it; warmed before the load, the first
+    // workload paid for it). Each workload's steps are warmed, not only the create's: until
+    // the thirteenth round only creates were, and the first cycle phase paid for compiling
+    // the votes', verify's and consume's code in every process (V8's optimising compiler
+    // was 7-23% of the gateway's, decisions' and notifier's samples early in that phase),
+    // about 1-2 ms a cycle that the warm phase after it did not show.
+    /** create (with `how`: a policy, or approvers and what else) → 2 votes → verify → consume. */
+    const cycleOf = async (tag: string, how: Record<string, unknown>, steps?: StepTimes) => {
+      const hash = factsHash({ cycle: tag, amount: 100 });
+      let t = performance.now();
+      const lap = (step: number) => {
+        const now = performance.now();
+        steps?.[step]!.push(now - t);
+        t = now;
+      };
+      const created = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: tag, stepRef: 's', ...how, factsHash: hash });
+      lap(0);
+      const id = created.decisionId as string;
+      await http(base, 'POST', `/v1/decisions/${id}/decide`, a, { decision: 'approve' });
+      lap(1);
+      await http(base, 'POST', `/v1/decisions/${id}/decide`, b, { decision: 'approve' });
+      lap(2);
+      const v = await http(base, 'GET', `/v1/worker/decisions/${id}/verify?factsHash=${hash}`, key);
+      if (!v.valid) throw new Error(`verify said ${v.reason}`);
+      lap(3);
+      await http(base, 'POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'bench', factsHash: hash });
+      lap(4);
+    };
+    const cycle = (tag: string, steps?: StepTimes) => cycleOf(tag, { policy: 'bench' }, steps);
+    const timedCycle = (tag: string) => cycleOf(tag, { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2, timeoutSec: 3600, engine: 'bundled' });
     say(`warm-up`);
+    const warmCycles = Math.ceil(N_WARM / 5);
+    const warmHits = engine.hits();
     await runLoad(N_WARM, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
+    await runLoad(warmCycles, CONCURRENCY, (i) => cycle(`warm-y-${i}`));
+    await runLoad(warmCycles, CONCURRENCY, (i) => timedCycle(`warm-t-${i}`));
     await runLoad(N_WARM, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
+    await runLoad(warmCycles, CONCURRENCY, (i) => floorCycle(floorPool, `warmy${i}`, `warm-y-${i}`, factsHash({ i })));
+    // The warm cycles' resumes arrive before the timed phase counts its own.
+    const warmDeadline = Date.now() + 30_000;
+    while (engine.hits() - warmHits < warmCycles && Date.now() < warmDeadline) await new Promise((r) => setTimeout(r, 100));
     // Its after-work (notices planned) done before the first workload's sample.
     await new Promise((r) => setTimeout(r, 2000));
     // Steady state: planner statistics as autovacuum would have them after its first round
@@ -567,29 +604,6 @@ export async function main(): Promise<number> {
     await statsPool.query('ANALYZE');
     await statsPool.query('SELECT pg_stat_statements_reset()');
     const beforeCycle = await sampleWork(targets);
-    /** create (with `how`: a policy, or approvers and what else) → 2 votes → verify → consume. */
-    const cycleOf = async (tag: string, how: Record<string, unknown>, steps?: StepTimes) => {
-      const hash = factsHash({ cycle: tag, amount: 100 });
-      let t = performance.now();
-      const lap = (step: number) => {
-        const now = performance.now();
-        steps?.[step]!.push(now - t);
-        t = now;
-      };
-      const created = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: tag, stepRef: 's', ...how, factsHash: hash });
-      lap(0);
-      const id = created.decisionId as string;
-      await http(base, 'POST', `/v1/decisions/${id}/decide`, a, { decision: 'approve' });
-      lap(1);
-      await http(base, 'POST', `/v1/decisions/${id}/decide`, b, { decision: 'approve' });
-      lap(2);
-      const v = await http(base, 'GET', `/v1/worker/decisions/${id}/verify?factsHash=${hash}`, key);
-      if (!v.valid) throw new Error(`verify said ${v.reason}`);
-      lap(3);
-      await http(base, 'POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'bench', factsHash: hash });
-      lap(4);
-    };
-    const cycle = (tag: string, steps?: StepTimes) => cycleOf(tag, { policy: 'bench' }, steps);
     const cycleClient = process.cpuUsage();
     const sysCycle = await runLoad(N_CYCLE, CONCURRENCY, (i) => cycle(`y-${i}`));
     const cycleClientMs = cpuMs(process.cpuUsage(cycleClient)) / N_CYCLE;
@@ -610,7 +624,6 @@ export async function main(): Promise<number> {
     await statsPool.query('SELECT pg_stat_statements_reset()');
     const hitsBefore = engine.hits();
     const beforeTimed = await sampleWork(targets);
-    const timedCycle = (tag: string) => cycleOf(tag, { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2, timeoutSec: 3600, engine: 'bundled' });
     const sysTimed = await runLoad(N_CYCLE, CONCURRENCY, (i) => timedCycle(`t-${i}`));
     const resumeDeadline = Date.now() + 30_000;
     while (engine.hits() - hitsBefore < N_CYCLE && Date.now() < resumeDeadline) await new Promise((r) => setTimeout(r, 100));
