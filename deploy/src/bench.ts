@@ -543,7 +543,7 @@ export async function main(): Promise<number> {
     const cycle = (tag: string, steps?: StepTimes) => cycleOf(tag, { policy: 'bench' }, steps);
     const timedCycle = (tag: string) => cycleOf(tag, { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2, timeoutSec: 3600, engine: 'bundled' });
     say(`warm-up`);
-    const warmCycles = Math.ceil(N_WARM / 5);
+    const warmCycles = N_WARM;
     const warmHits = engine.hits();
     await runLoad(N_WARM, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
     await runLoad(warmCycles, CONCURRENCY, (i) => cycle(`warm-y-${i}`));
