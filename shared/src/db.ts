@@ -122,6 +122,83 @@ export function namePreparedStatements(client: unknown): void {
   };
 }
 
+/** A statement as `sendPrepared` sends it: pg's positional text, and the binding names in position order (none for `?` bindings). */
+interface CompiledStatement {
+  text: string;
+  order: string[] | null;
+}
+
+/** Statement texts compiled per process, at most (each call site is one or a few). */
+const MAX_COMPILED = 500;
+const compiledStatements = new Map<string, CompiledStatement>();
+const MARK = '\u0000bind\u0000';
+
+/**
+ * The text with knex's bindings (`?` for an array, `:name` for an object) turned into pg's
+ * `$n`, by knex itself, once: every binding is given a marker value, and the markers knex
+ * hands back say which value goes in which position. A binding knex would write into the
+ * text (an identifier, `??` or `:name:`, or a query builder) has no position: refused,
+ * since the text would then depend on the values.
+ */
+function compileStatement(q: Knex, sql: string, bindings: readonly unknown[] | Readonly<Record<string, unknown>>): CompiledStatement {
+  const named = !Array.isArray(bindings);
+  const names = named ? Object.keys(bindings) : (bindings as readonly unknown[]).map((_, i) => String(i));
+  const marked = named ? Object.fromEntries(names.map((n) => [n, MARK + n])) : names.map((n) => MARK + n);
+  const native = q.raw(sql, marked as never).toSQL().toNative();
+  if (native.sql.includes(MARK)) throw new Error(`sendPrepared: a binding is written into the text (an identifier), not sent as a value: ${sql.slice(0, 120)}`);
+  const order = native.bindings.map((b) => {
+    if (typeof b !== 'string' || !b.startsWith(MARK)) throw new Error(`sendPrepared: a binding is written into the text, not sent as a value: ${sql.slice(0, 120)}`);
+    return b.slice(MARK.length);
+  });
+  if (!named && order.some((n, i) => n !== String(i))) throw new Error(`sendPrepared: a binding is written into the text (an identifier), not sent as a value: ${sql.slice(0, 120)}`);
+  return { text: native.sql, order: named ? order : null };
+}
+
+type PgConnection = { query(config: { text: string; values: unknown[]; prepared: true }): Promise<{ rows: unknown[]; rowCount: number | null }> };
+
+/**
+ * A hot statement sent to its pg connection directly, as a named prepared statement,
+ * past knex's query building and runner: the same text and bindings as
+ * `q.raw(sql, bindings).options(PREPARED)`, and the same result (pg's), but the text is
+ * compiled to pg's form once per process (by knex, `compileStatement`), and each call
+ * only puts its values in order. On the decisions service's create, vote, verify and
+ * consume, knex's work around the same few texts (the named bindings found by regular
+ * expression on every call, positions, its runner's promises and events) was about a
+ * sixth of the process's CPU (perf, thirteenth round of docs/performance.md).
+ *
+ * Runs on the transaction's connection when `q` is a transaction (knex's transaction
+ * client answers it), else on one from the pool, released after. Plain values only: a
+ * value knex would write into the text (an identifier, a query builder) is refused when
+ * the text is compiled. An undefined value is refused, as knex refuses it.
+ */
+export async function sendPrepared<R = Record<string, unknown>>(
+  q: Knex,
+  sql: string,
+  bindings: readonly unknown[] | Readonly<Record<string, unknown>>,
+): Promise<{ rows: R[]; rowCount: number | null }> {
+  const key = Array.isArray(bindings) ? sql : `${sql}\u0000${Object.keys(bindings).join('\u0000')}`;
+  let compiled = compiledStatements.get(key);
+  if (compiled === undefined) {
+    compiled = compileStatement(q, sql, bindings);
+    if (compiledStatements.size < MAX_COMPILED) compiledStatements.set(key, compiled);
+  }
+  const values = compiled.order === null ? [...(bindings as readonly unknown[])] : compiled.order.map((n) => (bindings as Record<string, unknown>)[n]);
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i];
+    if (v === undefined) throw new Error(`sendPrepared: undefined binding at $${i + 1} of ${compiled.text.slice(0, 120)}`);
+    if (v !== null && typeof v === 'object' && typeof (v as { toSQL?: unknown }).toSQL === 'function') {
+      throw new Error(`sendPrepared: a query builder at $${i + 1} would be written into the text, not sent as a value: ${compiled.text.slice(0, 120)}`);
+    }
+  }
+  const client = q.client as { acquireConnection(): Promise<PgConnection>; releaseConnection(conn: PgConnection): Promise<unknown> };
+  const conn = await client.acquireConnection();
+  try {
+    return (await conn.query({ text: compiled.text, values, prepared: true })) as { rows: R[]; rowCount: number | null };
+  } finally {
+    await client.releaseConnection(conn);
+  }
+}
+
 /** Migrations are listed in code (not read from a folder) so they run the same from dist and under jest. */
 class ListMigrationSource implements Knex.MigrationSource<Migration> {
   constructor(private readonly list: Migration[]) {}

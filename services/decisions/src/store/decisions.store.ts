@@ -1,4 +1,4 @@
-import { EVENT, OUTBOX_TABLE, PREPARED, enqueueEvents, heldFor, isUniqueViolation, toEnvelopes, type DecisionStatus, type EventEnvelope, type HeldEvents, type Knex, type NewEvent } from '@approvals/shared';
+import { EVENT, OUTBOX_TABLE, PREPARED, enqueueEvents, heldFor, isUniqueViolation, sendPrepared, toEnvelopes, type DecisionStatus, type EventEnvelope, type HeldEvents, type Knex, type NewEvent } from '@approvals/shared';
 import { isPastDeadline, quotaPeriod, type Tally } from '../domain/decision';
 import { DECISION_COLUMNS, resolvedEvents, type DecisionRow } from './decision.row';
 
@@ -47,6 +47,16 @@ export const USAGE_SHARDS = 16;
 
 /** A whole decision row, its columns named (`d.id, d.org_id, …`): see DECISION_COLUMNS. */
 const ROW_OF_D = DECISION_COLUMNS.map((c) => `d.${c}`).join(', ');
+
+/** One decision by its org and id, whole (`find`); locked for the transaction (`lock`). */
+const FIND_ONE = `SELECT ${DECISION_COLUMNS.map((c) => `"${c}"`).join(', ')} FROM decisions WHERE org_id = ? AND id = ? LIMIT 1`;
+const LOCK_ONE = `${FIND_ONE} FOR NO KEY UPDATE`;
+
+/** A column named by code (a guard's, a change's), checked before it is written into a statement. */
+const column = (name: string) => {
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a column name: ${name}`);
+  return `"${name}"`;
+};
 
 /** The decision's jsonb columns a create writes. */
 const JSON_COLUMNS = new Set(['route', 'context', 'proposed_output', 'response_spec', 'esign']);
@@ -125,8 +135,8 @@ export class DecisionsStore {
 
   // ---- decisions ----------------------------------------------------------------
 
-  find(org: string, id: string): Promise<DecisionRow | undefined> {
-    return this.q('decisions').first(DECISION_COLUMNS).where({ org_id: org, id }).options(PREPARED);
+  async find(org: string, id: string): Promise<DecisionRow | undefined> {
+    return (await sendPrepared<DecisionRow>(this.q, FIND_ONE, [org, id])).rows[0];
   }
 
   /**
@@ -135,8 +145,8 @@ export class DecisionsStore {
    * reference it (timeline entries written by other transactions, whose foreign key check
    * takes FOR KEY SHARE) are not held up behind the lock.
    */
-  lock(org: string, id: string): Promise<DecisionRow | undefined> {
-    return this.q('decisions').first(DECISION_COLUMNS).where({ org_id: org, id }).forNoKeyUpdate().options(PREPARED);
+  async lock(org: string, id: string): Promise<DecisionRow | undefined> {
+    return (await sendPrepared<DecisionRow>(this.q, LOCK_ONE, [org, id])).rows[0];
   }
 
   findByRunStep(org: string, runId: string, stepRef: string): Promise<DecisionRow | undefined> {
@@ -167,7 +177,8 @@ export class DecisionsStore {
   }
 
   private async forVote(org: string, id: string, email: string | null, lock: boolean): Promise<(VoteView & { approvals?: number; rejections?: number }) | undefined> {
-    const r = await this.q.raw(
+    const r = await sendPrepared<DecisionRow & { vote_voter_disabled: boolean; vote_earlier: (Omit<VoteRow, 'created_at'> & { created_at: string }) | null; vote_approvals?: number; vote_rejections?: number }>(
+      this.q,
       `SELECT ${ROW_OF_D},
               EXISTS (SELECT 1 FROM approver_states s WHERE s.org_id = d.org_id AND s.email = :email AND s.disabled) AS vote_voter_disabled,
               (SELECT row_to_json(v) FROM (SELECT choice, note, surface, response_value, created_at FROM votes WHERE decision_id = d.id AND voter = :email) v) AS vote_earlier
@@ -176,10 +187,8 @@ export class DecisionsStore {
          FROM decisions d WHERE d.org_id = :org AND d.id = :id
           ${lock ? 'FOR NO KEY UPDATE OF d' : ''}`,
       { org, id, email: email ?? '' },
-    ).options(PREPARED);
-    const row = r.rows[0] as
-      | (DecisionRow & { vote_voter_disabled: boolean; vote_earlier: (Omit<VoteRow, 'created_at'> & { created_at: string }) | null; vote_approvals?: number; vote_rejections?: number })
-      | undefined;
+    );
+    const row = r.rows[0];
     if (!row) return undefined;
     const { vote_voter_disabled: voterDisabled, vote_earlier: earlier, vote_approvals: approvals, vote_rejections: rejections, ...d } = row;
     return {
@@ -207,7 +216,8 @@ export class DecisionsStore {
   ): Promise<boolean> {
     const rv = v.responseValue === undefined ? null : JSON.stringify(v.responseValue);
     const envelopes = toEnvelopes(events);
-    const write = this.q.raw(
+    const write = () => sendPrepared<{ applied: number }>(
+      this.q,
       `WITH g AS (
          UPDATE decisions SET vote_count = vote_count + 1
            ${verdict ? `, status = :status, decided_by = :voter, note = :note, response_value = :rv::jsonb, resolved_at = :at` : ''}
@@ -237,9 +247,9 @@ export class DecisionsStore {
         events: JSON.stringify(envelopes),
         heldFor: this.heldFor,
       },
-    ).options(PREPARED);
+    );
     try {
-      const applied = ((await write).rows[0] as { applied: number }).applied > 0;
+      const applied = (await write()).rows[0]!.applied > 0;
       if (applied) this.committed(envelopes);
       return applied;
     } catch (err) {
@@ -351,15 +361,15 @@ export class DecisionsStore {
     const envelopes = toEnvelopes(events);
     try {
       // The lease goes with the row (the function ignores keys that are not columns).
-      const res = await this.q.raw('SELECT decisions.open_decision(?::jsonb, ?::jsonb, ?::jsonb, ?, ?::smallint, ?::int) AS r', [
+      const res = await sendPrepared<{ r: typeof r }>(this.q, 'SELECT decisions.open_decision(?::jsonb, ?::jsonb, ?::jsonb, ?, ?::smallint, ?::int) AS r', [
         JSON.stringify(this.heldFor === null ? row : { ...row, outbox_lease_secs: this.heldFor }),
         JSON.stringify(entry),
         JSON.stringify(envelopes),
         period,
         Math.floor(Math.random() * USAGE_SHARDS),
         defaultLimit ?? null,
-      ]).options(PREPARED);
-      r = res.rows[0].r;
+      ]);
+      r = res.rows[0]!.r;
     } catch (err) {
       const e = err as { code?: string; detail?: string };
       if (e.code !== QUOTA_REFUSED) throw err;
@@ -504,21 +514,25 @@ export class DecisionsStore {
     entries: Array<{ type: string; actor: string | null; at: Date; data: Record<string, unknown> }>,
     events: NewEvent[],
   ): Promise<boolean> {
-    const update = this.q('decisions')
-      .where({ ...guard, id })
-      .update(set)
-      .returning('id');
+    // One text per call site (its guard, which of it is null, and what it sets): prepared.
+    const values: Record<string, unknown> = { id };
+    const assignments = Object.entries(set).map(([c, v]) => {
+      values[`set_${c}`] = v;
+      return `${column(c)} = :set_${c}`;
+    });
+    const conditions = Object.entries(guard).map(([c, v]) => {
+      if (v === null) return `${column(c)} IS NULL`;
+      values[`guard_${c}`] = v;
+      return `${column(c)} = :guard_${c}`;
+    });
     const envelopes = toEnvelopes(events);
-    // One text per call site (its guard and what it sets): prepared.
-    const r = await this.q
-      .raw(`WITH u AS (:update),${writtenWith('u')} SELECT count(*)::int AS changed FROM u`, {
-        update,
-        entries: JSON.stringify(entries),
-        events: JSON.stringify(envelopes),
-        heldFor: this.heldFor,
-      })
-      .options(PREPARED);
-    const changed = (r.rows[0] as { changed: number }).changed > 0;
+    const r = await sendPrepared<{ changed: number }>(
+      this.q,
+      `WITH u AS (UPDATE decisions SET ${assignments.join(', ')} WHERE ${[...conditions, 'id = :id'].join(' AND ')} RETURNING id),${writtenWith('u')}
+       SELECT count(*)::int AS changed FROM u`,
+      { ...values, entries: JSON.stringify(entries), events: JSON.stringify(envelopes), heldFor: this.heldFor },
+    );
+    const changed = r.rows[0]!.changed > 0;
     if (changed) this.committed(envelopes);
     return changed;
   }
