@@ -516,7 +516,8 @@ export class DecisionsStore {
   ): Promise<boolean> {
     // One text per call site (its guard, which of it is null, and what it sets): prepared.
     const values: Record<string, unknown> = { id };
-    const assignments = Object.entries(set).map(([c, v]) => {
+    // As knex's update did: a column set to undefined is left as it is.
+    const assignments = Object.entries(set).filter(([, v]) => v !== undefined).map(([c, v]) => {
       values[`set_${c}`] = v;
       return `${column(c)} = :set_${c}`;
     });
