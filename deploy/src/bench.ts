@@ -184,8 +184,14 @@ function describeError(err: unknown): string {
  * cores with the system, so it is kept as light as the floor's client (`pg`): global
  * `fetch` (undici's WHATWG layer) took 0.5–0.9 ms of CPU a request more, which the system
  * lost as throughput. Its CPU per operation is reported next to the system's.
+ *
+ * A connection left idle for 4 s is closed by the client (`timeout`: the agent destroys a
+ * free socket that times out), before the gateway's keep-alive timeout (5 s) closes it:
+ * otherwise a request sent on a connection just as the gateway closes it fails with
+ * `ECONNRESET`, the keep-alive race every HTTP client has to avoid. The pauses between
+ * phases (the floor's runs, the settling) last about that long.
  */
-const agent = new Agent({ keepAlive: true });
+const agent = new Agent({ keepAlive: true, timeout: 4000 });
 
 function http(base: string, method: string, path: string, token: string, body?: unknown, expect: number[] = [200, 201]): Promise<any> {
   const data = body === undefined ? undefined : JSON.stringify(body);
