@@ -109,20 +109,33 @@ export async function runLoad(n: number, concurrency: number, fn: (i: number) =>
 
 /** The requests of a cycle, in order. */
 const CYCLE_STEPS = ['create', 'first vote', 'deciding vote', 'verify', 'consume'] as const;
-/** Each step's latencies (ms), in the order of CYCLE_STEPS. */
-type StepTimes = number[][];
+/** Each step's requests (ms from send to answer, and when it was sent: `performance.now()`), in the order of CYCLE_STEPS. */
+type StepTimes = Array<Array<{ ms: number; sent: number }>>;
 
 /** Each step's p50, p99 and max (from its request's send to its answer). */
 function stepSummary(steps: StepTimes): Array<{ step: string; n: number; p50: number; p99: number; max: number }> {
   return steps.map((times, i) => {
-    const sorted = [...times].sort((x, y) => x - y);
+    const sorted = times.map((t) => t.ms).sort((x, y) => x - y);
     return { step: CYCLE_STEPS[i]!, n: sorted.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] ?? NaN };
   });
+}
+
+/**
+ * The slowest requests of all steps, each with when it was sent (seconds into the phase):
+ * whether the tail is a few moments that held everything in flight, or spread out.
+ */
+function slowestRequests(steps: StepTimes, t0: number, n = 10): Array<{ step: string; ms: number; atSec: number }> {
+  return steps
+    .flatMap((times, i) => times.map((t) => ({ step: CYCLE_STEPS[i]!, ms: t.ms, atSec: (t.sent - t0) / 1000 })))
+    .sort((x, y) => y.ms - x.ms)
+    .slice(0, n);
 }
 
 export interface OpenLoopResult extends LoadResult {
   /** Per request of the cycle, when measured. */
   steps?: ReturnType<typeof stepSummary>;
+  /** The slowest requests of the phase, when measured. */
+  slowest?: ReturnType<typeof slowestRequests>;
   rate: number;
   seconds: number;
   max: number;
@@ -530,7 +543,7 @@ export async function main(): Promise<number> {
       let t = performance.now();
       const lap = (step: number) => {
         const now = performance.now();
-        steps?.[step]!.push(now - t);
+        steps?.[step]!.push({ ms: now - t, sent: t });
         t = now;
       };
       const created = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: tag, stepRef: 's', ...how, factsHash: hash });
@@ -642,7 +655,8 @@ export async function main(): Promise<number> {
     for (const rate of RATES) {
       say(`cycle, open loop: ${rate} cycles a second for ${RATE_SECONDS} s`);
       const steps: StepTimes = CYCLE_STEPS.map(() => []);
-      openLoop.push({ ...(await runOpenLoop(rate, RATE_SECONDS, (i) => cycle(`o${rate}-${i}`, steps))), steps: stepSummary(steps) });
+      const t0 = performance.now();
+      openLoop.push({ ...(await runOpenLoop(rate, RATE_SECONDS, (i) => cycle(`o${rate}-${i}`, steps))), steps: stepSummary(steps), slowest: slowestRequests(steps, t0) });
       await new Promise((r) => setTimeout(r, 2000));
     }
 
@@ -754,6 +768,10 @@ export async function main(): Promise<number> {
             `| offered | ${CYCLE_STEPS.map((s) => `${s} p50 / p99 / max`).join(' | ')} |`,
             `|---|${CYCLE_STEPS.map(() => '---').join('|')}|`,
             ...openLoop.map((r) => `| ${r.rate}/s | ${(r.steps ?? []).map((s) => `${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} / ${s.max.toFixed(1)}`).join(' | ')} |`),
+            '',
+            'the slowest requests of those cycles (step, ms, seconds into the phase when sent):',
+            '',
+            ...openLoop.map((r) => `- ${r.rate}/s: ${(r.slowest ?? []).map((x) => `${x.step} ${x.ms.toFixed(0)} ms at ${x.atSec.toFixed(2)} s`).join('; ')}`),
             '',
           ]
         : []),
