@@ -131,11 +131,53 @@ function slowestRequests(steps: StepTimes, t0: number, n = 10): Array<{ step: st
     .slice(0, n);
 }
 
+/**
+ * What PostgreSQL's client backends are waiting on, sampled every 25 ms (pg_stat_activity:
+ * the wait event of each active backend, `CPU` for none), with when (`performance.now()`).
+ */
+function sampleWaits(pool: Pool): { stop: () => Promise<Array<{ at: number; waits: Record<string, number> }>> } {
+  const samples: Array<{ at: number; waits: Record<string, number> }> = [];
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const at = performance.now();
+      const r = await pool.query(
+        `SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS w, count(*)::int AS n FROM pg_stat_activity
+          WHERE state = 'active' AND backend_type = 'client backend' AND pid <> pg_backend_pid() GROUP BY 1`,
+      );
+      samples.push({ at, waits: Object.fromEntries(r.rows.map((x: { w: string; n: number }) => [x.w, x.n])) });
+      await new Promise((res) => setTimeout(res, 25));
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+/** The backends' waits summed over the samples between `from` and `to` (`performance.now()`), the most seen first. */
+function waitsBetween(samples: Array<{ at: number; waits: Record<string, number> }>, from: number, to: number): string {
+  const sum = new Map<string, number>();
+  let n = 0;
+  for (const x of samples) {
+    if (x.at < from || x.at > to) continue;
+    n++;
+    for (const [w, c] of Object.entries(x.waits)) sum.set(w, (sum.get(w) ?? 0) + c);
+  }
+  const top = [...sum].sort((a, b) => b[1] - a[1]).slice(0, 6);
+  return `${n} samples: ${top.length ? top.map(([w, c]) => `${w} ${(c / Math.max(1, n)).toFixed(1)}`).join(', ') : 'no backend active'}`;
+}
+
 export interface OpenLoopResult extends LoadResult {
   /** Per request of the cycle, when measured. */
   steps?: ReturnType<typeof stepSummary>;
   /** The slowest requests of the phase, when measured. */
   slowest?: ReturnType<typeof slowestRequests>;
+  /** PostgreSQL's backends' waits (mean active backends by wait event) over the phase and during its slowest request. */
+  waits?: { phase: string; slowest: string };
   rate: number;
   seconds: number;
   max: number;
@@ -656,7 +698,16 @@ export async function main(): Promise<number> {
       say(`cycle, open loop: ${rate} cycles a second for ${RATE_SECONDS} s`);
       const steps: StepTimes = CYCLE_STEPS.map(() => []);
       const t0 = performance.now();
-      openLoop.push({ ...(await runOpenLoop(rate, RATE_SECONDS, (i) => cycle(`o${rate}-${i}`, steps))), steps: stepSummary(steps), slowest: slowestRequests(steps, t0) });
+      const sampler = sampleWaits(statsPool);
+      const result = await runOpenLoop(rate, RATE_SECONDS, (i) => cycle(`o${rate}-${i}`, steps));
+      const waitSamples = await sampler.stop();
+      const slowest = slowestRequests(steps, t0);
+      const worst = slowest[0];
+      const waits = {
+        phase: waitsBetween(waitSamples, t0, performance.now()),
+        slowest: worst ? waitsBetween(waitSamples, t0 + worst.atSec * 1000, t0 + worst.atSec * 1000 + worst.ms) : '',
+      };
+      openLoop.push({ ...result, steps: stepSummary(steps), slowest, waits });
       await new Promise((r) => setTimeout(r, 2000));
     }
 
@@ -772,6 +823,10 @@ export async function main(): Promise<number> {
             'the slowest requests of those cycles (step, ms, seconds into the phase when sent):',
             '',
             ...openLoop.map((r) => `- ${r.rate}/s: ${(r.slowest ?? []).map((x) => `${x.step} ${x.ms.toFixed(0)} ms at ${x.atSec.toFixed(2)} s`).join('; ')}`),
+            '',
+            "PostgreSQL's client backends by what they wait on (mean active backends over pg_stat_activity samples every 25 ms; CPU: not waiting):",
+            '',
+            ...openLoop.map((r) => `- ${r.rate}/s, the whole phase: ${r.waits?.phase ?? ''}; during its slowest request: ${r.waits?.slowest ?? ''}`),
             '',
           ]
         : []),
