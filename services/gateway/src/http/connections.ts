@@ -1,6 +1,7 @@
-import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '@approvals/shared';
+import type { MessageClasses } from './fast-path';
 
 export interface ConnectionLimits {
   /** Open connections allowed from one peer address (the socket's, not X-Forwarded-For). */
@@ -30,7 +31,7 @@ export function createLimitedServer(
   app: RequestListener,
   limits: ConnectionLimits,
   log: Logger,
-  classes?: { IncomingMessage: typeof IncomingMessage; ServerResponse: typeof ServerResponse },
+  classes?: MessageClasses,
 ): Server {
   // The HTTP machinery still parses a refused socket (it reads the handle directly): any
   // request that arrives on one is dropped before it reaches the app.
