@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseCidrs, type AddressPolicy } from './http/addresses';
 import { parseSecretsKey } from './secrets';
+import { POOL_DEFAULTS, type PoolSettings } from './db';
 
 /**
  * Parses process.env (or a given record) against one zod schema, once, at start.
@@ -37,6 +38,19 @@ export const BaseServiceEnv = z.object({
    * sending it new connections. 0 stops at once.
    */
   SHUTDOWN_DELAY_MS: z.coerce.number({ error: 'SHUTDOWN_DELAY_MS must be a number' }).int().min(0).max(60_000).default(0),
+  /**
+   * The service's PostgreSQL connections (per replica): at most DB_POOL_MAX; DB_POOL_MIN
+   * opened at start and kept; one above the minimum closes after DB_POOL_IDLE_TIMEOUT_MS
+   * unused (docs/operations.md "Database connections").
+   */
+  DB_POOL_MAX: z.coerce.number({ error: 'DB_POOL_MAX must be a number' }).int('DB_POOL_MAX must be an integer').min(1, 'DB_POOL_MAX must be 1 to 100').max(100, 'DB_POOL_MAX must be 1 to 100').default(POOL_DEFAULTS.max),
+  DB_POOL_MIN: z.coerce.number({ error: 'DB_POOL_MIN must be a number' }).int('DB_POOL_MIN must be an integer').min(0, 'DB_POOL_MIN must be 0 to 100').max(100, 'DB_POOL_MIN must be 0 to 100').default(POOL_DEFAULTS.min),
+  DB_POOL_IDLE_TIMEOUT_MS: z.coerce
+    .number({ error: 'DB_POOL_IDLE_TIMEOUT_MS must be a number' })
+    .int('DB_POOL_IDLE_TIMEOUT_MS must be an integer')
+    .min(1_000, 'DB_POOL_IDLE_TIMEOUT_MS must be 1000 to 86400000')
+    .max(86_400_000, 'DB_POOL_IDLE_TIMEOUT_MS must be 1000 to 86400000')
+    .default(POOL_DEFAULTS.idleTimeoutMs),
   /** Replicas of the JetStream streams and buckets a service creates when missing (3 on a cluster). */
   JETSTREAM_REPLICAS: z.coerce.number({ error: 'JETSTREAM_REPLICAS must be a number' }).int().min(1, 'JETSTREAM_REPLICAS must be 1 to 5').max(5, 'JETSTREAM_REPLICAS must be 1 to 5').default(1),
   /**
@@ -76,6 +90,12 @@ export function outboundGuard(env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean; OUT
   return { allowPrivate: env.WEBHOOK_ALLOW_PRIVATE_TARGETS, allowed: parseCidrs(env.OUTBOUND_ALLOWED_CIDRS) };
 }
 export type BaseServiceEnv = z.infer<typeof BaseServiceEnv>;
+
+/** The pool a service's configuration asks for; a minimum above the maximum is refused. */
+export function poolSettings(env: Pick<BaseServiceEnv, 'DB_POOL_MIN' | 'DB_POOL_MAX' | 'DB_POOL_IDLE_TIMEOUT_MS'>): PoolSettings {
+  if (env.DB_POOL_MIN > env.DB_POOL_MAX) throw new ConfigError(`invalid configuration:\n  DB_POOL_MIN: must not exceed DB_POOL_MAX (${env.DB_POOL_MIN} > ${env.DB_POOL_MAX})`);
+  return { min: env.DB_POOL_MIN, max: env.DB_POOL_MAX, idleTimeoutMs: env.DB_POOL_IDLE_TIMEOUT_MS };
+}
 
 /** Reads a boolean-ish env var ("true"/"1"/"false"/"0"). */
 export const envBool = z

@@ -13,7 +13,38 @@ export interface Migration {
  * A knex instance whose search_path is the service's own schema, so queries name bare
  * tables and a service cannot read another service's tables by accident.
  */
-export function createDb(opts: { url: string; schema: string; poolMax?: number; log?: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void; debug(obj: object, msg: string): void } }): Knex {
+/**
+ * A service's connection pool (DB_POOL_MIN, DB_POOL_MAX, DB_POOL_IDLE_TIMEOUT_MS).
+ *
+ * A connection is costly to open: PostgreSQL forks a backend, which then loads its
+ * catalog caches, compiles the plpgsql functions and prepares and plans each statement
+ * afresh. Opened under load, that work lands in the middle of requests: the bench's open
+ * loop had moments of 100-200 ms in which every request in flight waited, each next to
+ * new backends, because the pool closed a connection after 30 s idle (knex's default,
+ * with `min: 0`) and the next burst opened it again. So the pool opens `min` connections
+ * before the service reports ready (`warmPool`), keeps them, and closes one above `min`
+ * only after `idleTimeoutMs` without use (10 minutes, as HikariCP's default), long
+ * enough that a service under steady load keeps the connections its bursts need.
+ */
+export interface PoolSettings {
+  /** Connections opened at start and always kept (default 2). */
+  min?: number;
+  /** At most this many connections (default 10). */
+  max?: number;
+  /** A connection above `min` closes after this long unused (default 600,000 ms). */
+  idleTimeoutMs?: number;
+}
+
+export const POOL_DEFAULTS = { min: 2, max: 10, idleTimeoutMs: 600_000 } as const;
+
+export function createDb(opts: {
+  url: string;
+  schema: string;
+  /** At most this many connections, none kept when idle (tools and tests); services pass `pool`. */
+  poolMax?: number;
+  pool?: PoolSettings;
+  log?: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void; debug(obj: object, msg: string): void };
+}): Knex {
   const log = opts.log;
   return knexFactory({
     // knex's own messages (a lost connection, a failed acquire) go to the service's log, not stdout.
@@ -31,8 +62,9 @@ export function createDb(opts: { url: string; schema: string; poolMax?: number; 
     connection: opts.url,
     searchPath: [opts.schema, 'public'],
     pool: {
-      min: 0,
-      max: opts.poolMax ?? 10,
+      min: opts.pool ? (opts.pool.min ?? POOL_DEFAULTS.min) : 0,
+      max: opts.pool ? (opts.pool.max ?? POOL_DEFAULTS.max) : (opts.poolMax ?? POOL_DEFAULTS.max),
+      ...(opts.pool ? { idleTimeoutMillis: opts.pool.idleTimeoutMs ?? POOL_DEFAULTS.idleTimeoutMs } : {}),
       afterCreate: (conn: unknown, done: (err: Error | null, conn: unknown) => void) => {
         coalesceWrites(conn);
         namePreparedStatements(conn);
@@ -43,6 +75,20 @@ export function createDb(opts: { url: string; schema: string; poolMax?: number; 
     // `unavailable` (503, retry) before the caller gives up with a 504.
     acquireConnectionTimeout: 4_000,
   });
+}
+
+/**
+ * Opens the pool's `min` connections (they stay open: `createDb`'s `pool`), so the first
+ * requests after a start do not pay for them. A connection that fails to open fails the
+ * start, as a database that cannot be reached does.
+ */
+export async function warmPool(db: Knex): Promise<void> {
+  const client = db.client as { pool?: { min: number }; acquireConnection(): Promise<unknown>; releaseConnection(conn: unknown): Promise<unknown> };
+  const n = client.pool?.min ?? 0;
+  const held = await Promise.allSettled(Array.from({ length: n }, () => client.acquireConnection()));
+  await Promise.all(held.map((h) => (h.status === 'fulfilled' ? client.releaseConnection(h.value) : undefined)));
+  const failed = held.find((h): h is PromiseRejectedResult => h.status === 'rejected');
+  if (failed) throw failed.reason;
 }
 
 /**

@@ -6,7 +6,7 @@ import { ServiceHost } from './bus/service-host';
 import { systemClock, type Clock } from './clock';
 import { EchoEndpoints } from './contracts/access';
 import { ConfigError } from './config';
-import { createDb, migrate, type Migration } from './db';
+import { createDb, migrate, warmPool, type Migration, type PoolSettings } from './db';
 import { createLogger, type Logger } from './logger';
 import { collectProcessMetrics, scrapedGauge, startMetricsServer } from './metrics';
 import { startTracing, stopTracing } from './tracing';
@@ -56,6 +56,8 @@ export interface ServiceOptions {
   jetstreamReplicas?: number;
   /** On stop, serve this long while reporting not ready before stopping (SHUTDOWN_DELAY_MS). */
   shutdownDelayMs?: number;
+  /** Its PostgreSQL pool (DB_POOL_*: `poolSettings`); undefined: the defaults (`POOL_DEFAULTS`). */
+  pool?: PoolSettings;
   setup(ctx: ServiceContext): Promise<SetupResult | void>;
 }
 
@@ -78,10 +80,11 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   const clock = opts.clock ?? systemClock;
   // Traces, when the OTEL_* variables ask for them (off by default).
   if (await startTracing(opts.name)) log.info('exporting traces (OpenTelemetry)');
-  const db = createDb({ url: opts.databaseUrl, schema: opts.schema, log });
+  const db = createDb({ url: opts.databaseUrl, schema: opts.schema, pool: opts.pool ?? {}, log });
   let bus: Bus | undefined;
   try {
     await migrate(db, opts.schema, opts.migrations);
+    await warmPool(db);
     if (!opts.natsAuth && !/^[a-z]+:\/\/[^@/]+@/i.test(opts.natsUrl)) {
       log.warn('connecting to NATS without credentials: any client that reaches the server can act as this service (set NATS_USER/NATS_PASSWORD or NATS_CREDS)');
     }

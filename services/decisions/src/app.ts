@@ -1,4 +1,4 @@
-import { contractBacklogGauge, CachedCalls, ContractEngine, SecretBox, followChanges, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { contractBacklogGauge, CachedCalls, ContractEngine, SecretBox, followChanges, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer, notificationSkippedConsumer } from './consumers/notification-sent.consumer';
@@ -27,6 +27,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
     metricsPort: config.METRICS_PORT,
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
     shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
+    pool: poolSettings(config),
     schema: 'decisions',
     migrations,
     log: opts.log ?? createLogger('decisions', config.LOG_LEVEL),

@@ -1,4 +1,4 @@
-import { CachedCalls, OrgCache, SecretBox, announceChange, followChanges, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { CachedCalls, OrgCache, SecretBox, announceChange, followChanges, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import type { NotifierConfig } from './config';
 import { notifierConsumers } from './consumers/decision-events.consumer';
 import { registerNotifierHandlers } from './handlers/people.handlers';
@@ -31,6 +31,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
     metricsPort: config.METRICS_PORT,
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
     shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
+    pool: poolSettings(config),
     schema: 'notifier',
     migrations,
     outbox: true,

@@ -1,4 +1,4 @@
-import { contractBacklogGauge, ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { contractBacklogGauge, ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import type { PoliciesConfig } from './config';
 import { registerApproverHandlers } from './handlers/approvers.handlers';
 import { registerPolicyHandlers } from './handlers/policies.handlers';
@@ -19,6 +19,7 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
     metricsPort: config.METRICS_PORT,
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
     shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
+    pool: poolSettings(config),
     schema: 'policies',
     migrations,
     log: opts.log ?? createLogger('policies', config.LOG_LEVEL),

@@ -1,4 +1,4 @@
-import { scrapedGauge, createLogger, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { scrapedGauge, createLogger, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import { z } from 'zod';
 import type { SchedulerConfig } from './config';
 import { decisionTimersConsumer } from './consumers/decision-timers.consumer';
@@ -32,6 +32,7 @@ export async function startScheduler(config: SchedulerConfig, opts: { log?: Logg
     metricsPort: config.METRICS_PORT,
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
     shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
+    pool: poolSettings(config),
     schema: 'scheduler',
     migrations,
     log: opts.log ?? createLogger('scheduler', config.LOG_LEVEL),

@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, EsignEndpoints, OrgCache, SecretBox, announceChange, eachConsumerOf, followChanges, SurfacesEndpoints, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv } from '@approvals/shared';
+import { DURABLE, EVENT, EsignEndpoints, OrgCache, SecretBox, announceChange, eachConsumerOf, followChanges, SurfacesEndpoints, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
@@ -26,6 +26,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
     metricsPort: config.METRICS_PORT,
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
     shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
+    pool: poolSettings(config),
     schema: 'surfaces',
     migrations,
     log: opts.log ?? createLogger('surfaces', config.LOG_LEVEL),
