@@ -498,14 +498,19 @@ export async function main(): Promise<number> {
     const { key } = await http(base, 'POST', '/v1/api-keys/', admin, { name: 'bench', roles: ['decisions:write', 'policies:write'] });
     await http(base, 'POST', '/v1/worker/policies', key, { key: 'bench', name: 'Bench', defaults: { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2 } });
 
-    const floorPool = new Pool({ connectionString: databaseUrl, max: CONCURRENCY });
+    // The bench's own pools keep their connections for the whole run (`idleTimeoutMillis:
+    // 0`; pg's default closes them after 10 s idle). A closing connection is a backend
+    // exiting, which unmaps the pages of the buffer pool it touched: the floor's sixteen
+    // closing at once, 10 s after its last phase, held every request of the phase then
+    // running for 100-200 ms (docs/performance.md, fourteenth round).
+    const floorPool = new Pool({ connectionString: databaseUrl, max: CONCURRENCY, idleTimeoutMillis: 0 });
     // The floor writes its statements the way the services do (one write per statement).
     floorPool.on('connect', (client) => coalesceWrites(client));
     stops.push(() => floorPool.end());
     await floorPool.query(FLOOR_SCHEMA);
     const pids: Record<string, number> = {};
     for (const [name, child] of procs.children) if (child.pid) pids[name] = child.pid;
-    const statsPool = new Pool({ connectionString: databaseUrl, max: 1 });
+    const statsPool = new Pool({ connectionString: databaseUrl, max: 1, idleTimeoutMillis: 0 });
     stops.push(() => statsPool.end());
     const targets: WorkTargets = {
       services: pids,
