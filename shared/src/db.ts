@@ -10,10 +10,6 @@ export interface Migration {
 }
 
 /**
- * A knex instance whose search_path is the service's own schema, so queries name bare
- * tables and a service cannot read another service's tables by accident.
- */
-/**
  * A service's connection pool (DB_POOL_MIN, DB_POOL_MAX, DB_POOL_IDLE_TIMEOUT_MS).
  *
  * A connection is costly to open: PostgreSQL forks a backend, which then loads its
@@ -37,6 +33,10 @@ export interface PoolSettings {
 
 export const POOL_DEFAULTS = { min: 2, max: 10, idleTimeoutMs: 600_000 } as const;
 
+/**
+ * A knex instance whose search_path is the service's own schema, so queries name bare
+ * tables and a service cannot read another service's tables by accident.
+ */
 export function createDb(opts: {
   url: string;
   schema: string;
