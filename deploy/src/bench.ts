@@ -178,6 +178,8 @@ export interface OpenLoopResult extends LoadResult {
   slowest?: ReturnType<typeof slowestRequests>;
   /** PostgreSQL's backends' waits (mean active backends by wait event) over the phase and during its slowest request. */
   waits?: { phase: string; slowest: string };
+  /** PostgreSQL sessions opened during the phase (the bench's own stay open: the services' pools growing). */
+  sessionsOpened?: number;
   rate: number;
   seconds: number;
   max: number;
@@ -702,6 +704,8 @@ export async function main(): Promise<number> {
     for (const rate of RATES) {
       say(`cycle, open loop: ${rate} cycles a second for ${RATE_SECONDS} s`);
       const steps: StepTimes = CYCLE_STEPS.map(() => []);
+      const sessions = async () => Number((await statsPool.query('SELECT sessions FROM pg_stat_database WHERE datname = current_database()')).rows[0].sessions);
+      const sessionsBefore = await sessions();
       const t0 = performance.now();
       const sampler = sampleWaits(statsPool);
       const result = await runOpenLoop(rate, RATE_SECONDS, (i) => cycle(`o${rate}-${i}`, steps));
@@ -712,7 +716,7 @@ export async function main(): Promise<number> {
         phase: waitsBetween(waitSamples, t0, performance.now()),
         slowest: worst ? waitsBetween(waitSamples, t0 + worst.atSec * 1000, t0 + worst.atSec * 1000 + worst.ms) : '',
       };
-      openLoop.push({ ...result, steps: stepSummary(steps), slowest, waits });
+      openLoop.push({ ...result, steps: stepSummary(steps), slowest, waits, sessionsOpened: (await sessions()) - sessionsBefore });
       await new Promise((r) => setTimeout(r, 2000));
     }
 
@@ -832,6 +836,8 @@ export async function main(): Promise<number> {
             "PostgreSQL's client backends by what they wait on (mean active backends over pg_stat_activity samples every 25 ms; CPU: not waiting):",
             '',
             ...openLoop.map((r) => `- ${r.rate}/s, the whole phase: ${r.waits?.phase ?? ''}; during its slowest request: ${r.waits?.slowest ?? ''}`),
+            '',
+            `PostgreSQL sessions opened during each phase (a service's pool growing: a new backend's start-up lands among the requests; the bench's own connections stay open): ${openLoop.map((r) => `${r.rate}/s: ${r.sessionsOpened ?? '?'}`).join(', ')}`,
             '',
           ]
         : []),
