@@ -40,11 +40,11 @@ export const BaseServiceEnv = z.object({
   SHUTDOWN_DELAY_MS: z.coerce.number({ error: 'SHUTDOWN_DELAY_MS must be a number' }).int().min(0).max(60_000).default(0),
   /**
    * The service's PostgreSQL connections (per replica): at most DB_POOL_MAX; DB_POOL_MIN
-   * opened at start and kept; one above the minimum closes after DB_POOL_IDLE_TIMEOUT_MS
-   * unused (docs/operations.md "Database connections").
+   * (default DB_POOL_MAX: a fixed pool) opened at start and kept; one above the minimum
+   * closes after DB_POOL_IDLE_TIMEOUT_MS unused (docs/operations.md "Database connections").
    */
   DB_POOL_MAX: z.coerce.number({ error: 'DB_POOL_MAX must be a number' }).int('DB_POOL_MAX must be an integer').min(1, 'DB_POOL_MAX must be 1 to 100').max(100, 'DB_POOL_MAX must be 1 to 100').default(POOL_DEFAULTS.max),
-  DB_POOL_MIN: z.coerce.number({ error: 'DB_POOL_MIN must be a number' }).int('DB_POOL_MIN must be an integer').min(0, 'DB_POOL_MIN must be 0 to 100').max(100, 'DB_POOL_MIN must be 0 to 100').default(POOL_DEFAULTS.min),
+  DB_POOL_MIN: z.coerce.number({ error: 'DB_POOL_MIN must be a number' }).int('DB_POOL_MIN must be an integer').min(0, 'DB_POOL_MIN must be 0 to 100').max(100, 'DB_POOL_MIN must be 0 to 100').optional(),
   DB_POOL_IDLE_TIMEOUT_MS: z.coerce
     .number({ error: 'DB_POOL_IDLE_TIMEOUT_MS must be a number' })
     .int('DB_POOL_IDLE_TIMEOUT_MS must be an integer')
@@ -92,9 +92,10 @@ export function outboundGuard(env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean; OUT
 export type BaseServiceEnv = z.infer<typeof BaseServiceEnv>;
 
 /** The pool a service's configuration asks for; a minimum above the maximum is refused. */
-export function poolSettings(env: Pick<BaseServiceEnv, 'DB_POOL_MIN' | 'DB_POOL_MAX' | 'DB_POOL_IDLE_TIMEOUT_MS'>): PoolSettings {
-  if (env.DB_POOL_MIN > env.DB_POOL_MAX) throw new ConfigError(`invalid configuration:\n  DB_POOL_MIN: must not exceed DB_POOL_MAX (${env.DB_POOL_MIN} > ${env.DB_POOL_MAX})`);
-  return { min: env.DB_POOL_MIN, max: env.DB_POOL_MAX, idleTimeoutMs: env.DB_POOL_IDLE_TIMEOUT_MS };
+export function poolSettings(env: Pick<BaseServiceEnv, 'DB_POOL_MIN' | 'DB_POOL_MAX' | 'DB_POOL_IDLE_TIMEOUT_MS'>): Required<PoolSettings> {
+  const min = env.DB_POOL_MIN ?? env.DB_POOL_MAX;
+  if (min > env.DB_POOL_MAX) throw new ConfigError(`invalid configuration:\n  DB_POOL_MIN: must not exceed DB_POOL_MAX (${min} > ${env.DB_POOL_MAX})`);
+  return { min, max: env.DB_POOL_MAX, idleTimeoutMs: env.DB_POOL_IDLE_TIMEOUT_MS };
 }
 
 /** Reads a boolean-ish env var ("true"/"1"/"false"/"0"). */

@@ -17,13 +17,14 @@ export interface Migration {
  * afresh. Opened under load, that work lands in the middle of requests: the bench's open
  * loop had moments of 100-200 ms in which every request in flight waited, each next to
  * new backends, because the pool closed a connection after 30 s idle (knex's default,
- * with `min: 0`) and the next burst opened it again. So the pool opens `min` connections
- * before the service reports ready (`warmPool`), keeps them, and closes one above `min`
- * only after `idleTimeoutMs` without use (10 minutes, as HikariCP's default), long
- * enough that a service under steady load keeps the connections its bursts need.
+ * with `min: 0`) and the next burst opened it again, or grew past what it held. So by
+ * default the pool is fixed, as HikariCP recommends: its `max` connections opened before
+ * the service reports ready (`warmPool`) and kept. With a `min` below `max`, the ones
+ * above it are opened on demand and closed after `idleTimeoutMs` unused (10 minutes,
+ * HikariCP's default).
  */
 export interface PoolSettings {
-  /** Connections opened at start and always kept (default 2). */
+  /** Connections opened at start and always kept (default: `max`, a fixed pool). */
   min?: number;
   /** At most this many connections (default 10). */
   max?: number;
@@ -31,7 +32,7 @@ export interface PoolSettings {
   idleTimeoutMs?: number;
 }
 
-export const POOL_DEFAULTS = { min: 2, max: 10, idleTimeoutMs: 600_000 } as const;
+export const POOL_DEFAULTS = { max: 10, idleTimeoutMs: 600_000 } as const;
 
 /**
  * A knex instance whose search_path is the service's own schema, so queries name bare
@@ -62,7 +63,7 @@ export function createDb(opts: {
     connection: opts.url,
     searchPath: [opts.schema, 'public'],
     pool: {
-      min: opts.pool ? (opts.pool.min ?? POOL_DEFAULTS.min) : 0,
+      min: opts.pool ? (opts.pool.min ?? opts.pool.max ?? POOL_DEFAULTS.max) : 0,
       max: opts.pool ? (opts.pool.max ?? POOL_DEFAULTS.max) : (opts.poolMax ?? POOL_DEFAULTS.max),
       ...(opts.pool ? { idleTimeoutMillis: opts.pool.idleTimeoutMs ?? POOL_DEFAULTS.idleTimeoutMs } : {}),
       afterCreate: (conn: unknown, done: (err: Error | null, conn: unknown) => void) => {

@@ -75,13 +75,22 @@ describe('the database pool', () => {
     expect((await db.raw('SELECT 2 AS two')).rows).toEqual([{ two: 2 }]);
   });
 
-  it("a service's defaults: two kept, ten at most, ten minutes idle before one above the minimum closes", () => {
+  it("a service's defaults: a fixed pool of ten, opened at start (ten minutes idle before one above a lower minimum closes)", async () => {
     const settings = poolSettings(loadConfig(BaseServiceEnv, { DATABASE_URL: tdb.url }));
-    expect(settings).toEqual({ min: 2, max: 10, idleTimeoutMs: 600_000 });
-    expect(settings).toEqual(POOL_DEFAULTS);
+    expect(settings).toEqual({ min: 10, max: 10, idleTimeoutMs: 600_000 });
+    expect(settings).toMatchObject(POOL_DEFAULTS);
+    // The minimum follows a smaller maximum when it is not set.
+    expect(poolSettings(loadConfig(BaseServiceEnv, { DATABASE_URL: tdb.url, DB_POOL_MAX: '4' }))).toEqual({ min: 4, max: 4, idleTimeoutMs: 600_000 });
     const db = createDb({ url: tdb.url, schema: 'public', pool: settings });
     dbs.push(db);
-    expect(poolOf(db)).toMatchObject({ min: 2, max: 10, idleTimeoutMillis: 600_000 });
+    expect(poolOf(db)).toMatchObject({ min: 10, max: 10, idleTimeoutMillis: 600_000 });
+    const before = await backends();
+    await warmPool(db);
+    expect(await backends()).toBe(before + 10);
+    // A pool given no settings is the same fixed pool.
+    const unset = createDb({ url: tdb.url, schema: 'public', pool: {} });
+    dbs.push(unset);
+    expect(poolOf(unset)).toMatchObject({ min: 10, max: 10 });
     // Tools (migrations, admin) keep none when idle, as before.
     const tool = createDb({ url: tdb.url, schema: 'public', poolMax: 2 });
     dbs.push(tool);
