@@ -17,14 +17,22 @@ const POD_SECURITY = { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, se
 const CONTAINER_SECURITY = { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } };
 const LABELS = (service: string) => ({ 'app.kubernetes.io/name': 'approvals', 'app.kubernetes.io/component': service });
 
-/** CPU and memory per replica, from the bench's per-process figures (docs/operations.md). */
-const RESOURCES: Record<ServiceName, { cpu: string; memory: string; cpuLimit: string; memoryLimit: string; max: number }> = {
-  gateway: { cpu: '250m', memory: '256Mi', cpuLimit: '1', memoryLimit: '512Mi', max: 10 },
-  decisions: { cpu: '250m', memory: '256Mi', cpuLimit: '1', memoryLimit: '768Mi', max: 10 },
-  policies: { cpu: '100m', memory: '256Mi', cpuLimit: '1', memoryLimit: '768Mi', max: 6 },
-  notifier: { cpu: '100m', memory: '256Mi', cpuLimit: '1', memoryLimit: '512Mi', max: 6 },
-  surfaces: { cpu: '100m', memory: '192Mi', cpuLimit: '500m', memoryLimit: '512Mi', max: 6 },
-  scheduler: { cpu: '100m', memory: '192Mi', cpuLimit: '500m', memoryLimit: '512Mi', max: 4 },
+/**
+ * CPU and memory per replica, from the bench's per-process figures (docs/operations.md);
+ * `max` replicas (the autoscaler's bound) and each replica's PostgreSQL pool (`pool`,
+ * DB_POOL_MAX, a fixed pool opened at start): at most replicas, the pools together stay
+ * within the database's `max_connections` (postgres-cnpg.yaml) with room for the
+ * migrations Job and an operator, so a scale-out never starts a replica the database
+ * refuses. The decisions service holds its connections longest; the gateway only reads
+ * API keys (cached) and writes the audit log.
+ */
+export const RESOURCES: Record<ServiceName, { cpu: string; memory: string; cpuLimit: string; memoryLimit: string; max: number; pool: number }> = {
+  gateway: { cpu: '250m', memory: '256Mi', cpuLimit: '1', memoryLimit: '512Mi', max: 10, pool: 4 },
+  decisions: { cpu: '250m', memory: '256Mi', cpuLimit: '1', memoryLimit: '768Mi', max: 10, pool: 10 },
+  policies: { cpu: '100m', memory: '256Mi', cpuLimit: '1', memoryLimit: '768Mi', max: 6, pool: 4 },
+  notifier: { cpu: '100m', memory: '256Mi', cpuLimit: '1', memoryLimit: '512Mi', max: 6, pool: 6 },
+  surfaces: { cpu: '100m', memory: '192Mi', cpuLimit: '500m', memoryLimit: '512Mi', max: 6, pool: 4 },
+  scheduler: { cpu: '100m', memory: '192Mi', cpuLimit: '500m', memoryLimit: '512Mi', max: 4, pool: 4 },
 };
 
 function deployment(service: ServiceName): Record<string, unknown> {
@@ -59,6 +67,7 @@ function deployment(service: ServiceName): Record<string, unknown> {
                 { name: 'NATS_USER', value: service },
                 { name: 'NATS_PASSWORD', valueFrom: { secretKeyRef: { name: 'approvals-nats', key: service } } },
                 { name: 'SHUTDOWN_DELAY_MS', value: service === 'gateway' ? '5000' : '2000' },
+                { name: 'DB_POOL_MAX', value: String(r.pool) },
               ],
               startupProbe: { httpGet: { path: '/livez', port: 'metrics' }, periodSeconds: 2, failureThreshold: 60 },
               readinessProbe: { httpGet: { path: '/readyz', port: 'metrics' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 2 },

@@ -89,6 +89,25 @@ describe('deployment artifacts', () => {
     expect(docs.find((d) => d.kind === 'Job')!.spec.template.spec.containers[0].args).toEqual(['migrate']);
   });
 
+  it("at every service's most replicas, the fixed pools fit the database's max_connections with room for the migrations Job and an operator", () => {
+    const deployments = docsOf('approvals.yaml').filter((d) => d.kind === 'Deployment');
+    const hpas = docsOf('approvals.yaml').filter((d) => d.kind === 'HorizontalPodAutoscaler');
+    let atMost = 0;
+    for (const service of SERVICE_NAMES) {
+      const dep = deployments.find((d) => d.metadata.name === `approvals-${service}`)!;
+      const env = dep.spec.template.spec.containers[0].env as Array<{ name: string; value?: string }>;
+      const pool = Number(env.find((e) => e.name === 'DB_POOL_MAX')?.value);
+      // No DB_POOL_MIN: the pool is fixed, all of it opened at start.
+      expect(env.find((e) => e.name === 'DB_POOL_MIN')).toBeUndefined();
+      expect(pool).toBeGreaterThanOrEqual(2);
+      const hpa = hpas.find((h) => h.spec.scaleTargetRef.name === `approvals-${service}`)!;
+      atMost += hpa.spec.maxReplicas * pool;
+    }
+    const cluster = docsOf('postgres-cnpg.yaml').find((d) => d.kind === 'Cluster')!;
+    const maxConnections = Number(cluster.spec.postgresql.parameters.max_connections);
+    expect(atMost).toBeLessThanOrEqual(maxConnections - 20);
+  });
+
   it('the NATS chart values make a 3-node JetStream cluster; compose runs every service twice on three NATS nodes', () => {
     const nats = parseYaml(readFileSync(join(K8S, 'nats-values.yaml'), 'utf8'));
     expect(nats.config.cluster).toMatchObject({ enabled: true, replicas: 3 });
@@ -102,6 +121,10 @@ describe('deployment artifacts', () => {
       expect(compose.services[s].environment.JETSTREAM_REPLICAS).toBe('3');
     }
     expect(Object.keys(compose.services).filter((k) => k.startsWith('nats-'))).toEqual(['nats-1', 'nats-2', 'nats-3']);
+    // Every replica opens its pool at start: the database must take them all, and an operator.
+    const pools = SERVICE_NAMES.reduce((n, s) => n + compose.services[s].deploy.replicas * Number(compose.services[s].environment.DB_POOL_MAX ?? 10), 0);
+    const maxConnections = Number(/max_connections=(\d+)/.exec((compose.services.postgres.command ?? []).join(' '))?.[1] ?? 100);
+    expect(pools).toBeLessThanOrEqual(maxConnections - 20);
     const dockerfile = read('deploy', 'docker', 'Dockerfile');
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK /m);
