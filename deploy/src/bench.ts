@@ -701,10 +701,10 @@ export async function main(): Promise<number> {
     const timedResumes = engine.hits() - hitsBefore;
 
     const openLoop: OpenLoopResult[] = [];
+    const sessions = async () => Number((await statsPool.query('SELECT sessions FROM pg_stat_database WHERE datname = current_database()')).rows[0].sessions);
     for (const rate of RATES) {
       say(`cycle, open loop: ${rate} cycles a second for ${RATE_SECONDS} s`);
       const steps: StepTimes = CYCLE_STEPS.map(() => []);
-      const sessions = async () => Number((await statsPool.query('SELECT sessions FROM pg_stat_database WHERE datname = current_database()')).rows[0].sessions);
       const sessionsBefore = await sessions();
       const t0 = performance.now();
       const sampler = sampleWaits(statsPool);

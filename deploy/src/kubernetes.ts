@@ -26,7 +26,7 @@ const LABELS = (service: string) => ({ 'app.kubernetes.io/name': 'approvals', 'a
  * refuses. The decisions service holds its connections longest; the gateway only reads
  * API keys (cached) and writes the audit log.
  */
-export const RESOURCES: Record<ServiceName, { cpu: string; memory: string; cpuLimit: string; memoryLimit: string; max: number; pool: number }> = {
+const RESOURCES: Record<ServiceName, { cpu: string; memory: string; cpuLimit: string; memoryLimit: string; max: number; pool: number }> = {
   gateway: { cpu: '250m', memory: '256Mi', cpuLimit: '1', memoryLimit: '512Mi', max: 10, pool: 4 },
   decisions: { cpu: '250m', memory: '256Mi', cpuLimit: '1', memoryLimit: '768Mi', max: 10, pool: 10 },
   policies: { cpu: '100m', memory: '256Mi', cpuLimit: '1', memoryLimit: '768Mi', max: 6, pool: 4 },

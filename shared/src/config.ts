@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseCidrs, type AddressPolicy } from './http/addresses';
 import { parseSecretsKey } from './secrets';
-import { POOL_DEFAULTS, type PoolSettings } from './db';
+import { POOL_DEFAULTS, resolvePool, type PoolSettings } from './db';
 
 /**
  * Parses process.env (or a given record) against one zod schema, once, at start.
@@ -93,9 +93,9 @@ export type BaseServiceEnv = z.infer<typeof BaseServiceEnv>;
 
 /** The pool a service's configuration asks for; a minimum above the maximum is refused. */
 export function poolSettings(env: Pick<BaseServiceEnv, 'DB_POOL_MIN' | 'DB_POOL_MAX' | 'DB_POOL_IDLE_TIMEOUT_MS'>): Required<PoolSettings> {
-  const min = env.DB_POOL_MIN ?? env.DB_POOL_MAX;
-  if (min > env.DB_POOL_MAX) throw new ConfigError(`invalid configuration:\n  DB_POOL_MIN: must not exceed DB_POOL_MAX (${min} > ${env.DB_POOL_MAX})`);
-  return { min, max: env.DB_POOL_MAX, idleTimeoutMs: env.DB_POOL_IDLE_TIMEOUT_MS };
+  const pool = resolvePool({ min: env.DB_POOL_MIN, max: env.DB_POOL_MAX, idleTimeoutMs: env.DB_POOL_IDLE_TIMEOUT_MS });
+  if (pool.min > pool.max) throw new ConfigError(`invalid configuration:\n  DB_POOL_MIN: must not exceed DB_POOL_MAX (${pool.min} > ${pool.max})`);
+  return pool;
 }
 
 /** Reads a boolean-ish env var ("true"/"1"/"false"/"0"). */

@@ -34,6 +34,12 @@ export interface PoolSettings {
 
 export const POOL_DEFAULTS = { max: 10, idleTimeoutMs: 600_000 } as const;
 
+/** The settings with their defaults filled in (the minimum defaults to the maximum). */
+export function resolvePool(p: PoolSettings): Required<PoolSettings> {
+  const max = p.max ?? POOL_DEFAULTS.max;
+  return { min: p.min ?? max, max, idleTimeoutMs: p.idleTimeoutMs ?? POOL_DEFAULTS.idleTimeoutMs };
+}
+
 /**
  * A knex instance whose search_path is the service's own schema, so queries name bare
  * tables and a service cannot read another service's tables by accident.
@@ -47,6 +53,7 @@ export function createDb(opts: {
   log?: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void; debug(obj: object, msg: string): void };
 }): Knex {
   const log = opts.log;
+  const pool = opts.pool ? resolvePool(opts.pool) : undefined;
   return knexFactory({
     // knex's own messages (a lost connection, a failed acquire) go to the service's log, not stdout.
     ...(log
@@ -63,9 +70,7 @@ export function createDb(opts: {
     connection: opts.url,
     searchPath: [opts.schema, 'public'],
     pool: {
-      min: opts.pool ? (opts.pool.min ?? opts.pool.max ?? POOL_DEFAULTS.max) : 0,
-      max: opts.pool ? (opts.pool.max ?? POOL_DEFAULTS.max) : (opts.poolMax ?? POOL_DEFAULTS.max),
-      ...(opts.pool ? { idleTimeoutMillis: opts.pool.idleTimeoutMs ?? POOL_DEFAULTS.idleTimeoutMs } : {}),
+      ...(pool ? { min: pool.min, max: pool.max, idleTimeoutMillis: pool.idleTimeoutMs } : { min: 0, max: opts.poolMax ?? POOL_DEFAULTS.max }),
       afterCreate: (conn: unknown, done: (err: Error | null, conn: unknown) => void) => {
         coalesceWrites(conn);
         namePreparedStatements(conn);
