@@ -12,6 +12,20 @@ export interface ServiceProcesses {
 }
 
 /**
+ * Node flags every service process runs with (here and in the image's entry point,
+ * `deploy/docker/Dockerfile`).
+ *
+ * `--no-memory-reducer`: V8's memory reducer shrinks the heap of a process that has gone
+ * quiet with full mark-compacts (`Mark-Compact (reduce)` in `--trace-gc`). In a service
+ * that is idle between bursts (policies, surfaces and the scheduler under a steady decision
+ * load) each took 36–109 ms of a core on its main thread and 19–53 ms of incremental
+ * marking before it, at moments unrelated to the load; on a shared host the requests in
+ * flight then waited (docs/performance.md, fifteenth round). A server keeps the heap its
+ * load grew instead; the ordinary collections still run as it allocates.
+ */
+export const SERVICE_NODE_FLAGS: readonly string[] = ['--no-memory-reducer'];
+
+/**
  * Runs the six services as separate processes (`services/<name>/dist/main.js`) with the
  * given environment. With `restart`, a service that exits is started again with backoff
  * (a service that stayed up a minute starts its count again).
@@ -23,7 +37,7 @@ export function launchServices(opts: {
   onLine?: (service: string, index: number, line: string) => void;
   restart?: boolean;
   onRestart?: (service: string, reason: string, delayMs: number) => void;
-  /** Node flags before the script, e.g. `--cpu-prof` (the bench's profiles). */
+  /** More Node flags before the script (after SERVICE_NODE_FLAGS), e.g. `--cpu-prof` (the bench's profiles). */
   nodeArgs?: (service: string) => string[];
   /** Processes per service (default 1). With more, `children` is keyed `<name>-<n>` (1-based). */
   replicas?: number;
@@ -40,7 +54,7 @@ export function launchServices(opts: {
     const user = opts.natsUsers?.[name as ServiceName];
     const key = replicas === 1 ? name : `${name}-${replica}`;
     const env = { ...opts.env, ...(user ? { NATS_USER: user.user, NATS_PASSWORD: user.password } : {}), ...(opts.envOf?.(name, replica) ?? {}) };
-    const child = spawn(process.execPath, [...(opts.nodeArgs?.(name) ?? []), join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...(opts.nodeArgs?.(name) ?? []), join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.set(key, child);
     opts.onStart?.(key, child);
     for (const stream of [child.stdout!, child.stderr!]) {

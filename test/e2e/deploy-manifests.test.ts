@@ -12,6 +12,7 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { SERVICE_NAMES, collectProcessMetrics, metricsRegistry } from '@approvals/shared';
 import { createTestDatabase } from '@approvals/shared/testing';
 import { manifests, renderYaml } from '../../deploy/src/kubernetes';
+import { SERVICE_NODE_FLAGS } from '../../deploy/src/processes';
 
 /**
  * The deployment artifacts are checked, not just shipped: the Kubernetes manifests are
@@ -129,6 +130,8 @@ describe('deployment artifacts', () => {
     expect(dockerfile).toMatch(/^USER node$/m);
     expect(dockerfile).toMatch(/^HEALTHCHECK /m);
     expect(dockerfile.match(/^FROM /gm)!.length).toBeGreaterThanOrEqual(2);
+    // The image runs its services with the same Node flags as npm start.
+    expect(JSON.parse(/^ENTRYPOINT (.*)$/m.exec(dockerfile)![1]!)).toEqual(['node', ...SERVICE_NODE_FLAGS, 'deploy/docker/entrypoint.js']);
   });
 
   it('the alert rules and the dashboard use only metrics the code exports', () => {
@@ -154,7 +157,8 @@ describe('deployment artifacts', () => {
     const db = await createTestDatabase('migrate');
     try {
       const entry = join(ROOT, 'deploy', 'docker', 'entrypoint.js');
-      const run = spawnSync(process.execPath, [entry, 'migrate'], { env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 60_000 });
+      // As the image's ENTRYPOINT runs it: this Node takes the services' flags.
+      const run = spawnSync(process.execPath, [...SERVICE_NODE_FLAGS, entry, 'migrate'], { env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 60_000 });
       expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
       const pg = new Client({ connectionString: db.url });
       await pg.connect();

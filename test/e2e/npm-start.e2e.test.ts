@@ -1,11 +1,12 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { freePort } from '@approvals/shared/infra';
 import { createTestDatabase, waitFor, type TestDatabase } from '@approvals/shared/testing';
+import { SERVICE_NODE_FLAGS } from '../../deploy/src/processes';
 
 /**
  * `npm start` as a user runs it: the real entry (`deploy/local/start.js`) as a child
@@ -24,6 +25,22 @@ function processGroupAlive(pgid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** The command lines (argv) of the processes in a process group, from /proc. */
+function commandLinesOf(pgid: number): string[][] {
+  const out: string[][] = [];
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      // stat: "pid (comm) state ppid pgrp …"; comm may hold spaces, so read after its ')'.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== pgid) continue;
+      out.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean));
+    } catch {
+      // gone since the listing
+    }
+  }
+  return out;
 }
 
 async function distinctFreePorts(n: number): Promise<number[]> {
@@ -162,6 +179,10 @@ describe('npm start (process level)', () => {
 
     // ---- up: /health 200 with every service, and the base URL printed
     await waitUp(s);
+    // each service is its own process, run with the services' Node flags (no memory reducer)
+    const serviceArgv = commandLinesOf(s.pid).filter((argv) => argv.some((a) => a.endsWith(join('dist', 'main.js'))));
+    expect(serviceArgv.map((argv) => argv.find((a) => a.endsWith(join('dist', 'main.js')))!.split('/').at(-3)).sort()).toEqual([...SERVICES].sort());
+    for (const argv of serviceArgv) expect(argv.slice(1, 1 + SERVICE_NODE_FLAGS.length)).toEqual(SERVICE_NODE_FLAGS);
     // secrets, the NATS store and the runtime file went to the data folder given
     expect(existsSync(join(s.dataDir, 'secrets.json'))).toBe(true);
     expect(existsSync(join(s.dataDir, 'nats'))).toBe(true);
