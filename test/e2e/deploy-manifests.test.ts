@@ -11,6 +11,7 @@ import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { SERVICE_NAMES, collectProcessMetrics, metricsRegistry } from '@approvals/shared';
 import { createTestDatabase } from '@approvals/shared/testing';
+import { NATS_GOGC } from '@approvals/shared/infra';
 import { manifests, renderYaml } from '../../deploy/src/kubernetes';
 import { SERVICE_NODE_FLAGS } from '../../deploy/src/processes';
 
@@ -113,6 +114,10 @@ describe('deployment artifacts', () => {
     const nats = parseYaml(readFileSync(join(K8S, 'nats-values.yaml'), 'utf8'));
     expect(nats.config.cluster).toMatchObject({ enabled: true, replicas: 3 });
     expect(nats.config.jetstream.enabled).toBe(true);
+    // nats-server collects as the embedded one does, with a soft limit under the container's.
+    expect(nats.container.env.GOGC).toBe(NATS_GOGC);
+    const mib = (q: string) => Number(/^(\d+)(Mi|Gi)B?$/.exec(q)![1]) * (q.includes('Gi') ? 1024 : 1);
+    expect(mib(nats.container.env.GOMEMLIMIT)).toBeLessThan(mib(nats.container.merge.resources.limits.memory));
 
     const compose = parseYaml(read('deploy', 'docker', 'compose.yaml'), { merge: true });
     for (const s of SERVICE_NAMES) {
@@ -122,6 +127,7 @@ describe('deployment artifacts', () => {
       expect(compose.services[s].environment.JETSTREAM_REPLICAS).toBe('3');
     }
     expect(Object.keys(compose.services).filter((k) => k.startsWith('nats-'))).toEqual(['nats-1', 'nats-2', 'nats-3']);
+    for (const n of ['nats-1', 'nats-2', 'nats-3']) expect(compose.services[n].environment.GOGC).toBe(NATS_GOGC);
     // Every replica opens its pool at start: the database must take them all, and an operator.
     const pools = SERVICE_NAMES.reduce((n, s) => n + compose.services[s].deploy.replicas * Number(compose.services[s].environment.DB_POOL_MAX ?? 10), 0);
     const maxConnections = Number(/max_connections=(\d+)/.exec((compose.services.postgres.command ?? []).join(' '))?.[1] ?? 100);

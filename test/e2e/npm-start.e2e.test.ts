@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { freePort } from '@approvals/shared/infra';
+import { NATS_GOGC, freePort } from '@approvals/shared/infra';
 import { createTestDatabase, waitFor, type TestDatabase } from '@approvals/shared/testing';
 import { SERVICE_NODE_FLAGS } from '../../deploy/src/processes';
 
@@ -27,15 +27,16 @@ function processGroupAlive(pgid: number): boolean {
   }
 }
 
-/** The command lines (argv) of the processes in a process group, from /proc. */
-function commandLinesOf(pgid: number): string[][] {
-  const out: string[][] = [];
+/** The processes in a process group, from /proc: each one's argv and environment. */
+function processesOf(pgid: number): Array<{ argv: string[]; env: string[] }> {
+  const out: Array<{ argv: string[]; env: string[] }> = [];
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     try {
       // stat: "pid (comm) state ppid pgrp …"; comm may hold spaces, so read after its ')'.
       const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
       if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== pgid) continue;
-      out.push(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean));
+      const nulSeparated = (file: string) => readFileSync(`/proc/${pid}/${file}`, 'utf8').split('\0').filter(Boolean);
+      out.push({ argv: nulSeparated('cmdline'), env: nulSeparated('environ') });
     } catch {
       // gone since the listing
     }
@@ -67,7 +68,7 @@ async function launch(extraEnv: Record<string, string>, sharedDataDir?: string, 
   const dataDir = sharedDataDir ?? mkdtempSync(join(tmpdir(), 'approvals-npm-start-'));
   const [port, natsPort] = await distinctFreePorts(2);
   const env: NodeJS.ProcessEnv = { ...process.env, APPROVALS_DATA_DIR: dataDir, PORT: String(port), EMBEDDED_NATS_PORT: String(natsPort), LOG_LEVEL: 'warn', ...extraEnv };
-  for (const k of ['NATS_URL', 'AUTH_JWT_SECRET', 'PUBLIC_BASE_URL', 'NODE_ENV']) delete env[k]; // jest sets NODE_ENV; a user's shell does not
+  for (const k of ['NATS_URL', 'AUTH_JWT_SECRET', 'PUBLIC_BASE_URL', 'NODE_ENV', 'GOGC']) delete env[k]; // jest sets NODE_ENV; a user's shell does not (GOGC: the embedded NATS's default is checked)
   if (!extraEnv.DATABASE_URL) delete env.DATABASE_URL;
   // detached: its own process group, so afterAll can kill the supervisor, the services and nats-server at once.
   const proc = viaNpm
@@ -180,9 +181,13 @@ describe('npm start (process level)', () => {
     // ---- up: /health 200 with every service, and the base URL printed
     await waitUp(s);
     // each service is its own process, run with the services' Node flags (no memory reducer)
-    const serviceArgv = commandLinesOf(s.pid).filter((argv) => argv.some((a) => a.endsWith(join('dist', 'main.js'))));
+    const group = processesOf(s.pid);
+    const serviceArgv = group.map((p) => p.argv).filter((argv) => argv.some((a) => a.endsWith(join('dist', 'main.js'))));
     expect(serviceArgv.map((argv) => argv.find((a) => a.endsWith(join('dist', 'main.js')))!.split('/').at(-3)).sort()).toEqual([...SERVICES].sort());
     for (const argv of serviceArgv) expect(argv.slice(1, 1 + SERVICE_NODE_FLAGS.length)).toEqual(SERVICE_NODE_FLAGS);
+    // and the embedded nats-server with its collector's target
+    const natsServer = group.filter((p) => p.argv[0]?.endsWith('nats-server'));
+    expect(natsServer.map((p) => p.env.filter((e) => e.startsWith('GOGC=')))).toEqual([[`GOGC=${NATS_GOGC}`]]);
     // secrets, the NATS store and the runtime file went to the data folder given
     expect(existsSync(join(s.dataDir, 'secrets.json'))).toBe(true);
     expect(existsSync(join(s.dataDir, 'nats'))).toBe(true);

@@ -26,6 +26,18 @@ export interface LocalNats {
   stop(): Promise<void>;
 }
 
+/**
+ * The Go collector's target (`GOGC`) an embedded nats-server runs with, unless `GOGC` is
+ * set: a collection once the heap has grown 400% over what the last one left, not 100%.
+ * nats-server's live heap is small (10–20 MB under the bench's load), so at Go's default
+ * it collected every 1–3 s; each collection's marking took half the cores for 20–125 ms
+ * and stopped the server for up to 7 ms, and the requests and events passing through it
+ * waited (docs/performance.md, fifteenth round). At 400 it collects about a fifth as often
+ * and its heap stays well under 100 MB. The compose file and the NATS chart's values set
+ * the same.
+ */
+export const NATS_GOGC = '400';
+
 /** Finds nats-server on PATH or in the sbin folders Debian installs it to. */
 export function findNatsServer(): string | undefined {
   const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/usr/local/sbin', '/usr/bin', '/usr/local/bin'];
@@ -103,6 +115,7 @@ export async function startNatsServer(opts: {
   }
   const child = spawn(bin, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: { GOGC: NATS_GOGC, ...process.env },
   });
   let output = '';
   let onOutput: (() => void) | undefined;
