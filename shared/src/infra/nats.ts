@@ -30,7 +30,7 @@ export interface LocalNats {
  * The Go collector's target (`GOGC`) an embedded nats-server runs with, unless `GOGC` is
  * set: a collection once the heap has grown 400% over what the last one left, not 100%.
  * nats-server's live heap is small (10–20 MB under the bench's load), so at Go's default
- * it collected every 1–3 s; each collection's marking took half the cores for 20–125 ms
+ * it collected every 1–3 s; each collection's marking ran for 6–125 ms on up to half the cores
  * and stopped the server for up to 7 ms, and the requests and events passing through it
  * waited (docs/performance.md, fifteenth round). At 400 it collects about a fifth as often
  * and its heap stays well under 100 MB. The compose file and the NATS chart's values set
