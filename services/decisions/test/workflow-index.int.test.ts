@@ -28,7 +28,10 @@ describe('migration 20261203000000: the workflow index is partial', () => {
   });
 
   it('replaces the full index on upgrade, and the downgrade puts it back', async () => {
+    // Migrations after it (there are) are applied at the end, the test's second half on the full schema.
     const at = migrations.findIndex((m) => m.name === '20261203000000_workflow_index_partial');
+    expect(at).toBeGreaterThan(0);
+    expect(at).toBeLessThan(migrations.length - 1);
     await migrate(db, 'decisions', migrations.slice(0, at));
     expect(await indexes()).toEqual({ decisions_org_id_workflow_ref_index: expect.not.stringContaining('WHERE') });
     await migrate(db, 'decisions', migrations.slice(0, at + 1));
