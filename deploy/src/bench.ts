@@ -13,7 +13,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { DATA_DIR } from './dev-env';
 import { launchServices, waitHealthy } from './processes';
-import { perOp, sampleWork, workTable, type WorkTargets } from './work';
+import { interleavedPlan, perOp, perOpOver, sampleWork, workTable, type WorkPerOp, type WorkSpan, type WorkTargets } from './work';
 import { profilesIn, topFrames } from './profile';
 
 /**
@@ -78,9 +78,19 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-/** Runs `fn(i)` for i in [0, n) with `concurrency` workers; latency per call. */
-export async function runLoad(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<LoadResult> {
+/** A load's figures from its latencies (ms), its errors and its wall time. */
+function loadResult(latencies: number[], errors: number, wallMs: number): LoadResult {
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return { n: sorted.length + errors, errors, wallMs, throughput: (sorted.length / wallMs) * 1000, p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99) };
+}
+
+/**
+ * Runs `fn(i)` for i in [from, from + n) with `concurrency` workers; latency per call,
+ * also appended to `latencies` when given (a workload run in segments).
+ */
+export async function runLoad(n: number, concurrency: number, fn: (i: number) => Promise<void>, opts: { from?: number; latencies?: number[] } = {}): Promise<LoadResult> {
   const latencies: number[] = [];
+  const from = opts.from ?? 0;
   let next = 0;
   let errors = 0;
   let firstError: unknown;
@@ -92,7 +102,7 @@ export async function runLoad(n: number, concurrency: number, fn: (i: number) =>
         if (i >= n) return;
         const s = performance.now();
         try {
-          await fn(i);
+          await fn(from + i);
           latencies.push(performance.now() - s);
         } catch (err) {
           errors++;
@@ -103,8 +113,121 @@ export async function runLoad(n: number, concurrency: number, fn: (i: number) =>
   );
   const wallMs = performance.now() - t0;
   if (firstError) say(`first error: ${describeError(firstError)}`);
-  latencies.sort((a, b) => a - b);
-  return { n, errors, wallMs, throughput: (latencies.length / wallMs) * 1000, p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99) };
+  opts.latencies?.push(...latencies);
+  return loadResult(latencies, errors, wallMs);
+}
+
+/** A create phase: both sides of its paired run, and the system's statements. */
+interface PairedCreate {
+  system: PairedSide;
+  floor: PairedSide;
+  statements: StatementStats;
+  reads: ReturnType<typeof readsOver>;
+}
+
+/** Per table (seq scans, rows they read, index scans, rows fetched, rows written) and per index (scans, entries read, rows fetched), since the server started. */
+type ReadCounts = { tables: Map<string, number[]>; indexes: Map<string, number[]> };
+
+async function readCounts(pool: Pool): Promise<ReadCounts> {
+  const tables = await pool.query(
+    `SELECT schemaname || '.' || relname AS t, seq_scan, seq_tup_read, coalesce(idx_scan, 0) AS idx_scan, coalesce(idx_tup_fetch, 0) AS idx_tup_fetch, n_tup_ins + n_tup_upd + n_tup_del AS writes FROM pg_stat_user_tables`,
+  );
+  const indexes = await pool.query(`SELECT schemaname || '.' || indexrelname AS i, idx_scan, idx_tup_read, idx_tup_fetch FROM pg_stat_user_indexes`);
+  return {
+    tables: new Map(tables.rows.map((r: Record<string, string>) => [r.t!, [r.seq_scan, r.seq_tup_read, r.idx_scan, r.idx_tup_fetch, r.writes].map(Number)])),
+    indexes: new Map(indexes.rows.map((r: Record<string, string>) => [r.i!, [r.idx_scan, r.idx_tup_read, r.idx_tup_fetch].map(Number)])),
+  };
+}
+
+/**
+ * Where a phase's reads went, per operation: the tables by rows read (sequential and index
+ * scans), the indexes by entries read; the most first. Over the phase only: counted since
+ * the start, a history's load and vacuum (millions of rows) would hide the phase's reads.
+ */
+function readsOver(before: ReadCounts, after: ReadCounts, ops: number) {
+  const delta = (m: Map<string, number[]>, b: Map<string, number[]>) =>
+    [...m].map(([name, v]) => ({ name, v: v.map((x, i) => (x - (b.get(name)?.[i] ?? 0)) / ops) }));
+  return {
+    tables: delta(after.tables, before.tables)
+      .sort((x, y) => y.v[1]! + y.v[3]! - (x.v[1]! + x.v[3]!) || y.v[4]! - x.v[4]!)
+      .slice(0, 12),
+    indexes: delta(after.indexes, before.indexes)
+      .sort((x, y) => y.v[1]! - x.v[1]! || y.v[0]! - x.v[0]!)
+      .slice(0, 10),
+  };
+}
+
+function readsTable(name: string, reads: ReturnType<typeof readsOver>): string[] {
+  const f = (x: number) => x.toFixed(2);
+  return [
+    `${name} — tables by rows read, per operation (over the phase):`,
+    '',
+    '| table | seq scans | rows read by seq scans | index scans | rows fetched by index | rows written |',
+    '|---|---|---|---|---|---|',
+    ...reads.tables.map((t) => `| ${t.name} | ${t.v.map(f).join(' | ')} |`),
+    '',
+    '| index | scans | entries read | rows fetched |',
+    '|---|---|---|---|',
+    ...reads.indexes.map((t) => `| ${t.name} | ${t.v.map(f).join(' | ')} |`),
+    '',
+  ];
+}
+
+/** One side of a paired run: its load, its work, and its bench client's CPU per operation. */
+interface PairedSide {
+  load: LoadResult;
+  work: WorkPerOp;
+  clientMs: number;
+  /** Each segment's throughput (operations a second), in the order run. */
+  segments: number[];
+}
+
+/**
+ * The system's workload and the floor's, interleaved in segments (interleavedPlan): both
+ * sides meet the same moments of the host. Run one after the other (until the sixteenth
+ * round), the floor met other seconds than the system: on this shared machine the floor's
+ * own throughput moved by 20-40% between neighbouring runs, and the share with it
+ * (docs/performance.md, sixteenth round).
+ *
+ * Work is sampled at each segment's ends; a system segment's after-work (notices sent,
+ * projections) is waited for before its end sample (`settleMs`), so it counts to the
+ * system and not to the floor's segment after it.
+ */
+async function pairedRun(
+  targets: WorkTargets,
+  n: number,
+  system: (i: number) => Promise<void>,
+  floor: (i: number) => Promise<void>,
+  settleMs = 3000,
+): Promise<{ system: PairedSide; floor: PairedSide }> {
+  const plan = interleavedPlan(n);
+  const acc = {
+    system: { latencies: [] as number[], errors: 0, wallMs: 0, spans: [] as WorkSpan[], clientMs: 0, segments: [] as number[] },
+    floor: { latencies: [] as number[], errors: 0, wallMs: 0, spans: [] as WorkSpan[], clientMs: 0, segments: [] as number[] },
+  };
+  let before = await sampleWork(targets);
+  for (const seg of plan) {
+    const a = acc[seg.side];
+    const own = process.cpuUsage();
+    const r = await runLoad(seg.count, CONCURRENCY, seg.side === 'system' ? system : floor, { from: seg.from, latencies: a.latencies });
+    a.clientMs += cpuMs(process.cpuUsage(own));
+    a.errors += r.errors;
+    a.wallMs += r.wallMs;
+    a.segments.push(r.throughput);
+    // After every segment, the floor's too: the pauses between segments stay alike, so the
+    // two sides keep the same centre in time (interleavedPlan).
+    await new Promise((res) => setTimeout(res, settleMs));
+    const after = await sampleWork(targets);
+    a.spans.push([before, after]);
+    before = after;
+  }
+  const side = (a: (typeof acc)['system']): PairedSide => ({
+    load: loadResult(a.latencies, a.errors, a.wallMs),
+    work: perOpOver(a.spans, n),
+    clientMs: a.clientMs / n,
+    segments: a.segments,
+  });
+  return { system: side(acc.system), floor: side(acc.floor) };
 }
 
 /** The requests of a cycle, in order. */
@@ -394,18 +517,19 @@ interface StatementStats {
   pages: { hit: number; read: number; dirtied: number };
 }
 
-/** The statements PostgreSQL ran since the last reset, by calls per operation (BEGIN and COMMIT included). */
+/** The statements PostgreSQL ran in this database (not the floor's) since the last reset, by calls per operation (BEGIN and COMMIT included). */
 async function statementsPerOp(pool: Pool, ops: number, by: 'calls' | 'time' = 'calls'): Promise<StatementStats> {
   // By calls: what every operation runs. By time: what a burst runs in batches (a few
   // calls for a thousand operations), the costliest first.
   const r = await pool.query(
     `SELECT regexp_replace(query, '\\s+', ' ', 'g') AS query, calls, plans, mean_exec_time, total_plan_time, toplevel FROM pg_stat_statements
-      WHERE query NOT ILIKE '%pg_stat%' AND calls >= $1 ORDER BY ${by === 'calls' ? 'calls' : 'total_exec_time'} DESC LIMIT ${by === 'calls' ? 40 : 12}`,
+      WHERE query NOT ILIKE '%pg_stat%' AND calls >= $1 AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY ${by === 'calls' ? 'calls' : 'total_exec_time'} DESC LIMIT ${by === 'calls' ? 40 : 12}`,
     [by === 'calls' ? Math.max(1, Math.floor(ops / 20)) : 1],
   );
   const pages = await pool.query(
     `SELECT coalesce(sum(shared_blks_hit), 0) AS hit, coalesce(sum(shared_blks_read), 0) AS read, coalesce(sum(shared_blks_dirtied), 0) AS dirtied
-       FROM pg_stat_statements WHERE toplevel AND query NOT ILIKE '%pg_stat%' AND query NOT ILIKE 'ANALYZE%'`,
+       FROM pg_stat_statements WHERE toplevel AND query NOT ILIKE '%pg_stat%' AND query NOT ILIKE 'ANALYZE%'
+        AND dbid = (SELECT oid FROM pg_database WHERE datname = current_database())`,
   );
   const p = pages.rows[0] as { hit: string; read: string; dirtied: string };
   return {
@@ -505,7 +629,10 @@ export async function main(): Promise<number> {
     // exiting, which unmaps the pages of the buffer pool it touched: the floor's sixteen
     // closing at once, 10 s after its last phase, held every request of the phase then
     // running for 100-200 ms (docs/performance.md, fourteenth round).
-    const floorPool = new Pool({ connectionString: databaseUrl, max: CONCURRENCY, idleTimeoutMillis: 0 });
+    // The floor has a database of its own on the same server (the same buffer pool, WAL and
+    // cores): its statements and transactions stay out of the system's counts when the two
+    // run interleaved (pairedRun).
+    const floorPool = new Pool({ connectionString: await ensureDatabase(pg.url, 'bench_floor'), max: CONCURRENCY, idleTimeoutMillis: 0 });
     // The floor writes its statements the way the services do (one write per statement).
     floorPool.on('connect', (client) => coalesceWrites(client));
     stops.push(() => floorPool.end());
@@ -530,7 +657,48 @@ export async function main(): Promise<number> {
     await new Promise((r) => setTimeout(r, 10_000));
     const rest = perOp(restBefore, await sampleWork(targets), (10_000 + 1200) / 1000);
 
-    if (N_HISTORY > 0) {
+    // A scheduler in service holds timers that are not due yet: every workload runs with
+    // them (and the expiry below measures its lag among them).
+    await statsPool.query(
+      `INSERT INTO scheduler.timers (id, org_id, kind, ref, step, due_at)
+       SELECT 'tmr_bench_' || g, $1, 'expire', 'dec_bench_background_' || g, 0, now() + interval '1 hour' + g * interval '1 second'
+         FROM generate_series(1, $2) g`,
+      [org, N_BACKGROUND_TIMERS],
+    );
+    // Warm: every connection of every pool used, the caches filled, the code of every step
+    // compiled, and, with a history, the pages a create reaches found again after its load
+    // (a system with a history has been running on it; warmed before the load, the first
+    // workload paid for it). Each workload's steps are warmed, not only the create's: until
+    // the thirteenth round only creates were, and the first cycle phase paid for compiling
+    // the votes', verify's and consume's code in every process (V8's optimising compiler
+    // was 7-23% of the gateway's, decisions' and notifier's samples early in that phase),
+    // about 1-2 ms a cycle that the warm phase after it did not show.
+    /** create (with `how`: a policy, or approvers and what else) → 2 votes → verify → consume. */
+    const cycleOf = async (tag: string, how: Record<string, unknown>, steps?: StepTimes) => {
+      const hash = factsHash({ cycle: tag, amount: 100 });
+      let t = performance.now();
+      const lap = (step: number) => {
+        const now = performance.now();
+        steps?.[step]!.push({ ms: now - t, sent: t });
+        t = now;
+      };
+      const created = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: tag, stepRef: 's', ...how, factsHash: hash });
+      lap(0);
+      const id = created.decisionId as string;
+      await http(base, 'POST', `/v1/decisions/${id}/decide`, a, { decision: 'approve' });
+      lap(1);
+      await http(base, 'POST', `/v1/decisions/${id}/decide`, b, { decision: 'approve' });
+      lap(2);
+      const v = await http(base, 'GET', `/v1/worker/decisions/${id}/verify?factsHash=${hash}`, key);
+      if (!v.valid) throw new Error(`verify said ${v.reason}`);
+      lap(3);
+      await http(base, 'POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'bench', factsHash: hash });
+      lap(4);
+    };
+    const cycle = (tag: string, steps?: StepTimes) => cycleOf(tag, { policy: 'bench' }, steps);
+    const timedCycle = (tag: string) => cycleOf(tag, { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2, timeoutSec: 3600, engine: 'bundled' });
+    /** A million (BENCH_HISTORY) decisions resolved a month ago, with what they left behind. */
+    const loadHistory = async () => {
       say(`history: ${N_HISTORY} resolved decisions with a vote and a spent timer each, ${2 * N_HISTORY} settled deliveries`);
       const t0 = Date.now();
       await statsPool.query(
@@ -569,120 +737,81 @@ export async function main(): Promise<number> {
       await statsPool.query('VACUUM (ANALYZE) decisions.decisions, decisions.outbox, decisions.votes, notifier.deliveries, scheduler.timers');
       await statsPool.query('CHECKPOINT');
       say(`history written (and vacuumed) in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
-    }
-    // A scheduler in service holds timers that are not due yet: every workload runs with
-    // them (and the expiry below measures its lag among them).
-    await floorPool.query(
-      `INSERT INTO scheduler.timers (id, org_id, kind, ref, step, due_at)
-       SELECT 'tmr_bench_' || g, $1, 'expire', 'dec_bench_background_' || g, 0, now() + interval '1 hour' + g * interval '1 second'
-         FROM generate_series(1, $2) g`,
-      [org, N_BACKGROUND_TIMERS],
-    );
-    // Warm: every connection of every pool used, the caches filled, the code of every step
-    // compiled, and, with a history, the pages a create reaches found again after its load
-    // (a system with a history has been running on it; warmed before the load, the first
-    // workload paid for it). Each workload's steps are warmed, not only the create's: until
-    // the thirteenth round only creates were, and the first cycle phase paid for compiling
-    // the votes', verify's and consume's code in every process (V8's optimising compiler
-    // was 7-23% of the gateway's, decisions' and notifier's samples early in that phase),
-    // about 1-2 ms a cycle that the warm phase after it did not show.
-    /** create (with `how`: a policy, or approvers and what else) → 2 votes → verify → consume. */
-    const cycleOf = async (tag: string, how: Record<string, unknown>, steps?: StepTimes) => {
-      const hash = factsHash({ cycle: tag, amount: 100 });
-      let t = performance.now();
-      const lap = (step: number) => {
-        const now = performance.now();
-        steps?.[step]!.push({ ms: now - t, sent: t });
-        t = now;
-      };
-      const created = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: tag, stepRef: 's', ...how, factsHash: hash });
-      lap(0);
-      const id = created.decisionId as string;
-      await http(base, 'POST', `/v1/decisions/${id}/decide`, a, { decision: 'approve' });
-      lap(1);
-      await http(base, 'POST', `/v1/decisions/${id}/decide`, b, { decision: 'approve' });
-      lap(2);
-      const v = await http(base, 'GET', `/v1/worker/decisions/${id}/verify?factsHash=${hash}`, key);
-      if (!v.valid) throw new Error(`verify said ${v.reason}`);
-      lap(3);
-      await http(base, 'POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'bench', factsHash: hash });
-      lap(4);
     };
-    const cycle = (tag: string, steps?: StepTimes) => cycleOf(tag, { policy: 'bench' }, steps);
-    const timedCycle = (tag: string) => cycleOf(tag, { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2, timeoutSec: 3600, engine: 'bundled' });
-    say(`warm-up`);
-    const warmCycles = N_WARM;
-    const warmHits = engine.hits();
-    await runLoad(N_WARM, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm-${i}`, stepRef: 's', policy: 'bench' }));
-    await runLoad(warmCycles, CONCURRENCY, (i) => cycle(`warm-y-${i}`));
-    await runLoad(warmCycles, CONCURRENCY, (i) => timedCycle(`warm-t-${i}`));
-    await runLoad(N_WARM, CONCURRENCY, (i) => floorCreate(floorPool, `warm${i}`, `warm-${i}`, factsHash({ i })));
-    await runLoad(warmCycles, CONCURRENCY, (i) => floorCycle(floorPool, `warmy${i}`, `warm-y-${i}`, factsHash({ i })));
-    // The warm cycles' resumes arrive before the timed phase counts its own.
-    const warmDeadline = Date.now() + 30_000;
-    while (engine.hits() - warmHits < warmCycles && Date.now() < warmDeadline) await new Promise((r) => setTimeout(r, 100));
-    // Its after-work (notices planned) done before the first workload's sample.
-    await new Promise((r) => setTimeout(r, 2000));
-    // Steady state: planner statistics as autovacuum would have them after its first round
-    // (a fresh database has none, and PostgreSQL then picks any index that leads with org_id).
-    await statsPool.query('ANALYZE');
+    /** The warm-up (see above); `tag` keeps a second one's ids apart from the first's. */
+    const warmUp = async (tag: string) => {
+      say(`warm-up${tag ? ' again, after the history' : ''}`);
+      const warmHits = engine.hits();
+      await runLoad(N_WARM, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm${tag}-${i}`, stepRef: 's', policy: 'bench' }));
+      await runLoad(N_WARM, CONCURRENCY, (i) => cycle(`warm${tag}-y-${i}`));
+      await runLoad(N_WARM, CONCURRENCY, (i) => timedCycle(`warm${tag}-t-${i}`));
+      await runLoad(N_WARM, CONCURRENCY, (i) => floorCreate(floorPool, `warm${tag}${i}`, `warm${tag}-${i}`, factsHash({ i })));
+      await runLoad(N_WARM, CONCURRENCY, (i) => floorCycle(floorPool, `warm${tag}y${i}`, `warm${tag}-y-${i}`, factsHash({ i })));
+      // The warm cycles' resumes arrive before the timed phase counts its own.
+      const warmDeadline = Date.now() + 30_000;
+      while (engine.hits() - warmHits < N_WARM && Date.now() < warmDeadline) await new Promise((r) => setTimeout(r, 100));
+      // Its after-work (notices planned) done before the first workload's sample.
+      await new Promise((r) => setTimeout(r, 2000));
+      // Steady state: planner statistics as autovacuum would have them after its first round
+      // (a fresh database has none, and PostgreSQL then picks any index that leads with org_id).
+      await statsPool.query('ANALYZE');
+    };
+    await warmUp('');
     await statsPool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-    /**
-     * A floor run with its own work: PostgreSQL's CPU and this process's (the floor's
-     * client) per operation. The yardstick of the host: on this shared machine the same
-     * code's CPU per operation moves by half between hours, the floor's with it.
-     */
-    const floorRun = async (n: number, fn: (i: number) => Promise<void>) => {
-      const before = await sampleWork(targets);
-      const own = process.cpuUsage();
-      const result = await runLoad(n, CONCURRENCY, fn);
-      const used = process.cpuUsage(own);
-      const after = await sampleWork(targets);
-      const postgres = ((after.cpuMs.postgres ?? 0) - (before.cpuMs.postgres ?? 0)) / n;
-      const client = cpuMs(used) / n;
-      return { result, work: { postgres, client, total: postgres + client } };
+    /** The floor's yardstick from its side of a paired run: PostgreSQL's CPU and the floor's client's, per operation. */
+    const floorWorkOf = (f: PairedSide) => {
+      const postgres = f.work.cpuMsPerOp.postgres ?? 0;
+      return { postgres, client: f.clientMs, total: postgres + f.clientMs };
     };
-    say(`create: ${N_CREATE} decisions, concurrency ${CONCURRENCY}`);
-    await statsPool.query('SELECT pg_stat_statements_reset()');
-    const beforeCreate = await sampleWork(targets);
-    const createClient = process.cpuUsage();
-    const sysCreate = await runLoad(N_CREATE, CONCURRENCY, async (i) => {
-      await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `c-${i}`, stepRef: 's', policy: 'bench', factsHash: factsHash({ i }), context: { title: `Decision ${i}` } });
-    });
-    const createClientMs = cpuMs(process.cpuUsage(createClient)) / N_CREATE;
-    // Work of the create, the asynchronous part included (notices planned and sent, timers, projections).
-    await new Promise((r) => setTimeout(r, 3000));
-    const createWork = perOp(beforeCreate, await sampleWork(targets), N_CREATE);
-    const createStatements = await statementsPerOp(statsPool, N_CREATE);
-    // Where the reads go: tables by rows read through sequential and index scans since the start.
-    const scans = await statsPool.query(
-      `SELECT schemaname || '.' || relname AS t, seq_scan, seq_tup_read, idx_scan, idx_tup_fetch, n_tup_ins + n_tup_upd + n_tup_del AS writes
-         FROM pg_stat_user_tables ORDER BY seq_tup_read + coalesce(idx_tup_fetch, 0) DESC LIMIT 12`,
-    );
-    const indexes = await statsPool.query(
-      `SELECT schemaname || '.' || indexrelname AS i, idx_scan, idx_tup_read, idx_tup_fetch FROM pg_stat_user_indexes ORDER BY idx_tup_read DESC LIMIT 8`,
-    );
-    const { result: floorCreateR, work: floorCreateWork } = await floorRun(N_CREATE, (i) => floorCreate(floorPool, `fc${i}`, `c-${i}`, factsHash({ i })));
+    /** N_CREATE creates, interleaved with as many of the floor's; `tag` keeps a second phase's ids apart. */
+    const createPhase = async (tag: string, label?: string) => {
+      say(`create${label ? ` (${label})` : ''}: ${N_CREATE} decisions, concurrency ${CONCURRENCY}, interleaved with the floor's`);
+      await statsPool.query('SELECT pg_stat_statements_reset()');
+      const readsBefore = await readCounts(statsPool);
+      const paired = await pairedRun(
+        targets,
+        N_CREATE,
+        (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `c${tag}-${i}`, stepRef: 's', policy: 'bench', factsHash: factsHash({ i }), context: { title: `Decision ${i}` } }),
+        (i) => floorCreate(floorPool, `fc${tag}${i}`, `c${tag}-${i}`, factsHash({ i })),
+      );
+      return { ...paired, statements: await statementsPerOp(statsPool, N_CREATE), reads: readsOver(readsBefore, await readCounts(statsPool), N_CREATE) };
+    };
+    /** With a history: the create measured before it is loaded, to compare with the create after. */
+    let beforeHistory: PairedCreate | undefined;
+    if (N_HISTORY > 0) {
+      beforeHistory = await createPhase('pre', 'before the history');
+      await loadHistory();
+      await warmUp('h');
+    }
+    // Work of the create, the asynchronous part included (notices planned and sent, timers,
+    // projections): each system segment's end is sampled after its after-work settled.
+    const createRun = await createPhase('');
+    const { load: sysCreate, work: createWork, clientMs: createClientMs } = createRun.system;
+    const floorCreateR = createRun.floor.load;
+    const floorCreateWork = floorWorkOf(createRun.floor);
+    const createStatements = createRun.statements;
 
-    say(`cycle: ${N_CYCLE} × (create → 2 votes → verify → consume), concurrency ${CONCURRENCY}`);
+    say(`cycle: ${N_CYCLE} × (create → 2 votes → verify → consume), concurrency ${CONCURRENCY}, interleaved with the floor's`);
     // Each phase starts from statistics of the tables as they are, as autovacuum keeps them
     // in a steady state: the phase before grew some from nothing (votes, timers), and a
     // plan a service cached while a table was nearly empty (a sequential scan) would
     // otherwise stay until autovacuum happens to analyze it, in some runs and not others.
     await statsPool.query('ANALYZE');
     await statsPool.query('SELECT pg_stat_statements_reset()');
-    const beforeCycle = await sampleWork(targets);
-    const cycleClient = process.cpuUsage();
-    const sysCycle = await runLoad(N_CYCLE, CONCURRENCY, (i) => cycle(`y-${i}`));
-    const cycleClientMs = cpuMs(process.cpuUsage(cycleClient)) / N_CYCLE;
-    await new Promise((r) => setTimeout(r, 3000));
-    const cycleWork = perOp(beforeCycle, await sampleWork(targets), N_CYCLE);
+    const cycleRun = await pairedRun(
+      targets,
+      N_CYCLE,
+      (i) => cycle(`y-${i}`),
+      (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })),
+    );
+    const { load: sysCycle, work: cycleWork, clientMs: cycleClientMs } = cycleRun.system;
+    const floorCycleR = cycleRun.floor.load;
+    const floorCycleWork = floorWorkOf(cycleRun.floor);
     const cycleStatements = await statementsPerOp(statsPool, N_CYCLE);
     // Updates since the start, and how many were HOT (the new row version on the same page, no index entry).
     const hot = await statsPool.query(
       `SELECT schemaname || '.' || relname AS t, n_tup_upd AS upd, n_tup_hot_upd AS hot FROM pg_stat_user_tables WHERE n_tup_upd > 0 ORDER BY n_tup_upd DESC LIMIT 8`,
     );
-    const { result: floorCycleR, work: floorCycleWork } = await floorRun(N_CYCLE, (i) => floorCycle(floorPool, `fy${i}`, `y-${i}`, factsHash({ i })));
     // The same cycle as callers with a deadline and an engine run it: the decision has an
     // expiry (the scheduler arms a timer and disarms it at the verdict) and its verdict
     // resumes an engine (the notifier sends it). The bench's policy has neither, so the
@@ -728,7 +857,7 @@ export async function main(): Promise<number> {
     });
     // All of them due at the same instant, 3 s from now: the decision's deadline and its
     // expiry timer together (once the scheduler has armed every timer).
-    await waitForCount(floorPool, `SELECT count(*)::int AS n FROM scheduler.timers WHERE kind = 'expire' AND ref = ANY($1)`, [expiring], expiring.length);
+    await waitForCount(statsPool, `SELECT count(*)::int AS n FROM scheduler.timers WHERE kind = 'expire' AND ref = ANY($1)`, [expiring], expiring.length);
     const dueAt = new Date(Math.ceil((Date.now() + 5000) / 1000) * 1000);
     // The burst's work, from before the deadlines are set until all of it has settled: what
     // each expiry costs every process (the firing, the expiry, the resume planned for it).
@@ -739,18 +868,18 @@ export async function main(): Promise<number> {
     const eventsJsm = await jetstreamManager(eventsNc);
     const streamFrom = (await eventsJsm.streams.info(STREAM_EVENTS)).state.last_seq + 1;
     const beforeExpiry = await sampleWork(targets);
-    await floorPool.query(`UPDATE decisions.decisions SET expires_at = $2 WHERE id = ANY($1)`, [expiring, dueAt]);
-    await floorPool.query(`UPDATE scheduler.timers SET due_at = $2 WHERE kind = 'expire' AND ref = ANY($1) AND fired_at IS NULL`, [expiring, dueAt]);
+    await statsPool.query(`UPDATE decisions.decisions SET expires_at = $2 WHERE id = ANY($1)`, [expiring, dueAt]);
+    await statsPool.query(`UPDATE scheduler.timers SET due_at = $2 WHERE kind = 'expire' AND ref = ANY($1) AND fired_at IS NULL`, [expiring, dueAt]);
     if (Date.now() >= dueAt.getTime()) throw new Error('setting the deadlines took longer than the 5 s lead: the expiry figures would not mean anything');
     const lags = await lagsOf(
-      floorPool,
+      statsPool,
       `SELECT extract(epoch FROM (resolved_at - expires_at)) * 1000 AS lag FROM decisions.decisions WHERE id = ANY($1) AND status = 'EXPIRED'`,
       expiring,
     );
     const early = lags.filter((l) => l < 0).length;
     // Where the lag is: the scheduler firing the timer, or the expiry applied after it fired.
     const fired = (
-      await floorPool.query(
+      await statsPool.query(
         `SELECT t.ref AS id, extract(epoch FROM t.due_at) * 1000 AS due, extract(epoch FROM t.fired_at) * 1000 AS fired, extract(epoch FROM d.resolved_at) * 1000 AS resolved
            FROM scheduler.timers t JOIN decisions.decisions d ON d.id = t.ref WHERE t.kind = 'expire' AND t.ref = ANY($1) AND t.fired_at IS NOT NULL`,
         [expiring],
@@ -781,14 +910,14 @@ export async function main(): Promise<number> {
       const r = await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `r-${i}`, stepRef: 's', approvers: ['a@x.com'], timeoutSec: 3600 });
       reminding.push(r.decisionId);
     });
-    await waitForCount(floorPool, `SELECT count(*)::int AS n FROM scheduler.timers WHERE kind = 'remind' AND ref = ANY($1)`, [reminding], reminding.length);
+    await waitForCount(statsPool, `SELECT count(*)::int AS n FROM scheduler.timers WHERE kind = 'remind' AND ref = ANY($1)`, [reminding], reminding.length);
     const remindAt = new Date(Math.ceil((Date.now() + 5000) / 1000) * 1000);
     await statsPool.query('SELECT pg_stat_statements_reset()');
     const beforeReminders = await sampleWork(targets);
-    await floorPool.query(`UPDATE scheduler.timers SET due_at = $2 WHERE kind = 'remind' AND ref = ANY($1) AND fired_at IS NULL`, [reminding, remindAt]);
+    await statsPool.query(`UPDATE scheduler.timers SET due_at = $2 WHERE kind = 'remind' AND ref = ANY($1) AND fired_at IS NULL`, [reminding, remindAt]);
     if (Date.now() >= remindAt.getTime()) throw new Error('setting the reminder times took longer than the 5 s lead');
     const remindLags = await lagsOf(
-      floorPool,
+      statsPool,
       // The bench's own poll, during the burst: the timers by their ref (indexed), not a join
       // over all of them (a million with BENCH_HISTORY), whose reads would count as the burst's.
       `SELECT extract(epoch FROM (d.reminded_at - t.due_at)) * 1000 AS lag FROM decisions.decisions d JOIN scheduler.timers t ON t.ref = d.id AND t.kind = 'remind'
@@ -802,6 +931,14 @@ export async function main(): Promise<number> {
     const reminderWork = perOp(beforeReminders, await sampleWork(targets), N_EXPIRY);
     const reminderStatements = await statementsPerOp(statsPool, N_EXPIRY, 'time');
 
+    const share = (r: PairedCreate) => r.system.load.throughput / r.floor.load.throughput;
+    const segmentsOf = (r: { system: PairedSide; floor: PairedSide }) =>
+      [r.system.segments[0], r.floor.segments[0], r.system.segments[1], r.floor.segments[1], r.system.segments[2]].map((x) => (x ?? NaN).toFixed(0)).join(', ');
+    const historyRow = (name: string, r: PairedCreate) => {
+      const floorTotal = floorWorkOf(r.floor).total;
+      const pages = r.statements.pages.hit + r.statements.pages.read;
+      return `| ${name} | ${r.system.load.throughput.toFixed(0)} | ${(share(r) * 100).toFixed(1)}% | ${r.system.work.totalCpuMsPerOp.toFixed(2)} ms | ${(r.system.work.totalCpuMsPerOp / floorTotal).toFixed(1)}× | ${pages.toFixed(1)} |`;
+    };
     const lines = [
       `Approvals benchmark — ${new Date().toISOString()} — concurrency ${CONCURRENCY}, Node ${process.version}${N_HISTORY ? `, ${N_HISTORY} decisions of history` : ''}`,
       '',
@@ -815,6 +952,24 @@ export async function main(): Promise<number> {
       `create: system throughput is ${((sysCreate.throughput / floorCreateR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCreate.p50 / floorCreateR.p50).toFixed(1)}× the floor's`,
       `cycle:  system throughput is ${((sysCycle.throughput / floorCycleR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCycle.p50 / floorCycleR.p50).toFixed(1)}× the floor's`,
       '',
+      'each side\'s segments, interleaved (operations a second, in the order run: system, floor, system, floor, system):',
+      '',
+      `- create: ${segmentsOf(createRun)}`,
+      `- cycle: ${segmentsOf(cycleRun)}`,
+      '',
+      ...(beforeHistory
+        ? [
+            `with the history (${N_HISTORY} decisions), against the same run's create before it was loaded:`,
+            '',
+            '| create | ops/s | share of the floor | CPU a create | in floors | pages its statements read |',
+            '|---|---|---|---|---|---|',
+            historyRow('before the history', beforeHistory),
+            historyRow('with the history', createRun),
+            '',
+            `create throughput with the history, as a share of the floor: ${(((share(createRun) / share(beforeHistory)) - 1) * 100).toFixed(1)}% against before it (raw ops/s: ${(((createRun.system.load.throughput / beforeHistory.system.load.throughput) - 1) * 100).toFixed(1)}%)`,
+            '',
+          ]
+        : []),
       ...(openLoop.length
         ? [
             'cycle at a fixed rate (open loop; latency from each cycle\'s scheduled start):',
@@ -843,6 +998,7 @@ export async function main(): Promise<number> {
         : []),
       ...workTable('at rest (nothing asked)', rest, 'second'),
       ...workTable('create', createWork),
+      ...(beforeHistory ? workTable('create before the history (the same run)', beforeHistory.system.work) : []),
       ...workTable('cycle (create → 2 votes → verify → consume, and the resume)', cycleWork),
       `cycle with an expiry and an engine: the same with a timer armed and disarmed and the resume sent to an engine (${sysTimed.throughput.toFixed(0)}/s, p50 ${sysTimed.p50.toFixed(1)} ms, p99 ${sysTimed.p99.toFixed(1)} ms, ${sysTimed.errors} errors; the engine received ${timedResumes} of ${N_CYCLE} resumes; ${(timedWork.totalCpuMsPerOp / floorCycleWork.total).toFixed(1)} floors):`,
       '',
@@ -857,21 +1013,13 @@ export async function main(): Promise<number> {
       ...statementTable('create', createStatements),
       ...statementTable('cycle', cycleStatements),
       ...statementTable('cycle with an expiry and an engine', timedStatements),
-      'tables by rows read (after the create run):',
-      '',
-      '| table | seq scans | rows read by seq scans | index scans | rows fetched by index | rows written |',
-      '|---|---|---|---|---|---|',
-      ...scans.rows.map((r: Record<string, unknown>) => `| ${r.t} | ${r.seq_scan} | ${r.seq_tup_read} | ${r.idx_scan ?? 0} | ${r.idx_tup_fetch ?? 0} | ${r.writes} |`),
-      '',
+      ...(beforeHistory ? [...statementTable('create before the history', beforeHistory.statements), ...readsTable('create before the history', beforeHistory.reads)] : []),
+      ...readsTable('create', createRun.reads),
       'updates (after the cycle run), and the share that were HOT (no new index entries):',
       '',
       '| table | updates | HOT |',
       '|---|---|---|',
       ...hot.rows.map((r: Record<string, unknown>) => `| ${r.t} | ${r.upd} | ${((Number(r.hot) / Math.max(1, Number(r.upd))) * 100).toFixed(0)}% |`),
-      '',
-      '| index | scans | entries read | rows fetched |',
-      '|---|---|---|---|',
-      ...indexes.rows.map((r: Record<string, unknown>) => `| ${r.i} | ${r.idx_scan} | ${r.idx_tup_read} | ${r.idx_tup_fetch} |`),
       '',
       `expiry lag (expiresAt → EXPIRED) with ${N_BACKGROUND_TIMERS} pending timers: ${lags.length}/${expiring.length} expired; ` +
         `p50 ${percentile(lags, 50).toFixed(0)} ms, p99 ${percentile(lags, 99).toFixed(0)} ms, max ${(lags[lags.length - 1] ?? NaN).toFixed(0)} ms; early: ${early}`,
@@ -899,9 +1047,9 @@ export async function main(): Promise<number> {
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, restPerSecond: rest, createWork, createClientMs, cycleWork, cycleClientMs, timedCycleWork: timedWork, sysTimedCycle: sysTimed, timedResumes, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, restPerSecond: rest, createWork, createClientMs, cycleWork, cycleClientMs, timedCycleWork: timedWork, sysTimedCycle: sysTimed, timedResumes, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, segments: { create: { system: createRun.system.segments, floor: createRun.floor.segments }, cycle: { system: cycleRun.system.segments, floor: cycleRun.floor.segments } }, history: beforeHistory ? { decisions: N_HISTORY, createBefore: beforeHistory.system.load, floorCreateBefore: beforeHistory.floor.load, createWorkBefore: beforeHistory.system.work } : undefined, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
     );
-    return sysCreate.errors + sysCycle.errors + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 || remindLags.length < reminding.length || remindEarly > 0 ? 1 : 0;
+    return sysCreate.errors + sysCycle.errors + (beforeHistory?.system.load.errors ?? 0) + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 || remindLags.length < reminding.length || remindEarly > 0 ? 1 : 0;
   } finally {
     for (const s of stops.reverse()) await s().catch((err) => say(`cleanup: ${(err as Error).message}`));
     rmSync(dir, { recursive: true, force: true });

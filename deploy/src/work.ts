@@ -210,11 +210,32 @@ export interface WorkPerOp {
   pgMinorFaultsPerOp: number;
 }
 
+/** Work done between two samples. */
+export type WorkSpan = [before: WorkSample, after: WorkSample];
+
+/** The work of several spans added up (a workload run in segments, with other work between them). */
+function spanTotal(spans: WorkSpan[]): WorkSample {
+  const total: WorkSample = { cpuMs: {}, ioCalls: 0, wakeups: 0, sysMs: 0, xacts: 0, tuplesRead: 0, tuplesWritten: 0, pgBackgroundMs: 0, walBytes: 0, walFpi: 0, blocksRead: 0, blocksHit: 0, pgMinorFaults: 0 };
+  for (const [before, after] of spans) {
+    for (const name of Object.keys(after.cpuMs)) total.cpuMs[name] = (total.cpuMs[name] ?? 0) + after.cpuMs[name]! - (before.cpuMs[name] ?? 0);
+    for (const k of Object.keys(total) as Array<keyof WorkSample>) {
+      if (k !== 'cpuMs') total[k] += after[k] - before[k];
+    }
+  }
+  return total;
+}
+
 export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkPerOp {
+  return perOpOver([[before, after]], ops);
+}
+
+/** Work per operation of `ops` operations done in the spans, together. */
+export function perOpOver(spans: WorkSpan[], ops: number): WorkPerOp {
+  const d = spanTotal(spans);
   const cpuMsPerOp: Record<string, number> = {};
   let total = 0;
-  for (const name of Object.keys(after.cpuMs)) {
-    const v = (after.cpuMs[name]! - (before.cpuMs[name] ?? 0)) / ops;
+  for (const name of Object.keys(d.cpuMs)) {
+    const v = d.cpuMs[name]! / ops;
     cpuMsPerOp[name] = v;
     total += v;
   }
@@ -222,18 +243,18 @@ export function perOp(before: WorkSample, after: WorkSample, ops: number): WorkP
     ops,
     cpuMsPerOp,
     totalCpuMsPerOp: total,
-    ioCallsPerOp: (after.ioCalls - before.ioCalls) / ops,
-    wakeupsPerOp: (after.wakeups - before.wakeups) / ops,
-    kernelShare: total > 0 ? (after.sysMs - before.sysMs) / ops / total : 0,
-    xactsPerOp: (after.xacts - before.xacts) / ops,
-    tuplesReadPerOp: (after.tuplesRead - before.tuplesRead) / ops,
-    tuplesWrittenPerOp: (after.tuplesWritten - before.tuplesWritten) / ops,
-    pgBackgroundMsPerOp: (after.pgBackgroundMs - before.pgBackgroundMs) / ops,
-    walKbPerOp: (after.walBytes - before.walBytes) / 1024 / ops,
-    walFpiPerOp: (after.walFpi - before.walFpi) / ops,
-    blocksReadPerOp: (after.blocksRead - before.blocksRead) / ops,
-    blocksHitPerOp: (after.blocksHit - before.blocksHit) / ops,
-    pgMinorFaultsPerOp: (after.pgMinorFaults - before.pgMinorFaults) / ops,
+    ioCallsPerOp: d.ioCalls / ops,
+    wakeupsPerOp: d.wakeups / ops,
+    kernelShare: total > 0 ? d.sysMs / ops / total : 0,
+    xactsPerOp: d.xacts / ops,
+    tuplesReadPerOp: d.tuplesRead / ops,
+    tuplesWrittenPerOp: d.tuplesWritten / ops,
+    pgBackgroundMsPerOp: d.pgBackgroundMs / ops,
+    walKbPerOp: d.walBytes / 1024 / ops,
+    walFpiPerOp: d.walFpi / ops,
+    blocksReadPerOp: d.blocksRead / ops,
+    blocksHitPerOp: d.blocksHit / ops,
+    pgMinorFaultsPerOp: d.pgMinorFaults / ops,
   };
 }
 
@@ -248,5 +269,30 @@ export function workTable(title: string, w: WorkPerOp, per: 'operation' | 'secon
     '',
     `PostgreSQL's background processes (checkpointer, WAL writer, autovacuum, I/O workers): ${w.pgBackgroundMsPerOp.toFixed(2)} ms of its CPU; WAL ${w.walKbPerOp.toFixed(1)} KiB, ${w.walFpiPerOp.toFixed(2)} full-page images (a page's first change since the checkpoint); pages ${w.blocksHitPerOp.toFixed(1)} found in the buffer pool, ${w.blocksReadPerOp.toFixed(2)} read in; ${w.pgMinorFaultsPerOp.toFixed(1)} minor page faults (a backend mapping a page of the buffer pool it had not touched); per ${per}.`,
     '',
+  ];
+}
+
+/** A run of one side's operations [from, from + count). */
+export interface Segment {
+  side: 'system' | 'floor';
+  from: number;
+  count: number;
+}
+
+/**
+ * `n` operations of each side in five segments: system a quarter, floor half, system half,
+ * floor half, system the last quarter (S F S F S). Each side's operations are done once,
+ * in order; and the two sides' operations have the same centre in the run, so a drift of
+ * the host's speed over it (linear in time) falls on both alike.
+ */
+export function interleavedPlan(n: number): Segment[] {
+  const quarter = Math.floor(n / 4);
+  const half = Math.floor(n / 2);
+  return [
+    { side: 'system', from: 0, count: quarter },
+    { side: 'floor', from: 0, count: half },
+    { side: 'system', from: quarter, count: half },
+    { side: 'floor', from: half, count: n - half },
+    { side: 'system', from: quarter + half, count: n - quarter - half },
   ];
 }
