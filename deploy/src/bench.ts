@@ -160,7 +160,7 @@ function readsOver(before: ReadCounts, after: ReadCounts, ops: number) {
 function readsTable(name: string, reads: ReturnType<typeof readsOver>): string[] {
   const f = (x: number) => x.toFixed(2);
   return [
-    `${name} — tables by rows read, per operation (over the phase):`,
+    `${name} — tables by rows read, per operation (over the phase, as the backends report them: a busy one within a second, one that went idle up to 10 s later, so a phase can carry some of the last one's reads):`,
     '',
     '| table | seq scans | rows read by seq scans | index scans | rows fetched by index | rows written |',
     '|---|---|---|---|---|---|',
