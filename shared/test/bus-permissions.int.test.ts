@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { Bus, DecisionsEndpoints, SUBJECT, createLogger, inboxPrefixOf, natsPermissionsOf } from '@approvals/shared';
+import { Bus, DecisionsEndpoints, SUBJECT, callersOf, createLogger, inboxPrefixOf, natsAuthorizationConfig, natsPermissionsOf, subjectsOverlap } from '@approvals/shared';
 import type { NatsUsers } from '@approvals/shared/infra';
 import { startStack, type Stack } from '../../test/helpers/stack';
 
@@ -72,6 +72,50 @@ describe('the bus: per-service NATS users and permissions', () => {
     await expect(drain(SUBJECT.decisions.create)).resolves.toMatch(/Permissions Violation for Subscription to "svc.decisions.create"/);
     await expect(drain(`${inboxPrefixOf('decisions')}.>`)).resolves.toMatch(/Permissions Violation for Subscription/);
     await expect(drain('_INBOX.>')).resolves.toMatch(/Permissions Violation for Subscription/);
+  });
+
+  it("a service answers only those who may ask it: it cannot publish into the inbox of a service that never calls it", async () => {
+    // The scheduler calls nothing: no service's inbox is the scheduler's to write to, but
+    // the gateway's (its health check pings every service).
+    const scheduler = await as('scheduler');
+    await expect(scheduler.nc.request(`${inboxPrefixOf(users.decisions.user)}.forged`, '{}', { timeout: 2000 })).rejects.toThrow(/[Pp]ermission/);
+    // The notifier calls the policies service but is never called by it: the policies' inbox is not its to write to.
+    const notifier = await as('notifier');
+    await expect(notifier.nc.request(`${inboxPrefixOf(users.policies.user)}.forged`, '{}', { timeout: 2000 })).rejects.toThrow(/[Pp]ermission/);
+  });
+
+  it("every service answers the operators' tools: the admin with its own inbox prefix, and a plain client's default inbox", async () => {
+    const admin = await Bus.connect({ url: stack.nats.serviceUrl, name: 'as-admin', log, auth: { user: users.admin.user, pass: users.admin.password }, requestTimeoutMs: 2000 });
+    opened.push(admin);
+    const raw: NatsConnection = await connect({ servers: stack.nats.serviceUrl, user: users.admin.user, pass: users.admin.password, reconnect: false });
+    opened.push({ close: () => raw.close() });
+    for (const nc of [admin.nc, raw]) {
+      for (const name of ['gateway', 'policies', 'decisions', 'surfaces']) {
+        // Each service's discovery endpoint, answered by the service to the asker's inbox.
+        const reply = await nc.request(`$SRV.PING.${name}`, '', { timeout: 2000 });
+        expect(JSON.parse(new TextDecoder().decode(reply.data))).toMatchObject({ name, type: 'io.nats.micro.v1.ping_response' });
+      }
+    }
+  });
+
+  it('answers are granted to the inboxes of callers, never tracked by the server (no allow_responses)', () => {
+    expect(subjectsOverlap('svc.decisions.>', 'svc.decisions.create')).toBe(true);
+    expect(subjectsOverlap('svc.policies.resolve', 'svc.policies.>')).toBe(true);
+    expect(subjectsOverlap('svc.*.peek', 'svc.decisions.peek')).toBe(true);
+    expect(subjectsOverlap('svc.decisions.>', 'svc.decisions')).toBe(false);
+    expect(subjectsOverlap('svc.decisions.peek', 'svc.policies.>')).toBe(false);
+    expect(callersOf('decisions').sort()).toEqual(['gateway', 'notifier', 'policies', 'surfaces']);
+    expect(callersOf('scheduler')).toEqual(['gateway']);
+    const decisions = natsPermissionsOf('decisions', users).publish.allow;
+    for (const caller of ['gateway', 'policies', 'notifier', 'surfaces'] as const) expect(decisions).toContain(`${inboxPrefixOf(users[caller].user)}.>`);
+    expect(decisions).not.toContain(`${inboxPrefixOf(users.scheduler.user)}.>`);
+    expect(decisions).not.toContain(`${inboxPrefixOf(users.decisions.user)}.>`);
+    expect(decisions).toContain(`${inboxPrefixOf(users.admin.user)}.>`);
+    expect(natsPermissionsOf('scheduler', users).publish.allow.filter((s) => s.includes('INBOX'))).toEqual([`${inboxPrefixOf(users.gateway.user)}.>`, `${inboxPrefixOf(users.admin.user)}.>`, '_INBOX.>']);
+    // nats-server 2.9 remembers, per connection, the reply subject of every message it
+    // delivers to a user with allow_responses, and walks them all on each delivery past
+    // 4,096: the generated configuration must not ask for it.
+    expect(natsAuthorizationConfig(users)).not.toMatch(/allow_responses/);
   });
 
   it('permissions are derived from one table: each service publishes only its own events, subscribes only its own subjects', () => {

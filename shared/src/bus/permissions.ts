@@ -97,8 +97,28 @@ export function inboxPrefixOf(user: string): string {
 export interface NatsPermissions {
   publish: { allow: string[]; deny?: string[] };
   subscribe: { allow: string[] };
-  /** Lets a service answer requests (publish to the requester's reply subject) without a publish grant. */
-  allow_responses: boolean;
+}
+
+/**
+ * Whether two subject patterns (`*` one token, `>` the rest) can match a subject in common.
+ */
+export function subjectsOverlap(a: string, b: string): boolean {
+  const x = a.split('.');
+  const y = b.split('.');
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const p = x[i];
+    const q = y[i];
+    if (p === '>' || q === '>') return p !== undefined && q !== undefined;
+    if (p === undefined || q === undefined) return false;
+    if (p !== '*' && q !== '*' && p !== q) return false;
+  }
+  return true;
+}
+
+/** The services that call something `name` serves: the ones whose requests it answers. */
+export function callersOf(name: ServiceName): ServiceName[] {
+  const serves = BUS_ROLES[name].serves;
+  return SERVICE_NAMES.filter((other) => other !== name && BUS_ROLES[other].calls.some((c) => serves.some((s) => subjectsOverlap(c, s))));
 }
 
 /** The durable consumers a service owns (`<service>-<what>`). */
@@ -106,8 +126,24 @@ export function durablesOf(name: ServiceName): string[] {
   return Object.values(DURABLE).filter((d) => d.startsWith(`${name}-`));
 }
 
-/** NATS permissions of one service's user, derived from BUS_ROLES. */
-export function natsPermissionsOf(name: ServiceName, user: string = name): NatsPermissions {
+/**
+ * NATS permissions of one service's user, derived from BUS_ROLES.
+ *
+ * A service answers requests by publishing to the inboxes of those who may ask it: the
+ * services that call what it serves, the gateway (its health check pings every service
+ * over `$SRV`), and the operators' tools (the admin user's inbox, and the default
+ * `_INBOX` of a client with no prefix of its own, as the nats CLI). Explicit grants, not
+ * `allow_responses`: with that, nats-server 2.9 remembers the reply subject of every
+ * message it delivers to the service, acks' included (`$JS.ACK...`, granted above, so
+ * never taken off), for two minutes, and once more than 4,096 are remembered walks all of
+ * them on every delivery: a service's every message then cost nats-server time in
+ * proportion to its last two minutes of traffic (docs/performance.md, sixteenth round).
+ * `users` names each service's user and the admin's (the generated server configuration);
+ * without it, each service's user is its name.
+ */
+export function natsPermissionsOf(name: ServiceName, users?: Partial<Record<ServiceName | 'admin', { user: string }>>): NatsPermissions {
+  const userOf = (s: ServiceName) => users?.[s]?.user ?? s;
+  const user = userOf(name);
   const role = BUS_ROLES[name];
   const js = '$JS.API';
   const durables = durablesOf(name);
@@ -150,13 +186,16 @@ export function natsPermissionsOf(name: ServiceName, user: string = name): NatsP
         `$O.${LARGE_BUCKET}.>`,
         // Service discovery: the gateway's health check pings every service.
         ...(name === 'gateway' ? ['$SRV.>'] : []),
+        // Answers: to the inboxes of those who may ask (see above).
+        ...[...new Set<ServiceName>([...callersOf(name), 'gateway'])].filter((s) => s !== name).map((s) => `${inboxPrefixOf(userOf(s))}.>`),
+        ...(users?.admin ? [`${inboxPrefixOf(users.admin.user)}.>`] : []),
+        '_INBOX.>',
       ],
       ...(role.neverCalls?.length ? { deny: role.neverCalls } : {}),
     },
     subscribe: {
       allow: [...role.serves, '$SRV.>', `${inboxPrefixOf(user)}.>`, 'cache.>'],
     },
-    allow_responses: true,
   };
 }
 
@@ -175,14 +214,13 @@ export function natsAuthorizationConfig(users: Record<ServiceName, NatsUser> & {
   const list = (xs: string[]) => `[${xs.map(q).join(', ')}]`;
   const entries = SERVICE_NAMES.map((name) => {
     const u = users[name];
-    const p = natsPermissionsOf(name, u.user);
+    const p = natsPermissionsOf(name, users);
     return `    {
       user: ${q(u.user)}
       password: ${q(u.password)}
       permissions: {
         publish: { allow: ${list(p.publish.allow)}${p.publish.deny ? `, deny: ${list(p.publish.deny)}` : ''} }
         subscribe: { allow: ${list(p.subscribe.allow)} }
-        allow_responses: true
       }
     }`;
   });
