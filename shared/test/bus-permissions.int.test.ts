@@ -98,6 +98,14 @@ describe('the bus: per-service NATS users and permissions', () => {
     }
   });
 
+  it("the gateway's health check is answered by every service, the gateway itself too", async () => {
+    const gateway = await as('gateway');
+    for (const name of ['gateway', 'policies', 'decisions', 'surfaces']) {
+      const reply = await gateway.nc.request(`$SRV.PING.${name}`, '', { timeout: 2000 });
+      expect(JSON.parse(new TextDecoder().decode(reply.data))).toMatchObject({ name });
+    }
+  });
+
   it('answers are granted to the inboxes of callers, never tracked by the server (no allow_responses)', () => {
     expect(subjectsOverlap('svc.decisions.>', 'svc.decisions.create')).toBe(true);
     expect(subjectsOverlap('svc.policies.resolve', 'svc.policies.>')).toBe(true);
@@ -109,9 +117,10 @@ describe('the bus: per-service NATS users and permissions', () => {
     const decisions = natsPermissionsOf('decisions', users).publish.allow;
     for (const caller of ['gateway', 'policies', 'notifier', 'surfaces'] as const) expect(decisions).toContain(`${inboxPrefixOf(users[caller].user)}.>`);
     expect(decisions).not.toContain(`${inboxPrefixOf(users.scheduler.user)}.>`);
-    expect(decisions).not.toContain(`${inboxPrefixOf(users.decisions.user)}.>`);
+    // Its own: the gateway's health check pings every service, the gateway too.
+    expect(decisions).toContain(`${inboxPrefixOf(users.decisions.user)}.>`);
     expect(decisions).toContain(`${inboxPrefixOf(users.admin.user)}.>`);
-    expect(natsPermissionsOf('scheduler', users).publish.allow.filter((s) => s.includes('INBOX'))).toEqual([`${inboxPrefixOf(users.gateway.user)}.>`, `${inboxPrefixOf(users.admin.user)}.>`, '_INBOX.>']);
+    expect(natsPermissionsOf('scheduler', users).publish.allow.filter((s) => s.includes('INBOX'))).toEqual([`${inboxPrefixOf(users.gateway.user)}.>`, `${inboxPrefixOf(users.scheduler.user)}.>`, `${inboxPrefixOf(users.admin.user)}.>`, '_INBOX.>']);
     // nats-server 2.9 remembers, per connection, the reply subject of every message it
     // delivers to a user with allow_responses, and walks them all on each delivery past
     // 4,096: the generated configuration must not ask for it.

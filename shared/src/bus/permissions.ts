@@ -131,7 +131,7 @@ export function durablesOf(name: ServiceName): string[] {
  *
  * A service answers requests by publishing to the inboxes of those who may ask it: the
  * services that call what it serves, the gateway (its health check pings every service
- * over `$SRV`), and the operators' tools (the admin user's inbox, and the default
+ * over `$SRV`, itself included), and the operators' tools (the admin user's inbox, and the default
  * `_INBOX` of a client with no prefix of its own, as the nats CLI). Explicit grants, not
  * `allow_responses`: with that, nats-server 2.9 remembers the reply subject of every
  * message it delivers to the service, acks' included (`$JS.ACK...`, granted above, so
@@ -187,7 +187,8 @@ export function natsPermissionsOf(name: ServiceName, users?: Partial<Record<Serv
         // Service discovery: the gateway's health check pings every service.
         ...(name === 'gateway' ? ['$SRV.>'] : []),
         // Answers: to the inboxes of those who may ask (see above).
-        ...[...new Set<ServiceName>([...callersOf(name), 'gateway'])].filter((s) => s !== name).map((s) => `${inboxPrefixOf(userOf(s))}.>`),
+        // Its own too: the gateway's health check pings the gateway as well.
+        ...[...new Set<ServiceName>([...callersOf(name), 'gateway', name])].map((s) => `${inboxPrefixOf(userOf(s))}.>`),
         ...(users?.admin ? [`${inboxPrefixOf(users.admin.user)}.>`] : []),
         '_INBOX.>',
       ],
