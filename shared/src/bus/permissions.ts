@@ -184,6 +184,10 @@ export function natsPermissionsOf(name: ServiceName, users?: Partial<Record<Serv
         `${js}.CONSUMER.*.${obj}`,
         `${js}.CONSUMER.*.${obj}.>`,
         `$O.${LARGE_BUCKET}.>`,
+        // Reading an object is a push consumer with flow control: the server may ask the
+        // reader to answer its flow-control messages (`$JS.FC...`), which allow_responses
+        // used to let through. The service-host test's 1.5 MB bodies never drew one.
+        `$JS.FC.${obj}.>`,
         // Service discovery: the gateway's health check pings every service.
         ...(name === 'gateway' ? ['$SRV.>'] : []),
         // Answers: to the inboxes of those who may ask (see above).
