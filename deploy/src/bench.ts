@@ -13,7 +13,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { DATA_DIR } from './dev-env';
 import { launchServices, waitHealthy } from './processes';
-import { interleavedPlan, perOp, perOpOver, sampleWork, workTable, type WorkPerOp, type WorkSpan, type WorkTargets } from './work';
+import { interleavedPlan, perOp, perOpOver, sampleWork, workTable, type Segment, type WorkPerOp, type WorkSpan, type WorkTargets } from './work';
 import { profilesIn, topFrames } from './profile';
 
 /**
@@ -117,10 +117,8 @@ export async function runLoad(n: number, concurrency: number, fn: (i: number) =>
   return loadResult(latencies, errors, wallMs);
 }
 
-/** A create phase: both sides of its paired run, and the system's statements. */
-interface PairedCreate {
-  system: PairedSide;
-  floor: PairedSide;
+/** A create phase: its paired run, and the system's statements. */
+interface PairedCreate extends Paired {
   statements: StatementStats;
   reads: ReturnType<typeof readsOver>;
 }
@@ -178,8 +176,14 @@ interface PairedSide {
   load: LoadResult;
   work: WorkPerOp;
   clientMs: number;
-  /** Each segment's throughput (operations a second), in the order run. */
-  segments: number[];
+}
+
+/** A paired run's two sides, and its segments in the order run (the plan's). */
+interface Paired {
+  system: PairedSide;
+  floor: PairedSide;
+  /** Each segment's side and throughput (operations a second), in the order run. */
+  segments: Array<{ side: Segment['side']; throughput: number }>;
 }
 
 /**
@@ -199,12 +203,13 @@ async function pairedRun(
   system: (i: number) => Promise<void>,
   floor: (i: number) => Promise<void>,
   settleMs = 3000,
-): Promise<{ system: PairedSide; floor: PairedSide }> {
+): Promise<Paired> {
   const plan = interleavedPlan(n);
   const acc = {
-    system: { latencies: [] as number[], errors: 0, wallMs: 0, spans: [] as WorkSpan[], clientMs: 0, segments: [] as number[] },
-    floor: { latencies: [] as number[], errors: 0, wallMs: 0, spans: [] as WorkSpan[], clientMs: 0, segments: [] as number[] },
+    system: { latencies: [] as number[], errors: 0, wallMs: 0, spans: [] as WorkSpan[], clientMs: 0 },
+    floor: { latencies: [] as number[], errors: 0, wallMs: 0, spans: [] as WorkSpan[], clientMs: 0 },
   };
+  const segments: Paired['segments'] = [];
   let before = await sampleWork(targets);
   for (const seg of plan) {
     const a = acc[seg.side];
@@ -213,7 +218,7 @@ async function pairedRun(
     a.clientMs += cpuMs(process.cpuUsage(own));
     a.errors += r.errors;
     a.wallMs += r.wallMs;
-    a.segments.push(r.throughput);
+    segments.push({ side: seg.side, throughput: r.throughput });
     // After every segment, the floor's too: the pauses between segments stay alike, so the
     // two sides keep the same centre in time (interleavedPlan).
     await new Promise((res) => setTimeout(res, settleMs));
@@ -225,9 +230,8 @@ async function pairedRun(
     load: loadResult(a.latencies, a.errors, a.wallMs),
     work: perOpOver(a.spans, n),
     clientMs: a.clientMs / n,
-    segments: a.segments,
   });
-  return { system: side(acc.system), floor: side(acc.floor) };
+  return { system: side(acc.system), floor: side(acc.floor), segments };
 }
 
 /** The requests of a cycle, in order. */
@@ -739,8 +743,8 @@ export async function main(): Promise<number> {
       say(`history written (and vacuumed) in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
     };
     /** The warm-up (see above); `tag` keeps a second one's ids apart from the first's. */
-    const warmUp = async (tag: string) => {
-      say(`warm-up${tag ? ' again, after the history' : ''}`);
+    const warmUp = async (tag: string, label?: string) => {
+      say(`warm-up${label ? ` ${label}` : ''}`);
       const warmHits = engine.hits();
       await runLoad(N_WARM, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm${tag}-${i}`, stepRef: 's', policy: 'bench' }));
       await runLoad(N_WARM, CONCURRENCY, (i) => cycle(`warm${tag}-y-${i}`));
@@ -781,7 +785,7 @@ export async function main(): Promise<number> {
     if (N_HISTORY > 0) {
       beforeHistory = await createPhase('pre', 'before the history');
       await loadHistory();
-      await warmUp('h');
+      await warmUp('h', 'again, after the history');
     }
     // Work of the create, the asynchronous part included (notices planned and sent, timers,
     // projections): each system segment's end is sampled after its after-work settled.
@@ -932,8 +936,7 @@ export async function main(): Promise<number> {
     const reminderStatements = await statementsPerOp(statsPool, N_EXPIRY, 'time');
 
     const share = (r: PairedCreate) => r.system.load.throughput / r.floor.load.throughput;
-    const segmentsOf = (r: { system: PairedSide; floor: PairedSide }) =>
-      [r.system.segments[0], r.floor.segments[0], r.system.segments[1], r.floor.segments[1], r.system.segments[2]].map((x) => (x ?? NaN).toFixed(0)).join(', ');
+    const segmentsOf = (r: Paired) => r.segments.map((x) => `${x.side} ${x.throughput.toFixed(0)}`).join(', ');
     const historyRow = (name: string, r: PairedCreate) => {
       const floorTotal = floorWorkOf(r.floor).total;
       const pages = r.statements.pages.hit + r.statements.pages.read;
@@ -952,7 +955,7 @@ export async function main(): Promise<number> {
       `create: system throughput is ${((sysCreate.throughput / floorCreateR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCreate.p50 / floorCreateR.p50).toFixed(1)}× the floor's`,
       `cycle:  system throughput is ${((sysCycle.throughput / floorCycleR.throughput) * 100).toFixed(1)}% of the floor; p50 is ${(sysCycle.p50 / floorCycleR.p50).toFixed(1)}× the floor's`,
       '',
-      'each side\'s segments, interleaved (operations a second, in the order run: system, floor, system, floor, system):',
+      'the segments of each interleaved phase (operations a second, in the order run):',
       '',
       `- create: ${segmentsOf(createRun)}`,
       `- cycle: ${segmentsOf(cycleRun)}`,
@@ -1047,7 +1050,7 @@ export async function main(): Promise<number> {
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, restPerSecond: rest, createWork, createClientMs, cycleWork, cycleClientMs, timedCycleWork: timedWork, sysTimedCycle: sysTimed, timedResumes, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, segments: { create: { system: createRun.system.segments, floor: createRun.floor.segments }, cycle: { system: cycleRun.system.segments, floor: cycleRun.floor.segments } }, history: beforeHistory ? { decisions: N_HISTORY, createBefore: beforeHistory.system.load, floorCreateBefore: beforeHistory.floor.load, createWorkBefore: beforeHistory.system.work } : undefined, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, restPerSecond: rest, createWork, createClientMs, cycleWork, cycleClientMs, timedCycleWork: timedWork, sysTimedCycle: sysTimed, timedResumes, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, segments: { create: createRun.segments, cycle: cycleRun.segments }, history: beforeHistory ? { decisions: N_HISTORY, createBefore: beforeHistory.system.load, floorCreateBefore: beforeHistory.floor.load, createWorkBefore: beforeHistory.system.work } : undefined, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
     );
     return sysCreate.errors + sysCycle.errors + (beforeHistory?.system.load.errors ?? 0) + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 || remindLags.length < reminding.length || remindEarly > 0 ? 1 : 0;
   } finally {
