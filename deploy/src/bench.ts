@@ -13,7 +13,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { DATA_DIR } from './dev-env';
 import { launchServices, waitHealthy } from './processes';
-import { interleavedPlan, perOp, perOpOver, sampleWork, workTable, type Segment, type WorkPerOp, type WorkSpan, type WorkTargets } from './work';
+import { consumerStallOf, interleavedPlan, perOp, perOpOver, sampleWork, workTable, type ConsumerStall, type Segment, type WorkPerOp, type WorkSpan, type WorkTargets } from './work';
 import { profilesIn, topFrames } from './profile';
 
 /**
@@ -610,11 +610,18 @@ export async function main(): Promise<number> {
     }
     const engine = await engineStandIn();
     stops.push(() => engine.close());
+    // A consumer's pull the server refused or stopped answering (its events wait until the
+    // pull is renewed): logged at warn by every service, always reported by the bench.
+    const stalls: ConsumerStall[] = [];
     const procs = launchServices({
       nodeArgs: (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.\${pid}.cpuprofile`] : []),
       natsUsers,
       env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000', HTTP_MAX_CONNECTIONS_PER_IP: '100000', HTTP_MAX_CONNECTIONS: '100000', ENGINE_BUNDLED_URL: engine.url, ENGINE_BUNDLED_SECRET: 'whsec_' + randomBytes(24).toString('base64') },
-      onLine: (name, _i, line) => (line.includes('"level":50') || line.includes('"level":60') || (process.env.BENCH_SHOW_WARN && line.includes('"level":40')) ? say(`${name}: ${line.slice(0, 300)}`) : undefined),
+      onLine: (name, _i, line) => {
+        const stall = consumerStallOf(name, line);
+        if (stall) stalls.push(stall);
+        if (stall || line.includes('"level":50') || line.includes('"level":60') || (process.env.BENCH_SHOW_WARN && line.includes('"level":40'))) say(`${name}: ${line.slice(0, 300)}`);
+      },
     });
     stops.push(() => procs.stop());
     stops.push(async () => agent.destroy());
@@ -1032,6 +1039,9 @@ export async function main(): Promise<number> {
         `and the expiry applied after it (stored → EXPIRED): p50 ${percentile(consumeLag, 50).toFixed(0)} ms, p99 ${percentile(consumeLag, 99).toFixed(0)} ms`,
       `reminder lag (due → reminded) with the same pending timers: ${remindLags.length}/${reminding.length} reminded; ` +
         `p50 ${percentile(remindLags, 50).toFixed(0)} ms, p99 ${percentile(remindLags, 99).toFixed(0)} ms, max ${(remindLags[remindLags.length - 1] ?? NaN).toFixed(0)} ms; early: ${remindEarly}`,
+      `consumer stalls the services logged during the run (a pull refused or unanswered: its events wait until it is renewed): ${
+        stalls.length ? stalls.map((x) => `${x.service} ${x.durable} ${x.kind} at ${x.at}`).join('; ') : 'none'
+      }`,
       '',
       ...workTable(`expiry burst (${N_EXPIRY} due together: fired, expired, their resumes planned and made)`, expiryWork),
       ...workTable(`reminder burst (${N_EXPIRY} due together: fired, reminded, their notices planned)`, reminderWork),
@@ -1050,7 +1060,7 @@ export async function main(): Promise<number> {
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, restPerSecond: rest, createWork, createClientMs, cycleWork, cycleClientMs, timedCycleWork: timedWork, sysTimedCycle: sysTimed, timedResumes, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, segments: { create: createRun.segments, cycle: cycleRun.segments }, history: beforeHistory ? { decisions: N_HISTORY, createBefore: beforeHistory.system.load, floorCreateBefore: beforeHistory.floor.load, createWorkBefore: beforeHistory.system.work } : undefined, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, restPerSecond: rest, createWork, createClientMs, cycleWork, cycleClientMs, timedCycleWork: timedWork, sysTimedCycle: sysTimed, timedResumes, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, segments: { create: createRun.segments, cycle: cycleRun.segments }, history: beforeHistory ? { decisions: N_HISTORY, createBefore: beforeHistory.system.load, floorCreateBefore: beforeHistory.floor.load, createWorkBefore: beforeHistory.system.work } : undefined, consumerStalls: stalls, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
     );
     return sysCreate.errors + sysCycle.errors + (beforeHistory?.system.load.errors ?? 0) + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 || remindLags.length < reminding.length || remindEarly > 0 ? 1 : 0;
   } finally {

@@ -296,3 +296,22 @@ export function interleavedPlan(n: number): Segment[] {
     { side: 'system', from: quarter + half, count: n - quarter - half },
   ];
 }
+
+export interface ConsumerStall {
+  service: string;
+  durable: string;
+  kind: string;
+  /** The log line's time (ISO). */
+  at: string;
+}
+
+/** A consumer stall in a service's log line (shared/src/bus/consumer.ts: `watch`, and `guardPull`'s lost pulls), if it is one. */
+export function consumerStallOf(service: string, line: string): ConsumerStall | undefined {
+  if (!line.includes('event consumer: the server refused') && !line.includes('event consumer: its pull went unanswered')) return undefined;
+  try {
+    const x = JSON.parse(line) as { durable?: string; notice?: { type?: string }; time?: number | string };
+    return { service, durable: x.durable ?? '?', kind: x.notice?.type ?? '?', at: new Date(x.time ?? Date.now()).toISOString() };
+  } catch {
+    return { service, durable: '?', kind: '?', at: new Date().toISOString() };
+  }
+}

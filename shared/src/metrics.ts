@@ -72,7 +72,7 @@ export const busRequestSeconds = new Histogram({
  */
 export const consumerStallsTotal = new Counter({
   name: 'approvals_consumer_stalls_total',
-  help: 'Pulls of a durable consumer refused or unanswered by the server, by durable and kind (exceeded_limits, heartbeats_missed, consumer_deleted, consumer_not_found, stream_not_found)',
+  help: 'Pulls of a durable consumer refused or unanswered by the server, by durable and kind (exceeded_limits, heartbeats_missed, consumer_deleted, consumer_not_found, stream_not_found; pull_lost: unanswered past its expiry and sent again)',
   labelNames: ['durable', 'kind'] as const,
   registers: [metricsRegistry],
 });

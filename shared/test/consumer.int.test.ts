@@ -440,4 +440,38 @@ describe('EventConsumer (real JetStream)', () => {
     const seen = await waitFor(async () => ((await stalls()).length > 0 ? await stalls() : undefined), { what: 'a stall counted', timeoutMs: 10_000 });
     expect(seen.map((v) => v.labels.kind)).toContain('consumer_deleted');
   });
+
+  it('a pull the server drops without its 408 answer is sent again within its grace, not after two missed heartbeats', async () => {
+    // nats-server before 2.9.16 (Debian's 2.9.10) can take an expired pull off its queue
+    // without the 408 answer, when a message arrives just before its own expiry pass (seen
+    // here in about 1 of 8 events published within a millisecond of a pull's expiry). The
+    // race is that narrow; the test makes what follows it certain: it swallows one 408 on
+    // the consumer's subscription, so nats.js counts a pull open that the server no longer
+    // has, as after the race. Unguarded, the next event then waited 2–3 s.
+    const { subject, durable } = fresh();
+    const handledAt = new Map<string, number>();
+    const c = await startConsumer({ durable, filterSubject: subject, handler: async (e) => void handledAt.set(e.id, performance.now()) });
+    const lost = async () => (await consumerStallsTotal.get()).values.filter((v) => v.labels.durable === durable && v.labels.kind === 'pull_lost').reduce((n, v) => n + v.value, 0);
+    // At rest, through two of the pull's renewals (2 s each), nothing is taken for lost.
+    await new Promise((r) => setTimeout(r, 4_500));
+    expect(await lost()).toBe(0);
+
+    type Callback = (err: Error | null, msg: { headers?: { code?: number } }) => void;
+    const sub = (c as unknown as { messages: { sub: { callback: Callback } } }).messages.sub;
+    const deliver = sub.callback;
+    let droppedAt: number | undefined;
+    sub.callback = (err, msg) => {
+      if (droppedAt === undefined && !err && msg?.headers?.code === 408) {
+        droppedAt = performance.now();
+        return;
+      }
+      deliver(err, msg);
+    };
+    await waitFor(async () => droppedAt, { what: "a pull's 408 swallowed", timeoutMs: 5_000 });
+    const { id } = await publish(subject);
+    await waitFor(async () => handledAt.get(id), { what: 'the event handled', timeoutMs: 10_000 });
+    // The lost pull's grace is 200 ms past its expiry.
+    expect(handledAt.get(id)! - droppedAt!).toBeLessThan(1_000);
+    expect(await lost()).toBe(1);
+  });
 });

@@ -111,6 +111,20 @@ export function eachConsumerOf<S extends EventSubject>(durable: string, filterSu
   return { durable, filterSubject, handler: handle, batch: { max: opts.max ?? 64, lingerMs: opts.lingerMs, handler: each } };
 }
 
+/**
+ * How long a pull lives on the server. Pull requests expire after 2 s and are renewed, so
+ * replicas sharing the durable take turns, and a replica back after a restart or a lost
+ * server is pulling again within seconds (docs/architecture.md). A 10 s expiry halved the
+ * heartbeats and renewals at rest, but left a restarted replica without work for as long
+ * (the cluster test saw it), so the cost at rest is paid instead.
+ */
+const PULL_EXPIRES_MS = 2_000;
+/**
+ * How late the answer to an expired pull may be before the pull is taken for lost and sent
+ * again (see EventConsumer.guardPull).
+ */
+const LOST_PULL_GRACE_MS = 200;
+
 /** nats.js notices of a pull that delivers nothing until heartbeats are missed (see EventConsumer.watch). */
 const STALLS = new Set(['exceeded_limits', 'heartbeats_missed', 'consumer_deleted', 'consumer_not_found', 'stream_not_found']);
 
@@ -140,6 +154,9 @@ export class EventConsumer {
   private messages?: ConsumerMessages;
   private loop?: Promise<void>;
   private stopped = false;
+  /** The loop waits for the server: every message received has been taken. */
+  private idle = false;
+  private lostPullTimer?: NodeJS.Timeout;
 
   constructor(private readonly opts: ConsumerOptions) {}
 
@@ -166,12 +183,8 @@ export class EventConsumer {
     }
     const consumer = await bus.js.consumers.get(STREAM_EVENTS, durable);
     // A batch consumer keeps more messages coming, so a burst is taken in few batches.
-    // Pull requests expire after 2 s and are renewed, so replicas sharing the durable take
-    // turns, and a replica back after a restart or a lost server is pulling again within
-    // seconds (docs/architecture.md). A 10 s expiry halved the heartbeats and renewals at
-    // rest, but left a restarted replica without work for as long (the cluster test saw
-    // it), so the cost at rest is paid instead.
-    this.messages = await consumer.consume({ max_messages: this.opts.batch ? Math.max(64, 2 * (this.opts.batch.max ?? 64)) : 64, expires: 2_000 });
+    this.messages = await consumer.consume({ max_messages: this.opts.batch ? Math.max(64, 2 * (this.opts.batch.max ?? 64)) : 64, expires: PULL_EXPIRES_MS });
+    this.guardPull(this.messages);
     void this.watch(this.messages);
     this.loop = this.opts.batch ? this.runBatches(this.messages, this.opts.batch) : this.run(this.messages);
   }
@@ -186,6 +199,8 @@ export class EventConsumer {
     const { durable, log } = this.opts;
     try {
       for await (const s of messages.status()) {
+        // A pull sent: the newest pull's life starts again.
+        if (s.type === 'next') this.armLostPull(PULL_EXPIRES_MS + LOST_PULL_GRACE_MS);
         if (!STALLS.has(s.type)) continue;
         consumerStallsTotal.inc({ durable, kind: s.type });
         log.warn({ durable, notice: s }, 'event consumer: the server refused or stopped answering its pull; events wait until it pulls again');
@@ -194,6 +209,57 @@ export class EventConsumer {
       // The messages stopped: nothing more to watch.
     }
   }
+
+  /**
+   * A pull the server dropped without a word is sent again within LOST_PULL_GRACE_MS of its
+   * expiry, not after two missed heartbeats (2–3 s).
+   *
+   * nats-server before 2.9.16 (Debian's 2.9.10 among them) can drop an expired pull without
+   * its 408 answer: when a message arrives between the pull's expiry and the server's own
+   * expiry pass, the server takes the pull off its queue while looking for one to deliver
+   * to, and tells nobody (nats-io/nats-server#3942). nats.js, which renews a pull when the
+   * 408 comes, still counts the pull as open and pulls again only when two heartbeats are
+   * missed: the message, and every one after it (a burst of expiries due together), waited
+   * 2–3 s.
+   *
+   * nats.js sends a new pull whenever the ones it counts as open end (served, or answered
+   * 408 at their expiry), so while the loop waits for the server a pull newer than
+   * PULL_EXPIRES_MS + LOST_PULL_GRACE_MS always exists unless one was lost. The timer is
+   * re-armed at each pull (the status notice `next`), so at rest it never fires.
+   */
+  private guardPull(messages: ConsumerMessages): void {
+    const { durable, log } = this.opts;
+    const pulls = messages as unknown as { resetPending?: () => Promise<boolean> };
+    // nats.js's own recovery after missed heartbeats: checks the consumer exists, forgets
+    // the pulls it counts as open and pulls again. Absent (another nats.js), the guard is off.
+    if (typeof pulls.resetPending !== 'function') {
+      log.warn({ durable }, 'event consumer: this nats.js has no resetPending; a pull the server drops waits for missed heartbeats');
+      return;
+    }
+    let due = 0;
+    const check = () => {
+      if (this.stopped) return;
+      const now = performance.now();
+      // Held up (a busy loop), or handling what it received: answers may be waiting unread.
+      if (now - due > 100 || !this.idle) return this.armLostPull(50);
+      consumerStallsTotal.inc({ durable, kind: 'pull_lost' });
+      log.warn({ durable, notice: { type: 'pull_lost', expiresMs: PULL_EXPIRES_MS } }, 'event consumer: its pull went unanswered past its expiry (nats-server before 2.9.16 drops some without a word); pulled again');
+      // Until the new pull's notice re-arms it, look again a whole pull's life later.
+      this.armLostPull(PULL_EXPIRES_MS + LOST_PULL_GRACE_MS);
+      pulls.resetPending!().catch(() => undefined);
+    };
+    this.armLostPull = (ms: number) => {
+      if (this.stopped) return;
+      due = performance.now() + ms;
+      clearTimeout(this.lostPullTimer);
+      this.lostPullTimer = setTimeout(check, ms);
+      this.lostPullTimer.unref();
+    };
+    this.armLostPull(PULL_EXPIRES_MS + LOST_PULL_GRACE_MS);
+  }
+
+  /** (Re-)arms the lost-pull check `ms` from now; set by guardPull. */
+  private armLostPull: (ms: number) => void = () => undefined;
 
   /**
    * Batches: every message already received is taken into the batch (the iterator hands
@@ -217,7 +283,9 @@ export class EventConsumer {
         .catch((err) => this.opts.log.error({ durable: this.opts.durable, err }, 'event batch failed unexpectedly; it will be redelivered'));
       return chain;
     };
+    this.idle = true;
     for await (const m of messages) {
+      this.idle = false;
       waiting.push(m);
       if (waiting.length >= max) await flush();
       else if (!scheduled) {
@@ -226,7 +294,10 @@ export class EventConsumer {
         else setImmediate(() => void flush());
       }
       if (this.stopped) break;
+      // Waits for the next message: the batch is handled meanwhile, off this loop.
+      this.idle = true;
     }
+    this.idle = false;
     await flush();
   }
 
@@ -272,14 +343,18 @@ export class EventConsumer {
   private async run(messages: ConsumerMessages): Promise<void> {
     const limit = Math.max(1, this.opts.concurrency ?? 8);
     const inflight = new Set<Promise<void>>();
+    this.idle = true;
     for await (const m of messages) {
+      this.idle = false;
       const p: Promise<void> = this.handleOne(m)
         .catch((err) => this.opts.log.error({ durable: this.opts.durable, err }, 'event handling failed unexpectedly; it will be redelivered'))
         .finally(() => inflight.delete(p));
       inflight.add(p);
       if (inflight.size >= limit) await Promise.race(inflight);
       if (this.stopped) break;
+      this.idle = true;
     }
+    this.idle = false;
     // Stopping: what is in flight finishes and is acked (or nak'ed).
     await Promise.all([...inflight]);
   }
@@ -373,6 +448,7 @@ export class EventConsumer {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.lostPullTimer);
     // close() waits for pulls to finish; the loop then sees the end of the iterator.
     await this.messages?.close().catch(() => undefined);
     await this.loop;
