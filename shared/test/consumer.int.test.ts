@@ -140,6 +140,40 @@ describe('EventConsumer (real JetStream)', () => {
       expect((await consumerInfo(durable)).num_redelivered).toBe(0);
     });
 
+    it('one batch at a time by default; with parallel: 2, two at once and never more, each event applied once', async () => {
+      for (const parallel of [undefined, 2]) {
+        const { subject, durable } = fresh();
+        const published = new Set<string>();
+        for (let i = 0; i < 60; i++) published.add((await publish(subject, { i })).id);
+        const applied: string[] = [];
+        let running = 0;
+        let most = 0;
+        await startConsumer({
+          durable,
+          filterSubject: subject,
+          handler: batchesOnly,
+          batch: {
+            max: 8,
+            parallel,
+            handler: async (events) => {
+              running++;
+              most = Math.max(most, running);
+              // A transaction's time in the database: the next batch is ready meanwhile.
+              await new Promise((r) => setTimeout(r, 30));
+              applied.push(...events.map((e) => e.id));
+              running--;
+            },
+          },
+        });
+        await waitFor(() => applied.length === 60, { what: 'all events applied' });
+        expect(new Set(applied)).toEqual(published);
+        expect(applied).toHaveLength(60);
+        expect(most).toBe(parallel ?? 1);
+        await waitFor(() => settled(durable), { what: 'consumer settled' });
+        expect((await consumerInfo(durable)).num_redelivered).toBe(0);
+      }
+    });
+
     it('with lingerMs, events arriving one by one within the wait share one batch, in order', async () => {
       const { subject, durable } = fresh();
       const batches: string[][] = [];

@@ -1,5 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
+import { createDb, type Knex } from '@approvals/shared';
+import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
+import { DecisionsStore } from '../src/store/decisions.store';
 import { SERVICES, StreamReader, countType, decide, expectError, openDecision, readDecision } from './actions.helpers';
 
 const emails = (n: number) => Array.from({ length: n }, (_, i) => `rev${i + 1}@race.example.com`);
@@ -9,15 +12,18 @@ describe('decisions under concurrency', () => {
   let org: string;
   let apiKey: string;
   let stream: StreamReader;
+  let db: Knex;
   const session = (email: string) => stack.session({ org, email });
 
   beforeAll(async () => {
     stack = await startStack({ services: SERVICES, label: 'decrace' });
     ({ org, apiKey } = await stack.newOrg());
     stream = await new StreamReader(stack.nats.url).open();
+    db = createDb({ url: stack.db.url, schema: 'decisions' });
   });
   afterAll(async () => {
     await stream?.close();
+    await db?.destroy();
     await stack?.stop();
   });
 
@@ -187,4 +193,37 @@ describe('decisions under concurrency', () => {
     expect(countType(d, 'consumed')).toBe(1);
     expect(await stream.forDecision(stack, id, 'evt.decision.consumed')).toHaveLength(1);
   });
+
+  it('two bursts of expiries, and of reminders, applied at once over the same decisions in opposite orders: each applied once, neither fails', async () => {
+    // The timer consumers apply two batches at once; a timer delivered twice can put one
+    // decision in both. Their deadlines are moved into the past here (their timers stay an
+    // hour away), so only these bursts act on them.
+    const store = new DecisionsStore(db);
+    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => openDecision(stack, apiKey, { approvers: [`burst${i}@race.example.com`], timeoutSec: 3600 })));
+    const items = ids.map((id) => ({ org, id }));
+    const backwards = [...items].reverse();
+    const now = new Date();
+
+    const reminded = await Promise.all([store.transaction((tx) => tx.markRemindedMany(items, now)), store.transaction((tx) => tx.markRemindedMany(backwards, now))]);
+    expect(reminded[0].length + reminded[1].length).toBe(40);
+
+    await db('decisions').whereIn('id', ids).update({ expires_at: new Date(now.getTime() - 1000) });
+    const expired = await Promise.all([store.transaction((tx) => tx.expireDue(items, now)), store.transaction((tx) => tx.expireDue(backwards, now))]);
+    expect(expired[0].expired.length + expired[1].expired.length).toBe(40);
+    expect([...expired[0].notDue, ...expired[1].notDue]).toEqual([]);
+
+    const rows = await db('decisions').whereIn('id', ids).select('id', 'status', 'reminded_at');
+    expect(rows.filter((r) => r.status === 'EXPIRED' && r.reminded_at !== null)).toHaveLength(40);
+    const expiredEntries = await db('timeline').whereIn('decision_id', ids).andWhere({ type: 'expired' }).select('decision_id');
+    expect(expiredEntries.map((e) => e.decision_id).sort()).toEqual([...ids].sort());
+    // One verdict on the stream for each.
+    for (const id of ids) {
+      const events = await waitFor(async () => {
+        const found = await stream.forDecision(stack, id, 'evt.decision.resolved');
+        return found.length > 0 ? found : undefined;
+      }, { what: `the verdict of ${id} on the stream` });
+      expect(events).toHaveLength(1);
+    }
+  });
 });
+

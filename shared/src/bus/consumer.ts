@@ -62,6 +62,13 @@ export interface ConsumerOptions {
      * whole wait instead of one or two.
      */
     lingerMs?: number;
+    /**
+     * Batches handled at once (default 1: one after the other, in arrival order). For
+     * handlers whose events are independent and keyed by what they change (expiries,
+     * reminders): while one batch's transaction runs in the database, the next is prepared
+     * and sent, so a burst is not worked off one round trip at a time.
+     */
+    parallel?: number;
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     handler: (events: DomainEvent<any>[]) => Promise<void | DomainEvent<any>[]>;
   };
@@ -264,24 +271,26 @@ export class EventConsumer {
   /**
    * Batches: every message already received is taken into the batch (the iterator hands
    * buffered messages over without yielding to the event loop); the batch is handled once
-   * the loop would wait, on the next macrotask, or after `lingerMs`. One batch at a time,
-   * in arrival order.
+   * the loop would wait, on the next macrotask, or after `lingerMs`. Up to `parallel`
+   * batches at a time (default one, in arrival order); a batch waiting for its turn keeps
+   * taking the messages that arrive meanwhile.
    */
   private async runBatches(messages: ConsumerMessages, batch: NonNullable<ConsumerOptions['batch']>): Promise<void> {
     const max = Math.max(1, batch.max ?? 64);
     const linger = Math.max(0, batch.lingerMs ?? 0);
+    const parallel = Math.max(1, batch.parallel ?? 1);
     let waiting: JsMsg[] = [];
-    let chain: Promise<void> = Promise.resolve();
+    const running = new Set<Promise<void>>();
     let scheduled = false;
-    const flush = () => {
+    const flush = async () => {
       scheduled = false;
-      const taken = waiting;
-      waiting = [];
-      if (taken.length === 0) return chain;
-      chain = chain
-        .then(() => this.handleBatch(taken, batch.handler))
-        .catch((err) => this.opts.log.error({ durable: this.opts.durable, err }, 'event batch failed unexpectedly; it will be redelivered'));
-      return chain;
+      while (running.size >= parallel) await Promise.race(running);
+      const taken = waiting.splice(0, max);
+      if (taken.length === 0) return;
+      const p: Promise<void> = this.handleBatch(taken, batch.handler)
+        .catch((err) => this.opts.log.error({ durable: this.opts.durable, err }, 'event batch failed unexpectedly; it will be redelivered'))
+        .finally(() => running.delete(p));
+      running.add(p);
     };
     this.idle = true;
     for await (const m of messages) {
@@ -298,7 +307,8 @@ export class EventConsumer {
       this.idle = true;
     }
     this.idle = false;
-    await flush();
+    while (waiting.length > 0) await flush();
+    await Promise.all([...running]);
   }
 
   private async handleBatch(msgs: JsMsg[], handler: NonNullable<ConsumerOptions['batch']>['handler']): Promise<void> {

@@ -20,6 +20,8 @@ export function timerExpireConsumer(actions: {
     },
     batch: {
       max: 200,
+      // Two batches at once: expiries of different decisions touch different rows.
+      parallel: 2,
       handler: async (events: DomainEvent<typeof EVENT.timerExpireDue>[]) => {
         await actions.expireMany(events.map((e) => ({ org: e.org, id: e.data.decisionId })));
       },

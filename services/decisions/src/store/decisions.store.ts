@@ -432,11 +432,17 @@ export class DecisionsStore {
   async expireDue(items: Array<{ org: string; id: string }>, now: Date): Promise<{ expired: DecisionRow[]; notDue: string[] }> {
     const orgs = items.map((i) => i.org);
     const ids = items.map((i) => i.id);
+    // The rows are locked in the order of their ids first: two bursts applied at once
+    // (the consumer runs two batches in parallel) that share a decision (a timer delivered
+    // twice) wait for each other rather than deadlock.
     const r = await this.q.raw(
-      `UPDATE decisions SET status = 'EXPIRED', resolved_at = :now, decided_by = NULL
-        WHERE (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
-          AND status = 'PENDING' AND expires_at <= :now
-        RETURNING *`,
+      `WITH due AS (SELECT id FROM decisions
+                     WHERE (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
+                       AND status = 'PENDING' AND expires_at <= :now
+                     ORDER BY id FOR UPDATE)
+       UPDATE decisions d SET status = 'EXPIRED', resolved_at = :now, decided_by = NULL
+         FROM due WHERE d.id = due.id AND d.status = 'PENDING'
+        RETURNING d.*`,
       { now, orgs: `{${orgs.map(pgArrayItem).join(',')}}`, ids: `{${ids.map(pgArrayItem).join(',')}}` },
     );
     const expired = r.rows as DecisionRow[];
@@ -548,11 +554,15 @@ export class DecisionsStore {
    * Answers the rows marked, each with the voters who have voted.
    */
   async markRemindedMany(items: Array<{ org: string; id: string }>, at: Date): Promise<Array<{ row: DecisionRow; voted: string[] }>> {
+    // Locked in the order of their ids first, as in expireDue.
     const r = await this.q.raw(
-      `UPDATE decisions SET reminded_at = :at
-        WHERE (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
-          AND status = 'PENDING' AND reminded_at IS NULL
-        RETURNING *`,
+      `WITH due AS (SELECT id FROM decisions
+                     WHERE (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
+                       AND status = 'PENDING' AND reminded_at IS NULL
+                     ORDER BY id FOR UPDATE)
+       UPDATE decisions d SET reminded_at = :at
+         FROM due WHERE d.id = due.id AND d.status = 'PENDING' AND d.reminded_at IS NULL
+        RETURNING d.*`,
       { at, orgs: `{${items.map((i) => pgArrayItem(i.org)).join(',')}}`, ids: `{${items.map((i) => pgArrayItem(i.id)).join(',')}}` },
     );
     const rows = r.rows as DecisionRow[];
