@@ -279,7 +279,7 @@ export class EventConsumer {
     const max = Math.max(1, batch.max ?? 64);
     const linger = Math.max(0, batch.lingerMs ?? 0);
     const parallel = Math.max(1, batch.parallel ?? 1);
-    let waiting: JsMsg[] = [];
+    const waiting: JsMsg[] = [];
     const running = new Set<Promise<void>>();
     let scheduled = false;
     const flush = async () => {
