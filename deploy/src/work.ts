@@ -305,9 +305,13 @@ export interface ConsumerStall {
   at: string;
 }
 
-/** A consumer stall in a service's log line (shared/src/bus/consumer.ts: `watch`, and `guardPull`'s lost pulls), if it is one. */
+/**
+ * A consumer stall in a service's log line, if it is one: the event consumer logs each
+ * (shared/src/bus/consumer.ts: `watch`, and `guardPull`'s lost pulls) with its durable and
+ * the pull's `notice`, whatever the message's wording.
+ */
 export function consumerStallOf(service: string, line: string): ConsumerStall | undefined {
-  if (!line.includes('event consumer: the server refused') && !line.includes('event consumer: its pull went unanswered')) return undefined;
+  if (!line.includes('"durable":') || !line.includes('"notice":{"type":')) return undefined;
   try {
     const x = JSON.parse(line) as { durable?: string; notice?: { type?: string }; time?: number | string };
     return { service, durable: x.durable ?? '?', kind: x.notice?.type ?? '?', at: new Date(x.time ?? Date.now()).toISOString() };
