@@ -140,6 +140,18 @@ describe('deployment artifacts', () => {
     expect(JSON.parse(/^ENTRYPOINT (.*)$/m.exec(dockerfile)![1]!)).toEqual(['node', ...SERVICE_NODE_FLAGS, 'deploy/docker/entrypoint.js']);
   });
 
+  it("the services' Node flags are taken by this Node and start the young generation at 16 MB", () => {
+    const newSpaceMb = (flags: readonly string[]) => {
+      const run = spawnSync(process.execPath, [...flags, '-e', "process.stdout.write(String(require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 1048576))"], { encoding: 'utf8', timeout: 30_000 });
+      expect(run.stderr).toBe('');
+      expect(run.status).toBe(0);
+      return Number(run.stdout);
+    };
+    // Without the flags V8 starts it at 1 MB and sizes it by what survives its scavenges.
+    expect(newSpaceMb([])).toBeLessThan(16);
+    expect(newSpaceMb(SERVICE_NODE_FLAGS)).toBeGreaterThanOrEqual(16);
+  });
+
   it('the alert rules and the dashboard use only metrics the code exports', () => {
     collectProcessMetrics();
     const exported = new Set(metricsRegistry.getMetricsAsArray().map((m) => m.name));
