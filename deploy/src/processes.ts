@@ -24,14 +24,14 @@ export interface ServiceProcesses {
  * load grew instead; the ordinary collections still run as it allocates.
  *
  * `--min-semi-space-size=16`: the young generation starts at its largest default size
- * (16 MB a semi-space) instead of 1 MB. V8 grows it only when a scavenge finds many
- * survivors, which a service's short-lived request objects never are, so the services
- * scavenged every megabyte allocated. A scavenge's cost is the objects that survive it
- * (the requests in flight), not the space, so sixteen times fewer scavenges do the same
- * work: the gateway, decisions and notifier took 17% less CPU a cycle relative to
- * PostgreSQL's (docs/performance.md, eighteenth round), for about 30 MB more of each
- * process's memory. (`--max-semi-space-size` alone, tried before, changes nothing: it
- * only raises a limit the space never reaches.)
+ * (16 MB a semi-space) instead of 1 MB, sized afterwards from what its scavenges see:
+ * under load the services still scavenged every few megabytes allocated (the gateway 168
+ * times in a traced bench run, 52 with the flag). A scavenge costs mostly what survives it
+ * (the requests in flight), not the space, so a third of the scavenges did the same work
+ * in half the time, and the gateway, decisions and notifier took about a sixth less CPU a
+ * cycle relative to PostgreSQL's (docs/performance.md, eighteenth round), for about 30 MB
+ * more of each process's memory. (`--max-semi-space-size` alone, tried before, changed
+ * nothing: it only raises a limit.)
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--no-memory-reducer', '--min-semi-space-size=16'];
 
