@@ -147,7 +147,7 @@ describe('deployment artifacts', () => {
       expect(run.status).toBe(0);
       return Number(run.stdout);
     };
-    // Without the flags V8 starts it at 1 MB and sizes it by what survives its scavenges.
+    // Without the flags V8 starts it at 1 MB and sizes it as it goes.
     expect(newSpaceMb([])).toBeLessThan(16);
     expect(newSpaceMb(SERVICE_NODE_FLAGS)).toBeGreaterThanOrEqual(16);
   });
