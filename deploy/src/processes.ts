@@ -28,8 +28,8 @@ export interface ServiceProcesses {
  * under load the services still scavenged every few megabytes allocated (the gateway 168
  * times in a traced bench run, 52 with the flag). A scavenge costs mostly what survives it
  * (the requests in flight), not the space, so a third of the scavenges did the same work
- * in half the time, and the gateway, decisions and notifier took about a sixth less CPU a
- * cycle relative to PostgreSQL's (docs/performance.md, eighteenth round), for up to 32 MB
+ * in half the time, and the gateway, decisions and notifier took 15–23% less CPU a cycle
+ * relative to PostgreSQL's (docs/performance.md, eighteenth round), for up to 32 MB
  * more of each process's memory (the two semi-spaces, resident as they are used; 1 MB more
  * in an idle process). (`--max-semi-space-size` alone, tried before, changed nothing: it
  * only raises a limit.)
