@@ -134,6 +134,8 @@ describe('expiry, evidence and events', () => {
       const due = await Promise.all(Array.from({ length: 40 }, () => openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1 })));
       const voted = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1 });
       const early = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 4 });
+      // Due, but its only timer comes in another org's name.
+      const foreign = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1 });
       expect((await decide(stack, a, voted, { decision: 'approve' })).body.status).toBe('APPROVED');
       await untilPast((await readDecision(stack, a, due[due.length - 1])).expiresAt);
 
@@ -141,7 +143,10 @@ describe('expiry, evidence and events', () => {
       let last = 0;
       await Promise.all([...due, ...due.slice(0, 5), voted, early].map(async (id) => (last = Math.max(last, await publishExpireDue(id)))));
       last = Math.max(last, await publishExpireDue(due[0], 'org_someone_else'));
+      last = Math.max(last, await publishExpireDue(foreign, 'org_someone_else'));
       await timerHandled(last);
+      expect(countType(await readDecision(stack, a, foreign), 'expired')).toBe(0);
+      expect(await stream.forDecision(stack, foreign, 'evt.decision.resolved')).toHaveLength(0);
 
       for (const id of due) {
         const d = await readDecision(stack, a, id);
@@ -162,20 +167,21 @@ describe('expiry, evidence and events', () => {
       expect(countType(late, 'expired')).toBe(1);
     });
 
-    it('a burst of reminder timers (applied in batches) reminds each PENDING decision once, only those yet to vote; a resolved one is not reminded', async () => {
+    it('a burst of reminder timers (applied in batches) reminds each PENDING decision once, only those yet to vote; a resolved one, and one whose timer names another org, are not reminded', async () => {
       const pending = await Promise.all(Array.from({ length: 30 }, () => openDecision(stack, apiKey, { approvers: [A, B], approvalsRequired: 2, timeoutSec: 600 })));
       const resolved = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 600 });
+      const foreign = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 600 });
       expect((await decide(stack, a, resolved, { decision: 'approve' })).body.status).toBe('APPROVED');
       // B has voted on the first one: only A is reminded there.
       expect((await decide(stack, b, pending[0], { decision: 'approve' })).status).toBe(200);
 
-      const remindDue = async (decisionId: string) => {
+      const remindDue = async (decisionId: string, eventOrg = org) => {
         const id = `evt_${randomBytes(8).toString('hex')}`;
         const data = { decisionId, timerId: `tmr_${randomBytes(4).toString('hex')}`, kind: 'remind', step: 0, dueAt: new Date().toISOString() };
-        const envelope = { id, type: 'evt.timer.remind_due', org, occurredAt: new Date().toISOString(), data };
+        const envelope = { id, type: 'evt.timer.remind_due', org: eventOrg, occurredAt: new Date().toISOString(), data };
         return (await stream.js().publish('evt.timer.remind_due', encodeJson(envelope), { msgID: id })).seq;
       };
-      const seqs = await Promise.all([...pending, ...pending.slice(0, 5), resolved].map(remindDue));
+      const seqs = await Promise.all([...[...pending, ...pending.slice(0, 5), resolved].map((id) => remindDue(id)), remindDue(foreign, 'org_someone_else')]);
       const last = Math.max(...seqs);
       await waitFor(
         async () => {
@@ -194,6 +200,8 @@ describe('expiry, evidence and events', () => {
         expect(events.map((e) => e.envelope.data.to)).toEqual([entries[0].to]);
       }
       expect(countType(await readDecision(stack, a, resolved), 'reminded')).toBe(0);
+      expect(countType(await readDecision(stack, a, foreign), 'reminded')).toBe(0);
+      expect(await stream.forDecision(stack, foreign, 'evt.decision.reminded')).toHaveLength(0);
     });
 
     it('a vote after expiresAt, without any timer event, is 409 not_pending EXPIRED and expires the decision', async () => {

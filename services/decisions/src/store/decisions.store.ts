@@ -434,10 +434,13 @@ export class DecisionsStore {
     const ids = items.map((i) => i.id);
     // The rows are locked in the order of their ids first: two bursts applied at once
     // (the consumer runs two batches in parallel) that share a decision (a timer delivered
-    // twice) wait for each other rather than deadlock.
+    // twice) wait for each other rather than deadlock. Found by their ids (the primary key);
+    // the (org, id) pairs then keep each to its org. By the pairs alone the planner read the
+    // org's PENDING entries of `(org_id, status, created_at)` and joined them: with 100,000
+    // pending, 64.5 ms a batch of 100.
     const r = await this.q.raw(
       `WITH due AS (SELECT id FROM decisions
-                     WHERE (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
+                     WHERE id = ANY(:ids::text[]) AND (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
                        AND status = 'PENDING' AND expires_at <= :now
                      ORDER BY id FOR UPDATE)
        UPDATE decisions d SET status = 'EXPIRED', resolved_at = :now, decided_by = NULL
@@ -554,10 +557,10 @@ export class DecisionsStore {
    * Answers the rows marked, each with the voters who have voted.
    */
   async markRemindedMany(items: Array<{ org: string; id: string }>, at: Date): Promise<Array<{ row: DecisionRow; voted: string[] }>> {
-    // Locked in the order of their ids first, as in expireDue.
+    // Found by their ids and locked in their order first, as in expireDue.
     const r = await this.q.raw(
       `WITH due AS (SELECT id FROM decisions
-                     WHERE (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
+                     WHERE id = ANY(:ids::text[]) AND (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
                        AND status = 'PENDING' AND reminded_at IS NULL
                      ORDER BY id FOR UPDATE)
        UPDATE decisions d SET reminded_at = :at
