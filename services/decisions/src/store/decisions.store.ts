@@ -52,6 +52,14 @@ const ROW_OF_D = DECISION_COLUMNS.map((c) => `d.${c}`).join(', ');
 const FIND_ONE = `SELECT ${DECISION_COLUMNS.map((c) => `"${c}"`).join(', ')} FROM decisions WHERE org_id = ? AND id = ? LIMIT 1`;
 const LOCK_ONE = `${FIND_ONE} FOR NO KEY UPDATE`;
 
+/**
+ * A burst's decisions (`:orgs`, `:ids`: one pair each) found by their ids on the primary key,
+ * each kept to its org by the pairs. By the pairs alone the planner scanned the table for
+ * every due PENDING decision and compared each with every pair of the batch (a burst of
+ * 1,000: 1,000 × 134 comparisons, 36-131 ms a batch).
+ */
+const BY_KEYS = 'id = ANY(:ids::text[]) AND (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))';
+
 /** A column named by code (a guard's, a change's), checked before it is written into a statement. */
 const column = (name: string) => {
   if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a column name: ${name}`);
@@ -434,13 +442,10 @@ export class DecisionsStore {
     const ids = items.map((i) => i.id);
     // The rows are locked in the order of their ids first: two bursts applied at once
     // (the consumer runs two batches in parallel) that share a decision (a timer delivered
-    // twice) wait for each other rather than deadlock. Found by their ids (the primary key);
-    // the (org, id) pairs then keep each to its org. By the pairs alone the planner scanned
-    // the table for every due PENDING decision and compared each with every pair of the
-    // batch (a burst of 1,000: 1,000 × 134 comparisons, 36-131 ms a batch).
+    // twice) wait for each other rather than deadlock.
     const r = await this.q.raw(
       `WITH due AS (SELECT id FROM decisions
-                     WHERE id = ANY(:ids::text[]) AND (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
+                     WHERE ${BY_KEYS}
                        AND status = 'PENDING' AND expires_at <= :now
                      ORDER BY id FOR UPDATE)
        UPDATE decisions d SET status = 'EXPIRED', resolved_at = :now, decided_by = NULL
@@ -557,10 +562,10 @@ export class DecisionsStore {
    * Answers the rows marked, each with the voters who have voted.
    */
   async markRemindedMany(items: Array<{ org: string; id: string }>, at: Date): Promise<Array<{ row: DecisionRow; voted: string[] }>> {
-    // Found by their ids and locked in their order first, as in expireDue.
+    // Locked in the order of their ids first, as in expireDue.
     const r = await this.q.raw(
       `WITH due AS (SELECT id FROM decisions
-                     WHERE id = ANY(:ids::text[]) AND (org_id, id) IN (SELECT * FROM unnest(:orgs::text[], :ids::text[]))
+                     WHERE ${BY_KEYS}
                        AND status = 'PENDING' AND reminded_at IS NULL
                      ORDER BY id FOR UPDATE)
        UPDATE decisions d SET reminded_at = :at
