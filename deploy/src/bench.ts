@@ -307,6 +307,15 @@ export interface OpenLoopResult extends LoadResult {
   waits?: { phase: string; slowest: string };
   /** PostgreSQL sessions opened during the phase (the bench's own stay open: the services' pools growing). */
   sessionsOpened?: number;
+  /**
+   * Work a cycle at this rate, every process (the phase and the 2 s after it, where its
+   * last events settle), and the bench's own client's CPU a cycle: the closed loop's
+   * figures are for many requests in flight, and a request that arrives alone costs more.
+   */
+  work?: WorkPerOp;
+  clientMs?: number;
+  /** The statements a cycle ran at this rate (the same span as `work`). */
+  statements?: StatementStats;
   rate: number;
   seconds: number;
   max: number;
@@ -846,9 +855,13 @@ export async function main(): Promise<number> {
       say(`cycle, open loop: ${rate} cycles a second for ${RATE_SECONDS} s`);
       const steps: StepTimes = CYCLE_STEPS.map(() => []);
       const sessionsBefore = await sessions();
+      await statsPool.query('SELECT pg_stat_statements_reset()');
+      const workBefore = await sampleWork(targets);
+      const own = process.cpuUsage();
       const t0 = performance.now();
       const sampler = sampleWaits(statsPool);
       const result = await runOpenLoop(rate, RATE_SECONDS, (i) => cycle(`o${rate}-${i}`, steps));
+      const clientMs = cpuMs(process.cpuUsage(own)) / result.n;
       const waitSamples = await sampler.stop();
       const slowest = slowestRequests(steps, t0);
       const worst = slowest[0];
@@ -856,8 +869,10 @@ export async function main(): Promise<number> {
         phase: waitsBetween(waitSamples, t0, performance.now()),
         slowest: worst ? waitsBetween(waitSamples, t0 + worst.atSec * 1000, t0 + worst.atSec * 1000 + worst.ms) : '',
       };
-      openLoop.push({ ...result, steps: stepSummary(steps), slowest, waits, sessionsOpened: (await sessions()) - sessionsBefore });
+      const sessionsOpened = (await sessions()) - sessionsBefore;
       await new Promise((r) => setTimeout(r, 2000));
+      const work = perOp(workBefore, await sampleWork(targets), result.n);
+      openLoop.push({ ...result, steps: stepSummary(steps), slowest, waits, sessionsOpened, work, clientMs, statements: await statementsPerOp(statsPool, result.n) });
     }
 
     say(`expiry: ${N_BACKGROUND_TIMERS} pending timers in the scheduler, ${N_EXPIRY} decisions expiring in the same second`);
@@ -1004,6 +1019,17 @@ export async function main(): Promise<number> {
             '',
             `PostgreSQL sessions opened during each phase (a service's pool growing: a new backend's start-up lands among the requests; the bench's own connections stay open): ${openLoop.map((r) => `${r.rate}/s: ${r.sessionsOpened ?? '?'}`).join(', ')}`,
             '',
+            ...openLoop.flatMap((r) =>
+              r.work
+                ? [
+                    ...workTable(`cycle at ${r.rate}/s, open loop (the phase and the 2 s after it; a cycle in the closed loop: ${cycleWork.totalCpuMsPerOp.toFixed(2)} ms)`, r.work),
+                    `the bench's HTTP client at ${r.rate}/s (not in the total): ${(r.clientMs ?? 0).toFixed(2)} ms a cycle; in the closed loop ${cycleClientMs.toFixed(2)} ms.`,
+                    '',
+                  ]
+                : [],
+            ),
+            // The statements of the busiest rate (every rate's are in latest.json).
+            ...(openLoop.at(-1)?.statements ? statementTable(`cycle at ${openLoop.at(-1)!.rate}/s, open loop`, openLoop.at(-1)!.statements!) : []),
           ]
         : []),
       ...workTable('at rest (nothing asked)', rest, 'second'),
