@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, EsignEndpoints, OrgCache, SecretBox, announceChange, eachConsumerOf, followChanges, SurfacesEndpoints, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { DURABLE, EVENT, EsignEndpoints, OrgCache, SecretBox, announceChange, eachConsumerOf, OFF_PATH_LINGER_MS, followChanges, SurfacesEndpoints, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
@@ -69,9 +69,9 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
       );
       // Chat messages after the fact: announcements, deliberation threads, outcomes. The
       // decisions service publishes `evt.decision.chat` only for orgs with an installation;
-      // the events waiting together (up to 20 ms) are taken and acknowledged together, and
+      // the events waiting together (up to OFF_PATH_LINGER_MS) are taken and acknowledged together, and
       // handled one by one, in order.
-      ctx.consume(eachConsumerOf(DURABLE.surfacesDecisionChat, EVENT.decisionChat, (e) => chat.follow(e.org, e.data), { lingerMs: 20 }));
+      ctx.consume(eachConsumerOf(DURABLE.surfacesDecisionChat, EVENT.decisionChat, (e) => chat.follow(e.org, e.data), { lingerMs: OFF_PATH_LINGER_MS }));
       // The scheduler's daily retention tick also clears long-expired action tokens.
       ctx.consume({
         durable: DURABLE.surfacesTimerRetention,

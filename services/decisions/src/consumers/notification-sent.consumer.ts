@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, batchConsumerOf, type DomainEvent } from '@approvals/shared';
+import { DURABLE, EVENT, batchConsumerOf, OFF_PATH_LINGER_MS, type DomainEvent } from '@approvals/shared';
 import type { DecisionsStore } from '../store/decisions.store';
 
 /**
@@ -11,17 +11,17 @@ import type { DecisionsStore } from '../store/decisions.store';
 export function notificationSentConsumer(store: DecisionsStore) {
   const record = (events: DomainEvent<typeof EVENT.notificationSent>[]) =>
     store.recordNotified(events.map(({ org, data: d }) => ({ org, decisionId: d.decisionId, at: new Date(d.sentAt), data: { channel: d.channel, kind: d.kind, to: d.approver, deliveryId: d.deliveryId } })));
-  // The events waiting together (up to 20 ms: a timeline entry nobody waits on) in one statement.
-  return batchConsumerOf(DURABLE.decisionsNotificationSent, EVENT.notificationSent, record, { lingerMs: 20 });
+  // The events waiting together (up to OFF_PATH_LINGER_MS: a timeline entry nobody waits on) in one statement.
+  return batchConsumerOf(DURABLE.decisionsNotificationSent, EVENT.notificationSent, record, { lingerMs: OFF_PATH_LINGER_MS });
 }
 
 /**
  * evt.notification.skipped (an engine resume that could not be made) → a `resume_skipped`
- * timeline entry with the reason; the events waiting together (up to 20 ms) in one
+ * timeline entry with the reason; the events waiting together (up to OFF_PATH_LINGER_MS) in one
  * statement, as the `notified` entries are.
  */
 export function notificationSkippedConsumer(store: DecisionsStore) {
   const record = (events: DomainEvent<typeof EVENT.notificationSkipped>[]) =>
     store.recordResumeSkipped(events.map(({ org, data: d }) => ({ org, decisionId: d.decisionId, at: new Date(d.at), data: { channel: d.channel, reason: d.reason, deliveryId: d.deliveryId } })));
-  return batchConsumerOf(DURABLE.decisionsNotificationSkipped, EVENT.notificationSkipped, record, { lingerMs: 20 });
+  return batchConsumerOf(DURABLE.decisionsNotificationSkipped, EVENT.notificationSkipped, record, { lingerMs: OFF_PATH_LINGER_MS });
 }

@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, batchConsumerOf, type DomainEvent, type EventSubject } from '@approvals/shared';
+import { DURABLE, EVENT, batchConsumerOf, OFF_PATH_LINGER_MS, type DomainEvent, type EventSubject } from '@approvals/shared';
 import type { AccessStore } from '../store/access.store';
 
 /** The audit entry an event makes, for the events that belong in the org's audit log. */
@@ -30,7 +30,7 @@ export function auditConsumers(store: AccessStore) {
         return entry ? [{ org: event.org, ...entry, details: event.data as Record<string, unknown>, eventId: event.id, at: new Date(event.occurredAt) }] : [];
       }),
     );
-  const consumer = (durable: string, subject: EventSubject) => batchConsumerOf(durable, subject, append, { lingerMs: 20 });
+  const consumer = (durable: string, subject: EventSubject) => batchConsumerOf(durable, subject, append, { lingerMs: OFF_PATH_LINGER_MS });
   return [
     consumer(DURABLE.gatewayAuditForceDeleted, EVENT.policyForceDeleted),
     consumer(DURABLE.gatewayAuditVoteRefused, EVENT.decisionVoteRefused),

@@ -1,4 +1,4 @@
-import { ApproversEndpoints, DURABLE, EVENT, batchConsumerOf, deliveriesTotal, type CachedCalls, type DomainEvent, type EventSubject, type OrgCache } from '@approvals/shared';
+import { ApproversEndpoints, DURABLE, EVENT, batchConsumerOf, OFF_PATH_LINGER_MS, deliveriesTotal, type CachedCalls, type DomainEvent, type EventSubject, type OrgCache } from '@approvals/shared';
 import { escalationTarget, initialTargets, pushTargets, withPersonalChannels } from '../domain/plan';
 import type { PeopleStore } from '../store/people.store';
 import type { PersonalChannels } from '../domain/plan';
@@ -56,13 +56,13 @@ export function notifierConsumers(deps: {
    * A consumer whose events each become delivery rows: one at a time, its rows are
    * planned; the events waiting together are planned in one statement (the plan is keyed
    * by event, channel and target, so a batch is the same as its events one by one). A
-   * batch waits up to 20 ms for more: next to a mail or a chat message, nothing a person
+   * batch waits up to OFF_PATH_LINGER_MS (100 ms) for more: next to a mail or a chat message, nothing a person
    * notices, and under load several events share the statement.
    */
   const planner = <S extends EventSubject>(durable: string, subject: S, rowsOf: (event: DomainEvent<S>) => Promise<NewDelivery[]>) => {
     // Each row keeps its event's trace: the send (maybe much later) continues it.
     const tracedRowsOf = async (event: DomainEvent<S>) => (await rowsOf(event)).map((r) => ({ ...r, traceparent: event.traceparent ?? null }));
-    return batchConsumerOf(durable, subject, async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(tracedRowsOf))).flat()), { lingerMs: 20 });
+    return batchConsumerOf(durable, subject, async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(tracedRowsOf))).flat()), { lingerMs: OFF_PATH_LINGER_MS });
   };
 
   return [

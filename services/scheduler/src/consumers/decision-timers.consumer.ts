@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, batchConsumerOf, type Clock, type DomainEvent } from '@approvals/shared';
+import { DURABLE, EVENT, batchConsumerOf, OFF_PATH_LINGER_MS, type Clock, type DomainEvent } from '@approvals/shared';
 import { planTimers, type PlannedTimer } from '../domain/plan';
 import type { TimersStore } from '../store/timers.store';
 import type { Ticker } from '../ticker';
@@ -8,7 +8,7 @@ import type { Ticker } from '../ticker';
  * and cancelled events of a decision with timers (decisions without any never reach the
  * scheduler). A created event arms the decision's timers (idempotent on kind, ref,
  * step); a resolution or cancellation disarms whatever has not fired. The events waiting
- * together (up to 20 ms) take two statements at most: the arms, then the disarms, so a
+ * together (up to OFF_PATH_LINGER_MS) take two statements at most: the arms, then the disarms, so a
  * decision created and resolved within one batch ends disarmed. A timer that falls due
  * in the meantime fires on the next tick, still never early.
  */
@@ -26,5 +26,5 @@ export function decisionTimersConsumer(store: TimersStore, clock: Clock, ticker:
     }
     if (disarms.length) await store.disarm(disarms, clock.now());
   };
-  return batchConsumerOf(DURABLE.schedulerDecisionTimers, EVENT.decisionTimers, apply, { lingerMs: 20 });
+  return batchConsumerOf(DURABLE.schedulerDecisionTimers, EVENT.decisionTimers, apply, { lingerMs: OFF_PATH_LINGER_MS });
 }
