@@ -69,8 +69,8 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
       );
       // Chat messages after the fact: announcements, deliberation threads, outcomes. The
       // decisions service publishes `evt.decision.chat` only for orgs with an installation;
-      // the events waiting together (up to OFF_PATH_LINGER_MS) are taken and acknowledged together, and
-      // handled one by one, in order.
+      // the events waiting together (up to OFF_PATH_LINGER_MS) are taken and acknowledged
+      // together, and handled one by one, in order.
       ctx.consume(eachConsumerOf(DURABLE.surfacesDecisionChat, EVENT.decisionChat, (e) => chat.follow(e.org, e.data), { lingerMs: OFF_PATH_LINGER_MS }));
       // The scheduler's daily retention tick also clears long-expired action tokens.
       ctx.consume({

@@ -17,8 +17,8 @@ export function notificationSentConsumer(store: DecisionsStore) {
 
 /**
  * evt.notification.skipped (an engine resume that could not be made) → a `resume_skipped`
- * timeline entry with the reason; the events waiting together (up to OFF_PATH_LINGER_MS) in one
- * statement, as the `notified` entries are.
+ * timeline entry with the reason; the events waiting together (up to OFF_PATH_LINGER_MS)
+ * in one statement, as the `notified` entries are.
  */
 export function notificationSkippedConsumer(store: DecisionsStore) {
   const record = (events: DomainEvent<typeof EVENT.notificationSkipped>[]) =>

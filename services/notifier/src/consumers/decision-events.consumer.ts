@@ -56,8 +56,8 @@ export function notifierConsumers(deps: {
    * A consumer whose events each become delivery rows: one at a time, its rows are
    * planned; the events waiting together are planned in one statement (the plan is keyed
    * by event, channel and target, so a batch is the same as its events one by one). A
-   * batch waits up to OFF_PATH_LINGER_MS (100 ms) for more: next to a mail or a chat message, nothing a person
-   * notices, and under load several events share the statement.
+   * batch waits up to OFF_PATH_LINGER_MS (100 ms) for more: next to a mail or a chat
+   * message, nothing a person notices, and under load several events share the statement.
    */
   const planner = <S extends EventSubject>(durable: string, subject: S, rowsOf: (event: DomainEvent<S>) => Promise<NewDelivery[]>) => {
     // Each row keeps its event's trace: the send (maybe much later) continues it.

@@ -8,8 +8,8 @@ import type { Ticker } from '../ticker';
  * and cancelled events of a decision with timers (decisions without any never reach the
  * scheduler). A created event arms the decision's timers (idempotent on kind, ref,
  * step); a resolution or cancellation disarms whatever has not fired. The events waiting
- * together (up to OFF_PATH_LINGER_MS) take two statements at most: the arms, then the disarms, so a
- * decision created and resolved within one batch ends disarmed. A timer that falls due
+ * together (up to OFF_PATH_LINGER_MS) take two statements at most: the arms, then the
+ * disarms, so a decision created and resolved within one batch ends disarmed. A timer that falls due
  * in the meantime fires on the next tick, still never early.
  */
 export function decisionTimersConsumer(store: TimersStore, clock: Clock, ticker: () => Ticker) {
