@@ -9,8 +9,8 @@ import type { Ticker } from '../ticker';
  * scheduler). A created event arms the decision's timers (idempotent on kind, ref,
  * step); a resolution or cancellation disarms whatever has not fired. The events waiting
  * together (up to OFF_PATH_LINGER_MS) take two statements at most: the arms, then the
- * disarms, so a decision created and resolved within one batch ends disarmed. A timer that falls due
- * in the meantime fires on the next tick, still never early.
+ * disarms, so a decision created and resolved within one batch ends disarmed. A timer
+ * that falls due in the meantime fires on the next tick, still never early.
  */
 export function decisionTimersConsumer(store: TimersStore, clock: Clock, ticker: () => Ticker) {
   const apply = async (events: DomainEvent<typeof EVENT.decisionTimers>[]) => {
