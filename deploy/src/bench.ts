@@ -605,7 +605,7 @@ export async function main(): Promise<number> {
     });
     stops.push(() => pg.stop());
     const natsUsers = generateNatsUsers();
-    const nats = await startNatsServer({ storeDir: join(dir, 'nats'), users: natsUsers, ownSession: true });
+    const nats = await startNatsServer({ storeDir: join(dir, 'nats'), users: natsUsers });
     stops.push(() => nats.stop());
     const databaseUrl = await ensureDatabase(pg.url, 'bench');
     const port = await freePort();

@@ -136,7 +136,7 @@ export async function main(args: string[]): Promise<number> {
     const databaseUrl = await ensureDatabase(pg.url, 'chaos');
     const natsUsers = generateNatsUsers();
     const natsPort = await freePort();
-    const startNats = () => startNatsServer({ storeDir: join(dir, 'nats'), port: natsPort, users: natsUsers, ownSession: true });
+    const startNats = () => startNatsServer({ storeDir: join(dir, 'nats'), port: natsPort, users: natsUsers });
     let nats: LocalNats = await startNats();
     stops.push(() => nats.stop());
     const engine = await engineReceiver();

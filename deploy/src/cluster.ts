@@ -86,7 +86,6 @@ export async function main(): Promise<void> {
           users,
           configFile: join(CLUSTER_DIR, `nats-${i + 1}.conf`),
           cluster: { name: 'approvals', serverName: `n${i + 1}`, port: routePorts[i]!, routes: routePorts.filter((_, j) => j !== i) },
-          ownSession: true,
         }),
       ),
     );

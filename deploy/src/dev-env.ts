@@ -55,7 +55,7 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
       const port = await preferredPort(Number(process.env.EMBEDDED_NATS_PORT ?? 4222));
       log(`starting nats-server with JetStream on 127.0.0.1:${port} (store in ${join(DATA_DIR, 'nats')})`);
       natsUsers = localNatsUsers();
-      const nats = await startNatsServer({ storeDir: join(DATA_DIR, 'nats'), port, log, users: natsUsers, configFile: join(DATA_DIR, 'nats-server.conf'), ownSession: true });
+      const nats = await startNatsServer({ storeDir: join(DATA_DIR, 'nats'), port, log, users: natsUsers, configFile: join(DATA_DIR, 'nats-server.conf') });
       stops.push(() => nats.stop());
       natsUrl = nats.url;
     }

@@ -37,27 +37,9 @@ export interface ServiceProcesses {
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--no-memory-reducer', '--min-semi-space-size=16'];
 
 /**
- * Loaded into each service process the launcher starts (`--require`): a service whose
- * launcher is gone stops itself (`exit-with-launcher.ts`).
- */
-const EXIT_WITH_LAUNCHER = join(__dirname, 'exit-with-launcher.js');
-
-/**
  * Runs the six services as separate processes (`services/<name>/dist/main.js`) with the
  * given environment. With `restart`, a service that exits is started again with backoff
  * (a service that stayed up a minute starts its count again).
- *
- * Each service runs in a session of its own (`detached`), as it would run in a container
- * or a systemd unit of its own: the kernel then shares the processors between the
- * services as separate claimants. Linux's autogroup (`kernel.sched_autogroup_enabled`, on
- * by default in most distributions' kernels) makes one scheduling group of each session
- * and shares the processors between groups, not processes. PostgreSQL puts each of its
- * backends in a session of its own; in the launcher's session, the six services,
- * nats-server and the launcher together had the weight of one backend, and at 100
- * decision cycles a second each request's median was a third longer than with each
- * process on its own (docs/performance.md, twenty-first round). A Ctrl-C or a closed
- * terminal now reaches only the launcher, which stops the services (`stop`); a service
- * whose launcher died without that stops itself.
  */
 export function launchServices(opts: {
   env: NodeJS.ProcessEnv;
@@ -83,8 +65,7 @@ export function launchServices(opts: {
     const user = opts.natsUsers?.[name as ServiceName];
     const key = replicas === 1 ? name : `${name}-${replica}`;
     const env = { ...opts.env, ...(user ? { NATS_USER: user.user, NATS_PASSWORD: user.password } : {}), ...(opts.envOf?.(name, replica) ?? {}) };
-    const argv = [...SERVICE_NODE_FLAGS, '--require', EXIT_WITH_LAUNCHER, ...(opts.nodeArgs?.(name) ?? []), join(ROOT, 'services', name, 'dist', 'main.js')];
-    const child = spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...(opts.nodeArgs?.(name) ?? []), join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     children.set(key, child);
     opts.onStart?.(key, child);
     for (const stream of [child.stdout!, child.stderr!]) {

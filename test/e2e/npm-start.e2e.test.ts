@@ -27,61 +27,21 @@ function processGroupAlive(pgid: number): boolean {
   }
 }
 
-/** A process's stat fields after its name: state, ppid, pgrp, session, … (`man 5 proc`). */
-function statOf(pid: number | string): string[] | undefined {
-  try {
-    // "pid (comm) state ppid pgrp session …"; comm may hold spaces, so read after its ')'.
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  } catch {
-    return undefined; // gone
-  }
-}
-
-/** Exists and has not exited (a zombie waits only for its parent to collect it). */
-function running(pid: number): boolean {
-  const stat = statOf(pid);
-  return stat !== undefined && stat[0] !== 'Z';
-}
-
-/**
- * The processes started by `root`, its children's children included, from /proc: each
- * one's pid, session, argv and environment. (The services run in sessions of their own,
- * so they are found by parent, not by process group.)
- */
-function processesUnder(root: number): Array<{ pid: number; session: number; argv: string[]; env: string[] }> {
-  const parentOf = new Map<number, number>();
+/** The processes in a process group, from /proc: each one's argv and environment. */
+function processesOf(pgid: number): Array<{ argv: string[]; env: string[] }> {
+  const out: Array<{ argv: string[]; env: string[] }> = [];
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    const stat = statOf(pid);
-    if (stat) parentOf.set(Number(pid), Number(stat[1]));
-  }
-  const under = (pid: number): boolean => {
-    for (let p = parentOf.get(pid); p !== undefined && p > 1; p = parentOf.get(p)) if (p === root) return true;
-    return false;
-  };
-  const out: Array<{ pid: number; session: number; argv: string[]; env: string[] }> = [];
-  for (const pid of parentOf.keys()) {
-    if (!under(pid)) continue;
     try {
+      // stat: "pid (comm) state ppid pgrp …"; comm may hold spaces, so read after its ')'.
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== pgid) continue;
       const nulSeparated = (file: string) => readFileSync(`/proc/${pid}/${file}`, 'utf8').split('\0').filter(Boolean);
-      out.push({ pid, session: Number(statOf(pid)?.[3]), argv: nulSeparated('cmdline'), env: nulSeparated('environ') });
+      out.push({ argv: nulSeparated('cmdline'), env: nulSeparated('environ') });
     } catch {
       // gone since the listing
     }
   }
   return out;
-}
-
-/** SIGKILL to a launch's process group and to every process it started (the services lead sessions of their own). */
-function killAll(s: Started): void {
-  const pids = [...processesUnder(s.pid).map((p) => p.pid), ...s.seen];
-  for (const target of [-s.pid, ...pids]) {
-    try {
-      process.kill(target, 'SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  }
 }
 
 async function distinctFreePorts(n: number): Promise<number[]> {
@@ -99,8 +59,6 @@ interface Started {
   dataDir: string;
   output(): string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  /** The processes it had started, when last looked at (waitUp). */
-  seen: number[];
 }
 
 const launched: Started[] = [];
@@ -131,7 +89,6 @@ async function launch(extraEnv: Record<string, string>, sharedDataDir?: string, 
     dataDir,
     output: () => output,
     exited: new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal }))),
-    seen: [],
   };
   launched.push(started);
   return started;
@@ -169,7 +126,6 @@ async function waitUp(s: Started, timeoutMs = 90_000) {
   expect(health.body.status).toBe('ok');
   for (const name of SERVICES) expect({ name, ...health.body.services[name] }).toMatchObject({ name, ok: true });
   await waitFor(() => s.output().includes(`Approvals is up: http://localhost:${s.port}`), { timeoutMs: 10_000, what: 'the base URL in the output' });
-  s.seen = processesUnder(s.pid).map((p) => p.pid);
 }
 
 /** Sends SIGINT (to the start process, or to its whole group like Ctrl-C in a terminal) and checks a clean stop. */
@@ -184,15 +140,20 @@ async function interruptAndCheck(s: Started, target: 'process' | 'group', signal
   if (signal !== 'SIGINT') expect(s.output()).toContain(`${signal}: stopping services`);
   // nothing listens any more: fetch itself fails
   expect(await http(s.baseUrl, 'GET', '/health').then((r) => r.status, (err: Error) => err.name)).toBe('TypeError');
-  // the services (each in a session of its own), nats-server and PostgreSQL are gone too
-  expect(s.seen.length).toBeGreaterThanOrEqual(SERVICES.length + 1);
-  await waitFor(() => !processGroupAlive(s.pid) && !s.seen.some(running), { timeoutMs: 5000, what: 'every process of npm start to exit' });
+  // the services and nats-server (same process group) are gone too
+  await waitFor(() => !processGroupAlive(s.pid), { timeoutMs: 5000, what: 'every process of npm start to exit' });
   expect(existsSync(join(s.dataDir, 'runtime.json'))).toBe(false);
 }
 
 afterAll(async () => {
   for (const s of launched) {
-    killAll(s);
+    if (processGroupAlive(s.pid)) {
+      try {
+        process.kill(-s.pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
     rmSync(s.dataDir, { recursive: true, force: true });
   }
 });
@@ -201,7 +162,7 @@ describe('npm start (process level)', () => {
   let db: TestDatabase | undefined;
   afterAll(async () => {
     // The processes must be gone before the database can be dropped.
-    for (const s of launched) killAll(s);
+    for (const s of launched) if (processGroupAlive(s.pid)) process.kill(-s.pid, 'SIGKILL');
     await db?.drop().catch(() => undefined);
   });
 
@@ -219,21 +180,14 @@ describe('npm start (process level)', () => {
 
     // ---- up: /health 200 with every service, and the base URL printed
     await waitUp(s);
-    // each service is its own process, run with the services' Node flags (no memory reducer),
-    // in a session of its own (a scheduling group of its own where autogroup is on), and
-    // with the guard that stops it if npm start is gone
-    const group = processesUnder(s.pid);
-    const services = group.filter((p) => p.argv.some((a) => a.endsWith(join('dist', 'main.js'))));
-    const serviceArgv = services.map((p) => p.argv);
+    // each service is its own process, run with the services' Node flags (no memory reducer)
+    const group = processesOf(s.pid);
+    const serviceArgv = group.map((p) => p.argv).filter((argv) => argv.some((a) => a.endsWith(join('dist', 'main.js'))));
     expect(serviceArgv.map((argv) => argv.find((a) => a.endsWith(join('dist', 'main.js')))!.split('/').at(-3)).sort()).toEqual([...SERVICES].sort());
     for (const argv of serviceArgv) expect(argv.slice(1, 1 + SERVICE_NODE_FLAGS.length)).toEqual(SERVICE_NODE_FLAGS);
-    for (const argv of serviceArgv) expect(argv.slice(1 + SERVICE_NODE_FLAGS.length, 3 + SERVICE_NODE_FLAGS.length)).toEqual(['--require', join(ROOT, 'deploy', 'dist', 'exit-with-launcher.js')]);
-    for (const p of services) expect(p.session).toBe(p.pid);
-    // and the embedded nats-server with its collector's target,
+    // and the embedded nats-server with its collector's target
     const natsServer = group.filter((p) => p.argv[0]?.endsWith('nats-server'));
     expect(natsServer.map((p) => p.env.filter((e) => e.startsWith('GOGC=')))).toEqual([[`GOGC=${NATS_GOGC}`]]);
-    // in a session of its own too
-    expect(natsServer.map((p) => p.session)).toEqual(natsServer.map((p) => p.pid));
     // secrets, the NATS store and the runtime file went to the data folder given
     expect(existsSync(join(s.dataDir, 'secrets.json'))).toBe(true);
     expect(existsSync(join(s.dataDir, 'nats'))).toBe(true);

@@ -89,13 +89,6 @@ export async function startNatsServer(opts: {
   configFile?: string;
   /** A member of a JetStream cluster: its name, its route port and the other members' route ports. */
   cluster?: { name: string; serverName: string; port: number; routes: number[] };
-  /**
-   * Runs the server in a session of its own, as the launchers run the services
-   * (`launchServices` in deploy/src/processes.ts): under Linux's autogroup it is then a
-   * scheduling group of its own instead of sharing the launcher's. A terminal's Ctrl-C no
-   * longer reaches it, so it is stopped with `stop`, or when this process exits.
-   */
-  ownSession?: boolean;
 }): Promise<LocalNats> {
   const bin = ensureNatsServer(opts.log);
   mkdirSync(opts.storeDir, { recursive: true });
@@ -120,16 +113,10 @@ export async function startNatsServer(opts: {
     writeFileSync(file, conf, { mode: 0o600 });
     args = ['-c', file];
   }
-  const ownSession = Boolean(opts.ownSession) && process.platform !== 'win32';
   const child = spawn(bin, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { GOGC: NATS_GOGC, ...process.env },
-    detached: ownSession,
   });
-  // In a session of its own, only its launcher stops it: also when the launcher exits
-  // without calling `stop` (an uncaught error, a signal handler that ends it with exit()).
-  const stopOnExit = () => child.kill('SIGTERM');
-  if (ownSession) process.once('exit', stopOnExit);
   let output = '';
   let onOutput: (() => void) | undefined;
   const collect = (b: Buffer) => {
@@ -139,7 +126,6 @@ export async function startNatsServer(opts: {
   child.stdout?.on('data', collect);
   child.stderr?.on('data', collect);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  void exited.then(() => process.removeListener('exit', stopOnExit));
   let port: number;
   try {
     port = await Promise.race([
