@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -170,13 +170,20 @@ describe('npm start (process level)', () => {
     db = await createTestDatabase('npmstart');
     const s = await launch({ DATABASE_URL: db.url });
     const get = (path: string, token?: string) => http(s.baseUrl, 'GET', path, token);
-    /** Runs the admin CLI the way `npm run -s admin -- …` does; the last stdout line is the answer. */
-    const admin = (args: string[]) => {
-      const r = spawnSync(process.execPath, [ADMIN, ...args], { cwd: ROOT, env: { ...s.env, ADMIN_SKIP_BUILD: '1' }, encoding: 'utf8', timeout: 30_000 });
-      if (r.status !== 0) throw new Error(`admin ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
-      const lines = r.stdout.trim().split('\n');
-      return lines[lines.length - 1];
-    };
+    /**
+     * Runs the admin CLI the way `npm run -s admin -- …` does; the last stdout line is the
+     * answer. Asynchronously: a `spawnSync` here held this process's event loop for the CLI's
+     * seconds, so fetch's pool never saw the gateway close an idle kept-alive connection
+     * (its keep-alive timeout, 5 s) and sent the next request on it ("other side closed").
+     */
+    const admin = (args: string[]) =>
+      new Promise<string>((resolve, reject) => {
+        execFile(process.execPath, [ADMIN, ...args], { cwd: ROOT, env: { ...s.env, ADMIN_SKIP_BUILD: '1' }, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
+          if (err) return reject(new Error(`admin ${args.join(' ')} exited ${err.code ?? err.signal}: ${stderr}`));
+          const lines = stdout.trim().split('\n');
+          resolve(lines[lines.length - 1]!);
+        });
+      });
 
     // ---- up: /health 200 with every service, and the base URL printed
     await waitUp(s);
@@ -205,7 +212,7 @@ describe('npm start (process level)', () => {
     expect(s.output()).not.toMatch(/embedded PostgreSQL/);
 
     // ---- bootstrap: one JSON line, the key works on a worker route
-    const boot = JSON.parse(admin(['bootstrap', '--org', 'e2e-org', '--email', 'admin@e2e.test']));
+    const boot = JSON.parse(await admin(['bootstrap', '--org', 'e2e-org', '--email', 'admin@e2e.test']));
     expect(boot).toEqual({ orgId: 'e2e-org', sessionToken: expect.any(String), apiKey: expect.stringMatching(/^ak_/), signInUrl: `http://localhost:${s.port}/app/login#token=${boot.sessionToken}` });
     // The web app is served by the same process, built by npm start.
     const appPage = await fetch(`http://localhost:${s.port}/app/`);
@@ -236,7 +243,7 @@ describe('npm start (process level)', () => {
     expect(opened.status).toBe(201);
 
     // ---- session: an admin token
-    const session = admin(['session', '--org', 'e2e-org', '--email', 'x@e2e.test', '--role', 'admin']);
+    const session = await admin(['session', '--org', 'e2e-org', '--email', 'x@e2e.test', '--role', 'admin']);
     expect(session).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
     const keys = await get('/v1/api-keys/', session);
     expect(keys.status).toBe(200);
