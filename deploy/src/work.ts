@@ -43,20 +43,26 @@ function ioCallsOf(pid: number): number {
 }
 
 /**
- * Times a process went to sleep waiting (voluntary context switches, every thread): each
- * is a wake-up later, which on a virtual machine costs more than most of the work done in it.
+ * Of every thread of a process: the times it went to sleep waiting (voluntary context
+ * switches: each is a wake-up later, which on a virtual machine costs more than most of
+ * the work done in it), and the time it spent runnable but waiting for a CPU (the run
+ * queue's delay, /proc/<pid>/task/<tid>/schedstat, nanoseconds), which is how long work
+ * that was ready queued behind other work on a busy host.
  */
-function wakeupsOf(pid: number): number {
-  let n = 0;
+function threadsOf(pid: number): { wakeups: number; runDelayNs: number } {
+  let wakeups = 0;
+  let runDelayNs = 0;
   try {
     for (const tid of readdirSync(`/proc/${pid}/task`)) {
       const status = readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8');
-      n += Number(/^voluntary_ctxt_switches:\s*(\d+)/m.exec(status)?.[1] ?? 0);
+      wakeups += Number(/^voluntary_ctxt_switches:\s*(\d+)/m.exec(status)?.[1] ?? 0);
+      // Fields: time on a CPU, time waiting for one, timeslices run.
+      runDelayNs += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1] ?? 0);
     }
   } catch {
-    // Gone or unreadable: counts nothing.
+    // Gone or unreadable: counts what was read.
   }
-  return n;
+  return { wakeups, runDelayNs };
 }
 
 /** Sums `of` over a process and, with `withChildren`, its live children (PostgreSQL's backends). */
@@ -131,6 +137,8 @@ export interface WorkSample {
   ioCalls: number;
   /** Voluntary context switches, all processes together. */
   wakeups: number;
+  /** ms the processes' threads spent ready to run but waiting for a CPU, all together (see threadsOf). */
+  runDelayMs: number;
   /** CPU ms spent in the kernel, all processes together. */
   sysMs: number;
   xacts: number;
@@ -157,13 +165,19 @@ export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
   if (t.postmasterPid) cpu.postgres = cpuMs(t.postmasterPid, true);
   let calls = 0;
   let wakeups = 0;
+  let runDelayNs = 0;
   let kernel = 0;
   const all: Array<[number, boolean]> = [...Object.values(t.services).map((pid): [number, boolean] => [pid, false])];
   if (t.natsPid) all.push([t.natsPid, false]);
   if (t.postmasterPid) all.push([t.postmasterPid, true]);
   for (const [pid, children] of all) {
     calls += ioCalls(pid, children);
-    wakeups += withChildrenOf(pid, children, wakeupsOf);
+    withChildrenOf(pid, children, (p) => {
+      const threads = threadsOf(p);
+      wakeups += threads.wakeups;
+      runDelayNs += threads.runDelayNs;
+      return 0;
+    });
     kernel += cpuMs(pid, children, true);
   }
   const r = await t.pool.query(
@@ -177,6 +191,7 @@ export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
     cpuMs: cpu,
     ioCalls: calls,
     wakeups,
+    runDelayMs: runDelayNs / 1e6,
     sysMs: kernel,
     xacts: Number(row.xacts),
     tuplesRead: Number(row.read),
@@ -196,6 +211,8 @@ export interface WorkPerOp {
   totalCpuMsPerOp: number;
   ioCallsPerOp: number;
   wakeupsPerOp: number;
+  /** ms the system's threads waited for a CPU per operation, all together. */
+  runDelayMsPerOp: number;
   /** Share of the CPU spent in the kernel. */
   kernelShare: number;
   xactsPerOp: number;
@@ -215,7 +232,7 @@ export type WorkSpan = [before: WorkSample, after: WorkSample];
 
 /** The work of several spans added up (a workload run in segments, with other work between them). */
 function spanTotal(spans: WorkSpan[]): WorkSample {
-  const total: WorkSample = { cpuMs: {}, ioCalls: 0, wakeups: 0, sysMs: 0, xacts: 0, tuplesRead: 0, tuplesWritten: 0, pgBackgroundMs: 0, walBytes: 0, walFpi: 0, blocksRead: 0, blocksHit: 0, pgMinorFaults: 0 };
+  const total: WorkSample = { cpuMs: {}, ioCalls: 0, wakeups: 0, runDelayMs: 0, sysMs: 0, xacts: 0, tuplesRead: 0, tuplesWritten: 0, pgBackgroundMs: 0, walBytes: 0, walFpi: 0, blocksRead: 0, blocksHit: 0, pgMinorFaults: 0 };
   for (const [before, after] of spans) {
     for (const name of Object.keys(after.cpuMs)) total.cpuMs[name] = (total.cpuMs[name] ?? 0) + after.cpuMs[name]! - (before.cpuMs[name] ?? 0);
     for (const k of Object.keys(total) as Array<keyof WorkSample>) {
@@ -245,6 +262,7 @@ export function perOpOver(spans: WorkSpan[], ops: number): WorkPerOp {
     totalCpuMsPerOp: total,
     ioCallsPerOp: d.ioCalls / ops,
     wakeupsPerOp: d.wakeups / ops,
+    runDelayMsPerOp: d.runDelayMs / ops,
     kernelShare: total > 0 ? d.sysMs / ops / total : 0,
     xactsPerOp: d.xacts / ops,
     tuplesReadPerOp: d.tuplesRead / ops,
@@ -263,9 +281,9 @@ export function workTable(title: string, w: WorkPerOp, per: 'operation' | 'secon
   return [
     per === 'second' ? `${title} — work per second (over ${w.ops.toFixed(1)} s):` : `${title} — work per operation (${w.ops} ops):`,
     '',
-    `| ${names.join(' | ')} | total CPU | in kernel | I/O system calls | wake-ups | DB transactions | tuples read | tuples written |`,
-    `|${names.map(() => '---').join('|')}|---|---|---|---|---|---|---|`,
-    `| ${names.map((n) => `${w.cpuMsPerOp[n]!.toFixed(2)} ms`).join(' | ')} | ${w.totalCpuMsPerOp.toFixed(2)} ms | ${(w.kernelShare * 100).toFixed(0)}% | ${w.ioCallsPerOp.toFixed(0)} | ${w.wakeupsPerOp.toFixed(0)} | ${w.xactsPerOp.toFixed(1)} | ${w.tuplesReadPerOp.toFixed(0)} | ${w.tuplesWrittenPerOp.toFixed(1)} |`,
+    `| ${names.join(' | ')} | total CPU | in kernel | I/O system calls | wake-ups | waiting for a CPU | DB transactions | tuples read | tuples written |`,
+    `|${names.map(() => '---').join('|')}|---|---|---|---|---|---|---|---|`,
+    `| ${names.map((n) => `${w.cpuMsPerOp[n]!.toFixed(2)} ms`).join(' | ')} | ${w.totalCpuMsPerOp.toFixed(2)} ms | ${(w.kernelShare * 100).toFixed(0)}% | ${w.ioCallsPerOp.toFixed(0)} | ${w.wakeupsPerOp.toFixed(0)} | ${w.runDelayMsPerOp.toFixed(2)} ms | ${w.xactsPerOp.toFixed(1)} | ${w.tuplesReadPerOp.toFixed(0)} | ${w.tuplesWrittenPerOp.toFixed(1)} |`,
     '',
     `PostgreSQL's background processes (checkpointer, WAL writer, autovacuum, I/O workers): ${w.pgBackgroundMsPerOp.toFixed(2)} ms of its CPU; WAL ${w.walKbPerOp.toFixed(1)} KiB, ${w.walFpiPerOp.toFixed(2)} full-page images (a page's first change since the checkpoint); pages ${w.blocksHitPerOp.toFixed(1)} found in the buffer pool, ${w.blocksReadPerOp.toFixed(2)} read in; ${w.pgMinorFaultsPerOp.toFixed(1)} minor page faults (a backend mapping a page of the buffer pool it had not touched); per ${per}.`,
     '',

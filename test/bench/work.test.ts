@@ -3,7 +3,7 @@ import { consumerStallOf, interleavedPlan, perOp, perOpOver, type WorkSample } f
 
 /** A sample with every counter at `v` (CPU per process at `v` too), for arithmetic checks. */
 function sample(v: number, cpu: Record<string, number> = { postgres: v, gateway: v }): WorkSample {
-  return { cpuMs: cpu, ioCalls: v, wakeups: v, sysMs: v, xacts: v, tuplesRead: v, tuplesWritten: v, pgBackgroundMs: v, walBytes: v * 1024, walFpi: v, blocksRead: v, blocksHit: v, pgMinorFaults: v };
+  return { cpuMs: cpu, ioCalls: v, wakeups: v, runDelayMs: v, sysMs: v, xacts: v, tuplesRead: v, tuplesWritten: v, pgBackgroundMs: v, walBytes: v * 1024, walFpi: v, blocksRead: v, blocksHit: v, pgMinorFaults: v };
 }
 
 describe('the bench: work over segments', () => {
@@ -22,6 +22,7 @@ describe('the bench: work over segments', () => {
     expect(w.tuplesReadPerOp).toBe(2);
     expect(w.walKbPerOp).toBe(2);
     expect(w.blocksHitPerOp).toBe(2);
+    expect(w.runDelayMsPerOp).toBe(2);
     expect(w.kernelShare).toBe(0.5);
   });
 
