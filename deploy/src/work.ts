@@ -68,16 +68,20 @@ function threadsOf(pid: number, delayOfMainOnly: boolean): { wakeups: number; ru
   return { wakeups, runDelayNs };
 }
 
-/** Sums `of` over a process and, with `withChildren`, its live children (PostgreSQL's backends). */
-function withChildrenOf(pid: number, withChildren: boolean, of: (pid: number) => number): number {
-  let n = of(pid);
+/** A process and, with `withChildren`, its live children (PostgreSQL's backends). */
+function pidsOf(pid: number, withChildren: boolean): number[] {
+  const pids = [pid];
   if (withChildren) {
     for (const entry of readdirSync('/proc')) {
-      if (!/^\d+$/.test(entry)) continue;
-      if (statOf(Number(entry))?.ppid === pid) n += of(Number(entry));
+      if (/^\d+$/.test(entry) && statOf(Number(entry))?.ppid === pid) pids.push(Number(entry));
     }
   }
-  return n;
+  return pids;
+}
+
+/** Sums `of` over a process and, with `withChildren`, its live children. */
+function withChildrenOf(pid: number, withChildren: boolean, of: (pid: number) => number): number {
+  return pidsOf(pid, withChildren).reduce((n, p) => n + of(p), 0);
 }
 
 /** I/O system calls of a process, with `withChildren` of its live children too (PostgreSQL's backends). */
@@ -176,12 +180,11 @@ export async function sampleWork(t: WorkTargets): Promise<WorkSample> {
   if (t.postmasterPid) all.push([t.postmasterPid, true, false]);
   for (const [pid, children, node] of all) {
     calls += ioCalls(pid, children);
-    withChildrenOf(pid, children, (p) => {
+    for (const p of pidsOf(pid, children)) {
       const threads = threadsOf(p, node);
       wakeups += threads.wakeups;
       runDelayNs += threads.runDelayNs;
-      return 0;
-    });
+    }
     kernel += cpuMs(pid, children, true);
   }
   const r = await t.pool.query(
