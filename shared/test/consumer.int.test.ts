@@ -209,6 +209,26 @@ describe('EventConsumer (real JetStream)', () => {
       expect(sizes).toEqual([4, 4]);
     });
 
+    it('after a full batch, the next one waits its own lingerMs from its first event, not what was left of the last wait', async () => {
+      const { subject, durable } = fresh();
+      const handledAt = new Map<string, number>();
+      await startConsumer({
+        durable,
+        filterSubject: subject,
+        handler: batchesOnly,
+        batch: { max: 2, lingerMs: 600, handler: async (events) => void events.forEach((e) => handledAt.set(e.id, performance.now())) },
+      });
+      // Two at once fill a batch, handled at once; the wait the first of them began ends
+      // 600 ms later, and must not take the third, published 300 ms after them, with it.
+      const [a, b] = await Promise.all([publish(subject, { i: 0 }), publish(subject, { i: 1 })]);
+      await waitFor(() => handledAt.has(a.id) && handledAt.has(b.id), { what: 'the full batch handled' });
+      await new Promise((r) => setTimeout(r, 300));
+      const sentAt = performance.now();
+      const c = await publish(subject, { i: 2 });
+      await waitFor(() => handledAt.get(c.id), { what: 'the third event handled', timeoutMs: 5_000 });
+      expect(handledAt.get(c.id)! - sentAt).toBeGreaterThanOrEqual(550);
+    });
+
     it('a failed batch falls back to one event at a time: the poison one is parked, the others applied once', async () => {
       const { subject, durable } = fresh();
       const applied: number[] = [];

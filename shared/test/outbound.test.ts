@@ -62,7 +62,7 @@ describe('the outbound client', () => {
       if (req.url === '/redirect') {
         res.writeHead(307, { location: `http://127.0.0.1:${inside.port}/steal` });
         res.end();
-      } else if (req.url === '/slow') setTimeout(() => res.end('late'), 3000);
+      } else if (req.url === '/slow') setTimeout(() => res.end('late'), 3000).unref();
       else if (req.url === '/big') res.end('x'.repeat(2 * 1024 * 1024));
       else if (req.url === '/fail') {
         res.writeHead(404);

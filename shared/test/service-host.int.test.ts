@@ -53,6 +53,8 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
   let nats: TestNats;
   let client: Bus;
   let running: RunningService[] = [];
+  /** Replicas "killed" by closing their NATS connection: what else they hold is closed after the test. */
+  let killed: RunningService[] = [];
 
   const start = (schema: string) =>
     startService({
@@ -80,6 +82,9 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
   afterEach(async () => {
     await Promise.all(running.map((s) => s.stop()));
     running = [];
+    // Their pools of database connections kept the test's process alive after the run.
+    await Promise.all(killed.map((s) => s.ctx.db.destroy()));
+    killed = [];
   });
 
   afterAll(async () => {
@@ -101,6 +106,7 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
     await new Promise((r) => setTimeout(r, 150));
     await a.ctx.bus.nc.close();
     running = running.filter((s) => s !== a);
+    killed.push(a);
 
     const answered = await Promise.all(idem);
     answered.forEach((r, i) => expect(r.message).toBe(`i${i}`));

@@ -293,8 +293,13 @@ export class EventConsumer {
     const waiting: JsMsg[] = [];
     const running = new Set<Promise<void>>();
     let scheduled = false;
+    // The wait of the batch being gathered: cleared once it is handled (full, or the
+    // consumer stopping), so it neither cuts the next batch's wait short nor outlives a stop.
+    let lingering: ReturnType<typeof setTimeout> | undefined;
     const flush = async () => {
       scheduled = false;
+      clearTimeout(lingering);
+      lingering = undefined;
       while (running.size >= parallel) await Promise.race(running);
       const taken = waiting.splice(0, max);
       if (taken.length === 0) return;
@@ -310,7 +315,7 @@ export class EventConsumer {
       if (waiting.length >= max) await flush();
       else if (!scheduled) {
         scheduled = true;
-        if (linger > 0) setTimeout(() => void flush(), linger);
+        if (linger > 0) lingering = setTimeout(() => void flush(), linger);
         else setImmediate(() => void flush());
       }
       if (this.stopped) break;
