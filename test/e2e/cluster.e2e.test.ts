@@ -87,7 +87,8 @@ describe('the cluster under load and faults', () => {
       } catch {
         /* gone */
       }
-      await Promise.race([new Promise((r) => proc.once('exit', r)), sleep(30_000)]);
+      // The bound's timer must not keep jest's worker alive once the cluster has exited.
+      await Promise.race([new Promise((r) => proc.once('exit', r)), new Promise((r) => setTimeout(r, 30_000).unref())]);
       try {
         process.kill(-proc.pid, 'SIGKILL');
       } catch {
