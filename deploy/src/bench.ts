@@ -852,7 +852,7 @@ export async function main(): Promise<number> {
 
     const openLoop: OpenLoopResult[] = [];
     const sessions = async () => Number((await statsPool.query('SELECT sessions FROM pg_stat_database WHERE datname = current_database()')).rows[0].sessions);
-    for (const rate of RATES) {
+    for (const [phase, rate] of RATES.entries()) {
       say(`cycle, open loop: ${rate} cycles a second for ${RATE_SECONDS} s`);
       const steps: StepTimes = CYCLE_STEPS.map(() => []);
       const sessionsBefore = await sessions();
@@ -861,7 +861,8 @@ export async function main(): Promise<number> {
       const own = process.cpuUsage();
       const t0 = performance.now();
       const sampler = SAMPLE_WAITS ? sampleWaits(statsPool) : undefined;
-      const result = await runOpenLoop(rate, RATE_SECONDS, (i) => cycle(`o${rate}-${i}`, steps));
+      // Each phase's own runs, so a rate may be given twice (`BENCH_RATES=100,100`).
+      const result = await runOpenLoop(rate, RATE_SECONDS, (i) => cycle(`o${phase}-${rate}-${i}`, steps));
       const clientMs = cpuMs(process.cpuUsage(own)) / result.n;
       const waitSamples = await sampler?.stop();
       const slowest = slowestRequests(steps, t0);
