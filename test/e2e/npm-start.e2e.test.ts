@@ -4,7 +4,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
-import { NATS_GOGC, freePort } from '@approvals/shared/infra';
+import { NATS_GOGC, NATS_GOMAXPROCS, freePort } from '@approvals/shared/infra';
 import { createTestDatabase, waitFor, type TestDatabase } from '@approvals/shared/testing';
 import { SERVICE_NODE_FLAGS } from '../../deploy/src/processes';
 
@@ -68,7 +68,7 @@ async function launch(extraEnv: Record<string, string>, sharedDataDir?: string, 
   const dataDir = sharedDataDir ?? mkdtempSync(join(tmpdir(), 'approvals-npm-start-'));
   const [port, natsPort] = await distinctFreePorts(2);
   const env: NodeJS.ProcessEnv = { ...process.env, APPROVALS_DATA_DIR: dataDir, PORT: String(port), EMBEDDED_NATS_PORT: String(natsPort), LOG_LEVEL: 'warn', ...extraEnv };
-  for (const k of ['NATS_URL', 'AUTH_JWT_SECRET', 'PUBLIC_BASE_URL', 'NODE_ENV', 'GOGC']) delete env[k]; // jest sets NODE_ENV; a user's shell does not (GOGC: the embedded NATS's default is checked)
+  for (const k of ['NATS_URL', 'AUTH_JWT_SECRET', 'PUBLIC_BASE_URL', 'NODE_ENV', 'GOGC', 'GOMAXPROCS']) delete env[k]; // jest sets NODE_ENV; a user's shell does not (GOGC, GOMAXPROCS: the embedded NATS's defaults are checked)
   if (!extraEnv.DATABASE_URL) delete env.DATABASE_URL;
   // detached: its own process group, so afterAll can kill the supervisor, the services and nats-server at once.
   const proc = viaNpm
@@ -192,9 +192,10 @@ describe('npm start (process level)', () => {
     const serviceArgv = group.map((p) => p.argv).filter((argv) => argv.some((a) => a.endsWith(join('dist', 'main.js'))));
     expect(serviceArgv.map((argv) => argv.find((a) => a.endsWith(join('dist', 'main.js')))!.split('/').at(-3)).sort()).toEqual([...SERVICES].sort());
     for (const argv of serviceArgv) expect(argv.slice(1, 1 + SERVICE_NODE_FLAGS.length)).toEqual(SERVICE_NODE_FLAGS);
-    // and the embedded nats-server with its collector's target
+    // and the embedded nats-server with its collector's target and one Go processor
     const natsServer = group.filter((p) => p.argv[0]?.endsWith('nats-server'));
     expect(natsServer.map((p) => p.env.filter((e) => e.startsWith('GOGC=')))).toEqual([[`GOGC=${NATS_GOGC}`]]);
+    expect(natsServer.map((p) => p.env.filter((e) => e.startsWith('GOMAXPROCS=')))).toEqual([[`GOMAXPROCS=${NATS_GOMAXPROCS}`]]);
     // secrets, the NATS store and the runtime file went to the data folder given
     expect(existsSync(join(s.dataDir, 'secrets.json'))).toBe(true);
     expect(existsSync(join(s.dataDir, 'nats'))).toBe(true);
