@@ -1,16 +1,18 @@
 import { readFileSync } from 'node:fs';
-import { Bus, createDb, createLogger, dropDeadLetter, getDeadLetter, listDeadLetters, migrate, natsAuthorizationConfig, replayDeadLetter } from '@approvals/shared';
+import { Bus, createDb, createLogger, type Knex, type UserRole, dropDeadLetter, getDeadLetter, listDeadLetters, migrate, natsAuthorizationConfig, replayDeadLetter } from '@approvals/shared';
 import type { NatsUsers } from '@approvals/shared/infra';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { migrations } from '@approvals/gateway/dist/migrations/index';
 import { createAccessStore } from '@approvals/gateway/dist/store/access.store';
+import { createMembersStore, MEMBER_ROLES, type MemberRole } from '@approvals/gateway/dist/store/members.store';
 import { localJwtSecret, localNatsUsers, readRuntime } from './dev-env';
 
 const USAGE = `usage:
   npm run admin -- bootstrap --org <org id> --email <email> [--name <key name>]
       prints {"orgId","sessionToken","apiKey"} for a first admin
-  npm run admin -- session --org <org id> --email <email> [--role admin|member] [--sub <user id>] [--ttl <seconds>]
-      prints a session token, and the web app sign-in link (/app/login#token=…) on stderr
+  npm run admin -- session --org <org id> --email <email> [--role admin|editor|member|reviewer] [--sub <user id>] [--ttl <seconds>]
+      prints a session token, and the web app sign-in link (/app/login#token=…) on stderr; with the
+      database reachable, the person becomes a member with that role (reviewer: none is made)
   npm run admin -- quota --org <org id> --limit <decisions per month | none>
       sets the org's monthly decision quota (none = back to the deployment default)
   npm run admin -- dlq list [--durable <name>] | dlq show <seq> | dlq replay <seq> | dlq drop <seq>
@@ -48,6 +50,17 @@ function checkEmail(email: string): string {
 
 const cmd0 = (argv: string[]) => argv[0];
 
+/** The gateway's schema, migrated, for the commands that write it. */
+async function withAccessDb(databaseUrl: string, work: (db: Knex) => Promise<void>): Promise<void> {
+  const db = createDb({ url: databaseUrl, schema: 'access', poolMax: 2 });
+  try {
+    await migrate(db, 'access', migrations);
+    await work(db);
+  } finally {
+    await db.destroy();
+  }
+}
+
 /** Where the running system is reached (what npm start recorded), for sign-in links. */
 function appBaseUrl(): string {
   return (process.env.APP_BASE_URL ?? process.env.PUBLIC_BASE_URL ?? readRuntime()?.baseUrl ?? `http://localhost:${process.env.PORT ?? 8080}`).replace(/\/$/, '');
@@ -60,8 +73,19 @@ export async function main(argv: string[]): Promise<void> {
     const org = required(flags, 'org');
     const email = checkEmail(required(flags, 'email'));
     const role = flags.role ?? 'member';
-    if (role !== 'admin' && role !== 'member') throw new Error('--role must be admin or member');
-    const token = signSessionToken(secret, { sub: flags.sub ?? `usr_${email}`, email, org, role }, Number(flags.ttl ?? 12 * 3600));
+    if (!(MEMBER_ROLES as readonly string[]).includes(role) && role !== 'reviewer') throw new Error('--role must be admin, editor, member or reviewer');
+    // A member's role is the org's member list, not the token's claim (a demotion holds):
+    // the operator's word makes it so, when the database can be reached.
+    const databaseUrl = process.env.DATABASE_URL ?? readRuntime()?.databaseUrl;
+    if (databaseUrl && role !== 'reviewer') {
+      await withAccessDb(databaseUrl, async (db) => {
+        const store = createAccessStore(db);
+        await store.ensureOrg(org);
+        const members = createMembersStore(db, { audit: (trx, entries) => store.appendAuditMany(entries, trx) });
+        await members.ensure(org, email, role as MemberRole, { id: 'admin-cli', label: 'admin CLI' });
+      });
+    }
+    const token = signSessionToken(secret, { sub: flags.sub ?? `usr_${email}`, email, org, role: role as UserRole }, Number(flags.ttl ?? 12 * 3600));
     process.stdout.write(`${token}\n`);
     // The web app's sign-in link (the token rides in the fragment: never sent to a server).
     process.stderr.write(`Sign in to the web app: ${appBaseUrl()}/app/login#token=${token}\n`);
@@ -72,22 +96,20 @@ export async function main(argv: string[]): Promise<void> {
     const email = checkEmail(required(flags, 'email'));
     const databaseUrl = process.env.DATABASE_URL ?? readRuntime()?.databaseUrl;
     if (!databaseUrl) throw new Error('no database: start the system with `npm start` first, or set DATABASE_URL');
-    const db = createDb({ url: databaseUrl, schema: 'access', poolMax: 2 });
-    try {
-      await migrate(db, 'access', migrations);
+    await withAccessDb(databaseUrl, async (db) => {
       const store = createAccessStore(db);
       await store.ensureOrg(org);
       const sub = flags.sub ?? `usr_${email}`;
       await store.touchUser({ org, id: sub, email, role: 'admin' });
+      const members = createMembersStore(db, { audit: (trx, entries) => store.appendAuditMany(entries, trx) });
+      await members.ensure(org, email, 'admin', { id: 'admin-cli', label: 'admin CLI' });
       const roles = ['decisions:write', 'policies:write'] as const;
       const { key, row } = await store.createApiKey({ org, name: flags.name ?? 'bootstrap', roles: [...roles], createdBy: sub });
       // Like a key made over HTTP: every key's creation is in the org's audit log.
       await store.appendAudit({ org, action: 'api_key.created', actor: sub, target: row.id, details: { roles: [...roles], via: 'admin bootstrap' } });
       const sessionToken = signSessionToken(secret, { sub, email, org, role: 'admin' }, Number(flags.ttl ?? 12 * 3600));
       process.stdout.write(`${JSON.stringify({ orgId: org, sessionToken, apiKey: key, signInUrl: `${appBaseUrl()}/app/login#token=${sessionToken}` })}\n`);
-    } finally {
-      await db.destroy();
-    }
+    });
     return;
   }
   if (cmd === 'dlq') {

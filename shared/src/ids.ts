@@ -10,6 +10,7 @@ const ALPHABET = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 export const ID_PREFIX = {
   org: 'org',
   user: 'usr',
+  member: 'mem',
   apiKey: 'key',
   decision: 'dec',
   policy: 'pol',

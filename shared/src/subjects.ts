@@ -153,8 +153,12 @@ export const EVENT = {
    */
   decisionTimers: 'evt.decision.timers',
   policyForceDeleted: 'evt.policy.force_deleted',
+  /** A policy created, changed (a new version or new labels), restored or archived: the audit log's. */
+  policyChanged: 'evt.policy.changed',
   approverDisabled: 'evt.approver.disabled',
   approverEnabled: 'evt.approver.enabled',
+  /** An approver registered or changed: channels, methods, an endpoint set or proven (audited; a change by someone else is mailed to the approver). */
+  approverChanged: 'evt.approver.changed',
   timerExpireDue: 'evt.timer.expire_due',
   timerRemindDue: 'evt.timer.remind_due',
   timerEscalateDue: 'evt.timer.escalate_due',
@@ -180,7 +184,7 @@ export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
  * `evt.decision.timers`, written for those decisions alone.
  */
 export const RETIRED_DURABLES: Partial<Record<ServiceName, string[]>> = {
-  gateway: ['gateway-audit'],
+  gateway: ['gateway-audit', 'gateway-audit-force-deleted'],
   policies: ['policies-decision-usage', 'policies-decision-created', 'policies-decision-resolved', 'policies-decision-cancelled'],
   surfaces: ['surfaces-decision-created', 'surfaces-decision-resolved', 'surfaces-vote-recorded', 'surfaces-decision-cancelled'],
   scheduler: ['scheduler-decision-created', 'scheduler-decision-resolved', 'scheduler-decision-cancelled'],
@@ -191,7 +195,11 @@ export const RETIRED_DURABLES: Partial<Record<ServiceName, string[]>> = {
  * because nats-server 2.9 allows one filter subject per consumer.
  */
 export const DURABLE = {
-  gatewayAuditForceDeleted: 'gateway-audit-force-deleted',
+  gatewayAuditPolicy: 'gateway-audit-policy',
+  gatewayAuditApprover: 'gateway-audit-approver',
+  gatewayAuditDecisionCreated: 'gateway-audit-decision-created',
+  gatewayAuditVoteRecorded: 'gateway-audit-vote-recorded',
+  gatewayAuditResolved: 'gateway-audit-resolved',
   gatewayAuditVoteRefused: 'gateway-audit-vote-refused',
   gatewayAuditConsumed: 'gateway-audit-consumed',
   gatewayAuditCancelled: 'gateway-audit-cancelled',
@@ -209,5 +217,6 @@ export const DURABLE = {
   notifierDecisionReminded: 'notifier-decision-reminded',
   notifierDecisionEscalated: 'notifier-decision-escalated',
   notifierRunRequested: 'notifier-run-requested',
+  notifierApproverChanged: 'notifier-approver-changed',
   schedulerDecisionTimers: 'scheduler-decision-timers',
 } as const;

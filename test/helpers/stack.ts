@@ -46,7 +46,7 @@ export interface Stack {
   startService(name: ServiceName, extraEnv?: Record<string, string>): Promise<RunningService & { url?: string }>;
   stopService(name: ServiceName): Promise<void>;
   stop(): Promise<void>;
-  session(claims: { org: string; email: string; sub?: string; role?: 'admin' | 'member' }): string;
+  session(claims: { org: string; email: string; sub?: string; role?: 'admin' | 'editor' | 'member' | 'reviewer' }): string;
   /** A fresh org with an admin session and an API key (created through the HTTP API). */
   newOrg(opts?: { roles?: string[]; org?: string }): Promise<{ org: string; admin: string; apiKey: string; keyId: string; adminEmail: string }>;
   /** `baseUrl` targets another gateway replica (default: the first gateway). */

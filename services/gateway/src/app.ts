@@ -11,6 +11,7 @@ import { createLimitedServer } from './http/connections';
 import { buildRoutes } from './http/routes';
 import { migrations } from './migrations/index';
 import { createAccessStore } from './store/access.store';
+import { createMembersStore } from './store/members.store';
 import { createSettings } from './handlers/settings.handler';
 
 export const GATEWAY_VERSION = '0.1.0';
@@ -40,8 +41,10 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
     log,
     clock: opts.clock,
     setup: async (ctx) => {
-      const store = createAccessStore(ctx.db, { changed: (org) => announceChange(ctx.bus, 'gateway', org) });
-      const stopFollowing = followChanges(ctx.bus, ctx.log, 'gateway', [store.apiKeyCache]);
+      const announce = (org: string) => announceChange(ctx.bus, 'gateway', org);
+      const store = createAccessStore(ctx.db, { changed: announce });
+      const members = createMembersStore(ctx.db, { audit: (trx, entries) => store.appendAuditMany(entries, trx), changed: announce });
+      const stopFollowing = followChanges(ctx.bus, ctx.log, 'gateway', [store.apiKeyCache, members.cache]);
       const secrets = SecretBox.fromConfig(config);
       const settings = createSettings(createSettingsStore(ctx.db), { guard: outboundGuard(config), secrets });
       await settings.sealStoredKeys(ctx.log);
@@ -67,10 +70,10 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         maxAgeSec: config.AUTH_SESSION_MAX_AGE_SEC,
       });
       const http = createApp({
-        routes: buildRoutes({ store, settings }),
+        routes: buildRoutes({ store, members, settings }),
         bus: ctx.bus,
         log,
-        authenticate: createAuthenticator({ store, verifyJwt, log }),
+        authenticate: createAuthenticator({ store, members, verifyJwt, log }),
         metricsToken: config.METRICS_TOKEN,
         health: createHealthCheck({ db: ctx.db, bus: ctx.bus, pingTimeoutMs: config.HEALTH_PING_TIMEOUT_MS }),
         bodyLimitBytes: config.BODY_LIMIT_BYTES,

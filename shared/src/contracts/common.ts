@@ -11,7 +11,11 @@ export const decimalInt = (bounds: z.ZodNumber) =>
 export const ApiKeyRole = z.enum(['decisions:write', 'policies:write']);
 export type ApiKeyRole = z.infer<typeof ApiKeyRole>;
 
-export const UserRole = z.enum(['admin', 'member']);
+/**
+ * Session roles (proof-and-reach.md section 6). What each may do is `SESSION_ROLES` in
+ * contracts/roles.ts, the one table the gateway's routes and the services read.
+ */
+export const UserRole = z.enum(['admin', 'editor', 'member', 'reviewer']);
 export type UserRole = z.infer<typeof UserRole>;
 
 /** Who is calling, as established by the gateway. Services trust it: only the gateway talks HTTP. */
@@ -35,6 +39,11 @@ export type Principal = z.infer<typeof Principal>;
 /** Actor id written to records: a user id or an API key id. */
 export function actorOf(p: Principal): string {
   return p.kind === 'user' ? p.userId : p.keyId;
+}
+
+/** Who acted, as people read it (the audit log): a person's email, or the API key's name. */
+export function actorLabelOf(p: Principal): string {
+  return p.kind === 'user' ? p.email : `API key ${p.name ?? p.keyId}`;
 }
 
 /**

@@ -29,6 +29,9 @@ export const DecisionCreatedData = z.object({
   timeoutSec: z.number().nullable(),
   route: DecisionRoute.nullable(),
   requiresSignature: z.boolean(),
+  /** Who opened it: the actor id (an API key or a user id), and how people read it. */
+  requestedBy: z.string().nullable().optional(),
+  requestedByLabel: z.string().nullable().optional(),
 });
 export type DecisionCreatedData = z.infer<typeof DecisionCreatedData>;
 
@@ -83,9 +86,29 @@ export const PolicyForceDeletedData = z.object({
   key: z.string(),
   policyId: z.string(),
   actor: z.string(),
+  actorLabel: z.string().nullable().optional(),
   pending: z.number(),
   lastUsedAt: z.string().nullable(),
 });
+
+/** A version of a policy, as the audit log names it. */
+const PolicyVersionRef = z.object({ version: z.number(), versionId: z.string(), contentHash: z.string() });
+const LabelChange = z.object({ before: z.string().nullable(), after: z.string().nullable() });
+
+/** `evt.policy.changed`: a policy created, changed, restored or archived (the forced archive is `evt.policy.force_deleted`). */
+export const PolicyChangedData = z.object({
+  key: z.string(),
+  policyId: z.string(),
+  change: z.enum(['created', 'updated', 'restored', 'archived']),
+  actor: z.string().nullable(),
+  actorLabel: z.string().nullable(),
+  source: z.enum(['dashboard', 'api', 'repository']),
+  /** The version before (null when created) and after (null when archived), with content hashes. */
+  before: PolicyVersionRef.nullable(),
+  after: PolicyVersionRef.nullable(),
+  labels: z.object({ name: LabelChange, description: LabelChange }).optional(),
+});
+export type PolicyChangedData = z.infer<typeof PolicyChangedData>;
 
 
 export const DecisionVoteRecordedData = z.object({
@@ -177,7 +200,40 @@ export const DecisionEscalatedData = z.object({
 });
 
 /** An approver was disabled (by an admin, or by the identity provider: a leaver) or enabled again. */
-export const ApproverStateData = z.object({ approverId: z.string(), email: z.string(), reason: z.string() });
+export const ApproverStateData = z.object({
+  approverId: z.string(),
+  email: z.string(),
+  reason: z.string(),
+  actor: z.string().nullable().optional(),
+  actorLabel: z.string().nullable().optional(),
+});
+
+/** One channel or signature method of an approver, as it stood. */
+const EndpointState = z.object({ endpoint: z.string().nullable(), status: z.enum(['pending', 'verified', 'failed']) }).nullable();
+
+/**
+ * `evt.approver.changed`: an approver registered or changed.
+ * - `registered` / `updated`: the record, or channels and methods it did not have (pending).
+ * - `endpoint_set`: a channel endpoint or a method's ref set or verified by an admin for
+ *   someone else (proof-and-reach.md section 6); `mailNotice` asks the notifier to tell the
+ *   approver by mail.
+ * - `linked` / `unlinked`: the person proved (or dropped) their own chat account.
+ * - `learned`: a signature provider told us the approver's user id (an envelope they completed).
+ */
+export const ApproverChangedData = z.object({
+  approverId: z.string(),
+  email: z.string(),
+  change: z.enum(['registered', 'updated', 'endpoint_set', 'linked', 'unlinked', 'learned']),
+  actor: z.string().nullable(),
+  actorLabel: z.string().nullable(),
+  channel: z.string().optional(),
+  surface: z.string().optional(),
+  before: EndpointState.optional(),
+  after: EndpointState.optional(),
+  added: z.array(z.string()).optional(),
+  mailNotice: z.boolean().optional(),
+});
+export type ApproverChangedData = z.infer<typeof ApproverChangedData>;
 
 /** A timer the scheduler fired. */
 export const TimerDueData = z.object({
@@ -213,8 +269,10 @@ export const EVENT_DATA = {
   [EVENT.decisionChat]: DecisionChatData,
   [EVENT.decisionTimers]: DecisionTimersData,
   [EVENT.policyForceDeleted]: PolicyForceDeletedData,
+  [EVENT.policyChanged]: PolicyChangedData,
   [EVENT.approverDisabled]: ApproverStateData,
   [EVENT.approverEnabled]: ApproverStateData,
+  [EVENT.approverChanged]: ApproverChangedData,
   [EVENT.timerExpireDue]: TimerDueData,
   [EVENT.timerRemindDue]: TimerDueData,
   [EVENT.timerEscalateDue]: TimerDueData,

@@ -1,4 +1,5 @@
 export * from './common';
+export * from './roles';
 export * from './endpoint';
 export * from './access';
 export * from './policies';

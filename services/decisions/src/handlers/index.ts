@@ -1,4 +1,4 @@
-import { AppError, DecisionsEndpoints, WorkflowsEndpoints, actorOf, withStatus, type Principal, type ServiceHost } from '@approvals/shared';
+import { AppError, DecisionsEndpoints, WorkflowsEndpoints, actorOf, decisionsScopeOf, withStatus, type Principal, type ServiceHost } from '@approvals/shared';
 import type { createDecisionActions, Voter } from '../usecases/decision-actions';
 import type { createDecisionReads, createWorkflows } from '../usecases/decision-reads';
 import type { createDecisionOpener } from '../usecases/create-decision';
@@ -33,19 +33,35 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
   host.handle(E.verify, async (r) => x.actions.verify(r.org, r.params.id, r.query));
   host.handle(E.consume, async (r) => x.actions.consume(r.org, r.params.id, r.body));
   host.handle(E.cancel, async (r) => x.actions.cancel(r.org, r.params.id, actorOf(r.principal), r.body?.note));
-  host.handle(E.list, async (r) => x.reads.list(r.org, r.query));
-  host.handle(E.workflows, async (r) => x.reads.workflows(r.org, r.query));
-  host.handle(E.get, async (r) => x.reads.get(r.org, r.params.id));
+  // Session routes: a reviewer sees and acts on only the decisions naming them (others 404).
+  const visible = (r: { org: string; principal: Principal; params: { id: string } }) => x.reads.requireVisible(r.org, r.params.id, decisionsScopeOf(r.principal));
+  host.handle(E.list, async (r) => x.reads.list(r.org, r.query, decisionsScopeOf(r.principal)));
+  host.handle(E.workflows, async (r) => x.reads.workflows(r.org, r.query, decisionsScopeOf(r.principal)));
+  host.handle(E.get, async (r) => {
+    await visible(r);
+    return x.reads.get(r.org, r.params.id);
+  });
   host.handle(E.addEvidence, async (r) => {
+    await visible(r);
     const out = await x.actions.addEvidence(r.org, r.params.id, requireUser(r.principal), r.body);
     return withStatus(out.status, out.body as never);
   });
-  host.handle(E.listEvidence, async (r) => x.reads.listEvidence(r.org, r.params.id));
-  host.handle(E.saveOutput, async (r) => x.actions.saveOutput(r.org, r.params.id, requireUser(r.principal), r.body));
-  host.handle(E.refine, async (r) => x.actions.refine(r.org, r.params.id, requireUser(r.principal), r.body.feedback));
-  host.handle(E.vote, async (r) =>
-    x.actions.vote({ org: r.org, id: r.params.id, voter: voterOf(r.principal), choice: r.body.decision, note: r.body.note, responseValue: r.body.responseValue }),
-  );
+  host.handle(E.listEvidence, async (r) => {
+    await visible(r);
+    return x.reads.listEvidence(r.org, r.params.id);
+  });
+  host.handle(E.saveOutput, async (r) => {
+    await visible(r);
+    return x.actions.saveOutput(r.org, r.params.id, requireUser(r.principal), r.body);
+  });
+  host.handle(E.refine, async (r) => {
+    await visible(r);
+    return x.actions.refine(r.org, r.params.id, requireUser(r.principal), r.body.feedback);
+  });
+  host.handle(E.vote, async (r) => {
+    await visible(r);
+    return x.actions.vote({ org: r.org, id: r.params.id, voter: voterOf(r.principal), choice: r.body.decision, note: r.body.note, responseValue: r.body.responseValue });
+  });
   host.handle(E.surfaceVote, async (r) =>
     x.actions.vote({
       org: r.org,

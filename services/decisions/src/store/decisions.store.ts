@@ -37,6 +37,8 @@ export interface ListFilter {
   status?: DecisionStatus;
   assignee?: string;
   workflowRef?: string;
+  /** Only decisions naming this person as an approver (a reviewer's view: contracts/roles.ts). */
+  approver?: string;
 }
 
 /** An element of a PostgreSQL array literal, quoted. */
@@ -611,7 +613,7 @@ export class DecisionsStore {
     return Number(n);
   }
 
-  async workflowSummaries(org: string, assignee?: string) {
+  async workflowSummaries(org: string, assignee?: string, approver?: string) {
     const q = this.q('decisions')
       .where({ org_id: org })
       .whereNotNull('workflow_ref')
@@ -619,6 +621,7 @@ export class DecisionsStore {
       .orderBy('workflow_ref')
       .select('workflow_ref', this.q.raw("count(*) FILTER (WHERE status = 'PENDING') AS pending"), this.q.raw('count(*) AS total'), this.q.raw('max(created_at) AS last_created_at'));
     byAssignee(q, assignee);
+    byApprover(q, approver);
     const rows: Array<{ workflow_ref: string; pending: string; total: string; last_created_at: Date }> = await q;
     return rows.map((r) => ({ workflowRef: r.workflow_ref, pending: Number(r.pending), total: Number(r.total), lastCreatedAt: r.last_created_at.toISOString() }));
   }
@@ -628,6 +631,7 @@ export class DecisionsStore {
     if (f.status) q.andWhere({ status: f.status });
     if (f.workflowRef) q.andWhere({ workflow_ref: f.workflowRef });
     byAssignee(q, f.assignee);
+    byApprover(q, f.approver);
     return q;
   }
 
@@ -826,6 +830,10 @@ export class DecisionsStore {
   async events(events: NewEvent[]): Promise<void> {
     if (events.length) this.committed(await enqueueEvents(this.q, events, { heldFor: this.heldFor }));
   }
+}
+
+function byApprover(q: Knex.QueryBuilder, approver?: string): void {
+  if (approver) q.andWhereRaw('? = ANY(approvers)', [approver.toLowerCase()]);
 }
 
 function byAssignee(q: Knex.QueryBuilder, assignee?: string): void {

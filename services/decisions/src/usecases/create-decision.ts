@@ -2,6 +2,7 @@ import {
   AppError,
   EVENT,
   PoliciesEndpoints,
+  actorLabelOf,
   actorOf,
   ContractUnavailable,
   type ContractEngine,
@@ -64,6 +65,12 @@ function existingReply(r: ExistingRow, ownReason?: string): CreateResult {
  * transaction that inserts, counts the quota and announces. Idempotent on (org, run,
  * step): a repeat returns the first decision, even if the policy changed since.
  */
+/** Who opens a decision: the actor id written to records, and how people read it (the audit log). */
+interface Requester {
+  id: string;
+  label: string;
+}
+
 export function createDecisionOpener(deps: CreateDeps) {
   const { store, bus, clock } = deps;
 
@@ -151,7 +158,8 @@ export function createDecisionOpener(deps: CreateDeps) {
    * evt.decision.created and the answer. `marked`: the id's random part taken from the
    * request's attempt marker, so a resend recognises the decision its first send made.
    */
-  function opening(org: string, b: DecisionRequest, gate: Gate, createdBy: string, now: Date, marked?: string) {
+  function opening(org: string, b: DecisionRequest, gate: Gate, by: Requester, now: Date, marked?: string) {
+    const createdBy = by.id;
     const p = gate.policy;
     const id = newId('decision', now.getTime(), marked);
     const expiresAt = deadlineOf(now, gate.timeoutSec);
@@ -175,6 +183,8 @@ export function createDecisionOpener(deps: CreateDeps) {
         timeoutSec: gate.timeoutSec,
         route: gate.route,
         requiresSignature: gate.requiresSignature,
+        requestedBy: by.id,
+        requestedByLabel: by.label,
       },
     }, row);
     const answer: CreateResult = {
@@ -197,9 +207,9 @@ export function createDecisionOpener(deps: CreateDeps) {
    * when a create on the same run committed later while it waited; the transaction then
    * opens it with its time taken under the lock.
    */
-  async function openAtOnce(org: string, b: DecisionRequest, gate: Gate, createdBy: string, marked: string | undefined, found: (row: ExistingRow) => CreateResult): Promise<CreateResult | undefined> {
+  async function openAtOnce(org: string, b: DecisionRequest, gate: Gate, by: Requester, marked: string | undefined, found: (row: ExistingRow) => CreateResult): Promise<CreateResult | undefined> {
     const now = clock.now();
-    const o = opening(org, b, gate, createdBy, now, marked);
+    const o = opening(org, b, gate, by, now, marked);
     const r = await store.openDecision(o.row, o.entry, o.created, now, deps.defaultMonthlyQuota);
     switch (r.outcome) {
       case 'created':
@@ -227,7 +237,8 @@ export function createDecisionOpener(deps: CreateDeps) {
       throw err;
     }
     if (gate === 'not_required') return (await existing(org, b)) ?? { status: 200, body: { approvalNeeded: false, reason: 'not_required' } };
-    const createdBy = actorOf(req.principal);
+    const by: Requester = { id: actorOf(req.principal), label: actorLabelOf(req.principal) };
+    const createdBy = by.id;
     // With the gateway's attempt marker, the id's random part is the marker's: a decision
     // found with it is what this request's first send made (the gateway resent it after
     // waiting in vain), answered as created; any other is `existing`.
@@ -236,7 +247,7 @@ export function createDecisionOpener(deps: CreateDeps) {
 
     try {
       if (!b.exclusive) {
-        const done = await openAtOnce(org, b, gate, createdBy, marked, found);
+        const done = await openAtOnce(org, b, gate, by, marked, found);
         if (done) return done;
       }
       return await store.transaction(async (tx) => {
@@ -245,7 +256,7 @@ export function createDecisionOpener(deps: CreateDeps) {
         // of `created_at` and of the ids: with `exclusive`, the survivor is the newest.
         await tx.lockRun(org, b.externalRunId);
         const now = clock.now();
-        const o = opening(org, b, gate, createdBy, now, marked);
+        const o = opening(org, b, gate, by, now, marked);
         const d = await tx.insertWithEntry(o.row, { ...o.entry, at: now });
         if (!d) return found((await tx.findByRunStep(org, b.externalRunId, b.stepRef))!);
         const events: NewEvent[] = [];

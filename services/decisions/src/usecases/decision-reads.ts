@@ -47,14 +47,25 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
       return { decisions: withinPageBudget((await store.list(org, { status: q.status }, { limit: q.limit })).map(toView)) };
     },
 
-    async list(org: string, q: { status?: DecisionStatus; assignee?: string; workflowRef?: string; limit: number; offset: number }) {
-      const filter = { status: q.status, assignee: q.assignee, workflowRef: q.workflowRef };
+    /** `scope`: a reviewer's email, who sees only the decisions naming them (contracts/roles.ts). */
+    async list(org: string, q: { status?: DecisionStatus; assignee?: string; workflowRef?: string; limit: number; offset: number }, scope?: string) {
+      const filter = { status: q.status, assignee: q.assignee, workflowRef: q.workflowRef, approver: scope };
       const [rows, total] = await Promise.all([store.list(org, filter, { limit: q.limit, offset: q.offset }), store.count(org, filter)]);
       return { decisions: withinPageBudget(rows.map(toView)), limit: q.limit, offset: q.offset, total };
     },
 
-    async workflows(org: string, q: { assignee?: string }) {
-      return { workflows: await store.workflowSummaries(org, q.assignee) };
+    async workflows(org: string, q: { assignee?: string }, scope?: string) {
+      return { workflows: await store.workflowSummaries(org, q.assignee, scope) };
+    },
+
+    /**
+     * A reviewer reaches only the decisions naming them: any other answers as a missing one
+     * (404), so a reviewer cannot even learn that it exists. Everyone else sees the org's.
+     */
+    async requireVisible(org: string, id: string, scope: string | undefined): Promise<void> {
+      if (scope === undefined) return;
+      const d = await find(org, id);
+      if (!d.approvers.includes(scope)) throw new AppError('not_found', 'decision not found');
     },
 
     async get(org: string, id: string) {

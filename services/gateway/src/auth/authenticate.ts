@@ -1,5 +1,6 @@
-import { AppError, type Logger, type Principal } from '@approvals/shared';
+import { AppError, type Logger, type Principal, type UserRole } from '@approvals/shared';
 import { API_KEY_PREFIX, type AccessStore } from '../store/access.store';
+import type { MembersStore } from '../store/members.store';
 import type { SessionClaims } from './jwt';
 
 export interface Authenticated {
@@ -11,8 +12,17 @@ export interface Authenticated {
  * Bearer token → principal. API keys are recognised by their prefix and found by hash
  * (a short cache that a revoke or rotate clears on every gateway before it answers, so
  * a revoked or rotated key fails on the very next call).
+ *
+ * A session's role is its person's membership of the org (proof-and-reach.md section 6),
+ * not the token's claim, once the person is a member: a demotion or a removal holds on
+ * the next request, whatever tokens are out there.
+ * - an active member: the member's role;
+ * - a removed member: refused (401), unless the token is a reviewer's (an approver who is no
+ *   member signs in as `reviewer`; such a token is only ever minted for a non-member);
+ * - nobody yet: a reviewer's token stays a reviewer; any other role makes the person a
+ *   member with that role (the identity provider's word, or the admin CLI's, the first time).
  */
-export function createAuthenticator(deps: { store: AccessStore; verifyJwt: (t: string) => Promise<SessionClaims>; log: Logger }) {
+export function createAuthenticator(deps: { store: AccessStore; members: MembersStore; verifyJwt: (t: string) => Promise<SessionClaims>; log: Logger }) {
   /** lastUsedAt is written at most once a minute per key and process (it is for people, not metering): no write per request. */
   const lastMarked = new Map<string, number>();
   const markUsed = (id: string) => {
@@ -22,6 +32,15 @@ export function createAuthenticator(deps: { store: AccessStore; verifyJwt: (t: s
     if (lastMarked.size > 10_000) lastMarked.clear();
     deps.store.markUsed(id).catch((err) => deps.log.warn({ err }, 'could not record API key use'));
   };
+
+  async function roleOf(claims: SessionClaims): Promise<UserRole> {
+    const member = await deps.members.find(claims.org, claims.email);
+    if (member?.status === 'active') return member.role;
+    if (claims.role === 'reviewer') return 'reviewer';
+    if (member) throw new AppError('unauthorized', 'you are no longer a member of this org: an admin removed you');
+    return (await deps.members.firstSight(claims.org, claims.email, claims.role)).role;
+  }
+
   return async function authenticate(header: string | undefined): Promise<Authenticated> {
     if (!header) throw new AppError('unauthorized', 'missing Authorization header');
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -35,10 +54,11 @@ export function createAuthenticator(deps: { store: AccessStore; verifyJwt: (t: s
     }
     const claims = await deps.verifyJwt(token);
     await deps.store.ensureOrg(claims.org);
-    await deps.store.touchUser({ org: claims.org, id: claims.sub, email: claims.email, role: claims.role });
+    const role = await roleOf(claims);
+    await deps.store.touchUser({ org: claims.org, id: claims.sub, email: claims.email, role });
     return {
       org: claims.org,
-      principal: { kind: 'user', userId: claims.sub, email: claims.email, role: claims.role, name: claims.name },
+      principal: { kind: 'user', userId: claims.sub, email: claims.email, role, name: claims.name },
     };
   };
 }

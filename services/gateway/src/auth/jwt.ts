@@ -146,6 +146,6 @@ function isFetchFailure(err: unknown): boolean {
 }
 
 /** Signs an HS256 session token (admin CLI and tests). */
-export function signSessionToken(secret: string, claims: { sub: string; email: string; org: string; role?: 'admin' | 'member'; name?: string }, expiresInSec = DEFAULT_SESSION_MAX_AGE_SEC): string {
+export function signSessionToken(secret: string, claims: { sub: string; email: string; org: string; role?: UserRole; name?: string }, expiresInSec = DEFAULT_SESSION_MAX_AGE_SEC): string {
   return jwt.sign({ ...claims, role: claims.role ?? 'member' }, secret, { algorithm: 'HS256', expiresIn: expiresInSec });
 }

@@ -1,15 +1,39 @@
 import { DURABLE, EVENT, batchConsumerOf, OFF_PATH_LINGER_MS, type DomainEvent, type EventSubject } from '@approvals/shared';
-import type { AccessStore } from '../store/access.store';
+import type { AccessStore, AuditEntry } from '../store/access.store';
 
-/** The audit entry an event makes, for the events that belong in the org's audit log. */
-export function auditEntryOf(e: DomainEvent): { action: string; actor?: string; target?: string } | undefined {
+type Entry = Pick<AuditEntry, 'action' | 'actor' | 'actorLabel' | 'target'>;
+
+/**
+ * The audit entry an event makes, for the events that belong in the org's audit log
+ * (proof-and-reach.md section 6: every change of roles, policies, approvers and settings,
+ * and decisions created, each vote, resolutions, cancels and consumes).
+ */
+export function auditEntryOf(e: DomainEvent): Entry | undefined {
   switch (e.type) {
     case EVENT.policyForceDeleted:
-      return { action: 'policy.force_deleted', actor: e.data.actor, target: e.data.key };
+      return { action: 'policy.force_deleted', actor: e.data.actor, actorLabel: e.data.actorLabel ?? null, target: e.data.key };
+    case EVENT.policyChanged:
+      return { action: `policy.${e.data.change}`, actor: e.data.actor, actorLabel: e.data.actorLabel, target: e.data.key };
+    case EVENT.approverChanged:
+      return { action: `approver.${e.data.change}`, actor: e.data.actor, actorLabel: e.data.actorLabel, target: e.data.approverId };
+    case EVENT.approverDisabled:
+    case EVENT.approverEnabled:
+      return {
+        action: e.type === EVENT.approverDisabled ? 'approver.disabled' : 'approver.enabled',
+        actor: e.data.actor ?? null,
+        actorLabel: e.data.actorLabel ?? (e.data.reason === 'identity' ? 'identity provider' : null),
+        target: e.data.approverId,
+      };
+    case EVENT.decisionCreated:
+      return { action: 'decision.created', actor: e.data.requestedBy ?? null, actorLabel: e.data.requestedByLabel ?? null, target: e.data.decisionId };
+    case EVENT.decisionVoteRecorded:
+      return { action: 'decision.vote', actor: e.data.voter, actorLabel: e.data.voter, target: e.data.decisionId };
+    case EVENT.decisionResolved:
+      return { action: 'decision.resolved', actor: e.data.decidedBy, actorLabel: e.data.decidedBy ?? (e.data.status === 'EXPIRED' ? 'timeout' : null), target: e.data.decisionId };
     case EVENT.decisionVoteRefused:
       return { action: 'decision.vote_refused', actor: e.data.actor, target: e.data.decisionId };
     case EVENT.decisionConsumed:
-      return { action: 'decision.consumed', actor: e.data.consumer, target: e.data.decisionId };
+      return { action: 'decision.consumed', actor: e.data.consumer, actorLabel: e.data.consumer, target: e.data.decisionId };
     case EVENT.decisionCancelled:
       return { action: 'decision.cancelled', actor: e.data.actor ?? undefined, target: e.data.decisionId };
     default:
@@ -18,9 +42,10 @@ export function auditEntryOf(e: DomainEvent): { action: string; actor?: string; 
 }
 
 /**
- * Events that belong in the org's audit log, one durable per subject (so the gateway
- * receives only those). The entry is keyed by event id, so a redelivered event writes
- * nothing twice. The events waiting together (up to 5 ms) are written in one statement.
+ * Events that belong in the org's audit log, one durable per subject (nats-server 2.9: one
+ * filter each; the policy and approver subjects are all audited, so a wildcard over each
+ * loses nothing). The entry is keyed by event id, so a redelivered event writes nothing
+ * twice. The events waiting together (up to OFF_PATH_LINGER_MS) are written in one statement.
  */
 export function auditConsumers(store: AccessStore) {
   const append = async (events: DomainEvent[]) =>
@@ -30,9 +55,13 @@ export function auditConsumers(store: AccessStore) {
         return entry ? [{ org: event.org, ...entry, details: event.data as Record<string, unknown>, eventId: event.id, at: new Date(event.occurredAt) }] : [];
       }),
     );
-  const consumer = (durable: string, subject: EventSubject) => batchConsumerOf(durable, subject, append, { lingerMs: OFF_PATH_LINGER_MS });
+  const consumer = (durable: string, subject: EventSubject | `evt.${string}.>`) => batchConsumerOf(durable, subject as EventSubject, append, { lingerMs: OFF_PATH_LINGER_MS });
   return [
-    consumer(DURABLE.gatewayAuditForceDeleted, EVENT.policyForceDeleted),
+    consumer(DURABLE.gatewayAuditPolicy, 'evt.policy.>'),
+    consumer(DURABLE.gatewayAuditApprover, 'evt.approver.>'),
+    consumer(DURABLE.gatewayAuditDecisionCreated, EVENT.decisionCreated),
+    consumer(DURABLE.gatewayAuditVoteRecorded, EVENT.decisionVoteRecorded),
+    consumer(DURABLE.gatewayAuditResolved, EVENT.decisionResolved),
     consumer(DURABLE.gatewayAuditVoteRefused, EVENT.decisionVoteRefused),
     consumer(DURABLE.gatewayAuditConsumed, EVENT.decisionConsumed),
     consumer(DURABLE.gatewayAuditCancelled, EVENT.decisionCancelled),

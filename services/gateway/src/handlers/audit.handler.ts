@@ -13,6 +13,8 @@ export const AuditEntry = z.object({
   id: z.string(),
   action: z.string(),
   actor: z.string().nullable(),
+  /** Who `actor` is, as people read it: an email, or `API key <name>` (null for older entries and the system). */
+  actorLabel: z.string().nullable(),
   target: z.string().nullable(),
   details: z.record(z.string(), z.unknown()),
   at: z.string(),
@@ -24,10 +26,11 @@ export function auditHandlers(store: AccessStore) {
       const rows = await store.listAudit(req.org, req.query);
       return {
         body: {
-          entries: rows.map((r: { id: string; action: string; actor: string | null; target: string | null; details: Record<string, unknown>; at: Date }) => ({
+          entries: rows.map((r: { id: string; action: string; actor: string | null; actor_label: string | null; target: string | null; details: Record<string, unknown>; at: Date }) => ({
             id: r.id,
             action: r.action,
             actor: r.actor,
+            actorLabel: r.actor_label,
             target: r.target,
             details: r.details,
             at: r.at.toISOString(),

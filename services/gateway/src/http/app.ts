@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createFastPath, expressMessageClasses, staticHeadersOf, STRICT_UTF8 } from './fast-path';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { AppError, RawHttpReply, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, tracer, tracingActive, type Bus, type Logger } from '@approvals/shared';
+import { AppError, RawHttpReply, roleCan, type SessionCapability, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, tracer, tracingActive, type Bus, type Logger } from '@approvals/shared';
 import { SpanStatusCode, context as otelContext, trace } from '@opentelemetry/api';
 import type { Authenticate, Authenticated } from '../auth/authenticate';
 import { invalidRequest, toErrorResponse, zodIssues } from './errors';
@@ -42,6 +42,15 @@ const CallbackEndpoint = (subject: string) => endpoint(subject, RawCallback, Raw
 
 /** The matched route's pattern (never the URL: metric labels and span names stay bounded). */
 const routeOf = (req: Request): string => (req.route?.path ? `${req.baseUrl ?? ''}${String(req.route.path)}` : 'unmatched');
+
+/** The roles that have each capability, for refusals people can act on. */
+const NEEDS_TEXT: Record<SessionCapability, string> = {
+  self: 'a signed-in session',
+  decide: 'a signed-in session',
+  read: 'the role member, editor or admin',
+  author: 'the role editor or admin',
+  admin: 'the role admin',
+};
 
 /** Built once: a zod schema is costly to construct, and these were built per request. */
 const ANY_PARAMS = z.object({}).catchall(z.string());
@@ -261,8 +270,9 @@ export function createApp(deps: AppDeps) {
     if (route.apiKeyRole && p.kind === 'apiKey' && !p.roles.includes(route.apiKeyRole)) {
       throw new AppError('forbidden', `this API key lacks the role ${route.apiKeyRole}`);
     }
-    if (route.adminOnly && (p.kind !== 'user' || p.role !== 'admin')) {
-      throw new AppError('forbidden', 'this route needs the admin role');
+    if (p.kind === 'user') {
+      const needs = route.needs ?? 'read';
+      if (!roleCan(p.role, needs)) throw new AppError('forbidden', `this route needs ${NEEDS_TEXT[needs]}; your role in this org is ${p.role}`);
     }
     return auth;
   }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { escapeHtml } from '@approvals/shared';
+import type { SessionCapability } from '@approvals/shared';
 import type { RouteDef } from './route';
 
 const ErrorBodySchema = {
@@ -64,6 +65,15 @@ const SCOPE_TEXT: Record<RouteDef['scope'], string> = {
   callback: 'No bearer token: the owning service verifies the provider signature over the raw body.',
 };
 
+/** What a session's role needs for a route (contracts/roles.ts), as the reference says it. */
+const NEEDS_DOC: Record<SessionCapability, string> = {
+  self: 'Any signed-in role.',
+  decide: 'Any signed-in role; a `reviewer` reaches only the decisions naming them (others 404).',
+  read: 'Session roles `member`, `editor`, `admin` (a `reviewer` gets 403 `forbidden`).',
+  author: 'Session roles `editor`, `admin` (others 403 `forbidden`).',
+  admin: 'Session role `admin` (others 403 `forbidden`).',
+};
+
 const ERROR_RESPONSE = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
 
 function responsesOf(r: RouteDef): Record<string, unknown> {
@@ -86,7 +96,7 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
     const op: Record<string, unknown> = {
       tags: [r.tag],
       summary: r.summary,
-      description: [r.description, SCOPE_TEXT[r.scope], r.apiKeyRole ? `Requires API key role \`${r.apiKeyRole}\`.` : '', r.adminOnly ? 'Requires role admin.' : '', r.target.kind === 'notImplemented' ? `Not implemented yet (answers 501 \`not_implemented\`; planned with ${r.target.plannedIn}).` : '', r.callbackNotBuilt ? `Not implemented yet (answers 501 \`not_implemented\`; planned with ${r.callbackNotBuilt}).` : '']
+      description: [r.description, SCOPE_TEXT[r.scope], r.apiKeyRole ? `Requires API key role \`${r.apiKeyRole}\`.` : '', r.scope === 'session' || r.scope === 'either' ? NEEDS_DOC[r.needs ?? 'read'] : '', r.target.kind === 'notImplemented' ? `Not implemented yet (answers 501 \`not_implemented\`; planned with ${r.target.plannedIn}).` : '', r.callbackNotBuilt ? `Not implemented yet (answers 501 \`not_implemented\`; planned with ${r.callbackNotBuilt}).` : '']
         .filter(Boolean)
         .join(' '),
       operationId: `${r.method}_${r.path.replace(/[{}]/g, '').replace(/[^a-zA-Z0-9]+/g, '_').replace(/^_|_$/g, '')}`,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { httpPartsOf, type ApiKeyRole, type EndpointDef, type Principal } from '@approvals/shared';
+import { httpPartsOf, type ApiKeyRole, type EndpointDef, type Principal, type SessionCapability } from '@approvals/shared';
 
 /**
  * Who may call a route:
@@ -56,8 +56,11 @@ export interface RouteDef {
   htmlResponses?: Record<number, string>;
   /** API key role required (worker scope). */
   apiKeyRole?: ApiKeyRole;
-  /** Session role admin required. */
-  adminOnly?: boolean;
+  /**
+   * What a signed-in person needs to call it (contracts/roles.ts): `read` when unset. A
+   * session whose role lacks it gets 403 `forbidden`; API keys are governed by `apiKeyRole`.
+   */
+  needs?: SessionCapability;
   /** Error code an API key gets on a session route (default `forbidden`). */
   apiKeyRefusal?: 'forbidden' | 'not_an_approver';
   /** NATS request timeout for forwarded routes (long polls need more than the default). */

@@ -15,6 +15,8 @@ import { LlmSettingsBody, LlmSettingsView, RetentionSettingsBody, RetentionSetti
 import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
 import { AuditEntry, AuditQuery, auditHandlers } from '../handlers/audit.handler';
 import type { AccessStore } from '../store/access.store';
+import type { MembersStore } from '../store/members.store';
+import { ChangeMemberBody, InviteMemberBody, MemberIdParams, MemberView, memberHandlers } from '../handlers/members.handler';
 import { httpSchemasOf, type RouteDef } from './route';
 
 
@@ -22,9 +24,10 @@ import { httpSchemasOf, type RouteDef } from './route';
  * Every route of the spec. A route whose capability has not been built yet answers
  * 501 `not_implemented` (never a 404 or a fake success) and is still documented.
  */
-export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typeof createSettings> }): RouteDef[] {
+export function buildRoutes(deps: { store: AccessStore; members: MembersStore; settings: ReturnType<typeof createSettings> }): RouteDef[] {
   const keys = apiKeyHandlers(deps.store);
   const audit = auditHandlers(deps.store);
+  const members = memberHandlers(deps.members);
   const cb = (path: string, tag: string, summary: string, method: RouteDef['method'] = 'post'): RouteDef => ({
     method,
     path,
@@ -102,17 +105,19 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     fwd('get', '/v1/worker/policies/{key}/versions/{n}', 'either', 'policies', 'One version of a policy', P.version),
 
     // ---- decisions (session)
-    fwd('get', '/v1/decisions/', 'session', 'decisions', 'Decisions of the org, newest first (a page stops early past 8 MiB: continue from offset + its length)', D.list),
-    fwd('get', '/v1/decisions/workflows', 'session', 'decisions', 'Distinct workflows for the inbox filter', D.workflows),
-    fwd('get', '/v1/decisions/{id}', 'session', 'decisions', 'One decision with tally, timeline and evidence', D.get),
+    fwd('get', '/v1/decisions/', 'session', 'decisions', 'Decisions of the org, newest first (a page stops early past 8 MiB: continue from offset + its length)', D.list, { needs: 'decide' }),
+    fwd('get', '/v1/decisions/workflows', 'session', 'decisions', 'Distinct workflows for the inbox filter', D.workflows, { needs: 'decide' }),
+    fwd('get', '/v1/decisions/{id}', 'session', 'decisions', 'One decision with tally, timeline and evidence', D.get, { needs: 'decide' }),
     fwd('post', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Attach evidence (append-only while PENDING; identical content is a no-op)', D.addEvidence, {
+      needs: 'decide',
       successStatus: 201,
     }),
-    fwd('get', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Evidence, oldest first', D.listEvidence),
-    fwd('put', '/v1/decisions/{id}/output', 'session', 'decisions', "Save the reviewer's refined draft (the decision's approvers only: 403 not_an_approver)", D.saveOutput),
-    fwd('post', '/v1/decisions/{id}/refine', 'session', 'decisions', 'Revise the draft with the configured model (commits nothing; the decision\'s approvers only)', D.refine),
+    fwd('get', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Evidence, oldest first', D.listEvidence, { needs: 'decide' }),
+    fwd('put', '/v1/decisions/{id}/output', 'session', 'decisions', "Save the reviewer's refined draft (the decision's approvers only: 403 not_an_approver)", D.saveOutput, { needs: 'decide' }),
+    fwd('post', '/v1/decisions/{id}/refine', 'session', 'decisions', 'Revise the draft with the configured model (commits nothing; the decision\'s approvers only)', D.refine, { needs: 'decide' }),
     // Scope either: an API key reaches the service, which refuses it with not_an_approver and records the attempt.
     fwd('post', '/v1/decisions/{id}/decide', 'either', 'decisions', 'Record one vote (an API key gets 403 not_an_approver)', D.vote, {
+      needs: 'decide',
       description:
         'A second vote by the same reviewer is 409 `already_voted` with `status` and the recorded `vote` `{choice, note, surface, responseValue?, at}`, also when the decision has since resolved (a retry whose answer was lost learns that its vote counted). Anyone else voting on a resolved decision gets 409 `not_pending` with `status`.',
     }),
@@ -120,40 +125,44 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
     // ---- policies (session)
     fwd('get', '/v1/policies/', 'session', 'policies', 'Policies of the org with usage and warnings', P.list),
     fwd('post', '/v1/policies/', 'session', 'policies', 'Upsert a policy (422 when unsatisfiable)', P.upsert, {
+      needs: 'author',
       otherStatuses: { 201: 'The policy was created, or an archived one restored' },
       description: 'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed. The version source is `dashboard`.',
     }),
-    fwd('post', '/v1/policies/preview', 'session', 'policies', 'Preview a policy edit from the dashboard (writes nothing; refused for the same reasons a save is)', P.preview),
+    fwd('post', '/v1/policies/preview', 'session', 'policies', 'Preview a policy edit from the dashboard (writes nothing; refused for the same reasons a save is)', P.preview, { needs: 'author' }),
     fwd('get', '/v1/policies/{key}', 'session', 'policies', 'One policy', P.get),
-    fwd('put', '/v1/policies/{key}', 'session', 'policies', 'Replace the definition of an existing policy (404 when absent)', P.update),
-    fwd('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy (409 policy_in_use unless force=true, admin)', P.remove),
+    fwd('put', '/v1/policies/{key}', 'session', 'policies', 'Replace the definition of an existing policy (404 when absent)', P.update, { needs: 'author' }),
+    fwd('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy (409 policy_in_use unless force=true, admin)', P.remove, { needs: 'author' }),
 
     // ---- approvers (session)
     fwd('post', '/v1/approvers/', 'session', 'approvers', 'Register an approver (idempotent per email; 201 when created)', A.register, {
+      needs: 'author',
       otherStatuses: { 201: 'The approver was created (`created: true`)' },
     }),
     fwd('get', '/v1/approvers/', 'session', 'approvers', 'Approvers with verification state', A.list),
     fwd('get', '/v1/approvers/{id}', 'session', 'approvers', 'One approver', A.get),
-    fwd('post', '/v1/approvers/{id}/verify', 'session', 'approvers', 'Mark a channel or method verified or failed', A.verify),
-    fwd('post', '/v1/approvers/{id}/disable', 'session', 'approvers', 'Soft-disable an approver (idempotent)', A.disable),
-    fwd('post', '/v1/approvers/{id}/enable', 'session', 'approvers', 'Enable an approver (idempotent)', A.enable),
+    fwd('post', '/v1/approvers/{id}/verify', 'session', 'approvers', 'Mark a channel or method verified or failed', A.verify, { needs: 'admin' }),
+    fwd('post', '/v1/approvers/{id}/disable', 'session', 'approvers', 'Soft-disable an approver (idempotent)', A.disable, { needs: 'author' }),
+    fwd('post', '/v1/approvers/{id}/enable', 'session', 'approvers', 'Enable an approver (idempotent)', A.enable, { needs: 'author' }),
 
     // ---- runs, directory, notifications
     fwd('post', '/v1/runs/', 'either', 'runs', 'Fire the external engine event for a registered workflow (202; a repeated idempotencyKey fires once)', W.startRun, {
+      needs: 'author',
       ...DW,
       successStatus: 202,
       description:
         'A repeat with the same `idempotencyKey` and the same request answers 202 with the first run and fires nothing; the key reused for another workflow, input or timeout is 409 `idempotency_key_reused` with the first `runId` and `workflowId`.',
     }),
-    fwd('get', '/v1/directory/actor', 'session', 'directory', 'Display label of a user, approver or API key id', DirectoryEndpoints.actor),
-    fwd('get', '/v1/contact-methods/', 'session', 'notifications', "The caller's contact methods", N.contactMethodsGet),
-    fwd('put', '/v1/contact-methods/', 'session', 'notifications', "Replace the caller's contact methods (fields left out are cleared)", N.contactMethodsPut),
+    fwd('get', '/v1/directory/actor', 'session', 'directory', 'Display label of a user, approver or API key id', DirectoryEndpoints.actor, { needs: 'self' }),
+    fwd('get', '/v1/contact-methods/', 'session', 'notifications', "The caller's contact methods", N.contactMethodsGet, { needs: 'self' }),
+    fwd('put', '/v1/contact-methods/', 'session', 'notifications', "Replace the caller's contact methods (fields left out are cleared)", N.contactMethodsPut, { needs: 'self' }),
     fwd('post', '/v1/push-devices/', 'session', 'notifications', 'Register a push device (idempotent on user and token; reactivates a revoked one)', N.pushDeviceRegister, {
+      needs: 'self',
       successStatus: 201,
       otherStatuses: { 200: 'Already registered for this person (`created: false`; `reactivated: true` when it had been revoked)' },
     }),
-    fwd('get', '/v1/push-devices/', 'session', 'notifications', "The caller's push devices", N.pushDeviceList),
-    fwd('delete', '/v1/push-devices/{id}', 'session', 'notifications', 'Revoke a push device (soft, idempotent)', N.pushDeviceRevoke),
+    fwd('get', '/v1/push-devices/', 'session', 'notifications', "The caller's push devices", N.pushDeviceList, { needs: 'self' }),
+    fwd('delete', '/v1/push-devices/{id}', 'session', 'notifications', 'Revoke a push device (soft, idempotent)', N.pushDeviceRevoke, { needs: 'self' }),
 
     // ---- callbacks (raw body forwarded for signature checks)
     cb('/webhooks/identity', 'webhooks', 'Identity provider webhook (Svix signature): orgs, user changes, leavers'),
@@ -202,7 +211,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
 
     // ---- workflows
     fwd('get', '/v1/workflows/', 'session', 'workflows', 'Registered workflows', W.list),
-    fwd('post', '/v1/workflows/', 'session', 'workflows', 'Register a workflow from the dashboard', W.register),
+    fwd('post', '/v1/workflows/', 'session', 'workflows', 'Register a workflow from the dashboard', W.register, { needs: 'author' }),
     fwd('get', '/v1/workflows/{id}', 'session', 'workflows', 'One workflow', W.get),
 
     // ---- API keys (session, admin)
@@ -210,7 +219,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       method: 'post',
       path: '/v1/api-keys/',
       scope: 'session',
-      adminOnly: true,
+      needs: 'admin',
       tag: 'api-keys',
       summary: 'Create an API key (the key is shown only in this answer)',
       body: CreateApiKeyBody,
@@ -222,7 +231,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       method: 'get',
       path: '/v1/api-keys/',
       scope: 'session',
-      adminOnly: true,
+      needs: 'admin',
       tag: 'api-keys',
       summary: 'List API keys',
       response: z.object({ apiKeys: z.array(ApiKeyView) }),
@@ -232,7 +241,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       method: 'delete',
       path: '/v1/api-keys/{id}',
       scope: 'session',
-      adminOnly: true,
+      needs: 'admin',
       tag: 'api-keys',
       summary: 'Revoke an API key at once',
       params: ApiKeyIdParams,
@@ -243,12 +252,59 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       method: 'post',
       path: '/v1/api-keys/{id}/rotate',
       scope: 'session',
-      adminOnly: true,
+      needs: 'admin',
       tag: 'api-keys',
       summary: 'New secret for the same key id; the old secret stops working',
       params: ApiKeyIdParams,
       response: ApiKeyView.extend({ key: z.string() }),
       target: { kind: 'local', handler: keys.rotate },
+    },
+
+    // ---- members (session, admin): proof-and-reach.md section 6
+    {
+      method: 'get',
+      path: '/v1/members/',
+      scope: 'session',
+      needs: 'admin',
+      tag: 'members',
+      summary: 'Members of the org with their roles (removed ones too, with status removed)',
+      response: z.object({ members: z.array(MemberView) }),
+      target: { kind: 'local', handler: members.list },
+    },
+    {
+      method: 'post',
+      path: '/v1/members/',
+      scope: 'session',
+      needs: 'admin',
+      tag: 'members',
+      summary: 'Add a member with a role (a removed member comes back); 409 conflict when already a member',
+      body: InviteMemberBody,
+      response: MemberView,
+      successStatus: 201,
+      target: { kind: 'local', handler: members.invite },
+    },
+    {
+      method: 'patch',
+      path: '/v1/members/{id}',
+      scope: 'session',
+      needs: 'admin',
+      tag: 'members',
+      summary: "Change a member's role (at once, on every session); the last admin cannot be demoted: 409 last_admin",
+      params: MemberIdParams,
+      body: ChangeMemberBody,
+      response: MemberView,
+      target: { kind: 'local', handler: members.change },
+    },
+    {
+      method: 'delete',
+      path: '/v1/members/{id}',
+      scope: 'session',
+      needs: 'admin',
+      tag: 'members',
+      summary: "Remove a member: their sessions stop at once (401); the last admin cannot be removed: 409 last_admin",
+      params: MemberIdParams,
+      response: MemberView,
+      target: { kind: 'local', handler: members.remove },
     },
 
     // ---- audit, settings, integrations, usage
@@ -268,7 +324,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       method: 'get',
       path: '/v1/settings/retention',
       scope: 'session',
-      adminOnly: true,
+      needs: 'admin',
       tag: 'settings',
       summary: 'Retention settings',
       description: '`decisionDataDays` null (the default) keeps decision data forever.',
@@ -279,7 +335,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       method: 'patch',
       path: '/v1/settings/retention',
       scope: 'session',
-      adminOnly: true,
+      needs: 'admin',
       tag: 'settings',
       summary: 'Change retention settings',
       description:
@@ -292,7 +348,7 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       method: 'get',
       path: '/v1/settings/llm',
       scope: 'session',
-      adminOnly: true,
+      needs: 'admin',
       tag: 'settings',
       summary: 'Model settings (the API key is never read back)',
       response: LlmSettingsView,
@@ -302,28 +358,28 @@ export function buildRoutes(deps: { store: AccessStore; settings: ReturnType<typ
       method: 'put',
       path: '/v1/settings/llm',
       scope: 'session',
-      adminOnly: true,
+      needs: 'admin',
       tag: 'settings',
       summary: 'Set the OpenAI-compatible model used by refine',
       body: LlmSettingsBody,
       response: LlmSettingsView,
       target: { kind: 'local', handler: deps.settings.handlers.putLlm },
     },
-    fwd('get', '/v1/settings/engines', 'session', 'settings', 'Engine settings of the org (admin; secrets read back only as set)', N.engineSettingsGet, { adminOnly: true }),
-    fwd('put', '/v1/settings/engines', 'session', 'settings', 'Set engine settings (admin): engines named are set, null removes one; a bundled secret left out is generated and shown once', N.engineSettingsPut, { adminOnly: true }),
-    fwd('post', '/v1/settings/engines/{engine}/test', 'session', 'settings', 'Send a signed test event to an engine (admin); answers the receiver status', N.engineTest, { adminOnly: true }),
-    fwd('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings (admin; the HMAC key reads back only as set)', EsignEndpoints.get, { adminOnly: true }),
-    fwd('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings (admin)', EsignEndpoints.put, { adminOnly: true }),
+    fwd('get', '/v1/settings/engines', 'session', 'settings', 'Engine settings of the org (admin; secrets read back only as set)', N.engineSettingsGet, { needs: 'admin' }),
+    fwd('put', '/v1/settings/engines', 'session', 'settings', 'Set engine settings (admin): engines named are set, null removes one; a bundled secret left out is generated and shown once', N.engineSettingsPut, { needs: 'admin' }),
+    fwd('post', '/v1/settings/engines/{engine}/test', 'session', 'settings', 'Send a signed test event to an engine (admin); answers the receiver status', N.engineTest, { needs: 'admin' }),
+    fwd('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings (admin; the HMAC key reads back only as set)', EsignEndpoints.get, { needs: 'admin' }),
+    fwd('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings (admin)', EsignEndpoints.put, { needs: 'admin' }),
     fwd('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration: installed, or the install URL', I.chatB.get),
     fwd('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'chatB text channels', I.chatB.channels),
-    fwd('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the chatB channel where decisions are announced (admin)', I.chatB.setChannel, { adminOnly: true }),
-    fwd('post', '/v1/integrations/chatB/test', 'session', 'integrations', 'Send a chatB test message (admin)', I.chatB.test, { adminOnly: true }),
+    fwd('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the chatB channel where decisions are announced (admin)', I.chatB.setChannel, { needs: 'admin' }),
+    fwd('post', '/v1/integrations/chatB/test', 'session', 'integrations', 'Send a chatB test message (admin)', I.chatB.test, { needs: 'admin' }),
     fwd('get', '/v1/integrations/chatA', 'session', 'integrations', 'chatA integration: installed, or the install URL', I.chatA.get),
-    fwd('put', '/v1/integrations/chatA/deliberation', 'session', 'integrations', 'chatA deliberation: a thread per decision, a reply per vote (admin)', I.chatA.deliberation, { adminOnly: true }),
-    fwd('post', '/v1/integrations/chatA/deliberation/test', 'session', 'integrations', 'Test chatA deliberation (admin)', I.chatA.deliberationTest, { adminOnly: true }),
+    fwd('put', '/v1/integrations/chatA/deliberation', 'session', 'integrations', 'chatA deliberation: a thread per decision, a reply per vote (admin)', I.chatA.deliberation, { needs: 'admin' }),
+    fwd('post', '/v1/integrations/chatA/deliberation/test', 'session', 'integrations', 'Test chatA deliberation (admin)', I.chatA.deliberationTest, { needs: 'admin' }),
     fwd('get', '/v1/integrations/chatA/channels', 'session', 'integrations', 'chatA channels', I.chatA.channels),
-    fwd('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel where decisions are announced (admin)', I.chatA.setChannel, { adminOnly: true }),
-    fwd('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message (admin)', I.chatA.test, { adminOnly: true }),
+    fwd('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel where decisions are announced (admin)', I.chatA.setChannel, { needs: 'admin' }),
+    fwd('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message (admin)', I.chatA.test, { needs: 'admin' }),
     fwd('get', '/v1/usage/', 'session', 'usage', 'Decisions opened per month, newest first (24 months)', D.usageHistory),
     fwd('get', '/v1/usage/current', 'session', 'usage', 'This month: the plan, decisions opened and the monthly limit (what 402 quota_exceeded enforces)', D.usageCurrent),
   ];

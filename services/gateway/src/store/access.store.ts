@@ -32,6 +32,8 @@ export interface AuditEntry {
   org: string;
   action: string;
   actor?: string | null;
+  /** Who `actor` is, for people: an email, or `API key <name>`. */
+  actorLabel?: string | null;
   target?: string | null;
   details?: Record<string, unknown>;
   eventId?: string;
@@ -200,30 +202,31 @@ export function createAccessStore(db: Knex, opts: { changed?: (org: string) => P
       return row ? { row, key } : undefined;
     },
 
-    async appendAudit(entry: AuditEntry): Promise<void> {
-      await this.appendAuditMany([entry]);
+    async appendAudit(entry: AuditEntry, trx: Knex = db): Promise<void> {
+      await this.appendAuditMany([entry], trx);
     },
 
     /**
      * Several entries in one statement; an entry whose event id is already there is
      * skipped. One text whatever the number of entries (prepared once per connection).
      */
-    async appendAuditMany(entries: AuditEntry[]): Promise<void> {
+    async appendAuditMany(entries: AuditEntry[], trx: Knex = db): Promise<void> {
       if (entries.length === 0) return;
       const rows = entries.map((entry) => ({
         id: newId('audit'),
         org: entry.org,
         action: entry.action,
         actor: entry.actor ?? null,
+        actorLabel: entry.actorLabel ?? null,
         target: entry.target ?? null,
         details: entry.details ?? {},
         eventId: entry.eventId ?? null,
         at: entry.at ?? null,
       }));
-      await db
+      await trx
         .raw(
-          `INSERT INTO audit_log (id, org_id, action, actor, target, details, event_id, at)
-           SELECT e->>'id', e->>'org', e->>'action', e->>'actor', e->>'target', e->'details', e->>'eventId', coalesce((e->>'at')::timestamptz, now())
+          `INSERT INTO audit_log (id, org_id, action, actor, actor_label, target, details, event_id, at)
+           SELECT e->>'id', e->>'org', e->>'action', e->>'actor', e->>'actorLabel', e->>'target', e->'details', e->>'eventId', coalesce((e->>'at')::timestamptz, now())
              FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
            ON CONFLICT (event_id) DO NOTHING`,
           [JSON.stringify(rows)],

@@ -66,6 +66,14 @@ export function notifierConsumers(deps: {
   };
 
   return [
+    // An admin set or verified someone else's endpoint: the approver hears of it by mail
+    // (one row per event: the planner's key makes a redelivery plan nothing twice).
+    planner(DURABLE.notifierApproverChanged, EVENT.approverChanged, async (event) => {
+      const d = event.data;
+      if (!d.mailNotice) return [];
+      const payload = { approver: d.email, what: d.channel ?? d.surface ?? 'endpoint', actorLabel: d.actorLabel, before: d.before ?? null, after: d.after ?? null };
+      return [{ org: event.org, decisionId: d.approverId, eventId: event.id, kind: 'account', channel: 'email', target: d.email, payload, maxAttempts: NOTIFY_MAX_ATTEMPTS }];
+    }),
     planner(DURABLE.notifierRunRequested, EVENT.runRequested, async (event) => {
         const d = event.data;
         return [{ org: event.org, decisionId: d.runId, eventId: event.id, kind: 'run', channel: d.engine, target: d.engine, payload: { workflowId: d.workflowId, runId: d.runId, input: d.input, timeoutSec: d.timeoutSec ?? null }, maxAttempts: RESUME_MAX_ATTEMPTS }];

@@ -7,8 +7,11 @@ export interface DeliveryRow {
   org_id: string;
   decision_id: string;
   event_id: string;
-  /** `run`: the engine event that starts a workflow run (decision_id holds the run id). */
-  kind: 'notify' | 'remind' | 'escalate' | 'resume' | 'run';
+  /**
+   * `run`: the engine event that starts a workflow run (decision_id holds the run id).
+   * `account`: a mail to an approver about their own record (decision_id holds the approver id).
+   */
+  kind: 'notify' | 'remind' | 'escalate' | 'resume' | 'run' | 'account';
   channel: string;
   target: string;
   payload: Record<string, unknown>;

@@ -136,3 +136,53 @@ export function renderPush(d: Pick<PeekView, 'id' | 'context'>, kind: NoticeKind
   const body = c.prompt ?? (c.blocks.map(summarizeBlock).find(Boolean) || 'Open the app to decide.');
   return { title: `${PREFIX[kind]}${c.title ?? `Decision ${d.id}`}`.slice(0, 200), body: body.slice(0, 1000), url: appUrl, decisionId: d.id };
 }
+
+/** The names people read for channels and signature methods. */
+const ENDPOINT_NAMES: Record<string, string> = {
+  email: 'email address',
+  chatA: 'Slack account',
+  chatB: 'Discord account',
+  sms: 'SMS number',
+  phone: 'phone number',
+  webhook: 'webhook URL',
+  esign: 'DocuSign user',
+  inbox: 'app inbox',
+  api: 'API',
+};
+
+/**
+ * The mail an approver gets when an admin sets or verifies one of their endpoints
+ * (proof-and-reach.md section 6): what changed, by whom, and what to do if they did not
+ * expect it. Whoever holds a verified endpoint can answer in the approver's name there.
+ */
+export function renderAccountNotice(args: {
+  org: string;
+  actorLabel: string | null;
+  what: string;
+  before: { endpoint: string | null; status: string } | null;
+  after: { endpoint: string | null; status: string } | null;
+  appUrl: string;
+}): RenderedEmail {
+  const name = ENDPOINT_NAMES[args.what] ?? args.what;
+  const who = args.actorLabel ?? 'an admin';
+  const was = args.before?.endpoint ? `${args.before.endpoint} (${args.before.status})` : 'not set';
+  const now = args.after?.endpoint ? `${args.after.endpoint} (${args.after.status})` : `not set (${args.after?.status ?? 'removed'})`;
+  const subject = `Your ${name} for approvals in ${args.org} was changed`.slice(0, 250);
+  const text = [
+    `${who} changed your ${name} for approvals in the organisation ${args.org}.`,
+    `Before: ${was}`,
+    `Now: ${now}`,
+    '',
+    'Answers given from a verified endpoint count as yours.',
+    'If you did not expect this change, tell an admin of the organisation at once.',
+    `Your channels: ${args.appUrl}`,
+  ].join('\n');
+  const body = html`${rawHtml('<!doctype html>')}<html><body style="font:15px/1.5 system-ui,sans-serif;color:#1d1d1f;max-width:640px">
+<h2 style="margin:0 0 8px">Your ${name} was changed</h2>
+<p>${who} changed your ${name} for approvals in the organisation <strong>${args.org}</strong>.</p>
+<table style="border-collapse:collapse"><tr><td style="padding:2px 12px 2px 0;color:#666">Before</td><td>${was}</td></tr><tr><td style="padding:2px 12px 2px 0;color:#666">Now</td><td>${now}</td></tr></table>
+<p>Answers given from a verified endpoint count as yours. If you did not expect this change, tell an admin of the organisation at once.</p>
+<p><a href="${args.appUrl}">Your channels in the app</a></p>
+</body></html>`;
+  return { subject, text, html: body.value };
+}

@@ -1,6 +1,6 @@
 import { DecisionsEndpoints, SurfacesEndpoints, type Bus, type PeekView } from '@approvals/shared';
 import type { ChannelProvider, DeliveryRow, EngineMessage, OutgoingMessage, PersonMessage, SendResult } from '../providers/provider';
-import { renderChatNotice, renderEmail, renderPhone, renderPush, renderSms, renderWebhook, type NoticeKind } from '../templates/messages';
+import { renderAccountNotice, renderChatNotice, renderEmail, renderPhone, renderPush, renderSms, renderWebhook, type NoticeKind } from '../templates/messages';
 
 export interface DeliverDeps {
   bus: Bus;
@@ -70,7 +70,12 @@ export function createDeliver(deps: DeliverDeps) {
     const unavailable = provider.audience === 'engine' ? null : await provider.unavailable(row.org_id);
     if (unavailable) return { status: 'skipped', reason: unavailable };
     let message: OutgoingMessage;
-    if (provider.audience === 'engine') {
+    if (row.kind === 'account') {
+      // About the approver's own record, not a decision: the mail is the event's.
+      const p = row.payload as { what: string; actorLabel: string | null; before: { endpoint: string | null; status: string } | null; after: { endpoint: string | null; status: string } | null };
+      const mail = renderAccountNotice({ org: row.org_id, ...p, appUrl: `${deps.appBaseUrl}/app/me` });
+      message = { channel: 'email', to: row.target, ...mail, headers: { 'X-Approvals-Delivery': row.id } };
+    } else if (provider.audience === 'engine') {
       message = { org: row.org_id, kind: row.kind === 'run' ? 'run' : 'resume', eventId: row.event_id, payload: row.payload } satisfies EngineMessage;
     } else {
       // Fresh, so a notice never shows stale state; a decision no longer open gets none.

@@ -1,28 +1,33 @@
-import { AccessEndpoints, AppError, ApproversEndpoints, DirectoryEndpoints, type Bus, type ServiceHost } from '@approvals/shared';
+import { AccessEndpoints, AppError, ApproversEndpoints, DirectoryEndpoints, actorLabelOf, actorOf, type Bus, type Principal, type ServiceHost } from '@approvals/shared';
 import { withStatus } from '@approvals/shared';
 import { bare } from '../domain/definition';
-import type { ApproversStore } from '../store/approvers.store';
+import type { ApproverActor, ApproversStore } from '../store/approvers.store';
 
 const approverNotFound = () => new AppError('not_found', 'approver not found');
+
+/** The person or key acting, as the approver events name them. */
+const actorFrom = (p: Principal): ApproverActor => ({ id: actorOf(p), label: actorLabelOf(p), ...(p.kind === 'user' ? { email: p.email } : {}) });
+/** The identity provider acting (its verified webhook). */
+const IDENTITY: ApproverActor = { id: null, label: 'identity provider' };
 
 export function registerApproverHandlers(host: ServiceHost, deps: { approvers: ApproversStore; bus: Bus }): void {
   const { approvers } = deps;
   const E = ApproversEndpoints;
   host.handle(E.register, async (r) => {
-    const { approver, created } = await approvers.register(r.org, r.body);
+    const { approver, created } = await approvers.register(r.org, r.body, actorFrom(r.principal));
     return withStatus(created ? 201 : 200, { ...approver, created });
   });
   host.handle(E.list, async (r) => ({ approvers: await approvers.list(r.org) }));
   host.handle(E.get, async (r) => (await approvers.get(r.org, r.params.id)) ?? Promise.reject(approverNotFound()));
-  host.handle(E.verify, async (r) => (await approvers.verify(r.org, r.params.id, r.body)) ?? Promise.reject(approverNotFound()));
-  host.handle(E.disable, async (r) => (await approvers.setDisabled(r.org, r.params.id, true)) ?? Promise.reject(approverNotFound()));
-  host.handle(E.enable, async (r) => (await approvers.setDisabled(r.org, r.params.id, false)) ?? Promise.reject(approverNotFound()));
+  host.handle(E.verify, async (r) => (await approvers.verify(r.org, r.params.id, r.body, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));
+  host.handle(E.disable, async (r) => (await approvers.setDisabled(r.org, r.params.id, true, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));
+  host.handle(E.enable, async (r) => (await approvers.setDisabled(r.org, r.params.id, false, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));
   // The identity provider (through the surfaces service's verified webhook).
   host.handle(E.identityUpdated, async (r) => ({ updated: await approvers.applyIdentity(r.identityUserId, { email: r.email, name: r.name }) }));
   host.handle(E.identityDisabled, async (r) => {
     let disabled = 0;
     for (const a of await approvers.byIdentity(r.identityUserId, { org: r.org, email: r.org ? r.email : undefined })) {
-      if (!a.disabled && (await approvers.setDisabled(a.org_id, a.id, true, 'identity'))) disabled++;
+      if (!a.disabled && (await approvers.setDisabled(a.org_id, a.id, true, IDENTITY, 'identity'))) disabled++;
     }
     return { disabled };
   });

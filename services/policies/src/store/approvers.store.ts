@@ -22,6 +22,16 @@ const VERIFIED_METHODS = new Set(['inbox']);
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+/** Who changes an approver, for the audit log (`evt.approver.*`). */
+export interface ApproverActor {
+  /** Actor id (a user or API key id); null for the system (the identity provider). */
+  id: string | null;
+  /** How people read it: an email, `API key <name>`, `identity provider`. */
+  label: string | null;
+  /** The person's email when the actor is a person: a change to their own record mails no notice. */
+  email?: string;
+}
+
 export function createApproversStore(db: Knex) {
   async function view(trx: Knex, rows: ApproverRow[]): Promise<ApproverView[]> {
     if (rows.length === 0) return [];
@@ -53,8 +63,10 @@ export function createApproversStore(db: Knex) {
      * did not have and fills labels, but never re-enables a disabled approver and never
      * downgrades a verified channel.
      */
-    async register(org: string, input: RegisterInput): Promise<{ approver: ApproverView; created: boolean }> {
+    async register(org: string, input: RegisterInput, actor: ApproverActor): Promise<{ approver: ApproverView; created: boolean }> {
       return db.transaction(async (trx) => {
+        const added: string[] = [];
+        let labelsChanged = false;
         const inserted: ApproverRow[] = await trx('approvers')
           .insert({ id: newId('approver'), org_id: org, email: input.email, name: input.name ?? null, identity_user_id: input.identityUserId ?? null })
           .onConflict(['org_id', 'email'])
@@ -69,23 +81,37 @@ export function createApproversStore(db: Knex) {
           if (input.identityUserId !== undefined && input.identityUserId !== row.identity_user_id) patch.identity_user_id = input.identityUserId;
           if (Object.keys(patch).length) {
             [row] = await trx('approvers').where({ id: row.id }).update({ ...patch, updated_at: trx.fn.now() }).returning('*');
+            labelsChanged = true;
           }
         }
         const channels = [{ channel: 'email', endpoint: input.email }, ...(input.channels ?? [])];
         for (const c of channels) {
           const verified = VERIFIED_CHANNELS.has(c.channel);
-          await trx('approver_channels')
+          const [put] = await trx('approver_channels')
             .insert({ approver_id: row.id, channel: c.channel, endpoint: c.endpoint ?? null, status: verified ? 'verified' : 'pending', verified_at: verified ? trx.fn.now() : null })
             .onConflict(['approver_id', 'channel'])
-            .ignore();
+            .ignore()
+            .returning('channel');
+          if (put && !created) added.push(`channel:${c.channel}`);
         }
         const methods = [{ surface: 'inbox', resolvedRef: undefined as string | undefined }, ...(input.methods ?? [])];
         for (const m of methods) {
           const verified = VERIFIED_METHODS.has(m.surface);
-          await trx('approver_methods')
+          const [put] = await trx('approver_methods')
             .insert({ approver_id: row.id, surface: m.surface, resolved_ref: m.resolvedRef ?? null, status: verified ? 'verified' : 'pending', verified_at: verified ? trx.fn.now() : null })
             .onConflict(['approver_id', 'surface'])
-            .ignore();
+            .ignore()
+            .returning('surface');
+          if (put && !created) added.push(`method:${m.surface}`);
+        }
+        if (created || labelsChanged || added.length) {
+          await enqueueEvents(trx, [
+            {
+              subject: EVENT.approverChanged,
+              org,
+              data: { approverId: row.id, email: row.email, change: created ? 'registered' : 'updated', actor: actor.id, actorLabel: actor.label, ...(added.length ? { added } : {}) },
+            },
+          ]);
         }
         const [approver] = await view(trx, [row]);
         return { approver, created };
@@ -106,14 +132,14 @@ export function createApproversStore(db: Knex) {
      * enabled, through the outbox, in the same transaction): the decisions service then
      * refuses a disabled approver's votes on decisions already open.
      */
-    async setDisabled(org: string, id: string, disabled: boolean, reason = 'admin'): Promise<ApproverView | undefined> {
+    async setDisabled(org: string, id: string, disabled: boolean, actor: ApproverActor, reason = 'admin'): Promise<ApproverView | undefined> {
       return db.transaction(async (trx) => {
         const cur: ApproverRow | undefined = await trx('approvers').where({ org_id: org, id }).forUpdate().first();
         if (!cur) return undefined;
         let row = cur;
         if (cur.disabled !== disabled) {
           [row] = await trx('approvers').where({ id }).update({ disabled, updated_at: trx.fn.now() }).returning('*');
-          await enqueueEvents(trx, [{ subject: disabled ? EVENT.approverDisabled : EVENT.approverEnabled, org, data: { approverId: id, email: cur.email, reason } }]);
+          await enqueueEvents(trx, [{ subject: disabled ? EVENT.approverDisabled : EVENT.approverEnabled, org, data: { approverId: id, email: cur.email, reason, actor: actor.id, actorLabel: actor.label } }]);
         }
         return (await view(trx, [row]))[0];
       });
@@ -159,13 +185,22 @@ export function createApproversStore(db: Knex) {
       return updated;
     },
 
-    /** Records the outcome of a proof: status plus the endpoint or ref that was proven. */
-    async verify(org: string, id: string, input: VerifyInput): Promise<ApproverView | undefined> {
+    /**
+     * An admin sets or verifies a channel endpoint or a method's ref (proof-and-reach.md
+     * section 6: nobody else may). Audited (`evt.approver.changed`, `endpoint_set`, before and
+     * after), and the approver is mailed a notice unless they set their own.
+     */
+    async verify(org: string, id: string, input: VerifyInput, actor: ApproverActor): Promise<ApproverView | undefined> {
       return db.transaction(async (trx) => {
         const row = await trx('approvers').where({ org_id: org, id }).forUpdate().first();
         if (!row) return undefined;
         const status = input.status ?? 'verified';
         const verifiedAt = status === 'verified' ? trx.fn.now() : null;
+        const before = input.channel
+          ? await trx('approver_channels').where({ approver_id: id, channel: input.channel }).first('endpoint', 'status')
+          : input.surface
+            ? await trx('approver_methods').where({ approver_id: id, surface: input.surface }).first('resolved_ref as endpoint', 'status')
+            : undefined;
         if (input.channel) {
           // A verified channel with no address would be a promise nobody can keep.
           if (input.endpoint === undefined && status === 'verified') {
@@ -185,6 +220,26 @@ export function createApproversStore(db: Knex) {
           await trx('approver_methods').insert(values).onConflict(['approver_id', 'surface']).merge();
         }
         const [updated] = await trx('approvers').where({ id }).update({ updated_at: trx.fn.now() }).returning('*');
+        if (input.channel || input.surface) {
+          const endpoint = (input.channel ? input.endpoint : input.resolvedRef) ?? before?.endpoint ?? null;
+          await enqueueEvents(trx, [
+            {
+              subject: EVENT.approverChanged,
+              org,
+              data: {
+                approverId: id,
+                email: row.email,
+                change: 'endpoint_set',
+                actor: actor.id,
+                actorLabel: actor.label,
+                ...(input.channel ? { channel: input.channel } : { surface: input.surface }),
+                before: before ? { endpoint: before.endpoint ?? null, status: before.status } : null,
+                after: { endpoint, status },
+                mailNotice: actor.email?.toLowerCase() !== row.email,
+              },
+            },
+          ]);
+        }
         return (await view(trx, [updated]))[0];
       });
     },

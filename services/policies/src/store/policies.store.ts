@@ -1,4 +1,4 @@
-import { enqueueEvents, newId, type Knex, type NewEvent, type PolicyDefinition } from '@approvals/shared';
+import { EVENT, enqueueEvents, newId, type Knex, type NewEvent, type PolicyDefinition } from '@approvals/shared';
 
 export interface PolicyRow {
   id: string;
@@ -34,6 +34,8 @@ export interface SaveInput {
   definition: PolicyDefinition;
   hash: string;
   actor: string | null;
+  /** Who `actor` is, as people read it (an email, or `API key <name>`): for the audit log. */
+  actorLabel: string | null;
   source: 'dashboard' | 'api' | 'repository';
   /**
    * Optimistic check for read-modify-write callers (update merges the body into the
@@ -58,6 +60,35 @@ function splitRow(r: JoinedRow): { policy: PolicyRow; version: VersionRow } {
   return {
     policy: r,
     version: { id: r.v_id, policy_id: r.id, org_id: r.org_id, number: r.v_number, definition: r.v_definition, content_hash: r.v_hash, changed_by: r.v_changed_by, source: r.v_source, created_at: r.v_created_at },
+  };
+}
+
+/**
+ * `evt.policy.changed`: what a save did to a policy, for the audit log (who, from where, the
+ * version and content hash before and after, the labels when they changed).
+ */
+function changedEvent(
+  input: SaveInput,
+  policy: PolicyRow,
+  change: 'created' | 'updated' | 'restored',
+  before: VersionRow | null,
+  after: VersionRow,
+  labels?: { name: [string, string]; description: [string | null, string | null] },
+): NewEvent {
+  return {
+    subject: EVENT.policyChanged,
+    org: input.org,
+    data: {
+      key: policy.key,
+      policyId: policy.id,
+      change,
+      actor: input.actor,
+      actorLabel: input.actorLabel,
+      source: input.source,
+      before: before ? { version: before.number, versionId: before.id, contentHash: before.content_hash } : null,
+      after: { version: after.number, versionId: after.id, contentHash: after.content_hash },
+      ...(labels ? { labels: { name: { before: labels.name[0], after: labels.name[1] }, description: { before: labels.description[0], after: labels.description[1] } } } : {}),
+    },
   };
 }
 
@@ -124,6 +155,7 @@ export function createPoliciesStore(db: Knex) {
                 source: input.source,
               })
               .returning('*');
+            await enqueueEvents(trx, [changedEvent(input, inserted[0], 'created', null, version)]);
             return { policy: inserted[0], version, created: true, restored: false, versionAdded: true, labelsChanged: true };
           }
         }
@@ -132,7 +164,8 @@ export function createPoliciesStore(db: Knex) {
         if (mode === 'update' && existing.archived_at) return undefined;
         if (input.expectedVersion !== undefined && existing.current_version !== input.expectedVersion) return 'stale';
         const restored = existing.archived_at !== null;
-        let version = await currentVersion(trx, existing);
+        const before = await currentVersion(trx, existing);
+        let version = before;
         let versionAdded = false;
         if (version.content_hash !== input.hash) {
           version = await insertVersion(trx, existing.id, existing.current_version + 1, input);
@@ -154,6 +187,9 @@ export function createPoliciesStore(db: Knex) {
               updated_at: trx.fn.now(),
             })
             .returning('*');
+          await enqueueEvents(trx, [
+            changedEvent(input, policy, restored ? 'restored' : 'updated', before, version, labelsChanged ? { name: [existing.name, name], description: [existing.description, description] } : undefined),
+          ]);
         }
         return { policy, version, created: false, restored, versionAdded, labelsChanged };
       });

@@ -3,6 +3,7 @@ import {
   DecisionsEndpoints,
   EVENT,
   POLICY_USAGE_MAX,
+  actorLabelOf,
   actorOf,
   type Bus,
   type ContractEngine,
@@ -180,6 +181,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
         definition: args.def,
         hash: contentHash(args.def),
         actor: actorOf(args.principal),
+        actorLabel: actorLabelOf(args.principal),
         source: sourceOf(args.principal, args.source),
         expectedVersion: args.expectedVersion,
       },
@@ -296,6 +298,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
           { policy: req.key, pending: usage.pending, lastUsedAt: usage.lastUsedAt?.toISOString() ?? null },
         );
       }
+      const current = await policies.version(policy.id, policy.current_version);
       const archived = await policies.archive(
         policy.id,
         req.force
@@ -303,10 +306,25 @@ export function createPolicyLogic(deps: PolicyDeps) {
               {
                 subject: EVENT.policyForceDeleted,
                 org: req.org,
-                data: { key: req.key, policyId: policy.id, actor: actorOf(req.principal), pending: usage.pending, lastUsedAt: usage.lastUsedAt?.toISOString() ?? null },
+                data: { key: req.key, policyId: policy.id, actor: actorOf(req.principal), actorLabel: actorLabelOf(req.principal), pending: usage.pending, lastUsedAt: usage.lastUsedAt?.toISOString() ?? null },
               },
             ]
-          : [],
+          : [
+              {
+                subject: EVENT.policyChanged,
+                org: req.org,
+                data: {
+                  key: req.key,
+                  policyId: policy.id,
+                  change: 'archived',
+                  actor: actorOf(req.principal),
+                  actorLabel: actorLabelOf(req.principal),
+                  source: sourceOf(req.principal),
+                  before: current ? { version: current.number, versionId: current.id, contentHash: current.content_hash } : null,
+                  after: null,
+                },
+              },
+            ],
       );
       if (!archived) throw notFound(req.key);
       return { key: req.key, archived: true as const, archivedAt: archived.archived_at!.toISOString(), forced: req.force };
