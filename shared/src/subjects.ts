@@ -48,6 +48,8 @@ export const SUBJECT = {
     channels: 'svc.approvers.channels',
     identityUpdated: 'svc.approvers.identity_updated',
     identityDisabled: 'svc.approvers.identity_disabled',
+    settingsGet: 'svc.approvers.settings_get',
+    settingsPut: 'svc.approvers.settings_put',
   },
   directory: {
     actor: 'svc.directory.actor',
@@ -159,6 +161,8 @@ export const EVENT = {
   approverEnabled: 'evt.approver.enabled',
   /** An approver registered or changed: channels, methods, an endpoint set or proven (audited; a change by someone else is mailed to the approver). */
   approverChanged: 'evt.approver.changed',
+  /** An org's approver settings changed (the domains approvers may come from): audited. */
+  approverSettingsChanged: 'evt.approver.settings_changed',
   timerExpireDue: 'evt.timer.expire_due',
   timerRemindDue: 'evt.timer.remind_due',
   timerEscalateDue: 'evt.timer.escalate_due',

@@ -27,6 +27,7 @@ describe('retired durables', () => {
     const retired = [...RETIRED_DURABLES.gateway!, ...RETIRED_DURABLES.policies!, ...RETIRED_DURABLES.surfaces!];
     expect(retired).toEqual([
       'gateway-audit',
+      'gateway-audit-force-deleted',
       'policies-decision-usage',
       'policies-decision-created',
       'policies-decision-resolved',
@@ -45,7 +46,16 @@ describe('retired durables', () => {
     const names: string[] = [];
     for await (const c of jsm.consumers.list(STREAM_EVENTS)) names.push(c.name);
     for (const durable of retired) expect(names).not.toContain(durable);
-    expect(names).toEqual(expect.arrayContaining(['gateway-audit-force-deleted', 'gateway-audit-vote-refused', 'gateway-audit-consumed', 'gateway-audit-cancelled']));
+    expect(names.filter((n) => n.startsWith('gateway-')).sort()).toEqual([
+      'gateway-audit-approver',
+      'gateway-audit-cancelled',
+      'gateway-audit-consumed',
+      'gateway-audit-decision-created',
+      'gateway-audit-policy',
+      'gateway-audit-resolved',
+      'gateway-audit-vote-recorded',
+      'gateway-audit-vote-refused',
+    ]);
     expect(names.filter((n) => n.startsWith('policies-'))).toEqual([]);
     expect(names.filter((n) => n.startsWith('surfaces-')).sort()).toEqual(['surfaces-decision-chat', 'surfaces-timer-retention']);
   });

@@ -6,6 +6,7 @@ import { createPolicyLogic, policyUsageOver } from './usecases/policies';
 import { migrations } from './migrations/index';
 import { createApproversStore } from './store/approvers.store';
 import { createPoliciesStore } from './store/policies.store';
+import { createOrgSettingsStore } from './store/org-settings.store';
 
 export const POLICIES_VERSION = '0.1.0';
 
@@ -30,10 +31,12 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
     setup: async (ctx) => {
       const policies = createPoliciesStore(ctx.db);
       const approvers = createApproversStore(ctx.db);
+      const orgSettings = createOrgSettingsStore(ctx.db);
       const contracts = new ContractEngine(contractEngineOptions(config));
       contractBacklogGauge('policies', contracts);
-      registerPolicyHandlers(ctx.host, createPolicyLogic({ policies, approvers, clock: ctx.clock, contracts, usage: policyUsageOver(ctx.bus) }));
-      registerApproverHandlers(ctx.host, { approvers, bus: ctx.bus });
+      const logic = createPolicyLogic({ policies, approvers, orgSettings, clock: ctx.clock, contracts, usage: policyUsageOver(ctx.bus) });
+      registerPolicyHandlers(ctx.host, logic);
+      registerApproverHandlers(ctx.host, { approvers, orgSettings, checkDomains: logic.checkDomains, bus: ctx.bus });
       return { afterStop: () => contracts.close() };
     },
   });

@@ -8,24 +8,25 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
   let admin: string;
   let apiKey: string;
   let keyId: string;
-  let member: string;
+  let editor: string;
   let seq = 0;
 
   beforeAll(async () => {
     stack = await startStack({ label: 'approvers', services: ['gateway', 'policies', 'decisions'] }); // decisions answers the usage in session reads
     ({ org, admin, apiKey, keyId } = await stack.newOrg());
-    member = stack.session({ org, email: 'member@example.com', sub: 'usr_member', role: 'member' });
+    editor = stack.session({ org, email: 'editor@example.com', sub: 'usr_editor', role: 'editor' });
   });
   afterAll(async () => {
     await stack?.stop();
   });
 
   const email = (label: string) => `${label}-${++seq}-${Date.now()}@example.com`;
-  const register = (body: unknown, token = member) => stack.http('POST', '/v1/approvers/', { token, body });
-  const getApprover = (id: string, token = member) => stack.http('GET', `/v1/approvers/${id}`, { token });
-  const verify = (id: string, body: unknown, token = member) => stack.http('POST', `/v1/approvers/${id}/verify`, { token, body });
-  const disable = (id: string, token = member) => stack.http('POST', `/v1/approvers/${id}/disable`, { token });
-  const enable = (id: string, token = member) => stack.http('POST', `/v1/approvers/${id}/enable`, { token });
+  const register = (body: unknown, token = editor) => stack.http('POST', '/v1/approvers/', { token, body });
+  const getApprover = (id: string, token = editor) => stack.http('GET', `/v1/approvers/${id}`, { token });
+  // Setting or verifying someone else's endpoint is the admin's alone (proof-and-reach.md section 6).
+  const verify = (id: string, body: unknown, token = admin) => stack.http('POST', `/v1/approvers/${id}/verify`, { token, body });
+  const disable = (id: string, token = editor) => stack.http('POST', `/v1/approvers/${id}/disable`, { token });
+  const enable = (id: string, token = editor) => stack.http('POST', `/v1/approvers/${id}/enable`, { token });
 
   describe('registration', () => {
     it('registers with email and inbox verified at once and every other channel and method pending', async () => {
@@ -99,7 +100,7 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
         { channel: 'chatB', endpoint: 'D1', status: 'pending', verifiedAt: null },
         { channel: 'email', endpoint: addr, status: 'verified', verifiedAt: expect.stringMatching(ISO) },
       ]);
-      const list = await stack.http('GET', '/v1/approvers/', { token: member });
+      const list = await stack.http('GET', '/v1/approvers/', { token: editor });
       expect(list.body.approvers.filter((a: { email: string }) => a.email === addr)).toHaveLength(1);
     });
 
@@ -244,11 +245,11 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       const reg = await register({ email: addr });
       const solo = uniqueKey('solo');
       const pair = uniqueKey('pair');
-      expect((await stack.http('POST', '/v1/policies/', { token: member, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } } })).status).toBe(201);
-      expect((await stack.http('POST', '/v1/policies/', { token: member, body: { key: pair, name: 'Pair', defaults: { approvers: [addr, 'backup@example.com'] } } })).status).toBe(201);
+      expect((await stack.http('POST', '/v1/policies/', { token: editor, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } } })).status).toBe(201);
+      expect((await stack.http('POST', '/v1/policies/', { token: editor, body: { key: pair, name: 'Pair', defaults: { approvers: [addr, 'backup@example.com'] } } })).status).toBe(201);
       await disable(reg.body.id);
 
-      const soloView = await stack.http('GET', `/v1/policies/${solo}`, { token: member });
+      const soloView = await stack.http('GET', `/v1/policies/${solo}`, { token: editor });
       expect(soloView.status).toBe(200);
       expect(soloView.body.warnings).toEqual([
         { code: 'approver_disabled', approver: addr, message: expect.stringContaining(addr) },
@@ -257,10 +258,10 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       const workerView = await stack.http('GET', `/v1/worker/policies/${solo}`, { token: apiKey });
       expect(workerView.status).toBe(200);
       expect(workerView.body.warnings).toEqual(soloView.body.warnings);
-      const list = await stack.http('GET', '/v1/policies/', { token: member });
+      const list = await stack.http('GET', '/v1/policies/', { token: editor });
       expect(list.body.policies.find((p: { key: string }) => p.key === solo).warnings).toEqual(soloView.body.warnings);
       // Still reachable with the backup: warned, not unsatisfiable.
-      const pairView = await stack.http('GET', `/v1/policies/${pair}`, { token: member });
+      const pairView = await stack.http('GET', `/v1/policies/${pair}`, { token: editor });
       expect(pairView.body.warnings).toEqual([{ code: 'approver_disabled', approver: addr, message: expect.any(String) }]);
 
       const check = await stack.http('POST', '/v1/worker/policies/check', { token: apiKey, body: { keys: [solo, pair] } });
@@ -274,20 +275,20 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       });
 
       // Saving it unchanged (a redeploy) or renaming it stays safe: 200, no new version, still warned.
-      const resave = await stack.http('POST', '/v1/policies/', { token: member, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } } });
+      const resave = await stack.http('POST', '/v1/policies/', { token: editor, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } } });
       expect({ status: resave.status, noop: resave.body.noop, version: resave.body.version }).toEqual({ status: 200, noop: true, version: 1 });
       expect(resave.body.warnings).toEqual(soloView.body.warnings);
       const preview = await stack.http('POST', '/v1/worker/policies/preview', { token: apiKey, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } } });
       expect(preview.status).toBe(200);
       expect(preview.body.preview.noop).toBe(true);
-      const renamed = await stack.http('PUT', `/v1/policies/${solo}`, { token: member, body: { name: 'Solo renamed' } });
+      const renamed = await stack.http('PUT', `/v1/policies/${solo}`, { token: editor, body: { name: 'Solo renamed' } });
       expect({ status: renamed.status, version: renamed.body.version, name: renamed.body.name }).toEqual({ status: 200, version: 1, name: 'Solo renamed' });
       // A change of content is checked: still refused while its only approver is disabled.
-      const changed = await stack.http('POST', '/v1/policies/', { token: member, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] }, timeoutSec: 60 } });
+      const changed = await stack.http('POST', '/v1/policies/', { token: editor, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] }, timeoutSec: 60 } });
       expectError(changed, 422, 'unsatisfiable_policy', { required: 1, available: 0, disabledApprovers: [addr] });
 
       await enable(reg.body.id);
-      expect((await stack.http('GET', `/v1/policies/${solo}`, { token: member })).body.warnings).toEqual([]);
+      expect((await stack.http('GET', `/v1/policies/${solo}`, { token: editor })).body.warnings).toEqual([]);
       expect((await stack.http('POST', '/v1/worker/policies/check', { token: apiKey, body: { keys: [solo] } })).body).toEqual({ ok: true, results: [{ key: solo, status: 'ok' }] });
     });
   });
@@ -311,39 +312,39 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
 
   describe('GET /v1/directory/actor', () => {
     it('resolves a user id, an approver id and an API key id to a display label', async () => {
-      // The member session has made requests above, so its user is known.
-      const user = await stack.http('GET', '/v1/directory/actor?ref=usr_member', { token: admin });
+      // The editor session has made requests above, so its user is known.
+      const user = await stack.http('GET', '/v1/directory/actor?ref=usr_editor', { token: admin });
       expect(user.status).toBe(200);
-      expect(user.body).toEqual({ ref: 'usr_member', kind: 'user', label: 'member@example.com', email: 'member@example.com' });
+      expect(user.body).toEqual({ ref: 'usr_editor', kind: 'user', label: 'editor@example.com', email: 'editor@example.com' });
 
       const named = await register({ email: email('dir'), name: 'Dana Dir' });
-      const approver = await stack.http('GET', `/v1/directory/actor?ref=${named.body.id}`, { token: member });
+      const approver = await stack.http('GET', `/v1/directory/actor?ref=${named.body.id}`, { token: editor });
       expect(approver.status).toBe(200);
       expect(approver.body).toEqual({ ref: named.body.id, kind: 'approver', label: `Dana Dir <${named.body.email}>`, email: named.body.email });
       const unnamed = await register({ email: email('dir-plain') });
-      expect((await stack.http('GET', `/v1/directory/actor?ref=${unnamed.body.id}`, { token: member })).body).toEqual({
+      expect((await stack.http('GET', `/v1/directory/actor?ref=${unnamed.body.id}`, { token: editor })).body).toEqual({
         ref: unnamed.body.id,
         kind: 'approver',
         label: unnamed.body.email,
         email: unnamed.body.email,
       });
 
-      const key = await stack.http('GET', `/v1/directory/actor?ref=${keyId}`, { token: member });
+      const key = await stack.http('GET', `/v1/directory/actor?ref=${keyId}`, { token: editor });
       expect(key.status).toBe(200);
       expect(key.body).toEqual({ ref: keyId, kind: 'apiKey', label: expect.stringContaining('test key') });
     });
 
     it('answers 404 for unknown refs and for another org’s actors, 400 without a ref', async () => {
       for (const ref of ['usr_nobody', 'apr_nobody', 'key_nobody', 'anything']) {
-        expectError(await stack.http('GET', `/v1/directory/actor?ref=${ref}`, { token: member }), 404, 'not_found');
+        expectError(await stack.http('GET', `/v1/directory/actor?ref=${ref}`, { token: editor }), 404, 'not_found');
       }
       const other = await stack.newOrg();
       const theirs = await register({ email: email('theirs') }, other.admin);
-      expectError(await stack.http('GET', `/v1/directory/actor?ref=${theirs.body.id}`, { token: member }), 404, 'not_found');
-      expectError(await stack.http('GET', `/v1/directory/actor?ref=${other.keyId}`, { token: member }), 404, 'not_found');
-      expectError(await stack.http('GET', `/v1/directory/actor?ref=usr_${other.adminEmail}`, { token: member }), 404, 'not_found');
-      expectInvalid(await stack.http('GET', '/v1/directory/actor', { token: member }), 'query.ref');
-      expectInvalid(await stack.http('GET', `/v1/directory/actor?ref=${'r'.repeat(201)}`, { token: member }), 'query.ref');
+      expectError(await stack.http('GET', `/v1/directory/actor?ref=${theirs.body.id}`, { token: editor }), 404, 'not_found');
+      expectError(await stack.http('GET', `/v1/directory/actor?ref=${other.keyId}`, { token: editor }), 404, 'not_found');
+      expectError(await stack.http('GET', `/v1/directory/actor?ref=usr_${other.adminEmail}`, { token: editor }), 404, 'not_found');
+      expectInvalid(await stack.http('GET', '/v1/directory/actor', { token: editor }), 'query.ref');
+      expectInvalid(await stack.http('GET', `/v1/directory/actor?ref=${'r'.repeat(201)}`, { token: editor }), 'query.ref');
       expectError(await stack.http('GET', `/v1/directory/actor?ref=${keyId}`, { token: apiKey }), 403, 'forbidden');
     });
   });

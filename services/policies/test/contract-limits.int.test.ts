@@ -21,9 +21,9 @@ describe('context contracts cannot stall the service or another org', () => {
     await stack?.stop();
   });
 
-  it('a schema bomb at preview and at save (by an ordinary member) is 422 invalid_policy, while another org keeps reading policies and opening decisions', async () => {
+  it('a schema bomb at preview and at save (by an ordinary editor) is 422 invalid_policy, while another org keeps reading policies and opening decisions', async () => {
     const attacker = await stack.newOrg();
-    const member = stack.session({ org: attacker.org, email: 'mallory@attacker.example.com' });
+    const editor = stack.session({ org: attacker.org, email: 'mallory@attacker.example.com', role: 'editor' });
     const victim = await stack.newOrg();
     await stack.http('POST', '/v1/worker/policies', { token: victim.apiKey, body: { key: 'payouts', name: 'payouts', defaults: { approvers: ['ops@victim.example.com'] } } });
 
@@ -43,7 +43,7 @@ describe('context contracts cannot stall the service or another org', () => {
     };
     const [preview, save, victimStatuses] = await Promise.all([
       stack.http('POST', '/v1/worker/policies/preview', { token: attacker.apiKey, body: bomb }),
-      stack.http('POST', '/v1/policies/', { token: member, body: bomb }),
+      stack.http('POST', '/v1/policies/', { token: editor, body: bomb }),
       victimWork(),
     ]);
     for (const res of [preview, save]) {

@@ -9,18 +9,18 @@ describe('policy upsert over HTTP', () => {
   let admin: string;
   let apiKey: string;
   let keyId: string;
-  let member: string;
+  let editor: string;
 
   beforeAll(async () => {
     stack = await startStack({ label: 'polupsert', services: ['gateway', 'policies', 'decisions'] }); // decisions answers the usage in session reads
     ({ org, admin, apiKey, keyId } = await stack.newOrg());
-    member = stack.session({ org, email: 'member@example.com', sub: 'usr_member', role: 'member' });
+    editor = stack.session({ org, email: 'editor@example.com', sub: 'usr_editor', role: 'editor' });
   });
   afterAll(async () => {
     await stack?.stop();
   });
 
-  const post = (body: unknown, token = member) => stack.http('POST', '/v1/policies/', { token, body });
+  const post = (body: unknown, token = editor) => stack.http('POST', '/v1/policies/', { token, body });
   const workerPost = (body: unknown, token = apiKey, headers: Record<string, string> = {}) => stack.http('POST', '/v1/worker/policies', { token, body, headers });
   /** A registered approver whose esign method is verified, so signature policies can name them. */
   const verifiedSigner = async () => {
@@ -29,8 +29,8 @@ describe('policy upsert over HTTP', () => {
     await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { surface: 'esign', resolvedRef: 'env-1', status: 'verified' } });
     return email;
   };
-  const get = (key: string, token = member) => stack.http('GET', `/v1/policies/${key}`, { token });
-  const versions = (key: string, token = member) => stack.http('GET', `/v1/worker/policies/${key}/versions`, { token });
+  const get = (key: string, token = editor) => stack.http('GET', `/v1/policies/${key}`, { token });
+  const versions = (key: string, token = editor) => stack.http('GET', `/v1/worker/policies/${key}/versions`, { token });
 
   describe('context schemas with $id', () => {
     it('saves two versions (and two policies) whose schemas share an $id but differ', async () => {
@@ -140,14 +140,14 @@ describe('policy upsert over HTTP', () => {
         const res = await post({ name });
         expectInvalid(res, 'body.key', /key is required/);
       }
-      expect((await stack.http('GET', '/v1/policies/', { token: member })).body.policies.map((p: { name: string }) => p.name)).not.toContain('UPPER');
+      expect((await stack.http('GET', '/v1/policies/', { token: editor })).body.policies.map((p: { name: string }) => p.name)).not.toContain('UPPER');
     });
 
     it('refuses a contextSchema over 64 KiB of JSON (compiling it would stall every service that checks it)', async () => {
       const properties = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`field_${i}`, { type: 'string' }]));
       const key = uniqueKey('bigschema');
       expectInvalid(await post({ key, name: 'big', contextSchema: { type: 'object', properties } }), 'body.contextSchema', /at most 64 KiB/);
-      expect((await stack.http('GET', `/v1/policies/${key}`, { token: member })).status).toBe(404);
+      expect((await stack.http('GET', `/v1/policies/${key}`, { token: editor })).status).toBe(404);
       const small = Object.fromEntries(Array.from({ length: 200 }, (_, i) => [`field_${i}`, { type: 'string' }]));
       expect((await post({ key, name: 'small', contextSchema: { type: 'object', properties: small } })).status).toBe(201);
     });
@@ -271,7 +271,7 @@ describe('policy upsert over HTTP', () => {
     });
 
     it('refuses a body that is not JSON, or not an object', async () => {
-      const raw = await stack.http('POST', '/v1/policies/', { token: member, rawBody: '{"key":', headers: { 'content-type': 'application/json' } });
+      const raw = await stack.http('POST', '/v1/policies/', { token: editor, rawBody: '{"key":', headers: { 'content-type': 'application/json' } });
       expectInvalid(raw, 'body');
       expectInvalid(await post([{ key: 'a', name: 'a' }]), 'body');
     });
@@ -465,7 +465,7 @@ describe('policy upsert over HTTP', () => {
     });
 
     it('refuses a session on the worker route and an API key on the session route', async () => {
-      expectError(await workerPost({ key: uniqueKey('s'), name: 'x' }, member), 403, 'forbidden');
+      expectError(await workerPost({ key: uniqueKey('s'), name: 'x' }, editor), 403, 'forbidden');
       expectError(await post({ key: uniqueKey('k'), name: 'x' }, apiKey), 403, 'forbidden');
     });
 
@@ -501,13 +501,13 @@ describe('policy upsert over HTTP', () => {
       await workerPost({ key, name: 'src', timeoutSec: 2 });
       await workerPost({ key, name: 'src', timeoutSec: 3 }, apiKey, { 'X-Policy-Source': 'repository' });
       // The header means nothing on a session route.
-      await stack.http('POST', '/v1/policies/', { token: member, body: { key, name: 'src', timeoutSec: 4 }, headers: { 'X-Policy-Source': 'repository' } });
+      await stack.http('POST', '/v1/policies/', { token: editor, body: { key, name: 'src', timeoutSec: 4 }, headers: { 'X-Policy-Source': 'repository' } });
       const list = (await versions(key, admin)).body.versions;
       expect(list.map((v: { number: number; source: string; changedBy: string }) => [v.number, v.source, v.changedBy])).toEqual([
-        [1, 'dashboard', 'usr_member'],
+        [1, 'dashboard', 'usr_editor'],
         [2, 'api', keyId],
         [3, 'repository', keyId],
-        [4, 'dashboard', 'usr_member'],
+        [4, 'dashboard', 'usr_editor'],
       ]);
     });
   });

@@ -13,7 +13,7 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
   let admin: string;
   let adminEmail: string;
   let apiKey: string;
-  let member: string;
+  let editor: string;
   let pg: Client;
   let runSeq = 0;
 
@@ -21,7 +21,7 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
     // Decisions answers the usage of policies (svc.decisions.policy_usage).
     stack = await startStack({ label: 'pollife', services: ['gateway', 'policies', 'decisions'] });
     ({ org, admin, apiKey, adminEmail } = await stack.newOrg());
-    member = stack.session({ org, email: 'member@example.com', sub: 'usr_member', role: 'member' });
+    editor = stack.session({ org, email: 'editor@example.com', sub: 'usr_editor', role: 'editor' });
     pg = new Client({ connectionString: stack.db.url });
     await pg.connect();
   });
@@ -30,18 +30,18 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
     await stack?.stop();
   });
 
-  const post = (body: unknown, token = member) => stack.http('POST', '/v1/policies/', { token, body });
+  const post = (body: unknown, token = editor) => stack.http('POST', '/v1/policies/', { token, body });
   const workerPost = (body: unknown, token = apiKey) => stack.http('POST', '/v1/worker/policies', { token, body });
-  const put = (key: string, body: unknown, token = member) => stack.http('PUT', `/v1/policies/${key}`, { token, body });
-  const get = (key: string, token = member) => stack.http('GET', `/v1/policies/${key}`, { token });
-  const del = (key: string, token = member, query = '') => stack.http('DELETE', `/v1/policies/${key}${query}`, { token });
+  const put = (key: string, body: unknown, token = editor) => stack.http('PUT', `/v1/policies/${key}`, { token, body });
+  const get = (key: string, token = editor) => stack.http('GET', `/v1/policies/${key}`, { token });
+  const del = (key: string, token = editor, query = '') => stack.http('DELETE', `/v1/policies/${key}${query}`, { token });
   const versions = (key: string) => stack.http('GET', `/v1/worker/policies/${key}/versions`, { token: apiKey });
   const check = (keys: unknown, token = apiKey) => stack.http('POST', '/v1/worker/policies/check', { token, body: { keys } });
-  const register = (body: unknown) => stack.http('POST', '/v1/approvers/', { token: member, body });
+  const register = (body: unknown) => stack.http('POST', '/v1/approvers/', { token: editor, body });
   const verifyMethod = (id: string, surface: string, status: 'verified' | 'failed' = 'verified') =>
-    stack.http('POST', `/v1/approvers/${id}/verify`, { token: member, body: { surface, resolvedRef: 'x', status } });
+    stack.http('POST', `/v1/approvers/${id}/verify`, { token: admin, body: { surface, resolvedRef: 'x', status } });
   const sessionUsage = async (key: string) => {
-    const list = await stack.http('GET', '/v1/policies/', { token: member });
+    const list = await stack.http('GET', '/v1/policies/', { token: editor });
     return list.body.policies.find((p: { key: string }) => p.key === key)?.usage;
   };
 
@@ -121,12 +121,12 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
     it('does not count a disabled approver', async () => {
       const email = `disabled-${Date.now()}@example.com`;
       const reg = await register({ email });
-      expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/disable`, { token: member })).body.disabled).toBe(true);
+      expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/disable`, { token: editor })).body.disabled).toBe(true);
       const key = uniqueKey('dis');
       const res = await post({ key, name: 'x', defaults: { approvers: [email, 'ok@example.com'], approvalsRequired: 2 } });
       expect(res.status).toBe(422);
       expect(res.body).toMatchObject({ required: 2, available: 1, disabledApprovers: [email] });
-      await stack.http('POST', `/v1/approvers/${reg.body.id}/enable`, { token: member });
+      await stack.http('POST', `/v1/approvers/${reg.body.id}/enable`, { token: editor });
       expect((await post({ key, name: 'x', defaults: { approvers: [email, 'ok@example.com'], approvalsRequired: 2 } })).status).toBe(201);
     });
 
@@ -176,8 +176,8 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       });
       const v = (await versions(key)).body.versions;
       expect(v.map((x: { number: number; source: string; changedBy: string }) => [x.number, x.source, x.changedBy])).toEqual([
-        [1, 'dashboard', 'usr_member'],
-        [2, 'dashboard', 'usr_member'],
+        [1, 'dashboard', 'usr_editor'],
+        [2, 'dashboard', 'usr_editor'],
       ]);
       expect(v[1].definition).toEqual(definition);
     });
@@ -275,7 +275,7 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       expectError(await versions(key), 404, 'not_found');
       expectError(await put(key, { name: 'x' }), 404, 'not_found');
       expectError(await del(key), 404, 'not_found');
-      const sessionList = await stack.http('GET', '/v1/policies/', { token: member });
+      const sessionList = await stack.http('GET', '/v1/policies/', { token: editor });
       expect(sessionList.body.policies.map((p: { key: string }) => p.key)).not.toContain(key);
       const workerList = await stack.http('GET', '/v1/worker/policies', { token: apiKey });
       expect(workerList.body.policies.map((p: { key: string }) => p.key)).not.toContain(key);
@@ -293,7 +293,7 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       expect(list.map((v: { number: number }) => v.number)).toEqual([1, 2]);
       expect(list[0].id).toBe(v1.body.versionId);
       expect((await get(key)).status).toBe(200);
-      expect((await stack.http('GET', '/v1/policies/', { token: member })).body.policies.map((p: { key: string }) => p.key)).toContain(key);
+      expect((await stack.http('GET', '/v1/policies/', { token: editor })).body.policies.map((p: { key: string }) => p.key)).toContain(key);
     });
 
     it('restores with a new definition as the next version after the kept ones', async () => {
@@ -313,7 +313,7 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       expectError(await del(uniqueKey('nothing')), 404, 'not_found');
       const key = uniqueKey('del-bad');
       await post({ key, name: 'x' });
-      expectInvalid(await del(key, member, '?force=yes'), 'query.force');
+      expectInvalid(await del(key, editor, '?force=yes'), 'query.force');
       expectError(await del(key, apiKey), 403, 'forbidden');
       expect((await get(key)).status).toBe(200);
     });
@@ -330,9 +330,9 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       const busy = await del(key);
       expect(busy.status).toBe(409);
       expect(busy.body).toEqual({ error: 'policy_in_use', message: expect.stringMatching(/pending/), policy: key, pending: 1, lastUsedAt: expect.stringMatching(ISO) });
-      expectError(await del(key, member, '?force=false'), 409, 'policy_in_use');
+      expectError(await del(key, editor, '?force=false'), 409, 'policy_in_use');
       // force=true needs the admin role.
-      expectError(await del(key, member, '?force=true'), 403, 'forbidden');
+      expectError(await del(key, editor, '?force=true'), 403, 'forbidden');
       expect((await get(key)).status).toBe(200);
 
       // Resolved (cancelled): nothing pending, but used in the last 30 days.
@@ -362,8 +362,8 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
         details: { key, policyId: created.body.id, pending: 0, lastUsedAt: usage.lastUsedAt },
         at: expect.stringMatching(ISO),
       });
-      // Every member of the org reads the audit log (interface-decisions: admin only for keys, settings, forced deletes).
-      const seen = await stack.http('GET', '/v1/audit/', { token: member });
+      // Every editor of the org reads the audit log (interface-decisions: admin only for keys, settings, forced deletes).
+      const seen = await stack.http('GET', '/v1/audit/', { token: editor });
       expect(seen.status).toBe(200);
       expect(seen.body.entries.map((e: { id: string }) => e.id)).toContain(entry.id);
     });
@@ -410,7 +410,7 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       await post({ key, name: key, defaults: { approvers: ['a@example.com'] } });
       await stack.stopService('decisions');
       try {
-        expectError(await stack.http('GET', '/v1/policies/', { token: member }), 503, 'unavailable');
+        expectError(await stack.http('GET', '/v1/policies/', { token: editor }), 503, 'unavailable');
         expectError(await del(key, admin), 503, 'unavailable');
       } finally {
         await stack.startService('decisions');
@@ -510,7 +510,7 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
     });
 
     it('is a worker route: a session gets 403', async () => {
-      expectError(await check(['a'], member), 403, 'forbidden');
+      expectError(await check(['a'], editor), 403, 'forbidden');
     });
   });
 });

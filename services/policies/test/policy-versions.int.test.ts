@@ -10,7 +10,7 @@ describe('policy versions, compare and preview over HTTP', () => {
   let admin: string;
   let apiKey: string;
   let keyId: string;
-  let member: string;
+  let editor: string;
   let pg: Client;
 
   /** A policy with three versions: v1 (a, b), v2 (b, c quorum 2), v3 (b, c quorum 2, timeout, schema). */
@@ -22,12 +22,12 @@ describe('policy versions, compare and preview over HTTP', () => {
   beforeAll(async () => {
     stack = await startStack({ label: 'polversions', services: ['gateway', 'policies', 'decisions'] }); // decisions answers the usage in session reads
     ({ org, admin, apiKey, keyId } = await stack.newOrg());
-    member = stack.session({ org, email: 'member@example.com', sub: 'usr_member', role: 'member' });
+    editor = stack.session({ org, email: 'editor@example.com', sub: 'usr_editor', role: 'editor' });
     pg = new Client({ connectionString: stack.db.url });
     await pg.connect();
 
     key = uniqueKey('versioned');
-    expect((await stack.http('POST', '/v1/policies/', { token: member, body: { key, name: 'Versioned', ...v1 } })).status).toBe(201);
+    expect((await stack.http('POST', '/v1/policies/', { token: editor, body: { key, name: 'Versioned', ...v1 } })).status).toBe(201);
     expect((await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key, name: 'Versioned', ...v2 } })).body.version).toBe(2);
     const third = await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key, name: 'Versioned', ...v3 }, headers: { 'x-policy-source': 'repository' } });
     expect(third.body.version).toBe(3);
@@ -44,7 +44,7 @@ describe('policy versions, compare and preview over HTTP', () => {
       expect(res.body).toEqual({
         key,
         versions: [
-          { id: expect.stringMatching(/^pv_/), policyKey: key, number: 1, definition: v1, contentHash: factsHash(v1), changedBy: 'usr_member', source: 'dashboard', createdAt: expect.stringMatching(ISO) },
+          { id: expect.stringMatching(/^pv_/), policyKey: key, number: 1, definition: v1, contentHash: factsHash(v1), changedBy: 'usr_editor', source: 'dashboard', createdAt: expect.stringMatching(ISO) },
           { id: expect.stringMatching(/^pv_/), policyKey: key, number: 2, definition: v2, contentHash: factsHash(v2), changedBy: keyId, source: 'api', createdAt: expect.stringMatching(ISO) },
           { id: expect.stringMatching(/^pv_/), policyKey: key, number: 3, definition: v3, contentHash: factsHash(v3), changedBy: keyId, source: 'repository', createdAt: expect.stringMatching(ISO) },
         ],
@@ -57,7 +57,7 @@ describe('policy versions, compare and preview over HTTP', () => {
     });
 
     it('accepts a session as well as an API key on the version routes', async () => {
-      const bySession = await stack.http('GET', `/v1/worker/policies/${key}/versions`, { token: member });
+      const bySession = await stack.http('GET', `/v1/worker/policies/${key}/versions`, { token: editor });
       const byKey = await stack.http('GET', `/v1/worker/policies/${key}/versions`, { token: apiKey });
       expect(bySession.status).toBe(200);
       expect(bySession.body).toEqual(byKey.body);
@@ -67,7 +67,7 @@ describe('policy versions, compare and preview over HTTP', () => {
       const byLimited = await stack.http('GET', `/v1/worker/policies/${key}/versions/2`, { token: limited.body.key });
       expect(byLimited.status).toBe(200);
       expect(byLimited.body.number).toBe(2);
-      for (const token of [member, apiKey]) {
+      for (const token of [editor, apiKey]) {
         const one = await stack.http('GET', `/v1/worker/policies/${key}/versions/1`, { token });
         expect(one.status).toBe(200);
         expect(one.body).toEqual(byKey.body.versions[0]);
@@ -84,7 +84,7 @@ describe('policy versions, compare and preview over HTTP', () => {
 
     it('answers 404 for a version that does not exist and for an unknown key', async () => {
       expectError(await stack.http('GET', `/v1/worker/policies/${key}/versions/4`, { token: apiKey }), 404, 'not_found');
-      expectError(await stack.http('GET', `/v1/worker/policies/${key}/versions/999999`, { token: member }), 404, 'not_found');
+      expectError(await stack.http('GET', `/v1/worker/policies/${key}/versions/999999`, { token: editor }), 404, 'not_found');
       expectError(await stack.http('GET', '/v1/worker/policies/no-such-policy/versions', { token: apiKey }), 404, 'not_found');
       expectError(await stack.http('GET', '/v1/worker/policies/no-such-policy/versions/1', { token: apiKey }), 404, 'not_found');
     });
@@ -98,14 +98,14 @@ describe('policy versions, compare and preview over HTTP', () => {
     it('refuses a path key over 200 chars (400) and treats a 200-char one as unknown (404)', async () => {
       expectInvalid(await stack.http('GET', `/v1/worker/policies/${'k'.repeat(201)}/versions`, { token: apiKey }), 'params.key');
       expectError(await stack.http('GET', `/v1/worker/policies/${'k'.repeat(200)}/versions`, { token: apiKey }), 404, 'not_found');
-      expectInvalid(await stack.http('GET', `/v1/policies/${'k'.repeat(201)}`, { token: member }), 'params.key');
+      expectInvalid(await stack.http('GET', `/v1/policies/${'k'.repeat(201)}`, { token: editor }), 'params.key');
     });
   });
 
   describe('immutability', () => {
     it('has no route that edits or deletes a version', async () => {
       for (const method of ['PUT', 'PATCH', 'DELETE', 'POST']) {
-        for (const token of [apiKey, member]) {
+        for (const token of [apiKey, editor]) {
           const res = await stack.http(method, `/v1/worker/policies/${key}/versions/1`, { token, body: method === 'DELETE' ? undefined : { definition: { defaults: {} } } });
           expect(res.status === 404 || res.status === 405).toBe(true);
           expect(res.body).toEqual({ error: res.status === 404 ? 'not_found' : 'method_not_allowed', message: expect.any(String) });
@@ -152,7 +152,7 @@ describe('policy versions, compare and preview over HTTP', () => {
     });
 
     it('compares in either direction and across several versions', async () => {
-      const back = await stack.http('GET', `/v1/worker/policies/${key}/versions/compare?from=3&to=1`, { token: member });
+      const back = await stack.http('GET', `/v1/worker/policies/${key}/versions/compare?from=3&to=1`, { token: editor });
       expect(back.status).toBe(200);
       expect(back.body.diff).toEqual({
         approvers: { added: ['a@example.com'], removed: ['c@example.com'] },
@@ -270,7 +270,7 @@ describe('policy versions, compare and preview over HTTP', () => {
     it('needs policies:write like a save, and an API key', async () => {
       const limited = await stack.http('POST', '/v1/api-keys/', { token: admin, body: { name: 'no-policies', roles: ['decisions:write'] } });
       expectError(await preview({ key, name: 'x' }, limited.body.key), 403, 'forbidden');
-      expectError(await preview({ key, name: 'x' }, member), 403, 'forbidden');
+      expectError(await preview({ key, name: 'x' }, editor), 403, 'forbidden');
     });
   });
 });

@@ -235,6 +235,14 @@ export const ApproverChangedData = z.object({
 });
 export type ApproverChangedData = z.infer<typeof ApproverChangedData>;
 
+/** `evt.approver.settings_changed`: the domains approvers may come from, before and after. */
+export const ApproverSettingsChangedData = z.object({
+  actor: z.string().nullable(),
+  actorLabel: z.string().nullable(),
+  before: z.object({ allowedApproverDomains: z.array(z.string()) }),
+  after: z.object({ allowedApproverDomains: z.array(z.string()) }),
+});
+
 /** A timer the scheduler fired. */
 export const TimerDueData = z.object({
   decisionId: z.string(),
@@ -273,6 +281,7 @@ export const EVENT_DATA = {
   [EVENT.approverDisabled]: ApproverStateData,
   [EVENT.approverEnabled]: ApproverStateData,
   [EVENT.approverChanged]: ApproverChangedData,
+  [EVENT.approverSettingsChanged]: ApproverSettingsChangedData,
   [EVENT.timerExpireDue]: TimerDueData,
   [EVENT.timerRemindDue]: TimerDueData,
   [EVENT.timerEscalateDue]: TimerDueData,

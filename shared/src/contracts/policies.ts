@@ -366,6 +366,26 @@ export const ApproversEndpoints = {
   ),
 };
 
+/** A mail domain: `example.com` (lower case; an approver's address must end `@example.com` exactly). */
+const MailDomain = z
+  .string()
+  .max(253)
+  .transform((d) => d.toLowerCase())
+  .pipe(z.string().regex(/^(?=.{1,253}$)([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,61}[a-z0-9]$/, 'must be a mail domain such as example.com'));
+
+/** `PUT /v1/settings/approvers` (admin): where approvers may come from. */
+export const ApproverSettingsBody = z.strictObject({
+  /** Mail domains approvers must belong to; empty: any. Decisions, policies and registrations naming anyone else are refused (422 `approver_domain_not_allowed`). */
+  allowedApproverDomains: z.array(MailDomain).max(100),
+});
+export const ApproverSettingsView = z.object({ allowedApproverDomains: z.array(z.string()), updatedAt: z.string().nullable() });
+export type ApproverSettingsView = z.infer<typeof ApproverSettingsView>;
+
+export const ApproverSettingsEndpoints = {
+  get: endpoint(SUBJECT.approvers.settingsGet, forwarded({}), ApproverSettingsView, READ),
+  put: endpoint(SUBJECT.approvers.settingsPut, forwarded({ body: ApproverSettingsBody }), ApproverSettingsView, RESENDABLE),
+};
+
 export const DirectoryEndpoints = {
   actor: endpoint(SUBJECT.directory.actor, forwarded({ query: DirectoryQuery }), DirectoryReply, READ),
 };

@@ -16,6 +16,8 @@ export function auditEntryOf(e: DomainEvent): Entry | undefined {
       return { action: `policy.${e.data.change}`, actor: e.data.actor, actorLabel: e.data.actorLabel, target: e.data.key };
     case EVENT.approverChanged:
       return { action: `approver.${e.data.change}`, actor: e.data.actor, actorLabel: e.data.actorLabel, target: e.data.approverId };
+    case EVENT.approverSettingsChanged:
+      return { action: 'approver.settings_changed', actor: e.data.actor, actorLabel: e.data.actorLabel, target: null };
     case EVENT.approverDisabled:
     case EVENT.approverEnabled:
       return {

@@ -10,6 +10,7 @@ import {
   NotifierEndpoints,
   IntegrationsEndpoints,
   EsignEndpoints,
+  ApproverSettingsEndpoints,
 } from '@approvals/shared';
 import { LlmSettingsBody, LlmSettingsView, RetentionSettingsBody, RetentionSettingsView, type createSettings } from '../handlers/settings.handler';
 import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
@@ -368,6 +369,8 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
     fwd('get', '/v1/settings/engines', 'session', 'settings', 'Engine settings of the org (admin; secrets read back only as set)', N.engineSettingsGet, { needs: 'admin' }),
     fwd('put', '/v1/settings/engines', 'session', 'settings', 'Set engine settings (admin): engines named are set, null removes one; a bundled secret left out is generated and shown once', N.engineSettingsPut, { needs: 'admin' }),
     fwd('post', '/v1/settings/engines/{engine}/test', 'session', 'settings', 'Send a signed test event to an engine (admin); answers the receiver status', N.engineTest, { needs: 'admin' }),
+    fwd('get', '/v1/settings/approvers', 'session', 'settings', 'Approver settings of the org (admin): the mail domains approvers may come from', ApproverSettingsEndpoints.get, { needs: 'admin' }),
+    fwd('put', '/v1/settings/approvers', 'session', 'settings', 'Set the mail domains approvers may come from (admin; empty: any). Decisions, policies and registrations naming anyone else answer 422 approver_domain_not_allowed', ApproverSettingsEndpoints.put, { needs: 'admin' }),
     fwd('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings (admin; the HMAC key reads back only as set)', EsignEndpoints.get, { needs: 'admin' }),
     fwd('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings (admin)', EsignEndpoints.put, { needs: 'admin' }),
     fwd('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration: installed, or the install URL', I.chatB.get),

@@ -1,7 +1,8 @@
-import { AccessEndpoints, AppError, ApproversEndpoints, DirectoryEndpoints, actorLabelOf, actorOf, type Bus, type Principal, type ServiceHost } from '@approvals/shared';
+import { AccessEndpoints, AppError, ApproverSettingsEndpoints, ApproversEndpoints, DirectoryEndpoints, actorLabelOf, actorOf, type Bus, type Principal, type ServiceHost } from '@approvals/shared';
 import { withStatus } from '@approvals/shared';
 import { bare } from '../domain/definition';
 import type { ApproverActor, ApproversStore } from '../store/approvers.store';
+import type { OrgSettingsRow, OrgSettingsStore } from '../store/org-settings.store';
 
 const approverNotFound = () => new AppError('not_found', 'approver not found');
 
@@ -10,10 +11,16 @@ const actorFrom = (p: Principal): ApproverActor => ({ id: actorOf(p), label: act
 /** The identity provider acting (its verified webhook). */
 const IDENTITY: ApproverActor = { id: null, label: 'identity provider' };
 
-export function registerApproverHandlers(host: ServiceHost, deps: { approvers: ApproversStore; bus: Bus }): void {
+const settingsView = (row?: OrgSettingsRow) => ({ allowedApproverDomains: row?.allowed_approver_domains ?? [], updatedAt: row ? row.updated_at.toISOString() : null });
+
+export function registerApproverHandlers(
+  host: ServiceHost,
+  deps: { approvers: ApproversStore; orgSettings: OrgSettingsStore; checkDomains: (org: string, emails: string[]) => Promise<void>; bus: Bus },
+): void {
   const { approvers } = deps;
   const E = ApproversEndpoints;
   host.handle(E.register, async (r) => {
+    await deps.checkDomains(r.org, [r.body.email]);
     const { approver, created } = await approvers.register(r.org, r.body, actorFrom(r.principal));
     return withStatus(created ? 201 : 200, { ...approver, created });
   });
@@ -22,6 +29,8 @@ export function registerApproverHandlers(host: ServiceHost, deps: { approvers: A
   host.handle(E.verify, async (r) => (await approvers.verify(r.org, r.params.id, r.body, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));
   host.handle(E.disable, async (r) => (await approvers.setDisabled(r.org, r.params.id, true, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));
   host.handle(E.enable, async (r) => (await approvers.setDisabled(r.org, r.params.id, false, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));
+  host.handle(ApproverSettingsEndpoints.get, async (r) => settingsView(await deps.orgSettings.get(r.org)));
+  host.handle(ApproverSettingsEndpoints.put, async (r) => settingsView(await deps.orgSettings.putDomains(r.org, [...new Set(r.body.allowedApproverDomains)], actorFrom(r.principal))));
   // The identity provider (through the surfaces service's verified webhook).
   host.handle(E.identityUpdated, async (r) => ({ updated: await approvers.applyIdentity(r.identityUserId, { email: r.email, name: r.name }) }));
   host.handle(E.identityDisabled, async (r) => {

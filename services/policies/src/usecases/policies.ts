@@ -17,6 +17,8 @@ import {
 } from '@approvals/shared';
 import { adhocDefinition, approverSet, bare, checkSatisfiable, contentHash, diffDefinitions, diffValues, normalizeDefinition, pinOf, type Satisfiability } from '../domain/definition';
 import type { ApproversStore } from '../store/approvers.store';
+import type { OrgSettingsStore } from '../store/org-settings.store';
+import { refuseOutsideDomains } from '../domain/approver-domains';
 import type { PoliciesStore, PolicyRow, VersionRow } from '../store/policies.store';
 
 const USE_WINDOW_MS = 30 * 24 * 3600 * 1000;
@@ -28,6 +30,8 @@ export interface PolicyDeps {
   contracts: ContractEngine;
   policies: PoliciesStore;
   approvers: ApproversStore;
+  /** The org's approver settings: the domains approvers may come from. */
+  orgSettings: OrgSettingsStore;
   clock: Clock;
   /** Pending decisions and last use per policy, from the decisions service (`policyUsageOver`). */
   usage: PolicyUsageOf;
@@ -99,8 +103,15 @@ export function createPolicyLogic(deps: PolicyDeps) {
     });
   }
 
+  /** Refuses approvers outside the org's allowed domains (422 approver_domain_not_allowed). */
+  async function checkDomains(org: string, emails: string[]): Promise<void> {
+    const allowed = (await deps.orgSettings.get(org))?.allowed_approver_domains ?? [];
+    refuseOutsideDomains(emails, allowed);
+  }
+
   /** Everything a save would refuse, refused before anything is written. */
   async function validateForSave(org: string, key: string, def: PolicyDefinition): Promise<void> {
+    await checkDomains(org, approverSet(def));
     await validateContextSchema(org, def);
     const s = checkSatisfiable(def, await resolveApprovers(org, def));
     if (!s.ok) throw unsatisfiable(key, s);
@@ -205,6 +216,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
   return {
     resolveApprovers,
     view,
+    checkDomains,
 
     async upsert(req: { org: string; principal: Principal; source?: 'dashboard' | 'api' | 'repository'; body: PolicyUpsertBody }) {
       const b = req.body;
@@ -369,6 +381,8 @@ export function createPolicyLogic(deps: PolicyDeps) {
     async resolve(org: string, key: string, pinned?: number) {
       const cur = await policies.current(org, key);
       if (!cur) throw unknownPolicy(key);
+      // A policy saved before the org narrowed its domains opens nothing outside them.
+      await checkDomains(org, approverSet(cur.version.definition));
       const resolved = await resolveApprovers(org, cur.version.definition);
       const s = checkSatisfiable(cur.version.definition, resolved);
       return {
@@ -388,6 +402,7 @@ export function createPolicyLogic(deps: PolicyDeps) {
 
     /** The satisfiability of an ad-hoc approver set and quorum: the policy rule, on a definition made of them. */
     async resolveAdhoc(org: string, req: { approvers: string[]; approvalsRequired: number; rejectionsRequired: number }) {
+      await checkDomains(org, req.approvers);
       const def = adhocDefinition(req);
       const s = checkSatisfiable(def, await resolveApprovers(org, def));
       return {
