@@ -11,6 +11,9 @@ import {
   IntegrationsEndpoints,
   EsignEndpoints,
   ApproverSettingsEndpoints,
+  AppError,
+  SESSION_ROLES,
+  UserRole,
 } from '@approvals/shared';
 import { LlmSettingsBody, LlmSettingsView, RetentionSettingsBody, RetentionSettingsView, type createSettings } from '../handlers/settings.handler';
 import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
@@ -20,6 +23,16 @@ import type { MembersStore } from '../store/members.store';
 import { ChangeMemberBody, InviteMemberBody, MemberIdParams, MemberView, memberHandlers } from '../handlers/members.handler';
 import { httpSchemasOf, type RouteDef } from './route';
 
+
+/** `GET /v1/me`: the signed-in person as the org's member list has them. */
+const MeView = z.object({
+  email: z.string(),
+  org: z.string(),
+  role: UserRole,
+  userId: z.string(),
+  /** What the role may do (contracts/roles.ts): `self`, `decide`, `read`, `author`, `admin`. */
+  can: z.array(z.enum(['self', 'decide', 'read', 'author', 'admin'])),
+});
 
 /**
  * Every route of the spec. A route whose capability has not been built yet answers
@@ -259,6 +272,25 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
       params: ApiKeyIdParams,
       response: ApiKeyView.extend({ key: z.string() }),
       target: { kind: 'local', handler: keys.rotate },
+    },
+
+    // ---- who am I (any signed-in role)
+    {
+      method: 'get',
+      path: '/v1/me',
+      scope: 'session',
+      needs: 'self',
+      tag: 'members',
+      summary: "The signed-in person: email, org and the role the org's member list gives them (what the app shows and allows)",
+      response: MeView,
+      target: {
+        kind: 'local',
+        handler: async (req) => {
+          const p = req.principal;
+          if (p.kind !== 'user') throw new AppError('forbidden', 'this route takes a signed-in session');
+          return { body: { email: p.email, org: req.org, role: p.role, userId: p.userId, can: [...SESSION_ROLES[p.role]] } };
+        },
+      },
     },
 
     // ---- members (session, admin): proof-and-reach.md section 6

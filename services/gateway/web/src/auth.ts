@@ -8,13 +8,27 @@ import * as oauth from 'oauth4webapi';
  */
 const KEY = 'approvals.session';
 
+/** Session roles (the org's member list decides them: `GET /v1/me` tells the app after sign-in). */
+export type Role = 'admin' | 'editor' | 'member' | 'reviewer';
+const ROLES: readonly Role[] = ['admin', 'editor', 'member', 'reviewer'];
+
 export interface Session {
   token: string;
   email: string;
   org: string;
-  role: 'admin' | 'member';
+  role: Role;
   exp: number;
 }
+
+/** What each role may do, as the API enforces it (shared/src/contracts/roles.ts). */
+export const can = {
+  /** Read the org's policies, approvers, audit, usage, integrations. */
+  read: (s: Session) => s.role !== 'reviewer',
+  /** Create and change policies; register, disable, enable approvers. */
+  author: (s: Session) => s.role === 'admin' || s.role === 'editor',
+  /** API keys, settings, integrations, members, others' endpoints. */
+  admin: (s: Session) => s.role === 'admin',
+};
 
 function decode(token: string): Omit<Session, 'token'> | null {
   try {
@@ -24,7 +38,8 @@ function decode(token: string): Omit<Session, 'token'> | null {
     const org = String(claims.org ?? claims.org_id ?? '');
     const exp = Number(claims.exp ?? 0);
     if (!email || !exp) return null;
-    return { email, org, role: claims.role === 'admin' ? 'admin' : 'member', exp };
+    const role = ROLES.includes(claims.role as Role) ? (claims.role as Role) : 'member';
+    return { email, org, role, exp };
   } catch {
     return null;
   }

@@ -1,6 +1,7 @@
 import { StrictMode, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
-import { currentSession, finishOidc, signIn, signOut, startOidc, type OidcConfig, type Session } from './auth';
+import { api } from './api';
+import { can, currentSession, finishOidc, signIn, signOut, startOidc, type OidcConfig, type Role, type Session } from './auth';
 import { DecisionPage } from './pages/Decision';
 import { Inbox } from './pages/Inbox';
 import { IntegrationsPage } from './pages/Integrations';
@@ -61,6 +62,18 @@ function Login({ onSession }: { onSession: (s: Session) => void }) {
 function App() {
   const path = usePath();
   const [session, setSession] = useState<Session | null>(currentSession());
+  // The role is the org's member list's, not the token's claim: asked once per session.
+  const [role, setRole] = useState<{ token: string; role: Role } | null>(null);
+  useEffect(() => {
+    if (!session || role?.token === session.token) return;
+    void api<{ role: Role }>('GET', '/v1/me')
+      .then((me) => setRole({ token: session.token, role: me.role }))
+      .catch(() => undefined);
+  }, [session, role]);
+  if (session && role?.token === session.token && role.role !== session.role) {
+    setSession({ ...session, role: role.role });
+    return null;
+  }
   const pathname = path.split('?')[0]!;
   if (pathname === '/app/login' || !session) {
     if (!session && pathname !== '/app/login') {
@@ -69,21 +82,22 @@ function App() {
     }
     return <Login onSession={setSession} />;
   }
-  const admin = session.role === 'admin';
+  const admin = can.admin(session);
+  const reader = can.read(session);
   const m = (re: RegExp) => pathname.match(re);
   let page;
   let r: RegExpMatchArray | null;
   if ((r = m(/^\/app\/decisions\/([^/]+)$/))) page = <DecisionPage id={decodeURIComponent(r[1]!)} session={session} />;
-  else if ((r = m(/^\/app\/policies\/([^/]+)$/))) page = <PolicyDetail policyKey={decodeURIComponent(r[1]!)} session={session} />;
-  else if (pathname === '/app/policies') page = <PoliciesPage />;
-  else if (pathname === '/app/approvers') page = <ApproversPage session={session} />;
+  else if ((r = m(/^\/app\/policies\/([^/]+)$/)) && reader) page = <PolicyDetail policyKey={decodeURIComponent(r[1]!)} session={session} />;
+  else if (pathname === '/app/policies' && reader) page = <PoliciesPage session={session} />;
+  else if (pathname === '/app/approvers' && reader) page = <ApproversPage session={session} />;
   else if (pathname === '/app/api-keys' && admin) page = <ApiKeysPage />;
-  else if (pathname === '/app/audit') page = <AuditPage />;
-  else if (pathname === '/app/usage') page = <UsagePage />;
+  else if (pathname === '/app/audit' && reader) page = <AuditPage />;
+  else if (pathname === '/app/usage' && reader) page = <UsagePage />;
   else if (pathname === '/app/settings' && admin) page = <SettingsPage />;
-  else if (pathname === '/app/integrations') page = <IntegrationsPage session={session} />;
+  else if (pathname === '/app/integrations' && reader) page = <IntegrationsPage session={session} />;
   else if (pathname === '/app/' || pathname === '/app') page = <Inbox session={session} />;
-  else page = <p role="alert">There is no page here{!admin ? ' (or it is for admins)' : ''}.</p>;
+  else page = <p role="alert">There is no page here{!admin ? ' (or it is not for your role)' : ''}.</p>;
   return (
     <Layout
       session={session}

@@ -1,6 +1,6 @@
 import { useCallback, useEffect, useState, useSyncExternalStore, type ReactNode } from 'react';
 import { ApiError } from './api';
-import type { Session } from './auth';
+import { can, type Session } from './auth';
 
 // ---- routing: paths under /app/, history API ----------------------------------------
 
@@ -136,15 +136,15 @@ export function Status({ status }: { status: string }) {
 
 export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleString() : '—');
 
-const NAV: Array<{ to: string; label: string; admin?: boolean }> = [
+const NAV: Array<{ to: string; label: string; needs?: 'read' | 'admin' }> = [
   { to: '/app/', label: 'Inbox' },
-  { to: '/app/policies', label: 'Policies' },
-  { to: '/app/approvers', label: 'Approvers' },
-  { to: '/app/api-keys', label: 'API keys', admin: true },
-  { to: '/app/audit', label: 'Audit log' },
-  { to: '/app/usage', label: 'Usage' },
-  { to: '/app/settings', label: 'Settings', admin: true },
-  { to: '/app/integrations', label: 'Integrations' },
+  { to: '/app/policies', label: 'Policies', needs: 'read' },
+  { to: '/app/approvers', label: 'Approvers', needs: 'read' },
+  { to: '/app/api-keys', label: 'API keys', needs: 'admin' },
+  { to: '/app/audit', label: 'Audit log', needs: 'read' },
+  { to: '/app/usage', label: 'Usage', needs: 'read' },
+  { to: '/app/settings', label: 'Settings', needs: 'admin' },
+  { to: '/app/integrations', label: 'Integrations', needs: 'read' },
 ];
 
 export function Layout(props: { session: Session; path: string; children: ReactNode; onSignOut: () => void }) {
@@ -153,7 +153,7 @@ export function Layout(props: { session: Session; path: string; children: ReactN
       <header className="top">
         <strong>Approvals</strong>
         <nav aria-label="Main">
-          {NAV.filter((n) => !n.admin || props.session.role === 'admin').map((n) => (
+          {NAV.filter((n) => !n.needs || can[n.needs](props.session)).map((n) => (
             <Link key={n.to} to={n.to} className={props.path === n.to || (n.to !== '/app/' && props.path.startsWith(n.to)) ? 'active' : ''}>
               {n.label}
             </Link>
@@ -161,7 +161,7 @@ export function Layout(props: { session: Session; path: string; children: ReactN
         </nav>
         <span className="who">
           {props.session.email}
-          {props.session.role === 'admin' ? ' (admin)' : ''}
+          {` (${props.session.role})`}
           <button type="button" className="link" onClick={props.onSignOut}>
             Sign out
           </button>

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { api, qs } from '../api';
-import type { Session } from '../auth';
+import { can, type Session } from '../auth';
 import { ErrorBox, Field, Loading, useAction, useLoad, when } from '../ui';
 
 // ---- approvers ------------------------------------------------------------------------
@@ -18,7 +18,8 @@ export function ApproversPage({ session }: { session: Session }) {
   const list = useLoad(() => api<{ approvers: Approver[] }>('GET', '/v1/approvers/'), []);
   const act = useAction();
   const [form, setForm] = useState({ email: '', name: '', channel: '', endpoint: '' });
-  const isAdmin = session.role === 'admin';
+  const isAdmin = can.admin(session);
+  const author = can.author(session);
   const call = (method: string, path: string, body?: unknown) => act.run(async () => {
     await api(method, path, body);
     list.reload();
@@ -52,7 +53,7 @@ export function ApproversPage({ session }: { session: Session }) {
                     <li key={c.channel}>
                       {c.channel}
                       {c.endpoint && c.channel !== 'email' ? `: ${c.endpoint}` : ''} <span className={`status status-${c.status}`}>{c.status}</span>
-                      {c.status !== 'verified' && c.endpoint ? (
+                      {isAdmin && c.status !== 'verified' && c.endpoint ? (
                         <button type="button" className="link" onClick={() => call('POST', `/v1/approvers/${a.id}/verify`, { channel: c.channel, endpoint: c.endpoint, status: 'verified' })}>
                           Verify {c.channel} of {a.email}
                         </button>
@@ -63,14 +64,17 @@ export function ApproversPage({ session }: { session: Session }) {
               </td>
               <td>{a.disabled ? 'disabled' : 'active'}</td>
               <td>
-                <button type="button" onClick={() => call('POST', `/v1/approvers/${a.id}/${a.disabled ? 'enable' : 'disable'}`)}>
-                  {a.disabled ? `Enable ${a.email}` : `Disable ${a.email}`}
-                </button>
+                {author ? (
+                  <button type="button" onClick={() => call('POST', `/v1/approvers/${a.id}/${a.disabled ? 'enable' : 'disable'}`)}>
+                    {a.disabled ? `Enable ${a.email}` : `Disable ${a.email}`}
+                  </button>
+                ) : null}
               </td>
             </tr>
           ))}
         </tbody>
       </table>
+      {author ? (<>
       <h2>Register an approver</h2>
       <form
         onSubmit={(e) => {
@@ -103,7 +107,11 @@ export function ApproversPage({ session }: { session: Session }) {
           Register approver
         </button>
       </form>
-      {!isAdmin ? <p className="muted">Members register and manage approvers; API keys and settings are for admins.</p> : null}
+      </>) : null}
+      <p className="muted">
+        Editors and admins register and manage approvers; only an admin verifies someone else's channel (the approver is mailed a notice), and
+        people link their own Slack or Discord account themselves.
+      </p>
     </section>
   );
 }

@@ -1,6 +1,6 @@
 import { useState } from 'react';
 import { api } from '../api';
-import type { Session } from '../auth';
+import { can, type Session } from '../auth';
 import { ErrorBox, Field, Link, Loading, navigate, useAction, useLoad, when } from '../ui';
 
 interface Policy {
@@ -24,7 +24,7 @@ interface Version {
   definition: Record<string, unknown>;
 }
 
-export function PoliciesPage() {
+export function PoliciesPage({ session }: { session: Session }) {
   const list = useLoad(() => api<{ policies: Policy[] }>('GET', '/v1/policies/'), []);
   const [form, setForm] = useState({ key: '', name: '', approvers: '', approvalsRequired: '1' });
   const save = useAction();
@@ -57,6 +57,7 @@ export function PoliciesPage() {
           ))}
         </tbody>
       </table>
+      {can.author(session) ? (<>
       <h2>New policy</h2>
       <form
         onSubmit={(e) => {
@@ -85,6 +86,7 @@ export function PoliciesPage() {
         </button>
         <ErrorBox error={save.error} />
       </form>
+      </>) : null}
     </section>
   );
 }
@@ -189,12 +191,11 @@ export function PolicyDetail({ policyKey, session }: { policyKey: string; sessio
             </div>
           ) : null}
         </form>
-      ) : (
+      ) : !can.author(session) ? null : (
         <button type="button" onClick={() => setEdit({ name: x.name, approvers: (x.defaults.approvers ?? []).join(', '), approvalsRequired: String(x.defaults.approvalsRequired ?? 1), timeoutSec: x.timeoutSec ? String(x.timeoutSec) : '' })}>
           Edit policy
         </button>
       )}
-      {session.role === 'admin' ? null : null}
       <h2>Versions</h2>
       <ErrorBox error={versions.error} />
       <table>
