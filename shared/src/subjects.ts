@@ -163,6 +163,8 @@ export const EVENT = {
   approverChanged: 'evt.approver.changed',
   /** An org's approver settings changed (the domains approvers may come from): audited. */
   approverSettingsChanged: 'evt.approver.settings_changed',
+  /** An org setting changed in a service that owns it (engines, the signature provider, chat integrations): audited. */
+  settingsChanged: 'evt.settings.changed',
   timerExpireDue: 'evt.timer.expire_due',
   timerRemindDue: 'evt.timer.remind_due',
   timerEscalateDue: 'evt.timer.escalate_due',
@@ -205,6 +207,7 @@ export const DURABLE = {
   gatewayAuditVoteRecorded: 'gateway-audit-vote-recorded',
   gatewayAuditResolved: 'gateway-audit-resolved',
   gatewayAuditVoteRefused: 'gateway-audit-vote-refused',
+  gatewayAuditSettings: 'gateway-audit-settings',
   gatewayAuditConsumed: 'gateway-audit-consumed',
   gatewayAuditCancelled: 'gateway-audit-cancelled',
   decisionsTimerExpire: 'decisions-timer-expire',

@@ -46,7 +46,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
       const members = createMembersStore(ctx.db, { audit: (trx, entries) => store.appendAuditMany(entries, trx), changed: announce });
       const stopFollowing = followChanges(ctx.bus, ctx.log, 'gateway', [store.apiKeyCache, members.cache]);
       const secrets = SecretBox.fromConfig(config);
-      const settings = createSettings(createSettingsStore(ctx.db), { guard: outboundGuard(config), secrets });
+      const settings = createSettings(createSettingsStore(ctx.db, { audit: (trx, entries) => store.appendAuditMany(entries, trx) }), { guard: outboundGuard(config), secrets });
       await settings.sealStoredKeys(ctx.log);
       ctx.host.handle(AccessEndpoints.retentionSettings, async () => ({ orgs: await settings.retentionOrgs() }));
       ctx.host.handle(AccessEndpoints.llmSettings, async (req) => {

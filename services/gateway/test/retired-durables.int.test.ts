@@ -53,6 +53,7 @@ describe('retired durables', () => {
       'gateway-audit-decision-created',
       'gateway-audit-policy',
       'gateway-audit-resolved',
+      'gateway-audit-settings',
       'gateway-audit-vote-recorded',
       'gateway-audit-vote-refused',
     ]);

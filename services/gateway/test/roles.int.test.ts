@@ -182,6 +182,21 @@ describe('session roles, members and the audit of changes', () => {
       expect((await audit('policy.created')).some((e) => e.target === 'audited')).toBe(true);
     });
 
+    it('records settings changes by name, never a secret', async () => {
+      expect((await stack.http('PATCH', '/v1/settings/retention', { token: org.admin, body: { decisionDataDays: 30 } })).status).toBe(200);
+      expect((await stack.http('PUT', '/v1/settings/llm', { token: org.admin, body: { baseUrl: 'https://llm.example.com/v1', model: 'm', apiKey: 'sk-secret-value' } })).status).toBe(200);
+      expect((await stack.http('PUT', '/v1/settings/engines', { token: org.admin, body: { engineA: { url: 'https://engine.example.com', eventKey: 'ek-secret-value' } } })).status).toBe(200);
+      const entries = await waitFor(async () => {
+        const found = await audit('settings.changed');
+        return found.length >= 3 ? found : undefined;
+      });
+      expect(entries.map((e) => e.target).sort()).toEqual(['engines', 'llm', 'retention']);
+      for (const e of entries) expect(e.actorLabel).toBe(org.adminEmail);
+      expect(entries.find((e) => e.target === 'retention')!.details).toMatchObject({ before: null, after: { decisionDataDays: 30 } });
+      expect(entries.find((e) => e.target === 'engines')!.details.after.engineA).toMatchObject({ url: 'https://engine.example.com', secretSet: true });
+      expect(JSON.stringify(entries)).not.toMatch(/secret-value/);
+    });
+
     it('records decisions created, each vote with its surface and voter, and the resolution', async () => {
       const id = (await stack.http('POST', '/v1/worker/decisions', { token: org.apiKey, body: { externalRunId: 'run-audit', stepRef: 's', approvers: ['v@example.com'] } })).body.decisionId;
       await stack.http('POST', `/v1/decisions/${id}/decide`, { token: as('v@example.com', 'member'), body: { decision: 'approve' } });

@@ -63,7 +63,8 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
   notifier: {
     serves: ['svc.notifier.>'],
     calls: [SUBJECT.approvers.channels, SUBJECT.decisions.peek, SUBJECT.surfaces.mintLinks, SUBJECT.surfaces.chatNotify],
-    publishes: ['evt.notification.>'],
+    // Its settings changes (engines) for the audit log.
+    publishes: ['evt.notification.>', 'evt.settings.changed'],
   },
   surfaces: {
     serves: ['svc.surfaces.>', 'svc.integrations.>'],

@@ -243,6 +243,19 @@ export const ApproverSettingsChangedData = z.object({
   after: z.object({ allowedApproverDomains: z.array(z.string()) }),
 });
 
+/**
+ * `evt.settings.changed`: an org setting changed where it is kept (the notifier's engines,
+ * the surfaces service's signature provider and chat integrations), for the audit log.
+ * `before`/`after` never hold a secret: only whether one is set.
+ */
+export const SettingsChangedData = z.object({
+  kind: z.string(),
+  actor: z.string().nullable(),
+  actorLabel: z.string().nullable(),
+  before: z.unknown().optional(),
+  after: z.unknown().optional(),
+});
+
 /** A timer the scheduler fired. */
 export const TimerDueData = z.object({
   decisionId: z.string(),
@@ -282,6 +295,7 @@ export const EVENT_DATA = {
   [EVENT.approverEnabled]: ApproverStateData,
   [EVENT.approverChanged]: ApproverChangedData,
   [EVENT.approverSettingsChanged]: ApproverSettingsChangedData,
+  [EVENT.settingsChanged]: SettingsChangedData,
   [EVENT.timerExpireDue]: TimerDueData,
   [EVENT.timerRemindDue]: TimerDueData,
   [EVENT.timerEscalateDue]: TimerDueData,

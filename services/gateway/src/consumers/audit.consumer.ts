@@ -26,6 +26,8 @@ export function auditEntryOf(e: DomainEvent): Entry | undefined {
         actorLabel: e.data.actorLabel ?? (e.data.reason === 'identity' ? 'identity provider' : null),
         target: e.data.approverId,
       };
+    case EVENT.settingsChanged:
+      return { action: 'settings.changed', actor: e.data.actor, actorLabel: e.data.actorLabel, target: e.data.kind };
     case EVENT.decisionCreated:
       return { action: 'decision.created', actor: e.data.requestedBy ?? null, actorLabel: e.data.requestedByLabel ?? null, target: e.data.decisionId };
     case EVENT.decisionVoteRecorded:
@@ -64,6 +66,7 @@ export function auditConsumers(store: AccessStore) {
     consumer(DURABLE.gatewayAuditDecisionCreated, EVENT.decisionCreated),
     consumer(DURABLE.gatewayAuditVoteRecorded, EVENT.decisionVoteRecorded),
     consumer(DURABLE.gatewayAuditResolved, EVENT.decisionResolved),
+    consumer(DURABLE.gatewayAuditSettings, EVENT.settingsChanged),
     consumer(DURABLE.gatewayAuditVoteRefused, EVENT.decisionVoteRefused),
     consumer(DURABLE.gatewayAuditConsumed, EVENT.decisionConsumed),
     consumer(DURABLE.gatewayAuditCancelled, EVENT.decisionCancelled),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { AppError, SecretBox, literalTargetRefusal, llmKeyContext, type AddressPolicy, type Logger } from '@approvals/shared';
+import { AppError, SecretBox, actorLabelOf, actorOf, literalTargetRefusal, llmKeyContext, type AddressPolicy, type Logger, type Principal } from '@approvals/shared';
 import type { SettingsStore } from '../store/settings.store';
 import type { LocalRequest, LocalResult } from '../http/route';
 
@@ -29,6 +29,16 @@ interface LlmValue {
   /** Sealed (SecretBox); rows written before sealing held it plain until the start-up upgrade. */
   apiKey?: string;
 }
+
+/** The audit entry of a settings change (secrets never in it: only whether one is set). */
+const changed = (req: { org: string; principal: Principal }, kind: string, before: unknown, after: unknown) => ({
+  org: req.org,
+  action: 'settings.changed',
+  actor: actorOf(req.principal),
+  actorLabel: actorLabelOf(req.principal),
+  target: kind,
+  details: { kind, before: before ?? null, after },
+});
 
 /** Org settings in access.settings, one row per (org, kind). */
 export function createSettings(store: SettingsStore, opts: { guard: AddressPolicy; secrets: SecretBox }) {
@@ -83,7 +93,7 @@ export function createSettings(store: SettingsStore, opts: { guard: AddressPolic
         const current = await read<RetentionValue>(req.org, 'retention');
         if (req.body.decisionDataDays === undefined) return { body: retentionView(current) };
         const value: RetentionValue = { ...current?.value, decisionDataDays: req.body.decisionDataDays };
-        return { body: retentionView(await store.write(req.org, 'retention', value)) };
+        return { body: retentionView(await store.write(req.org, 'retention', value, changed(req, 'retention', current?.value, value))) };
       },
       async getLlm(req: LocalRequest): Promise<LocalResult> {
         return { body: llmView(await read<LlmValue>(req.org, 'llm')) };
@@ -98,7 +108,8 @@ export function createSettings(store: SettingsStore, opts: { guard: AddressPolic
         // The key is sealed here and never opened by the gateway: only the decisions service does.
         const apiKey = req.body.apiKey !== undefined ? opts.secrets.seal(req.body.apiKey, llmKeyContext(req.org)) : prev?.apiKey;
         const value: LlmValue = { baseUrl: req.body.baseUrl, model: req.body.model, apiKey };
-        return { body: llmView(await store.write(req.org, 'llm', value)) };
+        const shown = (v?: LlmValue) => (v ? { baseUrl: v.baseUrl, model: v.model, apiKeySet: Boolean(v.apiKey), apiKeyChanged: v === value && req.body.apiKey !== undefined } : null);
+        return { body: llmView(await store.write(req.org, 'llm', value, changed(req, 'llm', shown(prev), shown(value)))) };
       },
     },
   };

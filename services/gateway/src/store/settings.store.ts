@@ -1,4 +1,5 @@
 import type { Knex } from '@approvals/shared';
+import type { AuditEntry } from './access.store';
 
 export interface SettingsRow<V> {
   org_id: string;
@@ -8,20 +9,23 @@ export interface SettingsRow<V> {
 }
 
 /** Org settings in access.settings: one JSON value per (org, kind). */
-export function createSettingsStore(db: Knex) {
+export function createSettingsStore(db: Knex, opts: { audit?: (trx: Knex, entries: AuditEntry[]) => Promise<void> } = {}) {
   return {
     read<V>(org: string, kind: string): Promise<SettingsRow<V> | undefined> {
       return db('settings').where({ org_id: org, kind }).first();
     },
 
-    /** Writes the whole value of (org, kind). */
-    async write<V>(org: string, kind: string, value: V): Promise<SettingsRow<V>> {
-      const [row] = await db('settings')
-        .insert({ org_id: org, kind, value: JSON.stringify(value) })
-        .onConflict(['org_id', 'kind'])
-        .merge({ value: JSON.stringify(value), updated_at: db.fn.now() })
-        .returning('*');
-      return row;
+    /** Writes the whole value of (org, kind), with its audit entry in the same transaction. */
+    async write<V>(org: string, kind: string, value: V, audit?: AuditEntry): Promise<SettingsRow<V>> {
+      return db.transaction(async (trx) => {
+        const [row] = await trx('settings')
+          .insert({ org_id: org, kind, value: JSON.stringify(value) })
+          .onConflict(['org_id', 'kind'])
+          .merge({ value: JSON.stringify(value), updated_at: trx.fn.now() })
+          .returning('*');
+        if (audit) await opts.audit?.(trx, [audit]);
+        return row;
+      });
     },
 
     /** Replaces the value without touching updated_at (a key re-sealed is not a change of setting). */

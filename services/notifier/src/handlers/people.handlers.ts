@@ -1,4 +1,4 @@
-import { AppError, NotifierEndpoints, withStatus, type Principal, type ServiceHost } from '@approvals/shared';
+import { AppError, NotifierEndpoints, actorLabelOf, actorOf, withStatus, type Principal, type ServiceHost } from '@approvals/shared';
 import type { DeliveriesStore } from '../store/deliveries.store';
 import type { ContactRow, DeviceRow, PeopleStore } from '../store/people.store';
 import type { Engines } from '../usecases/engines';
@@ -50,7 +50,7 @@ export function registerNotifierHandlers(host: ServiceHost, deps: { people: Peop
 
   // Engines per org (settings routes are admin only at the gateway).
   host.handle(E.engineSettingsGet, async (r) => deps.engines.view(r.org));
-  host.handle(E.engineSettingsPut, async (r) => deps.engines.put(r.org, r.body));
+  host.handle(E.engineSettingsPut, async (r) => deps.engines.put(r.org, r.body, { actor: actorOf(r.principal), actorLabel: actorLabelOf(r.principal) }));
   host.handle(E.engineTest, async (r) => deps.engines.test(r.org, r.params.engine));
   host.handle(E.engineConfigured, async (r) => deps.engines.configured(r.org, r.engine));
   host.handle(E.revokeUserDevices, async (r) => ({ revoked: await people.revokeAllOf(r.userId) }));

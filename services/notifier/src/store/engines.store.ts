@@ -1,4 +1,4 @@
-import type { Knex } from '@approvals/shared';
+import { enqueueEvents, type Knex, type NewEvent } from '@approvals/shared';
 
 export type EngineName = 'engineA' | 'engineB' | 'trigger' | 'bundled';
 
@@ -23,8 +23,9 @@ export function createEnginesStore(db: Knex) {
     },
 
     /** Writes the engines given, removes those set to null, leaves the others; one transaction. */
-    async apply(org: string, changes: Array<{ engine: EngineName; row: { url: string; options: Record<string, unknown>; secretSealed: string | null } | null }>): Promise<void> {
+    async apply(org: string, changes: Array<{ engine: EngineName; row: { url: string; options: Record<string, unknown>; secretSealed: string | null } | null }>, events: NewEvent[] = []): Promise<void> {
       await db.transaction(async (trx) => {
+        if (events.length) await enqueueEvents(trx, events);
         for (const c of changes) {
           if (c.row === null) {
             await trx('engine_settings').where({ org_id: org, engine: c.engine }).delete();

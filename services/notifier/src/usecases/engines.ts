@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { AppError, literalTargetRefusal, type AddressPolicy, type OrgCache, type OutboundClient, type SecretBox } from '@approvals/shared';
+import { AppError, EVENT, literalTargetRefusal, type AddressPolicy, type OrgCache, type OutboundClient, type SecretBox } from '@approvals/shared';
 import type { z } from 'zod';
 import type { EngineSettingsBody } from '@approvals/shared';
 import type { NotifierConfig } from '../config';
@@ -93,8 +93,10 @@ export function createEngines(deps: {
       return view(await store.ofOrg(org));
     },
 
-    async put(org: string, body: Body) {
-      const current = new Map((await store.ofOrg(org)).map((r) => [r.engine, r]));
+    /** `by`: who changes them, for the audit log (`evt.settings.changed`, secrets only as set or not). */
+    async put(org: string, body: Body, by: { actor: string; actorLabel: string }) {
+      const rows = await store.ofOrg(org);
+      const current = new Map(rows.map((r) => [r.engine, r]));
       const changes: Parameters<EnginesStore['apply']>[1] = [];
       let generated: string | undefined;
       for (const engine of ENGINES) {
@@ -127,7 +129,11 @@ export function createEngines(deps: {
           },
         });
       }
-      await store.apply(org, changes);
+      const { deployment: _d, ...before } = view(rows);
+      const after = Object.fromEntries(
+        changes.map((c) => [c.engine, c.row && { url: c.row.url, ...c.row.options, secretSet: Boolean(c.row.secretSealed), secretChanged: c.row.secretSealed !== (current.get(c.engine)?.secret_sealed ?? null) }]),
+      );
+      await store.apply(org, changes, [{ subject: EVENT.settingsChanged, org, data: { kind: 'engines', actor: by.actor, actorLabel: by.actorLabel, before, after } }]);
       await deps.changed?.(org);
       return view(await store.ofOrg(org), generated ? { bundled: generated } : undefined);
     },
