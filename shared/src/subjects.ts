@@ -48,6 +48,7 @@ export const SUBJECT = {
     channels: 'svc.approvers.channels',
     identityUpdated: 'svc.approvers.identity_updated',
     identityDisabled: 'svc.approvers.identity_disabled',
+    learnEsign: 'svc.approvers.learn_esign',
     settingsGet: 'svc.approvers.settings_get',
     settingsPut: 'svc.approvers.settings_put',
   },

@@ -162,6 +162,32 @@ describe('signature, identity and billing webhooks; usage', () => {
       expect(v.timeline.find((t: { type: string }) => t.type === 'resolved')).toMatchObject({ actor: 'esign', status: 'REJECTED', reason: 'envelope_voided' });
     });
 
+    it("nobody but an admin sets someone's DocuSign user id; an id is learned from an envelope completed under the approver's email", async () => {
+      // The gap the review found: a member pointed r2's esign ref at their own DocuSign user.
+      const r2 = 'r2-esign@example.com';
+      const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: r2, methods: [{ surface: 'esign' }] } });
+      const member = stack.session({ org, email: 'mallory@example.com', role: 'member' });
+      expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: member, body: { surface: 'esign', resolvedRef: 'ds-mallory' } })).status).toBe(403);
+      // The admin verifies the method without a ref: the signer is matched by email.
+      expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { surface: 'esign' } })).status).toBe(200);
+      const key = `sign2-${randomBytes(3).toString('hex')}`;
+      expect((await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'Signed 2', requiresSignature: true, defaults: { approvers: [r2] } } })).status).toBe(201);
+      const openUnder = async (run: string, envelopeId: string) =>
+        (await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { policy: key, externalRunId: run, stepRef: 'sign', esign: { envelopeId } } })).body.decisionId as string;
+
+      // Mallory signs with her DocuSign user: her id matches no ref, her email no approver.
+      const first = await openUnder('esign-learn-1', 'env-learn-1');
+      await connect(message('envelope-completed', 'env-learn-1', [{ email: 'mallory@example.com', userId: 'ds-mallory', status: 'completed' }]));
+      expect((await read(first)).status).toBe('PENDING');
+      // r2 signs: matched by email; their DocuSign user id is learned.
+      await connect(message('envelope-completed', 'env-learn-1', [{ email: r2, userId: 'ds-r2', status: 'completed' }]));
+      expect((await read(first)).status).toBe('APPROVED');
+      const learned = (await stack.http('GET', `/v1/approvers/${reg.body.id}`, { token: admin })).body.methods.find((m: { surface: string }) => m.surface === 'esign');
+      expect(learned).toMatchObject({ status: 'verified', resolvedRef: 'ds-r2' });
+      const entry = await waitFor(async () => (await stack.http('GET', '/v1/audit/?action=approver.learned', { token: admin })).body.entries.find((e: { target: string }) => e.target === reg.body.id));
+      expect(entry.details).toMatchObject({ surface: 'esign', after: { endpoint: 'ds-r2' } });
+    });
+
     it('unknown accounts and envelopes answer 200 {ignored: true}; malformed bodies 400', async () => {
       const unknownAccount = { ...message('envelope-completed', 'env-x', []), data: { accountId: 'acct-nobody', envelopeId: 'env-x' } };
       expect((await connect(unknownAccount)).body).toEqual({ ignored: true, reason: 'unknown account acct-nobody' });

@@ -357,6 +357,17 @@ export const ApproversEndpoints = {
     z.object({ updated: z.number() }),
     RESENDABLE,
   ),
+  /**
+   * A signature provider told us an approver's user id: the signer of an envelope completed
+   * under the approver's email. Filled into the approver's verified esign method when it has
+   * no ref yet (an admin's ref is never overwritten); audited (`approver.learned`).
+   */
+  learnEsign: endpoint(
+    SUBJECT.approvers.learnEsign,
+    z.object({ org: z.string(), email: z.string(), userId: z.string().min(1).max(2000), envelopeId: z.string().max(200) }),
+    z.object({ learned: z.boolean() }),
+    RESENDABLE,
+  ),
   /** A user left: their approvers are disabled, in one org (`org`) or in every org. */
   identityDisabled: endpoint(
     SUBJECT.approvers.identityDisabled,

@@ -29,6 +29,7 @@ export function registerApproverHandlers(
   host.handle(E.verify, async (r) => (await approvers.verify(r.org, r.params.id, r.body, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));
   host.handle(E.disable, async (r) => (await approvers.setDisabled(r.org, r.params.id, true, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));
   host.handle(E.enable, async (r) => (await approvers.setDisabled(r.org, r.params.id, false, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));
+  host.handle(E.learnEsign, async (r) => ({ learned: await approvers.learnEsignRef(r.org, r.email.toLowerCase(), r.userId, r.envelopeId) }));
   host.handle(ApproverSettingsEndpoints.get, async (r) => settingsView(await deps.orgSettings.get(r.org)));
   host.handle(ApproverSettingsEndpoints.put, async (r) => settingsView(await deps.orgSettings.putDomains(r.org, [...new Set(r.body.allowedApproverDomains)], actorFrom(r.principal))));
   // The identity provider (through the surfaces service's verified webhook).

@@ -244,6 +244,41 @@ export function createApproversStore(db: Knex) {
       });
     },
 
+    /**
+     * The DocuSign user id of the signer of an envelope completed under this approver's
+     * email, kept on their verified esign method when it has no ref yet. Answers whether it
+     * was kept.
+     */
+    async learnEsignRef(org: string, email: string, userId: string, envelopeId: string): Promise<boolean> {
+      return db.transaction(async (trx) => {
+        const row: ApproverRow | undefined = await trx('approvers').where({ org_id: org, email }).first();
+        if (!row) return false;
+        const [updated] = await trx('approver_methods')
+          .where({ approver_id: row.id, surface: 'esign', status: 'verified' })
+          .whereNull('resolved_ref')
+          .update({ resolved_ref: userId })
+          .returning('approver_id');
+        if (!updated) return false;
+        await enqueueEvents(trx, [
+          {
+            subject: EVENT.approverChanged,
+            org,
+            data: {
+              approverId: row.id,
+              email: row.email,
+              change: 'learned',
+              actor: null,
+              actorLabel: `DocuSign (envelope ${envelopeId})`,
+              surface: 'esign',
+              before: { endpoint: null, status: 'verified' },
+              after: { endpoint: userId, status: 'verified' },
+            },
+          },
+        ]);
+        return true;
+      });
+    },
+
     /** Registered approvers among `emails`, as resolved approvers. Unregistered ones are absent. */
     async lookup(org: string, emails: string[]): Promise<ResolvedApprover[]> {
       if (emails.length === 0) return [];

@@ -101,14 +101,21 @@ export function createWebhooks(deps: WebhookDeps) {
     updatedAt: row ? row.updated_at.toISOString() : null,
   });
 
-  /** A signer as one of the decision's approvers with a verified esign method: by DocuSign userId, else by email. */
-  async function approverOfSigner(org: string, approvers: string[], signer: z.infer<typeof Signer>): Promise<string | null> {
+  /**
+   * A signer as one of the decision's approvers with a verified esign method: by DocuSign
+   * userId (a ref an admin set, or one learned before), else by email. `learn`: matched by
+   * email, with a user id the method does not hold yet (kept once the signature counts).
+   */
+  async function approverOfSigner(org: string, approvers: string[], signer: z.infer<typeof Signer>): Promise<{ email: string; learn?: string } | null> {
     const { approvers: resolved } = await bus.call(ApproversEndpoints.lookup, { org, emails: approvers });
-    const signers = resolved.filter((a) => !a.disabled && a.methods.some((m) => m.surface === 'esign' && m.status === 'verified'));
-    const byRef = signer.userId ? signers.find((a) => a.methods.some((m) => m.surface === 'esign' && m.status === 'verified' && m.resolvedRef === signer.userId)) : undefined;
-    if (byRef) return byRef.email;
+    const esignOf = (a: (typeof resolved)[number]) => a.methods.find((m) => m.surface === 'esign' && m.status === 'verified');
+    const signers = resolved.filter((a) => !a.disabled && esignOf(a));
+    const byRef = signer.userId ? signers.find((a) => esignOf(a)!.resolvedRef === signer.userId) : undefined;
+    if (byRef) return { email: byRef.email };
     const email = signer.email?.toLowerCase();
-    return signers.find((a) => a.email === email)?.email ?? null;
+    const byEmail = signers.find((a) => a.email === email);
+    if (!byEmail) return null;
+    return { email: byEmail.email, ...(signer.userId && !esignOf(byEmail)!.resolvedRef ? { learn: signer.userId } : {}) };
   }
 
   async function signatureVote(org: string, decisionId: string, email: string, decision: 'approve' | 'reject', note?: string): Promise<string> {
@@ -178,12 +185,17 @@ export function createWebhooks(deps: WebhookDeps) {
         for (const signer of summary?.recipients?.signers ?? []) {
           const choice = signer.status === 'completed' ? 'approve' : signer.status === 'declined' ? 'reject' : null;
           if (!choice) continue;
-          const email = await approverOfSigner(org, d.approvers, signer);
-          if (!email) {
+          const who = await approverOfSigner(org, d.approvers, signer);
+          if (!who) {
             outcomes.push('not_an_approver');
             continue;
           }
-          outcomes.push(await signatureVote(org, decisionId, email, choice, choice === 'reject' ? signer.declinedReason?.slice(0, 4000) : undefined));
+          const outcome = await signatureVote(org, decisionId, who.email, choice, choice === 'reject' ? signer.declinedReason?.slice(0, 4000) : undefined);
+          outcomes.push(outcome);
+          // A DocuSign user id is learned from an envelope completed under the approver's email (proof-and-reach.md section 6).
+          if (who.learn && choice === 'approve' && outcome.startsWith('recorded:')) {
+            await bus.call(ApproversEndpoints.learnEsign, { org, email: who.email, userId: who.learn, envelopeId: m.data.envelopeId });
+          }
         }
       }
       log.info({ org, envelopeId: m.data.envelopeId, event: m.event, outcomes }, 'DocuSign Connect applied');
