@@ -179,6 +179,23 @@ export const DecisionEscalatedData = z.object({
 /** An approver was disabled (by an admin, or by the identity provider: a leaver) or enabled again. */
 export const ApproverStateData = z.object({ approverId: z.string(), email: z.string(), reason: z.string() });
 
+/**
+ * A person linked their own chat account to their approver record (proven by the
+ * provider's sign-in, or Slack's directory under their verified email), or unlinked it
+ * (`endpoint` null). `actor` is the person's email: only they can do it.
+ */
+export const ApproverChatLinkData = z.object({
+  approverId: z.string(),
+  email: z.string(),
+  channel: z.enum(['chatA', 'chatB']),
+  endpoint: z.string().nullable(),
+  previousEndpoint: z.string().nullable(),
+  via: z.enum(['slack_sign_in', 'slack_email', 'discord_sign_in', 'unlink']),
+  actor: z.string(),
+  /** The approver record was registered by this link. */
+  registered: z.boolean(),
+});
+
 /** A timer the scheduler fired. */
 export const TimerDueData = z.object({
   decisionId: z.string(),
@@ -215,6 +232,7 @@ export const EVENT_DATA = {
   [EVENT.policyForceDeleted]: PolicyForceDeletedData,
   [EVENT.approverDisabled]: ApproverStateData,
   [EVENT.approverEnabled]: ApproverStateData,
+  [EVENT.approverChatLinkChanged]: ApproverChatLinkData,
   [EVENT.timerExpireDue]: TimerDueData,
   [EVENT.timerRemindDue]: TimerDueData,
   [EVENT.timerEscalateDue]: TimerDueData,

@@ -12,6 +12,8 @@ export function auditEntryOf(e: DomainEvent): { action: string; actor?: string; 
       return { action: 'decision.consumed', actor: e.data.consumer, target: e.data.decisionId };
     case EVENT.decisionCancelled:
       return { action: 'decision.cancelled', actor: e.data.actor ?? undefined, target: e.data.decisionId };
+    case EVENT.approverChatLinkChanged:
+      return { action: e.data.endpoint === null ? 'approver.chat_unlinked' : 'approver.chat_linked', actor: e.data.actor, target: e.data.approverId };
     default:
       return undefined;
   }
@@ -36,5 +38,6 @@ export function auditConsumers(store: AccessStore) {
     consumer(DURABLE.gatewayAuditVoteRefused, EVENT.decisionVoteRefused),
     consumer(DURABLE.gatewayAuditConsumed, EVENT.decisionConsumed),
     consumer(DURABLE.gatewayAuditCancelled, EVENT.decisionCancelled),
+    consumer(DURABLE.gatewayAuditChatLink, EVENT.approverChatLinkChanged),
   ];
 }

@@ -4,6 +4,7 @@ import { currentSession, finishOidc, signIn, signOut, startOidc, type OidcConfig
 import { DecisionPage } from './pages/Decision';
 import { Inbox } from './pages/Inbox';
 import { IntegrationsPage } from './pages/Integrations';
+import { MyAccountPage } from './pages/MyAccount';
 import { ApiKeysPage, ApproversPage, AuditPage, UsagePage } from './pages/Operators';
 import { PoliciesPage, PolicyDetail } from './pages/Policies';
 import { SettingsPage } from './pages/Settings';
@@ -81,6 +82,7 @@ function App() {
   else if (pathname === '/app/audit') page = <AuditPage />;
   else if (pathname === '/app/usage') page = <UsagePage />;
   else if (pathname === '/app/settings' && admin) page = <SettingsPage />;
+  else if (pathname === '/app/settings/me') page = <MyAccountPage session={session} />;
   else if (pathname === '/app/integrations') page = <IntegrationsPage session={session} />;
   else if (pathname === '/app/' || pathname === '/app') page = <Inbox session={session} />;
   else page = <p role="alert">There is no page here{!admin ? ' (or it is for admins)' : ''}.</p>;

@@ -145,16 +145,20 @@ const NAV: Array<{ to: string; label: string; admin?: boolean }> = [
   { to: '/app/usage', label: 'Usage' },
   { to: '/app/settings', label: 'Settings', admin: true },
   { to: '/app/integrations', label: 'Integrations' },
+  { to: '/app/settings/me', label: 'My chat accounts' },
 ];
 
 export function Layout(props: { session: Session; path: string; children: ReactNode; onSignOut: () => void }) {
+  const nav = NAV.filter((n) => !n.admin || props.session.role === 'admin');
+  // The page's own entry: the longest one the path is or is under (/app/settings/me is not Settings).
+  const active = nav.filter((n) => props.path === n.to || (n.to !== '/app/' && props.path.startsWith(n.to))).sort((a, b) => b.to.length - a.to.length)[0];
   return (
     <>
       <header className="top">
         <strong>Approvals</strong>
         <nav aria-label="Main">
-          {NAV.filter((n) => !n.admin || props.session.role === 'admin').map((n) => (
-            <Link key={n.to} to={n.to} className={props.path === n.to || (n.to !== '/app/' && props.path.startsWith(n.to)) ? 'active' : ''}>
+          {nav.map((n) => (
+            <Link key={n.to} to={n.to} className={n === active ? 'active' : ''}>
               {n.label}
             </Link>
           ))}
