@@ -545,6 +545,24 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       expect(d.timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({ actor: LIN, surface: 'chatA' });
     });
 
+    it('an id a notice was merely sent to proves nothing: once the person links another account, a click from the old one counts for nobody', async () => {
+      const NED = 'ned@example.com';
+      // An admin once set (and verified) ned's Slack id; a notice went there.
+      await register(NED, 'chatA', 'U_NED_OLD');
+      const id = await open('chat-a-relinked', [NED]);
+      await waitFor(() => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'U_NED_OLD'), { timeoutMs: 15_000, what: 'the DM to the old id' });
+      // Ned links the account Slack knows under ned's email.
+      slack.usersByEmail.set(NED, 'U_NED');
+      expect((await stack.http('POST', '/v1/me/chat-links/chatA/lookup', { token: stack.session({ org, email: NED }) })).body.userId).toBe('U_NED');
+      await click('U_NED_OLD', 'approve', id, 30);
+      const refused = await waitFor(() => slack.responses.find((r) => r.path === '/respond/30'), { what: 'answer to the old id' });
+      expect(refused.body.text).toContain('not an approver');
+      expect((await read(id)).tally.approvals).toBe(0);
+      await click('U_NED', 'approve', id, 31);
+      await waitFor(() => slack.responses.find((r) => r.path === '/respond/31'), { what: 'answer to the linked id' });
+      expect((await read(id)).timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({ actor: NED, surface: 'chatA' });
+    });
+
     it('a Slack account of another workspace is refused (403 page), nothing linked; without Slack installed there is nothing to link (409)', async () => {
       const LEE = 'lee@example.com';
       const lee = stack.session({ org, email: LEE });

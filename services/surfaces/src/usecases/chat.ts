@@ -214,7 +214,7 @@ export function createChat(deps: ChatDeps) {
     }
     const code = first(req.query.code);
     if (!code) return { reply: pageOf(400, 'Not completed', `No authorization code came back (cancelled?). ${again}`) };
-    if (!(await store.claimState(row.id, row.org_id, p, purpose, clock.now()))) return refuse('This link was already used', 'Each link works once.');
+    if (!(await store.claimState(row.id, row.org_id, p, purpose, clock.now()))) return refuse('This link was already used or has expired', 'Each link works once, within 10 minutes.');
     return { row, code };
   }
 
