@@ -37,6 +37,8 @@ export const ERROR_STATUS = {
   invalid_policy: 422,
   target_not_allowed: 422,
   approver_domain_not_allowed: 422,
+  channel_not_in_workspace: 422,
+  chat_account_not_linked: 422,
   rate_limited: 429,
   internal: 500,
   not_implemented: 501,

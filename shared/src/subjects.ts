@@ -46,6 +46,8 @@ export const SUBJECT = {
     disable: 'svc.approvers.disable',
     enable: 'svc.approvers.enable',
     channels: 'svc.approvers.channels',
+    /** From the surfaces service only: a person proved their own chat account (or unlinked it). */
+    linkChat: 'svc.approvers.link_chat',
     identityUpdated: 'svc.approvers.identity_updated',
     identityDisabled: 'svc.approvers.identity_disabled',
     learnEsign: 'svc.approvers.learn_esign',
@@ -109,13 +111,19 @@ export const SUBJECT = {
       test: 'svc.integrations.chatA.test',
       deliberation: 'svc.integrations.chatA.deliberation',
       deliberationTest: 'svc.integrations.chatA.deliberation_test',
+      link: 'svc.integrations.chatA.link',
+      linkLookup: 'svc.integrations.chatA.link_lookup',
     },
     chatB: {
       get: 'svc.integrations.chatB.get',
       channels: 'svc.integrations.chatB.channels',
       setChannel: 'svc.integrations.chatB.set_channel',
       test: 'svc.integrations.chatB.test',
+      link: 'svc.integrations.chatB.link',
     },
+    /** The signed-in person's own chat accounts (`/v1/me/chat-links`). */
+    myLinks: 'svc.integrations.my_links',
+    unlink: 'svc.integrations.unlink',
   },
   surfaces: {
     callback: 'svc.surfaces.callback',
@@ -166,6 +174,8 @@ export const EVENT = {
   approverSettingsChanged: 'evt.approver.settings_changed',
   /** An org setting changed in a service that owns it (engines, the signature provider, chat integrations): audited. */
   settingsChanged: 'evt.settings.changed',
+  /** A person linked their own chat account to their approver record, or unlinked it (`endpoint` null). */
+  approverChatLinkChanged: 'evt.approver.chat_link_changed',
   timerExpireDue: 'evt.timer.expire_due',
   timerRemindDue: 'evt.timer.remind_due',
   timerEscalateDue: 'evt.timer.escalate_due',

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { connect, type NatsConnection } from '@nats-io/transport-node';
-import { Bus, DecisionsEndpoints, SUBJECT, callersOf, createLogger, inboxPrefixOf, natsAuthorizationConfig, natsPermissionsOf, subjectsOverlap } from '@approvals/shared';
+import { ApproversEndpoints, Bus, DecisionsEndpoints, SUBJECT, callersOf, createLogger, inboxPrefixOf, natsAuthorizationConfig, natsPermissionsOf, subjectsOverlap } from '@approvals/shared';
 import type { NatsUsers } from '@approvals/shared/infra';
 import { startStack, type Stack } from '../../test/helpers/stack';
 
@@ -49,6 +49,16 @@ describe('the bus: per-service NATS users and permissions', () => {
     for (const subject of [SUBJECT.decisions.surfaceVote, SUBJECT.decisions.peek, SUBJECT.policies.resolve]) {
       await expect(gateway.nc.request(subject, '{}', { timeout: 2000 })).rejects.toThrow(/[Pp]ermission/);
     }
+  });
+
+  it("only the surfaces service may set a person's proven chat account on their approver record", async () => {
+    const unlink = { org: 'org_x', email: 'nobody@example.com', channel: 'chatA' as const, endpoint: null, via: 'unlink' as const };
+    for (const name of ['gateway', 'notifier'] as const) {
+      const other = await as(name);
+      await expect(other.nc.request(SUBJECT.approvers.linkChat, JSON.stringify(unlink), { timeout: 2000 })).rejects.toThrow(/[Pp]ermission/);
+    }
+    // From surfaces the request reaches the policies service (no such approver: nothing to unlink).
+    await expect((await as('surfaces')).call(ApproversEndpoints.linkChat, unlink)).rejects.toMatchObject({ code: 'not_found' });
   });
 
   it('the surfaces service may cast surface votes (the decisions service answers it)', async () => {

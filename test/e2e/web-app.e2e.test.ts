@@ -204,6 +204,23 @@ describe('web app in Chromium', () => {
     await ctx.close();
   });
 
+  it("My chat accounts: a person sees each chat provider and the state of each of their channels; the nav marks that page, not Settings", async () => {
+    const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: REVIEWER, channels: [{ channel: 'sms', endpoint: '+15550177' }] } });
+    expect([200, 201]).toContain(reg.status);
+    const { page, ctx } = await open(stack.session({ org, email: REVIEWER, role: 'admin' }), '/app/settings/me');
+    await page.getByRole('heading', { name: 'My chat accounts' }).waitFor();
+    // No chat workspace on this deployment: nothing to link, said plainly.
+    await page.getByRole('region', { name: 'Slack account' }).getByText('has not connected Slack yet').waitFor();
+    await page.getByRole('region', { name: 'Discord account' }).getByText('has not connected Discord yet').waitFor();
+    await page.getByRole('cell', { name: '+15550177' }).waitFor();
+    const sms = page.getByRole('row').filter({ hasText: '+15550177' });
+    await expect(sms.getByText('pending').isVisible()).resolves.toBe(true);
+    const nav = page.getByRole('navigation', { name: 'Main' });
+    await expect(nav.getByRole('link', { name: 'My chat accounts' }).getAttribute('class')).resolves.toBe('active');
+    await expect(nav.getByRole('link', { name: 'Settings' }).getAttribute('class')).resolves.toBe('');
+    await ctx.close();
+  });
+
   it('loads under 200 KB of compressed JavaScript', async () => {
     const html = await (await fetch(`${stack.baseUrl}/app/`)).text();
     const scripts = [...html.matchAll(/src="(\/app\/assets\/[^"]+\.js)"/g)].map((m) => m[1]!);

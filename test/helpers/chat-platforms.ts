@@ -56,6 +56,14 @@ export interface SlackStandIn {
   /** `response_url` of a click: `${url}/respond/<n>`; what was posted there. */
   responses: Array<{ path: string; body: Record<string, any> }>;
   usersByEmail: Map<string, string>;
+  /** The workspace's channels (conversations.list, and what conversations.info knows). */
+  channels: Array<{ id: string; name: string }>;
+  /**
+   * "Sign in with Slack" (OpenID Connect): an authorization code → the user who signed in
+   * and the team they chose. `openid.connect.token` trades it for a user token,
+   * `openid.connect.userInfo` answers the claims for that token.
+   */
+  signIns: Map<string, { userId: string; teamId: string }>;
   team: { id: string; name: string };
   botToken: string;
   stop(): Promise<void>;
@@ -65,6 +73,11 @@ export async function startSlackStandIn(opts: { team?: { id: string; name: strin
   const calls: PlatformCall[] = [];
   const responses: SlackStandIn['responses'] = [];
   const usersByEmail = new Map<string, string>();
+  const channels = [
+    { id: 'C_GENERAL', name: 'general' },
+    { id: 'C_APPROVALS', name: 'approvals' },
+  ];
+  const signIns = new Map<string, { userId: string; teamId: string }>();
   const team = opts.team ?? { id: 'T_ACME', name: 'Acme' };
   const botToken = opts.botToken ?? 'xoxb-stand-in-bot-token';
   let ts = 1_700_000_000;
@@ -100,13 +113,29 @@ export async function startSlackStandIn(opts: { team?: { id: string; name: strin
         return reply(id ? { ok: true, user: { id } } : { ok: false, error: 'users_not_found' });
       }
       case 'conversations.list':
-        return reply({ ok: true, channels: [{ id: 'C_GENERAL', name: 'general' }, { id: 'C_APPROVALS', name: 'approvals' }], response_metadata: { next_cursor: '' } });
+        return reply({ ok: true, channels, response_metadata: { next_cursor: '' } });
+      case 'conversations.info': {
+        if (!authed) return reply({ ok: false, error: 'not_authed' });
+        const ch = channels.find((c) => c.id === body.channel);
+        return reply(ch ? { ok: true, channel: { ...ch, is_channel: true } } : { ok: false, error: 'channel_not_found' });
+      }
+      case 'openid.connect.token': {
+        const who = signIns.get(String(body.code));
+        if (!who || body.client_id === undefined || body.client_secret === undefined) return reply({ ok: false, error: 'invalid_code' });
+        return reply({ ok: true, access_token: `xoxp-oidc-${body.code}`, token_type: 'Bearer', id_token: 'not-read-by-the-service' });
+      }
+      case 'openid.connect.userInfo': {
+        const code = String(req.headers.authorization ?? '').replace(/^Bearer xoxp-oidc-/, '');
+        const who = signIns.get(code);
+        if (!who) return reply({ ok: false, error: 'invalid_auth' });
+        return reply({ ok: true, sub: who.userId, 'https://slack.com/user_id': who.userId, 'https://slack.com/team_id': who.teamId });
+      }
       default:
         return reply({ ok: false, error: 'unknown_method' });
     }
   });
   const url = await listen(server);
-  return { url, apiUrl: `${url}/api/`, calls, responses, usersByEmail, team, botToken, stop: () => close(server) };
+  return { url, apiUrl: `${url}/api/`, calls, responses, usersByEmail, channels, signIns, team, botToken, stop: () => close(server) };
 }
 
 /** Slack request signing v0: `v0=HMAC-SHA256(secret, "v0:<ts>:<body>")`. */
@@ -122,6 +151,12 @@ export interface DiscordStandIn {
   calls: PlatformCall[];
   guild: { id: string; name: string };
   botToken: string;
+  /** Every channel the bot can see, in its guild and in others it was added to: id → guild id. */
+  channels: Map<string, string>;
+  /** The members of the guild (GET /guilds/{guild}/members/{user}). */
+  members: Set<string>;
+  /** A person's OAuth2 sign-in (scope identify): an authorization code → the Discord user id. */
+  signIns: Map<string, string>;
   /** The application's key pair: interactions are signed with the private key. */
   privateKey: KeyObject;
   publicKeyHex: string;
@@ -132,6 +167,14 @@ export async function startDiscordStandIn(): Promise<DiscordStandIn> {
   const calls: PlatformCall[] = [];
   const guild = { id: 'G_ACME', name: 'Acme guild' };
   const botToken = 'discord-stand-in-bot-token';
+  const channels = new Map<string, string>([
+    ['C_TEXT', guild.id],
+    ['C_VOICE', guild.id],
+    // Another customer's server the shared bot was also added to.
+    ['C_FOREIGN', 'G_OTHER'],
+  ]);
+  const members = new Set<string>();
+  const signIns = new Map<string, string>();
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const publicKeyHex = (publicKey.export({ format: 'der', type: 'spki' }) as Buffer).subarray(12).toString('hex');
   let seq = 0;
@@ -146,9 +189,24 @@ export async function startDiscordStandIn(): Promise<DiscordStandIn> {
       res.end(JSON.stringify(o));
     };
     if (path === '/oauth2/token' && req.method === 'POST') {
-      return body.code === 'good-code' ? reply(200, { access_token: 'user-access', token_type: 'Bearer', scope: 'bot applications.commands', guild }) : reply(400, { error: 'invalid_grant' });
+      if (body.code === 'good-code') return reply(200, { access_token: 'user-access', token_type: 'Bearer', scope: 'bot applications.commands', guild });
+      if (signIns.has(String(body.code))) return reply(200, { access_token: `user-token-${body.code}`, token_type: 'Bearer', scope: 'identify' });
+      return reply(400, { error: 'invalid_grant' });
+    }
+    if (path === '/users/@me' && req.method === 'GET') {
+      const id = signIns.get(String(req.headers.authorization ?? '').replace(/^Bearer user-token-/, ''));
+      return id ? reply(200, { id, username: id.toLowerCase() }) : reply(401, { message: '401: Unauthorized', code: 0 });
     }
     if (req.headers.authorization !== `Bot ${botToken}`) return reply(401, { message: '401: Unauthorized', code: 0 });
+    const channel = path.match(/^\/channels\/([^/]+)$/);
+    if (channel && req.method === 'GET') {
+      const g = channels.get(channel[1]!);
+      return g ? reply(200, { id: channel[1], guild_id: g, type: 0, name: channel[1]!.toLowerCase() }) : reply(404, { message: 'Unknown Channel', code: 10003 });
+    }
+    const member = path.match(/^\/guilds\/([^/]+)\/members\/([^/]+)$/);
+    if (member && req.method === 'GET') {
+      return member[1] === guild.id && members.has(member[2]!) ? reply(200, { user: { id: member[2] }, roles: [] }) : reply(404, { message: 'Unknown Member', code: 10007 });
+    }
     if (path === '/users/@me/channels' && req.method === 'POST') return reply(200, { id: `DM_${body.recipient_id}`, type: 1 });
     const msg = path.match(/^\/channels\/([^/]+)\/messages(?:\/([^/]+))?$/);
     if (msg && req.method === 'POST') return reply(200, { id: `M${++seq}`, channel_id: msg[1] });
@@ -162,7 +220,7 @@ export async function startDiscordStandIn(): Promise<DiscordStandIn> {
     return reply(404, { message: 'Unknown', code: 0 });
   });
   const url = await listen(server);
-  return { url, apiUrl: `${url}/api/v10`, calls, guild, botToken, privateKey, publicKeyHex, stop: () => close(server) };
+  return { url, apiUrl: `${url}/api/v10`, calls, guild, botToken, channels, members, signIns, privateKey, publicKeyHex, stop: () => close(server) };
 }
 
 /** Discord interaction signing: Ed25519 over `timestamp + body`. */

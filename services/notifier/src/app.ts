@@ -75,7 +75,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
         pollMs: config.DELIVERY_POLL_MS,
         retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
       });
-      registerNotifierHandlers(ctx.host, { people, deliveries, engines });
+      registerNotifierHandlers(ctx.host, { people, deliveries, engines, bus: ctx.bus });
       const approvers = new CachedCalls(ctx.bus);
       const personal = new OrgCache<Map<string, PersonalChannels>>();
       const stopFollowing = [followChanges(ctx.bus, ctx.log, 'policies', [approvers.cache]), followChanges(ctx.bus, ctx.log, 'notifier', [personal, engineSettings])];

@@ -9,11 +9,13 @@ describe('contact methods and push devices', () => {
   let stack: Stack;
   let org: string;
   let apiKey: string;
+  let admin: string;
   let me: string;
   let other: string;
   beforeAll(async () => {
-    stack = await startStack({ label: 'people', services: ['gateway', 'notifier'] });
-    ({ org, apiKey } = await stack.newOrg());
+    // policies: a Slack id in contact methods is checked against the person's approver record.
+    stack = await startStack({ label: 'people', services: ['gateway', 'notifier', 'policies'] });
+    ({ org, apiKey, admin } = await stack.newOrg());
     me = stack.session({ org, email: 'me@example.com', sub: 'usr_me' });
     other = stack.session({ org, email: 'other@example.com', sub: 'usr_other' });
   });
@@ -26,9 +28,26 @@ describe('contact methods and push devices', () => {
     const put = await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { email: 'Me@Example.com', sms: '+15550100', pushEnabled: true } });
     expect(put.status).toBe(200);
     expect(put.body).toMatchObject({ email: 'me@example.com', sms: '+15550100', chatA: null, pushEnabled: true });
-    const again = await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { chatA: 'U1' } });
-    expect(again.body).toMatchObject({ email: null, sms: null, chatA: 'U1', pushEnabled: false });
-    expect((await stack.http('GET', '/v1/contact-methods/', { token: other })).body.chatA).toBeNull();
+    const again = await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { sms: '+15550101' } });
+    expect(again.body).toMatchObject({ email: null, sms: '+15550101', chatA: null, pushEnabled: false });
+    expect((await stack.http('GET', '/v1/contact-methods/', { token: other })).body.sms).toBeNull();
+  });
+
+  it('takes a Slack id only when it is the account linked to the person: any other is 422 chat_account_not_linked, and nothing changes', async () => {
+    // Anyone can type anyone's Slack id: not linked, refused.
+    const claimed = await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { chatA: 'U_SOMEONE_ELSE' } });
+    expect(claimed.status).toBe(422);
+    expect(claimed.body).toMatchObject({ error: 'chat_account_not_linked', linked: null, message: expect.stringContaining('/v1/integrations/chatA/link') });
+    expect((await stack.http('GET', '/v1/contact-methods/', { token: me })).body.sms).toBe('+15550101');
+    // Linked (here: an admin's verified setting on the approver record): the same id is taken, another is not.
+    const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: 'me@example.com', channels: [{ channel: 'chatA', endpoint: 'U_ME' }] } });
+    expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { channel: 'chatA', status: 'verified' } })).status).toBe(200);
+    const other = await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { chatA: 'U_SOMEONE_ELSE' } });
+    expect(other.status).toBe(422);
+    expect(other.body.linked).toBe('U_ME');
+    const own = await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { chatA: 'U_ME' } });
+    expect(own.status).toBe(200);
+    expect(own.body.chatA).toBe('U_ME');
   });
 
   it('refuses bad contact methods and API keys', async () => {

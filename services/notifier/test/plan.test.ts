@@ -30,7 +30,7 @@ describe('delivery planning', () => {
   });
 
   it('a person\'s own contact methods become their channels; push goes to each active device', () => {
-    const p = { sms: '+15550999', chatA: null, devices: ['dev_1', 'dev_2'] };
+    const p = { sms: '+15550999', devices: ['dev_1', 'dev_2'] };
     expect(orderedTargets(withPersonalChannels(approver(), p), null)).toEqual([
       { channel: 'email', target: 'ann@example.com' },
       { channel: 'chatA', target: 'U123' },

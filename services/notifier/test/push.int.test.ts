@@ -164,17 +164,19 @@ describe('push and personal contact methods', () => {
     expect(revoked).toEqual([devices['dead-android'], devices['bad-ios']].sort());
   });
 
-  it('removing a contact method stops it from the next notice on', async () => {
-    expect((await stack.http('PUT', '/v1/contact-methods/', { token: pat(), body: { chatA: 'U_PAT' } })).status).toBe(200);
+  it('removing a contact method stops it from the next notice on; a Slack id Pat merely typed is refused and never used', async () => {
+    const typed = await stack.http('PUT', '/v1/contact-methods/', { token: pat(), body: { chatA: 'U_PAT' } });
+    expect(typed.status).toBe(422);
+    expect(typed.body.error).toBe('chat_account_not_linked');
+    expect((await stack.http('PUT', '/v1/contact-methods/', { token: pat(), body: {} })).status).toBe(200);
     const id = await open('push-2');
-    const d = await settled(id, 2);
-    // SMS and push are off now; the Slack id Pat set is used (no workspace installed: a recorded skip).
-    expect(d.map((x) => `${x.channel}:${x.target}`).sort()).toEqual(['chatA:U_PAT', `email:${PAT}`]);
-    expect(d.find((x) => x.channel === 'chatA')!.lastError).toBe('chatA is not installed for this org');
+    const d = await settled(id, 1);
+    // SMS and push are off now: mail alone.
+    expect(d.map((x) => `${x.channel}:${x.target}`)).toEqual([`email:${PAT}`]);
   });
 
   it('fanout follows the channels a policy route names', async () => {
-    expect((await stack.http('PUT', '/v1/contact-methods/', { token: pat(), body: { sms: '+15550142', chatA: 'U_PAT' } })).status).toBe(200);
+    expect((await stack.http('PUT', '/v1/contact-methods/', { token: pat(), body: { sms: '+15550142' } })).status).toBe(200);
     const key = `route-${Date.now()}`;
     const pol = await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'SMS only', defaults: { approvers: [PAT], route: { channels: ['sms'], strategy: 'fanout' } } } });
     expect(pol.status).toBe(201);

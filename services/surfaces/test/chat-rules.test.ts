@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
-import { ManualClock } from '@approvals/shared';
+import { BROWSER_BINDING_COOKIE, ManualClock, browserBindingCookie, browserBindingHash, browserMatches, browserNonceOf, newBrowserNonce } from '@approvals/shared';
 import {
   INSTALL_STATE_TTL_MS,
   buttonChoice,
@@ -13,7 +13,7 @@ import {
   slackSignatureValid,
   verifyInstallState,
 } from '../src/domain/chat';
-import { discordNotice, slackEscape, slackNotice } from '../src/templates/chat';
+import { discordAnnounce, discordNotice, discordOutcome, discordPrivately, discordTestMessage, slackAnnounce, slackEscape, slackNotice, slackOutcome, slackPrivately, slackTestMessage, slackVoteReply } from '../src/templates/chat';
 
 // Pure rules of the chat surfaces, on an injected clock.
 
@@ -36,6 +36,32 @@ describe('install state', () => {
     expect(verifyInstallState(SECRET, value, 'chatA', clock.now()).ok).toBe(true);
     clock.advance(1);
     expect(verifyInstallState(SECRET, value, 'chatA', clock.now())).toEqual({ ok: false, reason: 'expired' });
+  });
+
+  it('names its purpose: an install state is no link state, and the other way round', () => {
+    const now = new Date('2026-11-24T12:00:00Z');
+    const install = signInstallState(SECRET, newInstallState('org_1', 'chatB', now));
+    const link = newInstallState('org_1', 'chatB', now, 'link');
+    expect(verifyInstallState(SECRET, install, 'chatB', now, 'link')).toEqual({ ok: false, reason: 'wrong_purpose' });
+    expect(verifyInstallState(SECRET, signInstallState(SECRET, link), 'chatB', now)).toEqual({ ok: false, reason: 'wrong_purpose' });
+    expect(verifyInstallState(SECRET, signInstallState(SECRET, link), 'chatB', now, 'link')).toEqual({ ok: true, state: link });
+  });
+});
+
+describe('browser binding', () => {
+  it('matches only the cookie whose nonce the state stored the hash of', () => {
+    const nonce = newBrowserNonce();
+    const stored = browserBindingHash(nonce);
+    expect(stored).toMatch(/^[0-9a-f]{64}$/);
+    expect(browserMatches(`other=1; ${BROWSER_BINDING_COOKIE}=${nonce}; x=y`, stored)).toBe(true);
+    expect(browserMatches(`${BROWSER_BINDING_COOKIE}=${newBrowserNonce()}`, stored)).toBe(false);
+    expect(browserMatches(undefined, stored)).toBe(false);
+    expect(browserMatches(`${BROWSER_BINDING_COOKIE}=${nonce}`, null)).toBe(false);
+    // The hash itself in the cookie is not the nonce.
+    expect(browserMatches(`${BROWSER_BINDING_COOKIE}=${stored}`, stored)).toBe(false);
+    expect(browserNonceOf(`${BROWSER_BINDING_COOKIE}=short`)).toBeUndefined();
+    expect(browserBindingCookie(nonce, false)).toBe(`${BROWSER_BINDING_COOKIE}=${nonce}; Path=/v1/integrations/; Max-Age=600; HttpOnly; SameSite=Lax`);
+    expect(browserBindingCookie(nonce, true)).toMatch(/; Secure$/);
   });
 });
 
@@ -96,5 +122,23 @@ describe('buttons and targets', () => {
     expect(slackEscape('<@U1> & <!channel>')).toBe('&lt;@U1&gt; &amp; &lt;!channel&gt;');
     const both = discordNotice({ ...notice, buttons: ['approve', 'reject'] }, 'dec_1');
     expect((both.components![0]!.components as Array<{ custom_id?: string }>).map((c) => c.custom_id)).toEqual(['approve:dec_1', 'reject:dec_1', undefined]);
+  });
+
+  it('no message built here can ping: Slack texts escaped (plain_text is never parsed), Discord messages with allowed_mentions none', () => {
+    const evil = '@everyone <!channel> <@U123> <#C1> <!subteam^S1|team> & co';
+    const notice = { kind: 'notify' as const, heading: 'Approval needed: ', title: evil, question: evil, lines: [`why: ${evil}`], buttons: ['approve' as const], appUrl: 'https://app/x', expiresAt: evil };
+    const slack = [slackNotice(notice, 'dec_1'), slackOutcome(evil, 'APPROVED', evil, 'https://app/x'), slackAnnounce(evil, [evil], 'https://app/x'), slackVoteReply(evil, 'approve', { approvals: 1, approvalsRequired: 1, rejections: 0, rejectionsRequired: 1 }), slackPrivately(evil), slackTestMessage];
+    const parsed = (m: { text: string; blocks?: unknown[] }) => {
+      const out = [m.text];
+      JSON.stringify(m.blocks ?? [], (_k, v) => {
+        if (v && typeof v === 'object' && (v as { type?: string }).type === 'mrkdwn') out.push((v as { text: string }).text);
+        return v;
+      });
+      return out;
+    };
+    for (const m of slack) for (const t of parsed(m)) expect(t).not.toMatch(/<[!@#]/);
+    expect(parsed(slackNotice(notice, 'dec_1')).join()).toContain('&lt;!channel&gt; &lt;@U123&gt; &lt;#C1&gt; &lt;!subteam^S1|team&gt; &amp; co');
+    const discord = [discordNotice(notice, 'dec_1'), discordOutcome(evil, 'REJECTED', evil, 'https://app/x'), discordAnnounce(evil, [evil], 'https://app/x'), discordTestMessage, discordPrivately(evil).data];
+    for (const m of discord) expect(m.allowed_mentions).toEqual({ parse: [] });
   });
 });

@@ -29,6 +29,7 @@ const INTERNAL = [
   SUBJECT.policies.resolve,
   SUBJECT.policies.resolveAdhoc,
   SUBJECT.approvers.channels,
+  SUBJECT.approvers.linkChat,
   SUBJECT.surfaces.mintLinks,
   SUBJECT.surfaces.chatNotify,
   SUBJECT.surfaces.chatFollows,
@@ -73,6 +74,8 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
       SUBJECT.decisions.surfaceVote,
       SUBJECT.decisions.peek,
       SUBJECT.approvers.channels,
+      // A person's own chat account, proven by the provider's sign-in or Slack's directory.
+      SUBJECT.approvers.linkChat,
       // The signature, identity and billing webhooks, applied by the services that own what they change.
       SUBJECT.decisions.byEnvelope,
       SUBJECT.decisions.signatureVoided,

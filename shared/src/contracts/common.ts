@@ -77,6 +77,12 @@ export function forwarded<P extends z.ZodType, Q extends z.ZodType, B extends z.
     org: z.string(),
     /** Where a write came from: session routes are `dashboard`, worker routes `api` or `repository`. */
     source: z.enum(['dashboard', 'api', 'repository']).optional(),
+    /**
+     * On routes flagged `browserBinding`: hex SHA-256 of the nonce in the caller's
+     * browser-binding cookie (http/browser-binding.ts), for a state that only that
+     * browser may bring back.
+     */
+    browserBinding: z.string().regex(/^[0-9a-f]{64}$/).optional(),
     params: (parts.params ?? z.object({}).catchall(z.unknown())) as P,
     query: (parts.query ?? z.object({}).catchall(z.unknown())) as Q,
     body: (parts.body ?? z.unknown().optional()) as B,

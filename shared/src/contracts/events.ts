@@ -217,13 +217,12 @@ const EndpointState = z.object({ endpoint: z.string().nullable(), status: z.enum
  * - `endpoint_set`: a channel endpoint or a method's ref set or verified by an admin for
  *   someone else (proof-and-reach.md section 6); `mailNotice` asks the notifier to tell the
  *   approver by mail.
- * - `linked` / `unlinked`: the person proved (or dropped) their own chat account.
  * - `learned`: a signature provider told us the approver's user id (an envelope they completed).
  */
 export const ApproverChangedData = z.object({
   approverId: z.string(),
   email: z.string(),
-  change: z.enum(['registered', 'updated', 'endpoint_set', 'linked', 'unlinked', 'learned']),
+  change: z.enum(['registered', 'updated', 'endpoint_set', 'learned']),
   actor: z.string().nullable(),
   actorLabel: z.string().nullable(),
   channel: z.string().optional(),
@@ -254,6 +253,23 @@ export const SettingsChangedData = z.object({
   actorLabel: z.string().nullable(),
   before: z.unknown().optional(),
   after: z.unknown().optional(),
+});
+
+/**
+ * A person linked their own chat account to their approver record (proven by the
+ * provider's sign-in, or Slack's directory under their verified email), or unlinked it
+ * (`endpoint` null). `actor` is the person's email: only they can do it.
+ */
+export const ApproverChatLinkData = z.object({
+  approverId: z.string(),
+  email: z.string(),
+  channel: z.enum(['chatA', 'chatB']),
+  endpoint: z.string().nullable(),
+  previousEndpoint: z.string().nullable(),
+  via: z.enum(['slack_sign_in', 'slack_email', 'discord_sign_in', 'unlink']),
+  actor: z.string(),
+  /** The approver record was registered by this link. */
+  registered: z.boolean(),
 });
 
 /** A timer the scheduler fired. */
@@ -296,6 +312,7 @@ export const EVENT_DATA = {
   [EVENT.approverChanged]: ApproverChangedData,
   [EVENT.approverSettingsChanged]: ApproverSettingsChangedData,
   [EVENT.settingsChanged]: SettingsChangedData,
+  [EVENT.approverChatLinkChanged]: ApproverChatLinkData,
   [EVENT.timerExpireDue]: TimerDueData,
   [EVENT.timerRemindDue]: TimerDueData,
   [EVENT.timerEscalateDue]: TimerDueData,

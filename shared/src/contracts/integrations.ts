@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SUBJECT } from '../subjects';
 import { forwarded } from './common';
+import { ApproverView } from './policies';
 import { READ, RESENDABLE, endpoint } from './endpoint';
 
 /**
@@ -14,7 +15,8 @@ export type ChatProvider = z.infer<typeof ChatProvider>;
 export const Deliberation = z.object({ enabled: z.boolean(), channelId: z.string().nullable() });
 
 export const IntegrationView = z.union([
-  z.object({ installed: z.literal(false), installUrl: z.string() }),
+  /** `installUrl` for admins only (proof-and-reach.md section 7): everyone else sees `{installed: false}`. */
+  z.object({ installed: z.literal(false), installUrl: z.string().optional() }),
   z.object({
     installed: z.literal(true),
     /** chatA: the Slack team. */
@@ -47,13 +49,52 @@ function integrationEndpoints(p: ChatProvider) {
   };
 }
 
+/**
+ * A person's own chat accounts (proof-and-reach.md section 6): the signed-in person links
+ * the Slack or Discord account they prove (the provider's sign-in; for Slack also the
+ * workspace's directory under their verified email). The proven id becomes the
+ * chatA/chatB endpoint of their approver record in the org, verified.
+ */
+export const ChatLinkView = z.object({
+  provider: ChatProvider,
+  /** The org has this workspace installed (else there is nothing to link to). */
+  installed: z.boolean(),
+  /** The installed workspace's name. */
+  workspace: z.string().nullable(),
+  /** The chat user id on the person's approver record, when there is one. */
+  userId: z.string().nullable(),
+  status: z.enum(['pending', 'verified', 'failed']).nullable(),
+  verifiedAt: z.string().nullable(),
+});
+export type ChatLinkView = z.infer<typeof ChatLinkView>;
+export const MyChatLinks = z.object({
+  email: z.string(),
+  /** The person has an approver record in the org. */
+  approver: z.boolean(),
+  chat: z.array(ChatLinkView),
+  /** Every channel of the person's approver record, with its state. */
+  channels: ApproverView.shape.channels,
+});
+export const LinkStartReply = z.object({ authorizeUrl: z.string() });
+export const UnlinkParams = z.strictObject({ provider: ChatProvider });
+
 export const IntegrationsEndpoints = {
   chatA: {
     ...integrationEndpoints('chatA'),
     deliberation: endpoint(SUBJECT.integrations.chatA.deliberation, forwarded({ body: DeliberationBody }), Deliberation, RESENDABLE),
     deliberationTest: endpoint(SUBJECT.integrations.chatA.deliberationTest, forwarded({}), TestReply),
+    /** "Sign in with Slack" (OpenID Connect) for the signed-in person: the authorize URL, its state bound to the org, the person and the browser. */
+    link: endpoint(SUBJECT.integrations.chatA.link, forwarded({}), LinkStartReply),
+    /** The person's Slack account found with users.lookupByEmail under their session email, linked. */
+    linkLookup: endpoint(SUBJECT.integrations.chatA.linkLookup, forwarded({}), ChatLinkView),
   },
-  chatB: integrationEndpoints('chatB'),
+  chatB: {
+    ...integrationEndpoints('chatB'),
+    /** Discord OAuth2 (`identify`) for the signed-in person. */
+    link: endpoint(SUBJECT.integrations.chatB.link, forwarded({}), LinkStartReply),
+  },
+  myLinks: endpoint(SUBJECT.integrations.myLinks, forwarded({}), MyChatLinks, READ),
+  unlink: endpoint(SUBJECT.integrations.unlink, forwarded({ params: UnlinkParams }), ChatLinkView, RESENDABLE),
 };
 
 /**

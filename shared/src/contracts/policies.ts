@@ -311,6 +311,20 @@ export type ResolveAdhocReply = z.infer<typeof ResolveAdhocReply>;
 export const ApproverLookupRequest = z.object({ org: z.string(), emails: z.array(z.string()).max(500) });
 export const ApproverLookupReply = z.object({ approvers: z.array(ResolvedApprover) });
 
+/**
+ * A person's own chat account on their approver record (`svc.approvers.link_chat`, from
+ * the surfaces service only, which has just proven it): the endpoint becomes the
+ * approver's verified chatA/chatB endpoint (the record is registered when there is none);
+ * `endpoint` null unlinks (no endpoint, pending). Emits `evt.approver.chat_link_changed`.
+ */
+export const ApproverLinkChatRequest = z.object({
+  org: z.string(),
+  email: Email,
+  channel: z.enum(['chatA', 'chatB']),
+  endpoint: z.string().min(1).max(200).nullable(),
+  via: z.enum(['slack_sign_in', 'slack_email', 'discord_sign_in', 'unlink']),
+});
+
 export const PoliciesEndpoints = {
   echo: endpoint(SUBJECT.policies.echo, EchoRequest, EchoReply, READ),
   upsert: endpoint(SUBJECT.policies.upsert, forwarded({ body: PolicyUpsertBody }), UpsertReply, RESENDABLE),
@@ -350,6 +364,8 @@ export const ApproversEndpoints = {
   disable: endpoint(SUBJECT.approvers.disable, forwarded({ params: ApproverIdParams }), ApproverView, RESENDABLE),
   enable: endpoint(SUBJECT.approvers.enable, forwarded({ params: ApproverIdParams }), ApproverView, RESENDABLE),
   lookup: endpoint(SUBJECT.approvers.channels, ApproverLookupRequest, ApproverLookupReply, READ),
+  /** Unlinking a record that does not exist: `not_found`. */
+  linkChat: endpoint(SUBJECT.approvers.linkChat, ApproverLinkChatRequest, ApproverView, RESENDABLE),
   /** The identity provider updated a user: approvers with that identityUserId take the new name and primary email. */
   identityUpdated: endpoint(
     SUBJECT.approvers.identityUpdated,

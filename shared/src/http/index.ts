@@ -1,2 +1,3 @@
 export * from './addresses';
 export * from './outbound';
+export * from './browser-binding';

@@ -40,6 +40,8 @@ export function auditEntryOf(e: DomainEvent): Entry | undefined {
       return { action: 'decision.consumed', actor: e.data.consumer, actorLabel: e.data.consumer, target: e.data.decisionId };
     case EVENT.decisionCancelled:
       return { action: 'decision.cancelled', actor: e.data.actor ?? undefined, target: e.data.decisionId };
+    case EVENT.approverChatLinkChanged:
+      return { action: e.data.endpoint === null ? 'approver.chat_unlinked' : 'approver.chat_linked', actor: e.data.actor, actorLabel: e.data.actor, target: e.data.approverId };
     default:
       return undefined;
   }

@@ -5,7 +5,28 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createFastPath, expressMessageClasses, staticHeadersOf, STRICT_UTF8 } from './fast-path';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { AppError, RawHttpReply, roleCan, type SessionCapability, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, tracer, tracingActive, type Bus, type Logger } from '@approvals/shared';
+import {
+  AppError,
+  BROWSER_BINDING_PATH,
+  RawHttpReply,
+  roleCan,
+  type SessionCapability,
+  SpanKind,
+  browserBindingCookie,
+  browserBindingHash,
+  browserNonceOf,
+  endpoint,
+  extractFrom,
+  newBrowserNonce,
+  RawCallback,
+  httpRequestSeconds,
+  httpRequestsTotal,
+  metricsRegistry,
+  tracer,
+  tracingActive,
+  type Bus,
+  type Logger,
+} from '@approvals/shared';
 import { SpanStatusCode, context as otelContext, trace } from '@opentelemetry/api';
 import type { Authenticate, Authenticated } from '../auth/authenticate';
 import { invalidRequest, toErrorResponse, zodIssues } from './errors';
@@ -63,6 +84,22 @@ export function createApp(deps: AppDeps) {
   const ipLimiter = new RateLimiter(deps.rateLimitPerIpPerMin);
   const keyLimiter = new RateLimiter(deps.rateLimitPerKeyPerMin);
   const openapi = buildOpenApi(deps.routes, deps.publicBaseUrl);
+  for (const r of deps.routes) {
+    if (r.browserBinding && !r.path.startsWith(BROWSER_BINDING_PATH)) throw new Error(`${r.path}: a browser-bound route must be under ${BROWSER_BINDING_PATH} (the cookie's path)`);
+  }
+  // The binding cookie is Secure when the app is served over https (a plain-http local run keeps it usable).
+  const secureCookies = deps.publicBaseUrl.startsWith('https:');
+
+  /**
+   * The calling browser's binding (http/browser-binding.ts): the nonce its cookie already
+   * carries (so the chatA and chatB views, or an install and a link, can be open side by
+   * side), or a new one; the cookie is set on the answer, and only its hash goes on.
+   */
+  function bindBrowser(req: Req, res: Response): string {
+    const nonce = browserNonceOf(req.header('cookie')) ?? newBrowserNonce();
+    res.append('Set-Cookie', browserBindingCookie(nonce, secureCookies));
+    return browserBindingHash(nonce);
+  }
   const docsPage = renderDocsPage(openapi);
 
   /** Helmet's headers, computed once (with CSP off they do not depend on the request). */
@@ -220,7 +257,8 @@ export function createApp(deps: AppDeps) {
     }
     refuseNonJsonBody(req);
     const input = validate(route, req);
-    const forwarded: LocalRequest = { requestId: String(req.id), principal: principal.principal, org: principal.org, ...input };
+    const forwarded: LocalRequest & { browserBinding?: string } = { requestId: String(req.id), principal: principal.principal, org: principal.org, ...input };
+    if (route.browserBinding) forwarded.browserBinding = bindBrowser(req, res);
     if (route.target.kind === 'local') {
       const out = await route.target.handler(forwarded);
       answer(req, res, out.status ?? route.successStatus ?? 200, out.body);

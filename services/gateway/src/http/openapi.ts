@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { escapeHtml } from '@approvals/shared';
-import type { SessionCapability } from '@approvals/shared';
+import { BROWSER_BINDING_COOKIE, BROWSER_BINDING_PATH, escapeHtml, type SessionCapability } from '@approvals/shared';
 import type { RouteDef } from './route';
 
 const ErrorBodySchema = {
@@ -96,7 +95,7 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
     const op: Record<string, unknown> = {
       tags: [r.tag],
       summary: r.summary,
-      description: [r.description, SCOPE_TEXT[r.scope], r.apiKeyRole ? `Requires API key role \`${r.apiKeyRole}\`.` : '', r.scope === 'session' || r.scope === 'either' ? NEEDS_DOC[r.needs ?? 'read'] : '', r.target.kind === 'notImplemented' ? `Not implemented yet (answers 501 \`not_implemented\`; planned with ${r.target.plannedIn}).` : '', r.callbackNotBuilt ? `Not implemented yet (answers 501 \`not_implemented\`; planned with ${r.callbackNotBuilt}).` : '']
+      description: [r.description, SCOPE_TEXT[r.scope], r.apiKeyRole ? `Requires API key role \`${r.apiKeyRole}\`.` : '', r.scope === 'session' || r.scope === 'either' ? NEEDS_DOC[r.needs ?? 'read'] : '', r.browserBinding ? `Answers with \`Set-Cookie: ${BROWSER_BINDING_COOKIE}\` (HttpOnly, SameSite=Lax, Path=${BROWSER_BINDING_PATH}), reused when the request carries it: the OAuth state it mints can only be brought back by this browser.` : '', r.target.kind === 'notImplemented' ? `Not implemented yet (answers 501 \`not_implemented\`; planned with ${r.target.plannedIn}).` : '', r.callbackNotBuilt ? `Not implemented yet (answers 501 \`not_implemented\`; planned with ${r.callbackNotBuilt}).` : '']
         .filter(Boolean)
         .join(' '),
       operationId: `${r.method}_${r.path.replace(/[{}]/g, '').replace(/[^a-zA-Z0-9]+/g, '_').replace(/^_|_$/g, '')}`,

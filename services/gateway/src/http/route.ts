@@ -61,6 +61,13 @@ export interface RouteDef {
    * session whose role lacks it gets 403 `forbidden`; API keys are governed by `apiKeyRole`.
    */
   needs?: SessionCapability;
+  /**
+   * The route mints an OAuth state only the calling browser may bring back (an install, a
+   * person's chat link): the gateway sets or reuses the browser-binding cookie (HttpOnly,
+   * SameSite=Lax, Path=/v1/integrations/) and forwards the SHA-256 of its nonce as
+   * `browserBinding` (shared http/browser-binding.ts). The route must be under that path.
+   */
+  browserBinding?: boolean;
   /** Error code an API key gets on a session route (default `forbidden`). */
   apiKeyRefusal?: 'forbidden' | 'not_an_approver';
   /** NATS request timeout for forwarded routes (long polls need more than the default). */

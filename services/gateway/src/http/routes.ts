@@ -71,6 +71,10 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
   const D = DecisionsEndpoints;
   const W = WorkflowsEndpoints;
   const N = NotifierEndpoints;
+  const INSTALL_VIEW =
+    'Installed: `{installed: true, teamId | guildId, name, channel}` for every member. Not installed: admins get `{installed: false, installUrl}` (its state bound to the org, the admin and this browser: single-use, 10 minutes; the answer sets the browser-binding cookie), everyone else `{installed: false}`.';
+  const LINK_START = (name: string, what: string) =>
+    `Answers \`{authorizeUrl}\`: ${name}'s sign-in, whose state is bound to the org, to you (your session's email) and to this browser (the answer sets the browser-binding cookie), single-use, 10 minutes. Only ${what} can be linked. The org has no ${name} installed: 409 \`integration_not_installed\`.`;
   /** Callback adapters built with later issues (chat, e-signature, identity, billing). */
   // Every worker route that opens, reads or acts on decisions, workflows and runs needs the
   // role decisions:write; policy reads accept any key (policy-as-code CI reads what it applies).
@@ -222,6 +226,19 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
         502: 'The provider did not accept the code: nothing stored',
       },
     },
+    ...(['chatA', 'chatB'] as const).map(
+      (p): RouteDef => ({
+        ...cb(`/v1/integrations/${p}/link/callback`, 'me', `${p === 'chatA' ? 'Slack (OpenID Connect)' : 'Discord (OAuth2 identify)'} sign-in callback of a person linking their own chat account: 302 to the app`, 'get'),
+        description: `Where ${p === 'chatA' ? 'Slack' : 'Discord'} sends the browser back after the sign-in started with \`POST /v1/integrations/${p}/link\`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified ${p} endpoint of the person's approver record.`,
+        htmlResponses: {
+          302: 'Linked: redirect to the web app\'s /app/settings/me?linked=' + p,
+          400: 'The state is missing, altered, expired, already used, for another provider or purpose, or brought back by another browser (no or another binding cookie), or no code came back: nothing linked',
+          403: p === 'chatA' ? 'The Slack account belongs to another workspace than the org\'s installed one: nothing linked' : 'The Discord account is not a member of the org\'s installed server: nothing linked',
+          409: 'The org no longer has the workspace installed: nothing linked',
+          502: 'The provider did not accept the code: nothing linked',
+        },
+      }),
+    ),
 
     // ---- workflows
     fwd('get', '/v1/workflows/', 'session', 'workflows', 'Registered workflows', W.list),
@@ -405,16 +422,44 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
     fwd('put', '/v1/settings/approvers', 'session', 'settings', 'Set the mail domains approvers may come from (admin; empty: any). Decisions, policies and registrations naming anyone else answer 422 approver_domain_not_allowed', ApproverSettingsEndpoints.put, { needs: 'admin' }),
     fwd('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings (admin; the HMAC key reads back only as set)', EsignEndpoints.get, { needs: 'admin' }),
     fwd('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings (admin)', EsignEndpoints.put, { needs: 'admin' }),
-    fwd('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration: installed, or the install URL', I.chatB.get),
+    fwd('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration: installed, or (admins) the install URL', I.chatB.get, {
+      browserBinding: true,
+      description: INSTALL_VIEW,
+    }),
     fwd('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'chatB text channels', I.chatB.channels),
     fwd('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the chatB channel where decisions are announced (admin)', I.chatB.setChannel, { needs: 'admin' }),
     fwd('post', '/v1/integrations/chatB/test', 'session', 'integrations', 'Send a chatB test message (admin)', I.chatB.test, { needs: 'admin' }),
-    fwd('get', '/v1/integrations/chatA', 'session', 'integrations', 'chatA integration: installed, or the install URL', I.chatA.get),
+    fwd('get', '/v1/integrations/chatA', 'session', 'integrations', 'chatA integration: installed, or (admins) the install URL', I.chatA.get, {
+      browserBinding: true,
+      description: INSTALL_VIEW,
+    }),
     fwd('put', '/v1/integrations/chatA/deliberation', 'session', 'integrations', 'chatA deliberation: a thread per decision, a reply per vote (admin)', I.chatA.deliberation, { needs: 'admin' }),
     fwd('post', '/v1/integrations/chatA/deliberation/test', 'session', 'integrations', 'Test chatA deliberation (admin)', I.chatA.deliberationTest, { needs: 'admin' }),
     fwd('get', '/v1/integrations/chatA/channels', 'session', 'integrations', 'chatA channels', I.chatA.channels),
     fwd('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel where decisions are announced (admin)', I.chatA.setChannel, { needs: 'admin' }),
     fwd('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message (admin)', I.chatA.test, { needs: 'admin' }),
+
+    // ---- a person's own chat accounts (session, any role)
+    fwd('get', '/v1/me/chat-links', 'session', 'me', 'Your chat accounts: per provider, the org\'s workspace and the id linked to your approver record, and every channel of that record with its state', I.myLinks, { needs: 'self' }),
+    fwd('post', '/v1/integrations/chatA/link', 'session', 'me', 'Link your own Slack account: the "Sign in with Slack" (OpenID Connect) URL to follow', I.chatA.link, {
+      needs: 'self',
+      browserBinding: true,
+      description: LINK_START('Slack', 'a Slack account of the org\'s installed workspace'),
+    }),
+    fwd('post', '/v1/integrations/chatB/link', 'session', 'me', 'Link your own Discord account: the Discord sign-in (OAuth2 identify) URL to follow', I.chatB.link, {
+      needs: 'self',
+      browserBinding: true,
+      description: LINK_START('Discord', 'a Discord account that is a member of the org\'s installed server'),
+    }),
+    fwd('post', '/v1/me/chat-links/chatA/lookup', 'session', 'me', 'Link your Slack account found by your email (users.lookupByEmail in the org\'s workspace)', I.chatA.linkLookup, {
+      needs: 'self',
+      description:
+        'Slack\'s directory finds the workspace member whose email (verified by Slack) is your session\'s email; that Slack user becomes the verified chatA endpoint of your approver record (registered if you have none). No such member: 404 `not_found` with `reason: "no_slack_user"`. Slack not installed: 409 `integration_not_installed`.',
+    }),
+    fwd('delete', '/v1/me/chat-links/{provider}', 'session', 'me', 'Unlink your chat account: your approver record keeps the channel without an id, pending', I.unlink, {
+      needs: 'self',
+      description: 'Without an approver record: 404 `not_found`. For Slack, a chatA channel without an id is still reached by your email in the workspace (users.lookupByEmail) when notices are sent.',
+    }),
     fwd('get', '/v1/usage/', 'session', 'usage', 'Decisions opened per month, newest first (24 months)', D.usageHistory),
     fwd('get', '/v1/usage/current', 'session', 'usage', 'This month: the plan, decisions opened and the monthly limit (what 402 quota_exceeded enforces)', D.usageCurrent),
   ];

@@ -5,6 +5,7 @@ import { can, currentSession, finishOidc, signIn, signOut, startOidc, type OidcC
 import { DecisionPage } from './pages/Decision';
 import { Inbox } from './pages/Inbox';
 import { IntegrationsPage } from './pages/Integrations';
+import { MyAccountPage } from './pages/MyAccount';
 import { ApiKeysPage, ApproversPage, AuditPage, UsagePage } from './pages/Operators';
 import { PoliciesPage, PolicyDetail } from './pages/Policies';
 import { SettingsPage } from './pages/Settings';
@@ -95,6 +96,7 @@ function App() {
   else if (pathname === '/app/audit' && reader) page = <AuditPage />;
   else if (pathname === '/app/usage' && reader) page = <UsagePage />;
   else if (pathname === '/app/settings' && admin) page = <SettingsPage />;
+  else if (pathname === '/app/settings/me') page = <MyAccountPage session={session} />;
   else if (pathname === '/app/integrations' && reader) page = <IntegrationsPage session={session} />;
   else if (pathname === '/app/' || pathname === '/app') page = <Inbox session={session} />;
   else page = <p role="alert">There is no page here{!admin ? ' (or it is not for your role)' : ''}.</p>;

@@ -145,16 +145,20 @@ const NAV: Array<{ to: string; label: string; needs?: 'read' | 'admin' }> = [
   { to: '/app/usage', label: 'Usage', needs: 'read' },
   { to: '/app/settings', label: 'Settings', needs: 'admin' },
   { to: '/app/integrations', label: 'Integrations', needs: 'read' },
+  { to: '/app/settings/me', label: 'My chat accounts' },
 ];
 
 export function Layout(props: { session: Session; path: string; children: ReactNode; onSignOut: () => void }) {
+  const nav = NAV.filter((n) => !n.needs || can[n.needs](props.session));
+  // The page's own entry: the longest one the path is or is under (/app/settings/me is not Settings).
+  const active = nav.filter((n) => props.path === n.to || (n.to !== '/app/' && props.path.startsWith(n.to))).sort((a, b) => b.to.length - a.to.length)[0];
   return (
     <>
       <header className="top">
         <strong>Approvals</strong>
         <nav aria-label="Main">
-          {NAV.filter((n) => !n.needs || can[n.needs](props.session)).map((n) => (
-            <Link key={n.to} to={n.to} className={props.path === n.to || (n.to !== '/app/' && props.path.startsWith(n.to)) ? 'active' : ''}>
+          {nav.map((n) => (
+            <Link key={n.to} to={n.to} className={n === active ? 'active' : ''}>
               {n.label}
             </Link>
           ))}

@@ -53,21 +53,19 @@ export function retryDelayMs(attempt: number, baseMs = 1000, maxMs = 10 * 60_000
 /** A person's own contact methods (set while signed in), as channels of their approver record. */
 export interface PersonalChannels {
   sms: string | null;
-  chatA: string | null;
   /** Active push devices when push is on (each is a delivery of its own). */
   devices: string[];
 }
 
 /**
  * The approver as the notifier reaches them: their contact methods override or add the
- * SMS number and the Slack user id (from the next notice on; removing one stops it).
+ * SMS number (from the next notice on; removing it stops it). A Slack id is never taken
+ * from contact methods: only a chat account the person proved (linked, docs/chat.md) or
+ * an admin set is on their approver record, and that record is what reaches them.
  */
 export function withPersonalChannels(a: ResolvedApprover, p: PersonalChannels | undefined): ResolvedApprover {
   if (!p) return a;
-  const own = [
-    ...(p.sms ? [{ channel: 'sms' as const, endpoint: p.sms, status: 'verified' as const, verifiedAt: null }] : []),
-    ...(p.chatA ? [{ channel: 'chatA' as const, endpoint: p.chatA, status: 'verified' as const, verifiedAt: null }] : []),
-  ];
+  const own = [...(p.sms ? [{ channel: 'sms' as const, endpoint: p.sms, status: 'verified' as const, verifiedAt: null }] : [])];
   const replaced = new Set<string>(own.map((c) => c.channel));
   return { ...a, channels: [...a.channels.filter((c) => !replaced.has(c.channel)), ...own] };
 }

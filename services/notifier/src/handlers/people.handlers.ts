@@ -1,4 +1,4 @@
-import { AppError, NotifierEndpoints, actorLabelOf, actorOf, withStatus, type Principal, type ServiceHost } from '@approvals/shared';
+import { AppError, ApproversEndpoints, NotifierEndpoints, actorLabelOf, actorOf, withStatus, type Bus, type Principal, type ServiceHost } from '@approvals/shared';
 import type { DeliveriesStore } from '../store/deliveries.store';
 import type { ContactRow, DeviceRow, PeopleStore } from '../store/people.store';
 import type { Engines } from '../usecases/engines';
@@ -21,7 +21,7 @@ const deviceView = (r: DeviceRow) => ({
   revokedAt: r.revoked_at ? r.revoked_at.toISOString() : null,
 });
 
-export function registerNotifierHandlers(host: ServiceHost, deps: { people: PeopleStore; deliveries: DeliveriesStore; engines: Engines }): void {
+export function registerNotifierHandlers(host: ServiceHost, deps: { people: PeopleStore; deliveries: DeliveriesStore; engines: Engines; bus: Bus }): void {
   const { people } = deps;
   const E = NotifierEndpoints;
   const contactView = (r?: ContactRow) => ({
@@ -32,10 +32,31 @@ export function registerNotifierHandlers(host: ServiceHost, deps: { people: Peop
     updatedAt: r ? r.updated_at.toISOString() : null,
   });
 
+  /**
+   * A Slack id in contact methods proves nothing (anyone can type anyone's): it is taken
+   * only when it is the one the person linked (their approver record's verified chatA
+   * endpoint, proven by Slack: docs/chat.md), and even then it is not what reaches them:
+   * the record is.
+   */
+  async function refuseUnlinkedChat(org: string, email: string, chatA: string | undefined): Promise<void> {
+    if (chatA === undefined) return;
+    const { approvers } = await deps.bus.call(ApproversEndpoints.lookup, { org, emails: [email] });
+    const linked = approvers[0]?.channels.find((c) => c.channel === 'chatA' && c.status === 'verified')?.endpoint ?? null;
+    if (linked === chatA) return;
+    throw new AppError(
+      'chat_account_not_linked',
+      `chatA ${chatA} is not the Slack account linked to you: link yours with "Sign in with Slack" (POST /v1/integrations/chatA/link) or by your email (POST /v1/me/chat-links/chatA/lookup)`,
+      { linked },
+    );
+  }
+
   host.handle(E.contactMethodsGet, async (r) => contactView(await people.contactMethods(r.org, userOf(r.principal))));
-  host.handle(E.contactMethodsPut, async (r) =>
-    contactView(await people.replaceContactMethods(r.org, userOf(r.principal), { email: r.body.email ?? null, sms: r.body.sms ?? null, chat_a: r.body.chatA ?? null, push_enabled: r.body.pushEnabled ?? false, person_email: personOf(r.principal) })),
-  );
+  host.handle(E.contactMethodsPut, async (r) => {
+    const user = userOf(r.principal);
+    const email = personOf(r.principal);
+    await refuseUnlinkedChat(r.org, email, r.body.chatA);
+    return contactView(await people.replaceContactMethods(r.org, user, { email: r.body.email ?? null, sms: r.body.sms ?? null, chat_a: r.body.chatA ?? null, push_enabled: r.body.pushEnabled ?? false, person_email: email }));
+  });
   host.handle(E.pushDeviceRegister, async (r) => {
     const out = await people.registerDevice(r.org, userOf(r.principal), r.body);
     return withStatus(out.created ? 201 : 200, { ...deviceView(out.row), created: out.created, reactivated: out.reactivated });

@@ -71,7 +71,7 @@ export function createPeopleStore(db: Knex) {
         ? await db('push_devices').where({ org_id: org }).whereIn('user_id', pushUsers).whereNull('revoked_at').orderBy('created_at').select('id', 'user_id')
         : [];
       for (const r of rows) {
-        out.set(r.person_email, { sms: r.sms, chatA: r.chat_a, devices: r.push_enabled ? devices.filter((d) => d.user_id === r.user_id).map((d) => d.id) : [] });
+        out.set(r.person_email, { sms: r.sms, devices: r.push_enabled ? devices.filter((d) => d.user_id === r.user_id).map((d) => d.id) : [] });
       }
       return out;
     },

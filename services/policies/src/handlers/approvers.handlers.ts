@@ -41,6 +41,8 @@ export function registerApproverHandlers(
     }
     return { disabled };
   });
+  // The surfaces service only (bus permissions): it has just proven the account is the person's.
+  host.handle(E.linkChat, async (r) => (await approvers.linkChat(r)) ?? Promise.reject(new AppError('not_found', `no approver record for ${r.email} in this org: nothing to unlink`)));
   host.handle(E.lookup, async (r) => {
     const registered = new Map((await approvers.lookup(r.org, r.emails)).map((a) => [a.email, a]));
     return { approvers: r.emails.map((e) => registered.get(e) ?? bare(e)) };

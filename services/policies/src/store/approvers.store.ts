@@ -1,9 +1,10 @@
 import { AppError, EVENT, enqueueEvents, isUniqueViolation, newId, type ApproverView, type Knex, type ResolvedApprover } from '@approvals/shared';
 import { z } from 'zod';
-import type { ApproverRegisterBody, ApproverVerifyBody } from '@approvals/shared';
+import type { ApproverLinkChatRequest, ApproverRegisterBody, ApproverVerifyBody } from '@approvals/shared';
 
 type RegisterInput = z.output<typeof ApproverRegisterBody>;
 type VerifyInput = z.output<typeof ApproverVerifyBody>;
+type LinkChatInput = z.output<typeof ApproverLinkChatRequest>;
 
 interface ApproverRow {
   id: string;
@@ -276,6 +277,52 @@ export function createApproversStore(db: Knex) {
           },
         ]);
         return true;
+      });
+    },
+
+    /**
+     * A person's own chat account, proven by the surfaces service (the provider's sign-in,
+     * or Slack's directory under their verified email): it becomes the verified chatA/chatB
+     * endpoint of their approver record, registered when there is none. `endpoint` null
+     * unlinks: no endpoint, pending (undefined when there is no record). A change (and only
+     * a change: a repeat is a no-op) emits evt.approver.chat_link_changed in the same
+     * transaction, for the audit log.
+     */
+    async linkChat(input: LinkChatInput): Promise<ApproverView | undefined> {
+      const { org, email, channel, endpoint, via } = input;
+      return db.transaction(async (trx) => {
+        let row: ApproverRow | undefined = await trx('approvers').where({ org_id: org, email }).forUpdate().first();
+        let registered = false;
+        if (!row) {
+          if (endpoint === null) return undefined;
+          // Registered like POST /v1/approvers/ would (email and inbox proven by the address).
+          [row] = await trx('approvers').insert({ id: newId('approver'), org_id: org, email }).onConflict(['org_id', 'email']).ignore().returning('*');
+          row ??= await trx('approvers').where({ org_id: org, email }).forUpdate().first();
+          registered = true;
+          await trx('approver_channels').insert({ approver_id: row!.id, channel: 'email', endpoint: email, status: 'verified', verified_at: trx.fn.now() }).onConflict(['approver_id', 'channel']).ignore();
+          await trx('approver_methods').insert({ approver_id: row!.id, surface: 'inbox', resolved_ref: null, status: 'verified', verified_at: trx.fn.now() }).onConflict(['approver_id', 'surface']).ignore();
+        }
+        const id = row!.id;
+        const before: { endpoint: string | null; status: string } | undefined = await trx('approver_channels').where({ approver_id: id, channel }).first('endpoint', 'status');
+        const status = endpoint === null ? 'pending' : 'verified';
+        // Unlinking a chat the record does not have changes nothing (a pending chatA row
+        // without an id would have the person looked up by email in Slack: not asked for).
+        const changed = endpoint === null ? Boolean(before) && (before!.endpoint !== null || before!.status !== status) : !before || before.endpoint !== endpoint || before.status !== status;
+        if (changed) {
+          await trx('approver_channels')
+            .insert({ approver_id: id, channel, endpoint, status, verified_at: endpoint === null ? null : trx.fn.now() })
+            .onConflict(['approver_id', 'channel'])
+            .merge();
+          [row] = await trx('approvers').where({ id }).update({ updated_at: trx.fn.now() }).returning('*');
+          await enqueueEvents(trx, [
+            {
+              subject: EVENT.approverChatLinkChanged,
+              org,
+              data: { approverId: id, email, channel, endpoint, previousEndpoint: before?.endpoint ?? null, via, actor: email, registered },
+            },
+          ]);
+        }
+        return (await view(trx, [row!]))[0];
       });
     },
 

@@ -9,48 +9,54 @@ export const INSTALL_STATE_TTL_MS = 10 * 60_000;
 /** A signed request may be this far from now, either way (Slack and Discord both use 300 s). */
 export const SIGNATURE_TOLERANCE_SEC = 300;
 
+/** What a state is for: an org's workspace install (admin), or a person linking their own chat account. */
+export type StatePurpose = 'install' | 'link';
+
 export interface InstallState {
   id: string;
   org: string;
   provider: ChatProvider;
+  purpose: StatePurpose;
   expiresAt: number;
 }
 
 const b64url = (b: Buffer | string) => Buffer.from(b).toString('base64url');
 
 /**
- * `state` for an OAuth install: `<payload>.<HMAC>` where payload names a single-use id,
- * the org and the provider, and when it expires. The signature binds it to this
- * deployment; the id (stored, claimed once) makes it single-use.
+ * `state` for an OAuth install or link: `<payload>.<HMAC>` where payload names a
+ * single-use id, the org, the provider, the purpose, and when it expires. The signature
+ * binds it to this deployment; the id (stored with who asked and their browser's binding,
+ * claimed once) makes it single-use and theirs.
  */
 export function signInstallState(secret: string, s: InstallState): string {
-  const payload = b64url(JSON.stringify({ i: s.id, o: s.org, p: s.provider, e: s.expiresAt }));
+  const payload = b64url(JSON.stringify({ i: s.id, o: s.org, p: s.provider, k: s.purpose, e: s.expiresAt }));
   return `${payload}.${b64url(createHmac('sha256', `chat-install:${secret}`).update(payload).digest())}`;
 }
 
-export function newInstallState(org: string, provider: ChatProvider, now: Date): InstallState {
-  return { id: `cis_${randomBytes(16).toString('hex')}`, org, provider, expiresAt: now.getTime() + INSTALL_STATE_TTL_MS };
+export function newInstallState(org: string, provider: ChatProvider, now: Date, purpose: StatePurpose = 'install'): InstallState {
+  return { id: `cis_${randomBytes(16).toString('hex')}`, org, provider, purpose, expiresAt: now.getTime() + INSTALL_STATE_TTL_MS };
 }
 
-export type StateCheck = { ok: true; state: InstallState } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' | 'wrong_provider' };
+export type StateCheck = { ok: true; state: InstallState } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' | 'wrong_provider' | 'wrong_purpose' };
 
-export function verifyInstallState(secret: string, value: string, provider: ChatProvider, now: Date): StateCheck {
+export function verifyInstallState(secret: string, value: string, provider: ChatProvider, now: Date, purpose: StatePurpose = 'install'): StateCheck {
   if (typeof value !== 'string' || value.length > 1000) return { ok: false, reason: 'malformed' };
   const [payload, sig, extra] = value.split('.');
   if (!payload || !sig || extra !== undefined) return { ok: false, reason: 'malformed' };
   const expected = createHmac('sha256', `chat-install:${secret}`).update(payload).digest();
   const given = Buffer.from(sig, 'base64url');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad_signature' };
-  let p: { i?: unknown; o?: unknown; p?: unknown; e?: unknown };
+  let p: { i?: unknown; o?: unknown; p?: unknown; k?: unknown; e?: unknown };
   try {
     p = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
   } catch {
     return { ok: false, reason: 'malformed' };
   }
-  if (typeof p.i !== 'string' || typeof p.o !== 'string' || (p.p !== 'chatA' && p.p !== 'chatB') || typeof p.e !== 'number') return { ok: false, reason: 'malformed' };
+  if (typeof p.i !== 'string' || typeof p.o !== 'string' || (p.p !== 'chatA' && p.p !== 'chatB') || (p.k !== 'install' && p.k !== 'link') || typeof p.e !== 'number') return { ok: false, reason: 'malformed' };
   if (p.p !== provider) return { ok: false, reason: 'wrong_provider' };
+  if (p.k !== purpose) return { ok: false, reason: 'wrong_purpose' };
   if (p.e <= now.getTime()) return { ok: false, reason: 'expired' };
-  return { ok: true, state: { id: p.i, org: p.o, provider: p.p, expiresAt: p.e } };
+  return { ok: true, state: { id: p.i, org: p.o, provider: p.p, purpose: p.k, expiresAt: p.e } };
 }
 
 const header = (headers: Record<string, string>, name: string) => headers[name] ?? headers[name.toLowerCase()];

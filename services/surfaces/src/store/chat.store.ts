@@ -1,4 +1,5 @@
 import type { ChatProvider, Knex, OrgCache } from '@approvals/shared';
+import type { StatePurpose } from '../domain/chat';
 
 export interface InstallationRow {
   org_id: string;
@@ -23,6 +24,22 @@ export interface ChatMessageRow {
   user_id: string | null;
   channel_id: string;
   message_id: string;
+  /** The Slack user was found by `users.lookupByEmail` under the approver's email (Slack's directory is the proof). */
+  resolved_by_email?: boolean;
+}
+
+export interface StateRow {
+  id: string;
+  org_id: string;
+  provider: ChatProvider;
+  purpose: StatePurpose;
+  /** Who asked: the admin installing, or the person linking their own account. */
+  user_id: string | null;
+  email: string | null;
+  /** Hex SHA-256 of the browser-binding nonce of the browser that asked. */
+  browser_hash: string | null;
+  expires_at: Date;
+  used_at: Date | null;
 }
 
 /** Chat installations, install states and posted messages: the SQL of the chat surfaces. */
@@ -34,14 +51,19 @@ export interface ChatMessageRow {
 export function createChatStore(db: Knex, opts: { installations?: OrgCache<InstallationRow[]>; changed?: (org: string | null) => Promise<void> } = {}) {
   const changed = opts.changed ?? (async () => undefined);
   return {
-    async createState(s: { id: string; org: string; provider: ChatProvider; expiresAt: Date }): Promise<void> {
-      await db('chat_install_states').insert({ id: s.id, org_id: s.org, provider: s.provider, expires_at: s.expiresAt });
+    async createState(s: { id: string; org: string; provider: ChatProvider; purpose: StatePurpose; userId: string; email: string; browserHash: string; expiresAt: Date }): Promise<void> {
+      await db('chat_install_states').insert({ id: s.id, org_id: s.org, provider: s.provider, purpose: s.purpose, user_id: s.userId, email: s.email, browser_hash: s.browserHash, expires_at: s.expiresAt });
+    },
+
+    /** A state as minted (who asked, which browser), to check before spending it. */
+    state(id: string): Promise<StateRow | undefined> {
+      return db('chat_install_states').where({ id }).first('id', 'org_id', 'provider', 'purpose', 'user_id', 'email', 'browser_hash', 'expires_at', 'used_at');
     },
 
     /** Spends a state once: true the first time, before it expires; false after. */
-    async claimState(id: string, org: string, provider: ChatProvider, now: Date): Promise<boolean> {
+    async claimState(id: string, org: string, provider: ChatProvider, purpose: StatePurpose, now: Date): Promise<boolean> {
       const rows = await db('chat_install_states')
-        .where({ id, org_id: org, provider })
+        .where({ id, org_id: org, provider, purpose })
         .whereNull('used_at')
         .andWhere('expires_at', '>', now)
         .update({ used_at: now })

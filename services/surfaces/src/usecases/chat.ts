@@ -4,15 +4,20 @@ import {
   DecisionsEndpoints,
   EVENT,
   SecretBox,
+  browserMatches,
+  type ApproverView,
   type Bus,
+  type ChatLinkView,
   type DecisionChatData,
   type ChatProvider,
   type Clock,
   type IntegrationView,
   type Logger,
   type PeekView,
+  type Principal,
   type RawCallback,
   type RawHttpReply,
+  type ResolvedApprover,
 } from '@approvals/shared';
 import { z } from 'zod';
 import type { SurfacesConfig } from '../config';
@@ -25,11 +30,24 @@ import {
   signInstallState,
   slackSignatureValid,
   verifyInstallState,
+  type StatePurpose,
 } from '../domain/chat';
 import type { DiscordApi } from '../providers/discord';
 import type { SlackApi } from '../providers/slack';
-import type { ChatStore, InstallationRow } from '../store/chat.store';
-import { discordNotice, discordOutcome, slackAnnounce, slackNotice, slackOutcome, slackVoteReply, testMessage } from '../templates/chat';
+import type { ChatStore, InstallationRow, StateRow } from '../store/chat.store';
+import {
+  discordAnnounce,
+  discordNotice,
+  discordOutcome,
+  discordPrivately,
+  discordTestMessage,
+  slackAnnounce,
+  slackNotice,
+  slackOutcome,
+  slackPrivately,
+  slackTestMessage,
+  slackVoteReply,
+} from '../templates/chat';
 import { html } from '@approvals/shared';
 import { render } from '../templates/pages';
 
@@ -56,6 +74,20 @@ const ignored = (reason: string) => json(200, { ignored: true, reason });
 const tokenContext = (org: string, provider: ChatProvider) => `chat-install:${provider}:${org}`;
 const rawBodyOf = (req: RawCallback) => Buffer.from(req.bodyBase64 ?? '', 'base64');
 const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
+const NAME: Record<ChatProvider, string> = { chatA: 'Slack', chatB: 'Discord' };
+
+/** A request forwarded by the gateway: who asks, and (on browser-bound routes) their browser's binding. */
+interface Asking {
+  org: string;
+  principal: Principal;
+  browserBinding?: string;
+}
+const isAdmin = (p: Principal) => p.kind === 'user' && p.role === 'admin';
+/** The signed-in person (their session's email proves who they are): chat links are theirs alone. */
+function personOf(p: Principal): { userId: string; email: string } {
+  if (p.kind !== 'user') throw new AppError('forbidden', 'chat accounts are linked by a signed-in person, not an API key');
+  return { userId: p.userId, email: p.email.toLowerCase() };
+}
 
 const SlackAction = z.object({ action_id: z.string(), value: z.string().max(200).optional() });
 const SlackBlockActions = z.object({
@@ -82,6 +114,7 @@ export function createChat(deps: ChatDeps) {
   const appBase = config.APP_BASE_URL ?? config.PUBLIC_BASE_URL;
   const appUrl = (decisionId: string) => `${appBase}/app/decisions/${encodeURIComponent(decisionId)}`;
   const redirectUri = (p: ChatProvider) => `${config.PUBLIC_BASE_URL}/v1/integrations/${p}/callback`;
+  const linkRedirectUri = (p: ChatProvider) => `${config.PUBLIC_BASE_URL}/v1/integrations/${p}/link/callback`;
   const titleOf = (d: Pick<PeekView, 'id' | 'context'>) => ((d.context as { title?: string } | null)?.title ?? `Decision ${d.id}`) as string;
 
   const configured = (p: ChatProvider): boolean =>
@@ -108,14 +141,30 @@ export function createChat(deps: ChatDeps) {
     };
   }
 
-  async function installUrl(org: string, p: ChatProvider): Promise<string> {
-    if (!configured(p)) {
-      const vars = p === 'chatA' ? 'CHAT_A_CLIENT_ID and CHAT_A_CLIENT_SECRET' : 'CHAT_B_APPLICATION_ID and CHAT_B_CLIENT_SECRET';
-      throw new AppError('integration_not_configured', `${p} is not configured on this deployment: the operator sets ${vars} (docs/chat.md)`);
+  function requireConfigured(p: ChatProvider): void {
+    if (configured(p)) return;
+    const vars = p === 'chatA' ? 'CHAT_A_CLIENT_ID and CHAT_A_CLIENT_SECRET' : 'CHAT_B_APPLICATION_ID and CHAT_B_CLIENT_SECRET';
+    throw new AppError('integration_not_configured', `${p} is not configured on this deployment: the operator sets ${vars} (docs/chat.md)`);
+  }
+
+  /**
+   * A single-use state for an authorize URL, bound to the org, to the person who asked
+   * (user id and email) and to their browser (the hash of the gateway's binding cookie):
+   * only that browser, within 10 minutes, can bring it back once.
+   */
+  async function mintState(r: Asking, p: ChatProvider, purpose: StatePurpose): Promise<string> {
+    const who = personOf(r.principal);
+    if (!r.browserBinding) {
+      throw new AppError('invalid_request', 'this request carries no browser binding: an authorize URL is minted only on the routes the gateway binds to the browser');
     }
-    const s = newInstallState(org, p, clock.now());
-    await store.createState({ id: s.id, org, provider: p, expiresAt: new Date(s.expiresAt) });
-    const state = signInstallState(config.SURFACES_LINK_SECRET, s);
+    const s = newInstallState(r.org, p, clock.now(), purpose);
+    await store.createState({ id: s.id, org: r.org, provider: p, purpose, userId: who.userId, email: who.email, browserHash: r.browserBinding, expiresAt: new Date(s.expiresAt) });
+    return signInstallState(config.SURFACES_LINK_SECRET, s);
+  }
+
+  async function installUrl(r: Asking, p: ChatProvider): Promise<string> {
+    requireConfigured(p);
+    const state = await mintState(r, p, 'install');
     const q =
       p === 'chatA'
         ? new URLSearchParams({ client_id: config.CHAT_A_CLIENT_ID!, scope: SLACK_SCOPES.join(','), redirect_uri: redirectUri(p), state })
@@ -123,23 +172,97 @@ export function createChat(deps: ChatDeps) {
     return `${p === 'chatA' ? 'https://slack.com/oauth/v2/authorize' : 'https://discord.com/oauth2/authorize'}?${q.toString()}`;
   }
 
-  const installPage = (status: number, heading: string, text: string) =>
-    render({ status, heading, html: html`<div class="notice ${status < 300 ? 'ok' : 'bad'}"><p>${text}</p><p class="muted">Nothing was installed.</p></div>` });
-
-  /** Where the person who clicked should hear about a refusal: privately, never as an error. */
-  async function slackPrivately(responseUrl: string | undefined, text: string): Promise<void> {
-    if (!responseUrl) return;
-    await deps.slack.respond(responseUrl, { response_type: 'ephemeral', replace_original: false, text }).catch((err) => log.warn({ err }, 'chatA response_url failed'));
+  /**
+   * A person's sign-in with the provider, to prove their own chat account: Slack's OpenID
+   * Connect (scope `openid`, the installed team preselected), Discord's OAuth2 `identify`.
+   */
+  async function linkUrl(r: Asking, p: ChatProvider): Promise<string> {
+    requireConfigured(p);
+    const row = await installed(r.org, p);
+    const state = await mintState(r, p, 'link');
+    const q =
+      p === 'chatA'
+        ? new URLSearchParams({ response_type: 'code', scope: 'openid', client_id: config.CHAT_A_CLIENT_ID!, redirect_uri: linkRedirectUri(p), state, team: row.workspace_id })
+        : new URLSearchParams({ response_type: 'code', scope: 'identify', client_id: config.CHAT_B_APPLICATION_ID!, redirect_uri: linkRedirectUri(p), state });
+    return `${p === 'chatA' ? 'https://slack.com/openid/connect/authorize' : 'https://discord.com/oauth2/authorize'}?${q.toString()}`;
   }
 
-  /** The decision's approver who is this chat user, or null: verified endpoints, and people resolved by email for this decision's notices. */
+  const page = (status: number, heading: string, text: string, after: string) =>
+    render({ status, heading, html: html`<div class="notice ${status < 300 ? 'ok' : 'bad'}"><p>${text}</p><p class="muted">${after}</p></div>` });
+  const installPage = (status: number, heading: string, text: string) => page(status, heading, text, 'Nothing was installed.');
+  const linkPage = (status: number, heading: string, text: string) => page(status, heading, text, 'No chat account was linked.');
+
+  /**
+   * The checks every OAuth callback makes before anything is exchanged or stored: a state
+   * signed here, for this provider and purpose, minted and not yet spent, and brought back
+   * by the browser it was minted for (its binding cookie); then it is spent. Any failure is
+   * a 400 page and changes nothing (a state refused for its browser stays unspent: it was
+   * never this browser's to spend).
+   */
+  async function spendState(p: ChatProvider, purpose: StatePurpose, req: RawCallback): Promise<{ row: StateRow; code: string } | { reply: RawHttpReply }> {
+    const pageOf = purpose === 'install' ? installPage : linkPage;
+    const again = purpose === 'install' ? 'Start the install again from the integrations page.' : 'Start again from My chat accounts.';
+    const refuse = (heading: string, text: string) => ({ reply: pageOf(400, heading, `${text} ${again}`) });
+    const stateValue = first(req.query.state);
+    if (!stateValue) return refuse('This link is not valid', 'The request carries no state.');
+    const check = verifyInstallState(config.SURFACES_LINK_SECRET, stateValue, p, clock.now(), purpose);
+    if (!check.ok) return refuse('This link is not valid', check.reason === 'expired' ? 'It took longer than 10 minutes.' : 'The link was altered or belongs to something else.');
+    const row = await store.state(check.state.id);
+    if (!row || row.org_id !== check.state.org || row.provider !== p || row.purpose !== purpose) return refuse('This link is not valid', 'The link belongs to something else.');
+    if (!browserMatches(req.headers.cookie, row.browser_hash)) {
+      return refuse('This link was started in another browser', 'It can only be completed in the browser that started it (signed in to the app), so nobody can be led to finish someone else’s.');
+    }
+    const code = first(req.query.code);
+    if (!code) return { reply: pageOf(400, 'Not completed', `No authorization code came back (cancelled?). ${again}`) };
+    if (!(await store.claimState(row.id, row.org_id, p, purpose, clock.now()))) return refuse('This link was already used or has expired', 'Each link works once, within 10 minutes.');
+    return { row, code };
+  }
+
+  /** A chat link as the person sees it: the org's workspace and their approver record's endpoint. */
+  function linkView(p: ChatProvider, install: InstallationRow | undefined, a: Pick<ApproverView | ResolvedApprover, 'channels'> | undefined): ChatLinkView {
+    const c = a?.channels.find((x) => x.channel === p);
+    return { provider: p, installed: Boolean(install), workspace: install ? (install.name ?? install.workspace_id) : null, userId: c?.endpoint ?? null, status: c?.status ?? null, verifiedAt: c?.verifiedAt ?? null };
+  }
+
+  /**
+   * A channel the org sets must be one of its own workspace's (proof-and-reach.md section
+   * 7): Discord's shared bot can post in every server it was ever added to, so the
+   * channel's guild must be the installed one; Slack's bot token is the workspace's own,
+   * and `conversations.info` must know the channel.
+   */
+  async function checkChannel(row: InstallationRow, channelId: string): Promise<void> {
+    const where = row.name ?? row.workspace_id;
+    if (row.provider === 'chatA') {
+      const problem = await deps.slack.channelProblem(botToken(row), channelId);
+      if (problem) throw new AppError('channel_not_in_workspace', `${channelId} is not a channel of the installed Slack workspace ${where} (Slack: ${problem})`, { channelId });
+      return;
+    }
+    if (!config.CHAT_B_BOT_TOKEN) throw new AppError('integration_not_configured', 'chatB has no bot token on this deployment: the operator sets CHAT_B_BOT_TOKEN (docs/chat.md)');
+    const guild = await deps.discord.guildOfChannel(channelId);
+    if (guild !== row.workspace_id) throw new AppError('channel_not_in_workspace', `${channelId} is not a channel of the installed Discord server ${where}`, { channelId });
+  }
+
+  /** Where the person who clicked should hear about a refusal: privately, never as an error. */
+  async function answerPrivately(responseUrl: string | undefined, text: string): Promise<void> {
+    if (!responseUrl) return;
+    await deps.slack.respond(responseUrl, slackPrivately(text)).catch((err) => log.warn({ err }, 'chatA response_url failed'));
+  }
+
+  /**
+   * The decision's approver who is this chat user, or null (proof-and-reach.md section 6):
+   * a verified endpoint of their approver record (linked by the person, or set by an admin,
+   * audited), or, on Slack, the user `users.lookupByEmail` found under the approver's email
+   * for one of this decision's notices (Slack's directory proved the email). An id a notice
+   * was merely sent to proves nothing.
+   */
   async function approverOf(org: string, p: ChatProvider, d: PeekView, userId: string): Promise<string | null> {
     const { approvers } = await bus.call(ApproversEndpoints.lookup, { org, emails: d.approvers });
     for (const a of approvers) {
       if (a.disabled) continue;
       if (a.channels.some((c) => c.channel === p && c.status === 'verified' && c.endpoint === userId)) return a.email;
     }
-    const resolved = (await store.messagesOf(d.id, 'notice')).find((m) => m.provider === p && m.user_id === userId && m.approver_email && d.approvers.includes(m.approver_email));
+    const enabled = new Set(approvers.filter((a) => !a.disabled).map((a) => a.email));
+    const resolved = (await store.messagesOf(d.id, 'notice')).find((m) => m.provider === p && m.resolved_by_email && m.user_id === userId && m.approver_email && enabled.has(m.approver_email));
     return resolved?.approver_email ?? null;
   }
 
@@ -186,9 +309,11 @@ export function createChat(deps: ChatDeps) {
   return {
     // ---- integrations (session routes) -----------------------------------------------
 
-    async view(org: string, p: ChatProvider): Promise<IntegrationView> {
-      const row = await store.installation(org, p);
-      return row ? installView(row) : { installed: false, installUrl: await installUrl(org, p) };
+    /** The installed workspace (any member), or for an admin the install URL (proof-and-reach.md section 7). */
+    async view(r: Asking, p: ChatProvider): Promise<IntegrationView> {
+      const row = await store.installation(r.org, p);
+      if (row) return installView(row);
+      return isAdmin(r.principal) ? { installed: false, installUrl: await installUrl(r, p) } : { installed: false };
     },
 
     async channels(org: string, p: ChatProvider) {
@@ -197,7 +322,7 @@ export function createChat(deps: ChatDeps) {
     },
 
     async setChannel(org: string, p: ChatProvider, channelId: string): Promise<IntegrationView> {
-      await installed(org, p);
+      await checkChannel(await installed(org, p), channelId);
       return installView((await store.setChannel(org, p, channelId))!);
     },
 
@@ -205,35 +330,28 @@ export function createChat(deps: ChatDeps) {
       const row = await installed(org, p);
       const channel = which === 'channel' ? row.channel_id : row.deliberation_channel_id;
       if (!channel) throw new AppError('conflict', which === 'channel' ? `no ${p} channel is set: PUT /v1/integrations/${p}/channel first` : 'no deliberation channel is set: PUT /v1/integrations/chatA/deliberation first');
+      // Only ever the channel stored by a checked PUT (the org's own workspace).
       if (p === 'chatA') {
-        const r = await deps.slack.postMessage(botToken(row), channel, { text: testMessage });
+        const r = await deps.slack.postMessage(botToken(row), channel, slackTestMessage);
         return { sent: true as const, channel: r.channel, messageId: r.ts };
       }
-      return { sent: true as const, channel, messageId: await deps.discord.send(channel, { content: testMessage }) };
+      return { sent: true as const, channel, messageId: await deps.discord.send(channel, discordTestMessage) };
     },
 
     async setDeliberation(org: string, enabled: boolean, channelId?: string) {
-      await installed(org, 'chatA');
+      const install = await installed(org, 'chatA');
+      if (channelId !== undefined) await checkChannel(install, channelId);
       const row = (await store.setDeliberation(org, 'chatA', enabled, channelId ?? null))!;
       return { enabled: row.deliberation_enabled, channelId: row.deliberation_channel_id };
     },
 
     /** `GET /v1/integrations/{p}/callback`: the provider sends the browser here after consent. */
     async installCallback(p: ChatProvider, req: RawCallback): Promise<RawHttpReply> {
-      const code = first(req.query.code);
-      const stateValue = first(req.query.state);
-      if (!stateValue) return installPage(400, 'This install link is not valid', 'The request carries no state: start the install again from the integrations page.');
-      const check = verifyInstallState(config.SURFACES_LINK_SECRET, stateValue, p, clock.now());
-      if (!check.ok) {
-        const why = check.reason === 'expired' ? 'The install took longer than 10 minutes.' : 'The install link was altered or belongs to something else.';
-        return installPage(400, 'This install link is not valid', `${why} Start the install again from the integrations page.`);
-      }
-      if (!code) return installPage(400, 'The install was not completed', 'No authorization code came back (the install was cancelled?). Start again from the integrations page.');
-      if (!(await store.claimState(check.state.id, check.state.org, p, clock.now()))) {
-        return installPage(400, 'This install link was already used', 'Each install link works once. Start again from the integrations page.');
-      }
+      const spent = await spendState(p, 'install', req);
+      if ('reply' in spent) return spent.reply;
+      const { row: state, code } = spent;
       if (!configured(p)) return installPage(400, 'Not configured', `${p} is not configured on this deployment.`);
-      const org = check.state.org;
+      const org = state.org_id;
       try {
         if (p === 'chatA') {
           const r = await deps.slack.oauthAccess(config.CHAT_A_CLIENT_ID!, config.CHAT_A_CLIENT_SECRET!, code, redirectUri(p));
@@ -247,8 +365,90 @@ export function createChat(deps: ChatDeps) {
         log.warn({ provider: p, org, err: (err as Error).message }, 'chat install: code exchange failed');
         return installPage(502, 'The install could not be completed', `${p === 'chatA' ? 'Slack' : 'Discord'} did not accept the authorization. Start again from the integrations page.`);
       }
-      log.info({ provider: p, org }, 'chat workspace installed');
+      log.info({ provider: p, org, by: state.user_id }, 'chat workspace installed');
       return { status: 302, headers: { location: `${appBase}/app/integrations?installed=${p}`, 'cache-control': 'no-store' }, body: '' };
+    },
+
+    // ---- a person's own chat accounts (session routes, any role) --------------------------
+
+    /** `POST /v1/integrations/{p}/link`: the provider's sign-in URL for the signed-in person. */
+    async link(r: Asking, p: ChatProvider): Promise<{ authorizeUrl: string }> {
+      return { authorizeUrl: await linkUrl(r, p) };
+    },
+
+    /**
+     * `GET /v1/integrations/{p}/link/callback`: the provider proves the chat account (Slack
+     * OpenID Connect: the user and the team they signed in to; Discord: the user, then the
+     * bot checks they are a member of the org's server); the state proves the person (the
+     * session that started it, in this browser). The account must be in the org's own
+     * workspace; it then becomes the verified endpoint of their approver record.
+     */
+    async linkCallback(p: ChatProvider, req: RawCallback): Promise<RawHttpReply> {
+      const spent = await spendState(p, 'link', req);
+      if ('reply' in spent) return spent.reply;
+      const { row: state, code } = spent;
+      const org = state.org_id;
+      const email = state.email;
+      const install = await store.installation(org, p);
+      if (!install || !email) return linkPage(409, `${NAME[p]} is not installed`, `Your organization has no ${NAME[p]} workspace installed any more: an admin installs it first.`);
+      let userId: string;
+      try {
+        if (p === 'chatA') {
+          const u = await deps.slack.signedInUser(config.CHAT_A_CLIENT_ID!, config.CHAT_A_CLIENT_SECRET!, code, linkRedirectUri(p));
+          if (u.teamId !== install.workspace_id) {
+            log.info({ org, provider: p, teamId: u.teamId }, 'chat link refused: another Slack workspace');
+            return linkPage(403, 'Another Slack workspace', `You signed in to a different Slack workspace. Only an account of ${install.name ?? install.workspace_id}, your organization’s workspace, can be linked.`);
+          }
+          userId = u.userId;
+        } else {
+          userId = await deps.discord.signedInUser(config.CHAT_B_APPLICATION_ID!, config.CHAT_B_CLIENT_SECRET!, code, linkRedirectUri(p));
+          if (!(await deps.discord.isMember(install.workspace_id, userId))) {
+            log.info({ org, provider: p }, 'chat link refused: not a member of the guild');
+            return linkPage(403, 'Not in your organization’s Discord server', `Your Discord account is not a member of ${install.name ?? install.workspace_id}, your organization’s server. Join it, then link again.`);
+          }
+        }
+      } catch (err) {
+        // Neither the code nor the person's token is ever logged: only what failed.
+        log.warn({ provider: p, org, err: (err as Error).message }, 'chat link: sign-in exchange failed');
+        return linkPage(502, 'The sign-in could not be completed', `${NAME[p]} did not accept the sign-in. Start again from My chat accounts.`);
+      }
+      await bus.call(ApproversEndpoints.linkChat, { org, email, channel: p, endpoint: userId, via: p === 'chatA' ? 'slack_sign_in' : 'discord_sign_in' });
+      log.info({ provider: p, org, by: state.user_id }, 'chat account linked');
+      return { status: 302, headers: { location: `${appBase}/app/settings/me?linked=${p}`, 'cache-control': 'no-store' }, body: '' };
+    },
+
+    /**
+     * `POST /v1/me/chat-links/chatA/lookup`: the Slack user whose email is the session's
+     * (Slack's users.lookupByEmail only finds addresses Slack has verified), linked.
+     */
+    async linkLookup(r: Asking): Promise<ChatLinkView> {
+      const { email } = personOf(r.principal);
+      const row = await installed(r.org, 'chatA');
+      const userId = await deps.slack.lookupByEmail(botToken(row), email);
+      if (!userId) {
+        throw new AppError('not_found', `no Slack user of the workspace ${row.name ?? row.workspace_id} has the email ${email} (Slack finds only addresses it has verified): sign in with Slack instead`, { reason: 'no_slack_user' });
+      }
+      return linkView('chatA', row, await bus.call(ApproversEndpoints.linkChat, { org: r.org, email, channel: 'chatA', endpoint: userId, via: 'slack_email' }));
+    },
+
+    /** `GET /v1/me/chat-links`: the person's chat links and every channel of their approver record. */
+    async myLinks(r: Asking) {
+      const { email } = personOf(r.principal);
+      const [{ approvers }, installs] = await Promise.all([bus.call(ApproversEndpoints.lookup, { org: r.org, emails: [email] }), store.installationsOf(r.org)]);
+      const a = approvers[0];
+      return {
+        email,
+        approver: a?.registered ?? false,
+        chat: (['chatA', 'chatB'] as const).map((p) => linkView(p, installs.find((i) => i.provider === p), a?.registered ? a : undefined)),
+        channels: a?.registered ? a.channels : [],
+      };
+    },
+
+    /** `DELETE /v1/me/chat-links/{p}`: the person's endpoint removed (pending, no id); 404 without an approver record. */
+    async unlink(r: Asking, p: ChatProvider): Promise<ChatLinkView> {
+      const { email } = personOf(r.principal);
+      const a = await bus.call(ApproversEndpoints.linkChat, { org: r.org, email, channel: p, endpoint: null, via: 'unlink' });
+      return linkView(p, await store.installation(r.org, p), a);
     },
 
     // ---- notices (from the notifier) ---------------------------------------------------
@@ -269,7 +469,19 @@ export function createChat(deps: ChatDeps) {
           userId = found;
         }
         const m = await deps.slack.postMessage(token, userId, slackNotice(req.notice, req.decisionId));
-        await store.recordMessage({ org_id: req.org, provider: p, decision_id: req.decisionId, kind: 'notice', delivery_id: req.deliveryId, approver_email: req.approverEmail, user_id: userId, channel_id: m.channel, message_id: m.ts });
+        await store.recordMessage({
+          org_id: req.org,
+          provider: p,
+          decision_id: req.decisionId,
+          kind: 'notice',
+          delivery_id: req.deliveryId,
+          approver_email: req.approverEmail,
+          user_id: userId,
+          channel_id: m.channel,
+          message_id: m.ts,
+          // Found in Slack's directory under the approver's own email: that user may vote as them.
+          resolved_by_email: email !== null && email.toLowerCase() === req.approverEmail.toLowerCase(),
+        });
         return { status: 'sent' as const, channel: m.channel, messageId: m.ts };
       }
       if (!config.CHAT_B_BOT_TOKEN) return { status: 'skipped' as const, reason: 'CHAT_B_BOT_TOKEN is not configured' };
@@ -306,20 +518,20 @@ export function createChat(deps: ChatDeps) {
       const teamId = b.team?.id ?? b.user.team_id;
       const installs = teamId ? await store.byWorkspace('chatA', teamId) : [];
       if (installs.length === 0) {
-        await slackPrivately(b.response_url, 'This workspace is not connected to the approval service; nothing was counted.');
+        await answerPrivately(b.response_url, 'This workspace is not connected to the approval service; nothing was counted.');
         return ignored('unknown team');
       }
       const found = action.value ? await findDecision(installs.map((i) => i.org_id), action.value) : null;
       if (!found) {
-        await slackPrivately(b.response_url, 'This decision is not one of this workspace’s; nothing was counted.');
+        await answerPrivately(b.response_url, 'This decision is not one of this workspace’s; nothing was counted.');
         return ignored('unknown decision');
       }
       const email = await approverOf(found.org, 'chatA', found.d, b.user.id);
       if (!email) {
-        await slackPrivately(b.response_url, 'You are not an approver of this decision; nothing was counted.');
+        await answerPrivately(b.response_url, 'You are not an approver of this decision; nothing was counted.');
         return json(200, { ok: true });
       }
-      await slackPrivately(b.response_url, await vote(found.org, 'chatA', found.d, email, choice));
+      await answerPrivately(b.response_url, await vote(found.org, 'chatA', found.d, email, choice));
       return json(200, { ok: true });
     },
 
@@ -368,7 +580,7 @@ export function createChat(deps: ChatDeps) {
       if (!parsed.success) return errorJson(400, 'invalid_request', `interaction: ${parsed.error.issues[0]?.message ?? 'malformed'}`);
       const i = parsed.data;
       if (i.type === 1) return json(200, { type: 1 });
-      const privately = (content: string) => json(200, { type: 4, data: { content, flags: 64 } });
+      const privately = (content: string) => json(200, discordPrivately(content));
       if (i.type !== 3) return privately('This interaction is not handled.');
       const choice = buttonChoice(i.data?.custom_id);
       const decisionId = decisionOfCustomId(i.data?.custom_id);
@@ -422,7 +634,7 @@ export function createChat(deps: ChatDeps) {
           const m =
             p === 'chatA'
               ? await deps.slack.postMessage(botToken(row), row.channel_id, slackAnnounce(title, e.approvers, appUrl(e.decisionId))).then((r) => ({ channel: r.channel, id: r.ts }))
-              : { channel: row.channel_id, id: await deps.discord.send(row.channel_id, { content: `New decision: ${title}\nApprovers: ${e.approvers.join(', ')}\n${appUrl(e.decisionId)}` }) };
+              : { channel: row.channel_id, id: await deps.discord.send(row.channel_id, discordAnnounce(title, e.approvers, appUrl(e.decisionId))) };
           await store.recordMessage({ org_id: org, provider: p, decision_id: e.decisionId, kind: 'announce', delivery_id: `announce:${e.decisionId}`, approver_email: null, user_id: null, channel_id: m.channel, message_id: m.id });
         }
         if (p === 'chatA' && row.deliberation_enabled && row.deliberation_channel_id && !posted.some((m) => m.kind === 'thread')) {

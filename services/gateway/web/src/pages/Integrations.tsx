@@ -3,7 +3,8 @@ import { api } from '../api';
 import type { Session } from '../auth';
 import { ErrorBox, Field, Loading, useAction, useLoad } from '../ui';
 
-type View = { installed: false; installUrl: string } | { installed: true; teamId?: string; guildId?: string; name: string | null; channel: string | null };
+/** `installUrl` only for admins: anyone else sees `{installed: false}`. */
+type View = { installed: false; installUrl?: string } | { installed: true; teamId?: string; guildId?: string; name: string | null; channel: string | null };
 const NAMES = { chatA: 'Slack', chatB: 'Discord' } as const;
 
 function Chat({ provider, session }: { provider: 'chatA' | 'chatB'; session: Session }) {
@@ -21,11 +22,15 @@ function Chat({ provider, session }: { provider: 'chatA' | 'chatB'; session: Ses
       {view.error ? <ErrorBox error={view.error} /> : null}
       {!view.data && !view.error ? <Loading what={name} /> : null}
       {view.data && !view.data.installed ? (
-        <p>
-          <a className="button" href={view.data.installUrl}>
-            Connect {name}
-          </a>
-        </p>
+        view.data.installUrl ? (
+          <p>
+            <a className="button" href={view.data.installUrl}>
+              Connect {name}
+            </a>
+          </p>
+        ) : (
+          <p className="muted">Not connected. An admin of your organization connects {name}.</p>
+        )
       ) : null}
       {view.data && view.data.installed ? (
         <>
