@@ -207,6 +207,9 @@ describe('web app in Chromium', () => {
   it("My chat accounts: a person sees each chat provider and the state of each of their channels; the nav marks that page, not Settings", async () => {
     const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: REVIEWER, channels: [{ channel: 'sms', endpoint: '+15550177' }] } });
     expect([200, 201]).toContain(reg.status);
+    // The member list decides a session's role: make the reviewer an admin there first.
+    const listed = (await stack.http('GET', '/v1/members/', { token: admin })).body.members.find((m: { email: string }) => m.email === REVIEWER);
+    if (listed) expect((await stack.http('PATCH', `/v1/members/${listed.id}`, { token: admin, body: { role: 'admin' } })).status).toBe(200);
     const { page, ctx } = await open(stack.session({ org, email: REVIEWER, role: 'admin' }), '/app/settings/me');
     await page.getByRole('heading', { name: 'My chat accounts' }).waitFor();
     // No chat workspace on this deployment: nothing to link, said plainly.
