@@ -211,3 +211,32 @@ export const DURABLE = {
   notifierRunRequested: 'notifier-run-requested',
   schedulerDecisionTimers: 'scheduler-decision-timers',
 } as const;
+export type Durable = (typeof DURABLE)[keyof typeof DURABLE];
+
+/**
+ * The one subject each durable takes (its filter subject): what the provisioning step
+ * creates it with (bus/jetstream.ts) and what its service checks at start. A durable's
+ * subject is never changed in place: a new subject is a new durable (see RETIRED_DURABLES).
+ */
+export const DURABLE_SUBJECT = {
+  [DURABLE.gatewayAuditForceDeleted]: EVENT.policyForceDeleted,
+  [DURABLE.gatewayAuditVoteRefused]: EVENT.decisionVoteRefused,
+  [DURABLE.gatewayAuditConsumed]: EVENT.decisionConsumed,
+  [DURABLE.gatewayAuditCancelled]: EVENT.decisionCancelled,
+  [DURABLE.decisionsTimerExpire]: EVENT.timerExpireDue,
+  [DURABLE.decisionsTimerRemind]: EVENT.timerRemindDue,
+  [DURABLE.decisionsTimerEscalate]: EVENT.timerEscalateDue,
+  [DURABLE.decisionsTimerRetention]: EVENT.timerRetentionDue,
+  [DURABLE.decisionsNotificationSent]: EVENT.notificationSent,
+  [DURABLE.surfacesTimerRetention]: EVENT.timerRetentionDue,
+  [DURABLE.surfacesDecisionChat]: EVENT.decisionChat,
+  // Both approver events (disabled, enabled) in one durable: their order matters.
+  [DURABLE.decisionsApproverState]: 'evt.approver.>',
+  [DURABLE.decisionsNotificationSkipped]: EVENT.notificationSkipped,
+  [DURABLE.notifierDecisionCreated]: EVENT.decisionCreated,
+  [DURABLE.notifierDecisionResolved]: EVENT.decisionResolved,
+  [DURABLE.notifierDecisionReminded]: EVENT.decisionReminded,
+  [DURABLE.notifierDecisionEscalated]: EVENT.decisionEscalated,
+  [DURABLE.notifierRunRequested]: EVENT.runRequested,
+  [DURABLE.schedulerDecisionTimers]: EVENT.decisionTimers,
+} as const satisfies Record<Durable, string>;
