@@ -167,8 +167,8 @@ export const EVENT = {
 export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
 
 /**
- * Durables no longer used, deleted by their service at start. `gateway-audit` and
- * `policies-decision-usage` took a wildcard (`evt.>`, `evt.decision.>`) and so received,
+ * Durables no longer used, deleted by the JetStream provisioning step (bus/jetstream.ts).
+ * `gateway-audit` and `policies-decision-usage` took a wildcard (`evt.>`, `evt.decision.>`) and so received,
  * and acknowledged, every event it ignored; their successors, one per subject they need,
  * start from the stream's beginning, and what they apply is keyed by event or decision
  * id, so replaying changes nothing. The policies service's three decision durables kept
