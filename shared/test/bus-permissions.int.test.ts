@@ -210,6 +210,13 @@ describe('the bus: per-service NATS users and permissions', () => {
       await denied(jsm.streams.delete(LARGE_BUCKET_STREAM), `${js}.STREAM.DELETE.${LARGE_BUCKET_STREAM}`);
       await denied(jsm.streams.update(LARGE_BUCKET_STREAM, { max_age: 1_000_000_000 }), `${js}.STREAM.UPDATE.${LARGE_BUCKET_STREAM}`);
       await denied((await new Objm(bus.js).open('bus-large')).destroy(), `${js}.STREAM.DELETE.${LARGE_BUCKET_STREAM}`);
+      // Reading an object is a consumer of that object's chunks alone: one over the whole
+      // bucket (every body in transit) is refused, by permission or by the server, which
+      // holds the create to the filter its subject names.
+      const inbox = `${inboxPrefixOf(users[name].user)}.objects`;
+      await denied(bus.nc.request(`${js}.CONSUMER.CREATE.${LARGE_BUCKET_STREAM}`, JSON.stringify({ stream_name: LARGE_BUCKET_STREAM, config: { deliver_subject: inbox, ack_policy: 'none' } }), { timeout: 2000 }), `${js}.CONSUMER.CREATE.${LARGE_BUCKET_STREAM}`);
+      const whole = await bus.nc.request(`${js}.CONSUMER.CREATE.${LARGE_BUCKET_STREAM}.all_1.$O.bus-large.C.x`, JSON.stringify({ stream_name: LARGE_BUCKET_STREAM, config: { name: 'all_1', filter_subject: '$O.bus-large.>', deliver_subject: inbox, ack_policy: 'none' } }), { timeout: 2000 });
+      expect(whole.json<{ error?: { err_code: number } }>().error?.err_code).toBe(10131); // "did not match filtered subject from create subject"
 
       // Nothing changed: the stream as it was, every durable on its own subject, the bucket there.
       const ajsm = await admin.jsm();
