@@ -1,8 +1,9 @@
 'use strict';
 /**
  * The image's entry: `node deploy/docker/entrypoint.js <service>` runs that service
- * (`services/<service>/dist/main.js`), or `migrate` to run every service's migrations and
- * exit (the Kubernetes migrations Job). The service replaces this process's role: signals
+ * (`services/<service>/dist/main.js`), or `migrate` to run every service's migrations,
+ * provision JetStream as the NATS admin user (NATS_URL, NATS_ADMIN_USER/NATS_ADMIN_PASSWORD
+ * or NATS_ADMIN_CREDS) and exit (the Kubernetes migrations Job, compose's `migrate`). The service replaces this process's role: signals
  * go straight to it (it is required in this process, not spawned).
  */
 const { join } = require('node:path');

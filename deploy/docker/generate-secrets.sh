@@ -1,6 +1,7 @@
 #!/bin/sh
 # Writes .env (secrets for compose) and nats/auth.conf (a NATS user per service, with the
-# permissions from shared/src/bus/permissions.ts). Run from deploy/docker, after
+# permissions from shared/src/bus/permissions.ts, and admin, which only `migrate` uses to
+# provision JetStream). Run from deploy/docker, after
 # `npm install && npm run build` at the repository root. Keep both files out of git.
 set -eu
 cd "$(dirname "$0")"
@@ -23,6 +24,7 @@ NATS_PASSWORD_POLICIES=$(pw policies)
 NATS_PASSWORD_NOTIFIER=$(pw notifier)
 NATS_PASSWORD_SURFACES=$(pw surfaces)
 NATS_PASSWORD_SCHEDULER=$(pw scheduler)
+NATS_PASSWORD_ADMIN=$(pw admin)
 ENV
 rm -f "$users"
 echo "wrote .env and nats/auth.conf"

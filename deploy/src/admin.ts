@@ -20,8 +20,9 @@ const USAGE = `usage:
       list them, show one, publish one again once the cause is fixed, or drop it
   npm run admin -- nats-config [--passwords <file.json>]
       prints the authorization block of a nats-server configuration: one user per service with
-      its permissions (BUS_ROLES), and admin; passwords from the JSON file (same shape as
-      .data/nats-auth.json), else .data/nats-auth.json (generated when missing)`;
+      its permissions (BUS_ROLES: JetStream use, its administration denied), and admin (which
+      provisions JetStream); passwords from the JSON file (same shape as .data/nats-auth.json),
+      else .data/nats-auth.json (generated when missing)`;
 
 function parseArgs(argv: string[]): { cmd?: string; flags: Record<string, string> } {
   const [cmd, ...rest] = argv;

@@ -4,7 +4,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'pg';
-import { EVENT, STREAM_EVENTS, factsHash } from '@approvals/shared';
+import { EVENT, STREAM_EVENTS, createLogger, factsHash } from '@approvals/shared';
 import { coalesceWrites } from '@approvals/shared';
 import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, startNatsServer } from '@approvals/shared/infra';
 import { storedEvents } from '@approvals/shared/testing';
@@ -13,6 +13,7 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { DATA_DIR } from './dev-env';
 import { launchServices, waitHealthy } from './processes';
+import { provisionWhenReady } from './provision';
 import { consumerStallOf, interleavedPlan, perOp, perOpOver, sampleWork, workTable, type ConsumerStall, type Segment, type WorkPerOp, type WorkSpan, type WorkTargets } from './work';
 import { profilesIn, topFrames } from './profile';
 import { KeptAliveClient } from './http-client';
@@ -594,6 +595,8 @@ export async function main(): Promise<number> {
     const natsUsers = generateNatsUsers();
     const nats = await startNatsServer({ storeDir: join(dir, 'nats'), users: natsUsers });
     stops.push(() => nats.stop());
+    // JetStream made by the admin user before the services start (they may not make it).
+    await provisionWhenReady({ url: nats.url, auth: { user: natsUsers.admin.user, pass: natsUsers.admin.password }, log: createLogger('bench-provision', 'silent') });
     const databaseUrl = await ensureDatabase(pg.url, 'bench');
     const port = await freePort();
     const secret = randomBytes(24).toString('hex');

@@ -5,10 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { SERVICE_NAMES, factsHash } from '@approvals/shared';
+import { SERVICE_NAMES, createLogger, factsHash } from '@approvals/shared';
 import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, startNatsServer, type LocalNats, type LocalPostgres } from '@approvals/shared/infra';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { launchServices, waitHealthy } from './processes';
+import { provisionWhenReady } from './provision';
 
 /**
  * `npm run chaos`: the kill -9 run, reproducible. The whole system runs as separate
@@ -139,6 +140,9 @@ export async function main(args: string[]): Promise<number> {
     const startNats = () => startNatsServer({ storeDir: join(dir, 'nats'), port: natsPort, users: natsUsers });
     let nats: LocalNats = await startNats();
     stops.push(() => nats.stop());
+    // JetStream made by the admin user before the services start (they may not make it); on
+    // file, it is there again when the killed nats-server comes back.
+    await provisionWhenReady({ url: nats.url, auth: { user: natsUsers.admin.user, pass: natsUsers.admin.password }, log: createLogger('chaos-provision', 'silent') });
     const engine = await engineReceiver();
     stops.push(() => engine.close());
 

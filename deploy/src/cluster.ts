@@ -1,11 +1,12 @@
 import { chmodSync, mkdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { join } from 'node:path';
-import { Bus, SERVICE_NAMES, createLogger } from '@approvals/shared';
+import { SERVICE_NAMES, createLogger } from '@approvals/shared';
 import { ensureDatabase, freePort, startEmbeddedPostgres, startNatsServer, type LocalNats } from '@approvals/shared/infra';
 import { startBalancer } from './balancer';
 import { DATA_DIR, localJwtSecret, localNatsUsers, localSecretsKey, portFree, RUNTIME_FILE, writeRuntime } from './dev-env';
 import { launchServices, waitHealthy } from './processes';
+import { provisionWhenReady } from './provision';
 
 /**
  * `npm run cluster`: the scaled-out topology on one machine. A 3-node NATS cluster with
@@ -28,25 +29,6 @@ export interface ClusterInfo {
 
 function say(line: string) {
   process.stdout.write(`[cluster] ${line}\n`);
-}
-
-async function waitForJetStream(url: string, user: { user: string; password: string }, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  let last = '';
-  while (Date.now() < deadline) {
-    let bus: Bus | undefined;
-    try {
-      bus = await Bus.connect({ url, name: 'cluster-launcher', log: createLogger('cluster', 'silent'), auth: { user: user.user, pass: user.password } });
-      await (await bus.jsm()).getAccountInfo();
-      return;
-    } catch (err) {
-      last = (err as Error).message;
-    } finally {
-      await bus?.close().catch(() => undefined);
-    }
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(`JetStream did not become available on the cluster: ${last}`);
 }
 
 export async function main(): Promise<void> {
@@ -91,15 +73,9 @@ export async function main(): Promise<void> {
     );
     for (const s of servers) stops.push(() => s.stop());
     const natsUrl = servers.map((s) => s.url).join(',');
-    await waitForJetStream(natsUrl, users.admin, 60_000);
-    // The streams at 3 replicas before the twelve processes start (each would otherwise try
-    // to create them at once while the cluster places its first replicated stream).
-    const admin = await Bus.connect({ url: natsUrl, name: 'cluster-launcher', log: createLogger('cluster', 'silent'), auth: { user: users.admin.user, pass: users.admin.password }, replicas: 3 });
-    try {
-      await admin.ensureEventsStream();
-    } finally {
-      await admin.close();
-    }
+    // The streams, the bucket and the durables at 3 replicas, made by the admin user once the
+    // cluster's JetStream answers, before the twelve processes start (they may not make them).
+    await provisionWhenReady({ url: natsUrl, auth: { user: users.admin.user, pass: users.admin.password }, replicas: 3, log: createLogger('cluster', 'silent'), timeoutMs: 60_000 });
 
     const gatewayPorts: number[] = [];
     const metricsPorts = new Map<string, number>();

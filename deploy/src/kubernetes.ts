@@ -4,7 +4,8 @@ import { SERVICE_NAMES, type ServiceName } from '@approvals/shared';
  * The Kubernetes manifests of the services, generated from the list of services in the
  * code so none is forgotten: per service a Deployment (probes on the metrics port,
  * resources, non-root, graceful drain), a Service, a PodDisruptionBudget and a
- * HorizontalPodAutoscaler; the shared ConfigMap and the migrations Job.
+ * HorizontalPodAutoscaler; the shared ConfigMap and the migrations Job (the schemas, and
+ * JetStream's streams, bucket and durables as the NATS admin user).
  * `node deploy/dist/kubernetes.js > deploy/kubernetes/approvals.yaml` writes them; the
  * test suite checks the file is up to date and valid against the Kubernetes schemas.
  */
@@ -155,7 +156,13 @@ export function manifests(): Array<Record<string, unknown>> {
               name: 'migrate',
               image: IMAGE,
               args: ['migrate'],
-              envFrom: [{ secretRef: { name: 'approvals-secrets' } }],
+              // The schemas, then JetStream (streams, bucket, durables) as the NATS admin user:
+              // the services' users may not make them, and stop at start if they are missing.
+              envFrom: [{ configMapRef: { name: 'approvals-config' } }, { secretRef: { name: 'approvals-secrets' } }],
+              env: [
+                { name: 'NATS_ADMIN_USER', value: 'admin' },
+                { name: 'NATS_ADMIN_PASSWORD', valueFrom: { secretKeyRef: { name: 'approvals-nats', key: 'admin' } } },
+              ],
               resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '500m', memory: '256Mi' } },
               securityContext: CONTAINER_SECURITY,
             },

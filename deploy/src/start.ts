@@ -1,6 +1,8 @@
 import { rmSync } from 'node:fs';
+import { createLogger } from '@approvals/shared';
 import { launchServices, waitHealthy } from './processes';
 import { localJwtSecret, localSecretsKey, portFree, provideInfra, RUNTIME_FILE, writeRuntime } from './dev-env';
+import { jetstreamReplicasFromEnv, natsAdminAuthFromEnv, provisionWhenReady } from './provision';
 
 const COLORS = ['\x1b[36m', '\x1b[33m', '\x1b[35m', '\x1b[32m', '\x1b[34m', '\x1b[31m'];
 const RESET = '\x1b[0m';
@@ -34,6 +36,21 @@ export async function main(): Promise<void> {
     throw new Error(`port ${port} is already in use (another \`npm start\`?): stop that, or choose another port with PORT=…`);
   }
   const infra = await provideInfra(say);
+  // JetStream as the services need it, made by the admin user before they start (they may
+  // not make it): the embedded server's admin, or NATS_ADMIN_* for the server in NATS_URL.
+  const admin = infra.natsUsers?.admin;
+  try {
+    await provisionWhenReady({
+      url: infra.natsUrl,
+      auth: admin ? { user: admin.user, pass: admin.password } : natsAdminAuthFromEnv(),
+      replicas: jetstreamReplicasFromEnv(),
+      log: createLogger('provision', process.env.LOG_LEVEL === 'silent' ? 'silent' : 'warn'),
+    });
+  } catch (err) {
+    await infra.stop();
+    throw err;
+  }
+  say('JetStream provisioned (streams, bucket, durable consumers)');
   const baseUrl = process.env.PUBLIC_BASE_URL ?? `http://localhost:${port}`;
   const env: NodeJS.ProcessEnv = {
     ...process.env,

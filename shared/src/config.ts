@@ -51,7 +51,7 @@ export const BaseServiceEnv = z.object({
     .min(1_000, 'DB_POOL_IDLE_TIMEOUT_MS must be 1000 to 86400000')
     .max(86_400_000, 'DB_POOL_IDLE_TIMEOUT_MS must be 1000 to 86400000')
     .default(POOL_DEFAULTS.idleTimeoutMs),
-  /** Replicas of the JetStream streams and buckets a service creates when missing (3 on a cluster). */
+  /** Replicas of the JetStream streams and bucket a service provisions when it runs without NATS credentials (3 on a cluster). */
   JETSTREAM_REPLICAS: z.coerce.number({ error: 'JETSTREAM_REPLICAS must be a number' }).int().min(1, 'JETSTREAM_REPLICAS must be 1 to 5').max(5, 'JETSTREAM_REPLICAS must be 1 to 5').default(1),
   /**
    * Port of the service's metrics and probe endpoint (`/metrics`, `/livez`, `/readyz`);

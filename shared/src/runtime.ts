@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { Bus, type NatsAuth } from './bus/bus';
 import { EventConsumer, type ConsumerOptions } from './bus/consumer';
+import { JetStreamNotProvisioned, provisionJetStream, requireProvisioned } from './bus/jetstream';
 import { OutboxRelay, type HeldEvents } from './bus/outbox';
 import { ServiceHost } from './bus/service-host';
 import { systemClock, type Clock } from './clock';
@@ -10,7 +11,7 @@ import { createDb, migrate, warmPool, type Migration, type PoolSettings } from '
 import { createLogger, type Logger } from './logger';
 import { collectProcessMetrics, scrapedGauge, startMetricsServer } from './metrics';
 import { startTracing, stopTracing } from './tracing';
-import { RETIRED_DURABLES, STREAM_EVENTS, type ServiceName } from './subjects';
+import { DURABLE_SUBJECT, STREAM_EVENTS, type ServiceName } from './subjects';
 
 export interface ServiceContext {
   name: ServiceName;
@@ -20,7 +21,10 @@ export interface ServiceContext {
   host: ServiceHost;
   log: Logger;
   clock: Clock;
-  /** Registers a durable consumer; consumers start once setup returns. */
+  /**
+   * Registers a durable consumer; consumers start once setup returns. The durable must be
+   * one of this service's in DURABLE_SUBJECT, with the subject declared there.
+   */
   consume(opts: Omit<ConsumerOptions, 'bus' | 'log'>): void;
   /** With an outbox: publishes events right after the statement that wrote them commits (`HeldEvents`). */
   heldEvents?: HeldEvents;
@@ -40,7 +44,10 @@ export interface ServiceOptions {
   version: string;
   databaseUrl: string;
   natsUrl: string;
-  /** This service's NATS credentials (without them it connects anonymously, with a warning). */
+  /**
+   * This service's NATS credentials. Without them it connects anonymously, with a warning,
+   * and provisions JetStream itself at start (a bare nats-server in development).
+   */
   natsAuth?: NatsAuth;
   schema: string;
   migrations: Migration[];
@@ -52,7 +59,7 @@ export interface ServiceOptions {
   announcesChanges?: boolean;
   /** Serves `/metrics`, `/livez` and `/readyz` on this port (0: any free port); undefined: none. */
   metricsPort?: number;
-  /** Replicas of the streams and buckets it creates when missing (JETSTREAM_REPLICAS). */
+  /** Replicas of the streams and bucket it provisions when anonymous (JETSTREAM_REPLICAS). */
   jetstreamReplicas?: number;
   /** On stop, serve this long while reporting not ready before stopping (SHUTDOWN_DELAY_MS). */
   shutdownDelayMs?: number;
@@ -85,11 +92,16 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
   try {
     await migrate(db, opts.schema, opts.migrations);
     await warmPool(db);
-    if (!opts.natsAuth && !/^[a-z]+:\/\/[^@/]+@/i.test(opts.natsUrl)) {
+    const anonymous = !opts.natsAuth && !/^[a-z]+:\/\/[^@/]+@/i.test(opts.natsUrl);
+    if (anonymous) {
       log.warn('connecting to NATS without credentials: any client that reaches the server can act as this service (set NATS_USER/NATS_PASSWORD or NATS_CREDS)');
     }
-    bus = await Bus.connect({ url: opts.natsUrl, name: opts.name, log, auth: opts.natsAuth, replicas: opts.jetstreamReplicas });
-    await bus.ensureEventsStream();
+    bus = await Bus.connect({ url: opts.natsUrl, name: opts.name, log, auth: opts.natsAuth });
+    // With its own NATS user a service may not make streams or consumers: they are
+    // provisioned before it starts, and it stops here if they are not. Anonymous (a bare
+    // nats-server in development, where anyone may do anything) it provisions them itself.
+    if (anonymous) await provisionJetStream(bus, { log, replicas: opts.jetstreamReplicas });
+    else await requireProvisioned(bus);
     collectProcessMetrics();
     const host = await ServiceHost.create({ bus, name: opts.name, version: opts.version, log, announcesChangesAs: opts.announcesChanges ? opts.name : undefined });
     host.handle(EchoEndpoints[opts.name], async (req) => {
@@ -117,14 +129,13 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
       host,
       log,
       clock,
-      consume: (c) => consumerOpts.push(c),
+      consume: (c) => consumerOpts.push(declared(opts.name, c)),
       heldEvents: relay,
       relay,
     };
     const hooks = (await opts.setup(ctx)) ?? {};
     const consumers = consumerOpts.map((c) => new EventConsumer({ ...c, bus: bus!, log }));
     for (const c of consumers) await c.start();
-    await deleteRetiredDurables(bus, opts.name, log);
     await relay?.start();
     // Subscriptions are sent without waiting: a round trip makes sure the server has them,
     // so a request sent (from another connection) once this returns finds a responder.
@@ -238,19 +249,20 @@ function perScrape<T>(read: () => Promise<T>): () => Promise<T> {
   };
 }
 
-/** Removes this service's retired durables (RETIRED_DURABLES) from the EVENTS stream, if still there. */
-async function deleteRetiredDurables(bus: Bus, name: ServiceName, log: Logger): Promise<void> {
-  const retired = RETIRED_DURABLES[name] ?? [];
-  if (retired.length === 0) return;
-  const jsm = await bus.jsm();
-  for (const durable of retired) {
-    try {
-      if (await jsm.consumers.delete(STREAM_EVENTS, durable)) log.info({ durable }, 'retired durable consumer deleted');
-    } catch (err) {
-      // Not there (a new deployment, or another replica deleted it first): nothing to do.
-      if (!/not found/i.test(String((err as Error).message))) log.warn({ durable, err }, 'could not delete a retired durable consumer');
-    }
+/**
+ * A consumer a service registers: one of its own durables (`<service>-…`), with the subject
+ * DURABLE_SUBJECT declares for it, the one the provisioning step made it with. Anything else
+ * is a mistake in the code, stopped at start rather than left to a permission error.
+ */
+function declared<C extends { durable: string; filterSubject: string }>(name: ServiceName, c: C): C {
+  const subject = (DURABLE_SUBJECT as Record<string, string>)[c.durable];
+  if (subject === undefined || !c.durable.startsWith(`${name}-`)) {
+    throw new Error(`${name} consumes ${c.durable}, which is not one of its durables in DURABLE_SUBJECT (shared/src/subjects.ts)`);
   }
+  if (subject !== c.filterSubject) {
+    throw new Error(`${name} consumes ${c.durable} with ${c.filterSubject}, declared in DURABLE_SUBJECT with ${subject}`);
+  }
+  return c;
 }
 
 /**
@@ -290,6 +302,8 @@ export function runMain(name: string, start: () => Promise<{ stop(): Promise<voi
   starting.catch((err) => {
     if (err instanceof ConfigError) {
       process.stderr.write(`${name}: ${err.message}\n`);
+    } else if (err instanceof JetStreamNotProvisioned) {
+      log.fatal({ err }, err.message);
     } else {
       log.fatal({ err }, 'failed to start');
     }

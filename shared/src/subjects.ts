@@ -188,8 +188,8 @@ export const EVENT = {
 export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
 
 /**
- * Durables no longer used, deleted by their service at start. `gateway-audit` and
- * `policies-decision-usage` took a wildcard (`evt.>`, `evt.decision.>`) and so received,
+ * Durables no longer used, deleted by the JetStream provisioning step (bus/jetstream.ts).
+ * `gateway-audit` and `policies-decision-usage` took a wildcard (`evt.>`, `evt.decision.>`) and so received,
  * and acknowledged, every event it ignored; their successors, one per subject they need,
  * start from the stream's beginning, and what they apply is keyed by event or decision
  * id, so replaying changes nothing. The policies service's three decision durables kept
@@ -238,3 +238,39 @@ export const DURABLE = {
   notifierApproverChanged: 'notifier-approver-changed',
   schedulerDecisionTimers: 'scheduler-decision-timers',
 } as const;
+export type Durable = (typeof DURABLE)[keyof typeof DURABLE];
+
+/**
+ * The one subject each durable takes (its filter subject): what the provisioning step
+ * creates it with (bus/jetstream.ts) and what its service checks at start. A durable's
+ * subject is never changed in place: a new subject is a new durable (see RETIRED_DURABLES).
+ */
+export const DURABLE_SUBJECT = {
+  // Every policy and approver event is audited: one durable over each.
+  [DURABLE.gatewayAuditPolicy]: 'evt.policy.>',
+  [DURABLE.gatewayAuditApprover]: 'evt.approver.>',
+  [DURABLE.gatewayAuditDecisionCreated]: EVENT.decisionCreated,
+  [DURABLE.gatewayAuditVoteRecorded]: EVENT.decisionVoteRecorded,
+  [DURABLE.gatewayAuditResolved]: EVENT.decisionResolved,
+  [DURABLE.gatewayAuditSettings]: EVENT.settingsChanged,
+  [DURABLE.gatewayAuditVoteRefused]: EVENT.decisionVoteRefused,
+  [DURABLE.gatewayAuditConsumed]: EVENT.decisionConsumed,
+  [DURABLE.gatewayAuditCancelled]: EVENT.decisionCancelled,
+  [DURABLE.decisionsTimerExpire]: EVENT.timerExpireDue,
+  [DURABLE.decisionsTimerRemind]: EVENT.timerRemindDue,
+  [DURABLE.decisionsTimerEscalate]: EVENT.timerEscalateDue,
+  [DURABLE.decisionsTimerRetention]: EVENT.timerRetentionDue,
+  [DURABLE.decisionsNotificationSent]: EVENT.notificationSent,
+  [DURABLE.surfacesTimerRetention]: EVENT.timerRetentionDue,
+  [DURABLE.surfacesDecisionChat]: EVENT.decisionChat,
+  // Both approver events (disabled, enabled) in one durable: their order matters.
+  [DURABLE.decisionsApproverState]: 'evt.approver.>',
+  [DURABLE.decisionsNotificationSkipped]: EVENT.notificationSkipped,
+  [DURABLE.notifierDecisionCreated]: EVENT.decisionCreated,
+  [DURABLE.notifierDecisionResolved]: EVENT.decisionResolved,
+  [DURABLE.notifierDecisionReminded]: EVENT.decisionReminded,
+  [DURABLE.notifierDecisionEscalated]: EVENT.decisionEscalated,
+  [DURABLE.notifierRunRequested]: EVENT.runRequested,
+  [DURABLE.notifierApproverChanged]: EVENT.approverChanged,
+  [DURABLE.schedulerDecisionTimers]: EVENT.decisionTimers,
+} as const satisfies Record<Durable, string>;

@@ -12,10 +12,12 @@ import {
   deadLetterSubject,
   dropDeadLetter,
   eachConsumerOf,
+  ensureDurable,
   listDeadLetters,
   replayDeadLetter,
   type ConsumerOptions,
   type DeadLetter,
+  type DurableSpec,
   type EventEnvelope,
   consumerStallsTotal,
 } from '@approvals/shared';
@@ -48,7 +50,9 @@ describe('EventConsumer (real JetStream)', () => {
     return env;
   };
 
-  const startConsumer = async (opts: Omit<ConsumerOptions, 'bus' | 'log'>) => {
+  /** The test's durable, provisioned as the provisioning step would (with its settings), then its consumer. */
+  const startConsumer = async ({ maxDeliver, ackWaitMs, ...opts }: Omit<ConsumerOptions, 'bus' | 'log'> & Pick<DurableSpec, 'maxDeliver' | 'ackWaitMs'>) => {
+    await ensureDurable(await bus.jsm(), { durable: opts.durable, filterSubject: opts.filterSubject, maxDeliver, ackWaitMs });
     const c = new EventConsumer({ bus, log, backoffBaseMs: 50, backoffMaxMs: 200, ...opts });
     consumers.push(c);
     await c.start();
@@ -78,7 +82,6 @@ describe('EventConsumer (real JetStream)', () => {
   beforeAll(async () => {
     nats = await startTestNats();
     bus = await Bus.connect({ url: nats.url, name: 'consumer-test', log });
-    await bus.ensureEventsStream();
   });
 
   afterEach(async () => {

@@ -86,7 +86,6 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     db = createDb({ url: pg.url, schema: SCHEMA });
     await migrate(db, SCHEMA, migrations);
     bus = await Bus.connect({ url: nats.url, name: 'outbox-test', log });
-    await bus.ensureEventsStream();
     jsm = await bus.jsm();
   });
 

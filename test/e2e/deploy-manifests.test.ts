@@ -9,8 +9,8 @@ import { Deployment } from 'kubernetes-models/apps/v1';
 import { Job } from 'kubernetes-models/batch/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
-import { SERVICE_NAMES, collectProcessMetrics, metricsRegistry } from '@approvals/shared';
-import { createTestDatabase } from '@approvals/shared/testing';
+import { Bus, DURABLE_SUBJECT, SERVICE_NAMES, STREAM_EVENTS, collectProcessMetrics, createLogger, metricsRegistry } from '@approvals/shared';
+import { createTestDatabase, startTestNats } from '@approvals/shared/testing';
 import { NATS_GOGC } from '@approvals/shared/infra';
 import { manifests, renderYaml } from '../../deploy/src/kubernetes';
 import { SERVICE_NODE_FLAGS } from '../../deploy/src/processes';
@@ -19,7 +19,8 @@ import { SERVICE_NODE_FLAGS } from '../../deploy/src/processes';
  * The deployment artifacts are checked, not just shipped: the Kubernetes manifests are
  * valid against the Kubernetes schemas and cover every service with probes; compose
  * runs every service twice on a 3-node NATS cluster; the alert rules and the dashboard
- * only use metrics the code exports; the image's migrate entry migrates.
+ * only use metrics the code exports; the image's migrate entry migrates and provisions
+ * JetStream as the NATS admin user.
  */
 const ROOT = join(__dirname, '..', '..');
 const K8S = join(ROOT, 'deploy', 'kubernetes');
@@ -88,7 +89,22 @@ describe('deployment artifacts', () => {
       expect(of('PodDisruptionBudget')!.spec.minAvailable).toBe(1);
       expect(of('HorizontalPodAutoscaler')!.spec.minReplicas).toBe(2);
     }
-    expect(docs.find((d) => d.kind === 'Job')!.spec.template.spec.containers[0].args).toEqual(['migrate']);
+    const job = docs.find((d) => d.kind === 'Job')!.spec.template.spec.containers[0];
+    expect(job.args).toEqual(['migrate']);
+    // It provisions JetStream too: the NATS servers (the ConfigMap) and the admin user's password.
+    expect(job.envFrom).toEqual(expect.arrayContaining([{ configMapRef: { name: 'approvals-config' } }]));
+    expect(job.env).toEqual(
+      expect.arrayContaining([
+        { name: 'NATS_ADMIN_USER', value: 'admin' },
+        { name: 'NATS_ADMIN_PASSWORD', valueFrom: { secretKeyRef: { name: 'approvals-nats', key: 'admin' } } },
+      ]),
+    );
+    expect(docsOf('secrets.example.yaml').find((d) => d.metadata.name === 'approvals-nats')!.stringData.admin).toEqual(expect.any(String));
+    // Only the Job: no service runs as the admin.
+    for (const s of SERVICE_NAMES) {
+      const env = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `approvals-${s}`)!.spec.template.spec.containers[0].env as Array<{ name: string }>;
+      expect(env.map((e) => e.name)).not.toContain('NATS_ADMIN_PASSWORD');
+    }
   });
 
   it("at every service's most replicas, the fixed pools fit the database's max_connections with room for the migrations Job and an operator", () => {
@@ -127,6 +143,14 @@ describe('deployment artifacts', () => {
       expect(compose.services[s].environment.JETSTREAM_REPLICAS).toBe('3');
     }
     expect(Object.keys(compose.services).filter((k) => k.startsWith('nats-'))).toEqual(['nats-1', 'nats-2', 'nats-3']);
+    // `migrate` provisions JetStream as the admin user once the NATS servers are up, before any service starts.
+    expect(compose.services.migrate.environment).toMatchObject({ NATS_ADMIN_USER: 'admin', NATS_ADMIN_PASSWORD: '${NATS_PASSWORD_ADMIN}', JETSTREAM_REPLICAS: '3' });
+    expect(Object.keys(compose.services.migrate.depends_on)).toEqual(expect.arrayContaining(['postgres', 'nats-1', 'nats-2', 'nats-3']));
+    for (const s of SERVICE_NAMES) {
+      expect(compose.services[s].depends_on.migrate).toEqual({ condition: 'service_completed_successfully' });
+      expect(compose.services[s].environment.NATS_ADMIN_PASSWORD).toBeUndefined();
+    }
+    expect(read('deploy', 'docker', 'generate-secrets.sh')).toMatch(/^NATS_PASSWORD_ADMIN=\$\(pw admin\)$/m);
     for (const n of ['nats-1', 'nats-2', 'nats-3']) expect(compose.services[n].environment.GOGC).toBe(NATS_GOGC);
     // Every replica opens its pool at start: the database must take them all, and an operator.
     const pools = SERVICE_NAMES.reduce((n, s) => n + compose.services[s].deploy.replicas * Number(compose.services[s].environment.DB_POOL_MAX ?? 10), 0);
@@ -171,13 +195,28 @@ describe('deployment artifacts', () => {
     expect([...used].filter((n) => !known(n))).toEqual([]);
   });
 
-  it('the image entry migrates every schema and refuses an unknown service', async () => {
+  it('the image entry migrates every schema, provisions JetStream as the NATS admin user, and refuses an unknown service', async () => {
     const db = await createTestDatabase('migrate');
+    const nats = await startTestNats({ provision: false });
+    const admin = nats.users!.admin;
     try {
       const entry = join(ROOT, 'deploy', 'docker', 'entrypoint.js');
+      const env = { ...process.env, DATABASE_URL: db.url, NATS_URL: nats.serviceUrl, LOG_LEVEL: 'silent' };
+      // As a service's user: JetStream administration is refused, and it says which user it takes.
+      const refused = spawnSync(process.execPath, [entry, 'migrate'], { env: { ...env, NATS_ADMIN_USER: nats.users!.scheduler.user, NATS_ADMIN_PASSWORD: nats.users!.scheduler.password }, encoding: 'utf8', timeout: 60_000 });
+      expect(refused.status).toBe(1);
+      expect(refused.stderr).toMatch(/JetStream provisioning refused: .*Permissions Violation.*NATS_ADMIN_USER/);
       // As the image's ENTRYPOINT runs it: this Node takes the services' flags.
-      const run = spawnSync(process.execPath, [...SERVICE_NODE_FLAGS, entry, 'migrate'], { env: { ...process.env, DATABASE_URL: db.url, LOG_LEVEL: 'silent' }, encoding: 'utf8', timeout: 60_000 });
+      const run = spawnSync(process.execPath, [...SERVICE_NODE_FLAGS, entry, 'migrate'], { env: { ...env, NATS_ADMIN_USER: admin.user, NATS_ADMIN_PASSWORD: admin.password }, encoding: 'utf8', timeout: 60_000 });
       expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
+      const bus = await Bus.connect({ url: nats.url, name: 'migrate-check', log: createLogger('t', 'silent') });
+      try {
+        const names: string[] = [];
+        for await (const c of (await bus.jsm()).consumers.list(STREAM_EVENTS)) names.push(c.name);
+        expect(names.sort()).toEqual(Object.keys(DURABLE_SUBJECT).sort());
+      } finally {
+        await bus.close();
+      }
       const pg = new Client({ connectionString: db.url });
       await pg.connect();
       const schemas = (await pg.query(`SELECT schema_name FROM information_schema.schemata WHERE schema_name = ANY($1) ORDER BY 1`, [['access', 'decisions', 'notifier', 'policies', 'scheduler', 'surfaces']])).rows.map((r) => r.schema_name);
@@ -187,6 +226,7 @@ describe('deployment artifacts', () => {
       expect(bad.status).toBe(2);
       expect(bad.stderr).toContain('usage');
     } finally {
+      await nats.stop();
       await db.drop();
     }
   });

@@ -201,6 +201,8 @@ describe('npm start (process level)', () => {
     expect(existsSync(join(s.dataDir, 'nats'))).toBe(true);
     expect(JSON.parse(readFileSync(join(s.dataDir, 'runtime.json'), 'utf8'))).toMatchObject({ baseUrl: `http://localhost:${s.port}`, pid: s.pid });
     expect(s.output()).toContain(`nats-server with JetStream on 127.0.0.1:${s.env.EMBEDDED_NATS_PORT}`);
+    // Made by the admin user before the services started: they may not make it.
+    expect(s.output()).toContain('[start] JetStream provisioned (streams, bucket, durable consumers)');
     // the bus requires credentials: one user per service, generated into the data folder
     expect(existsSync(join(s.dataDir, 'nats-auth.json'))).toBe(true);
     const users = JSON.parse(readFileSync(join(s.dataDir, 'nats-auth.json'), 'utf8'));

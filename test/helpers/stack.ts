@@ -68,7 +68,8 @@ const STARTERS: Record<ServiceName, Starter> = {
 
 /**
  * The whole system in this test process: real PostgreSQL (a database of its own), a
- * real nats-server of its own, every service started through its own start function,
+ * real nats-server of its own (JetStream provisioned by its admin user, as `npm start`
+ * does, before any service starts), every service started through its own start function,
  * and the gateway on a free port. Nothing is mocked.
  */
 export async function startStack(opts: StackOptions = {}): Promise<Stack> {

@@ -4,13 +4,11 @@ import type { Socket } from 'node:net';
 import { NoRespondersError, TimeoutError, credsAuthenticator, headers, type MsgHdrs, type NatsConnection } from '@nats-io/nats-core';
 import { RequestOne } from '@nats-io/nats-core/internal';
 import { readFileSync } from 'node:fs';
-import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
-import { nanos } from '@nats-io/nats-core';
+import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import type { z } from 'zod';
 import { WireReply, type EndpointDef } from '../contracts/endpoint';
 import { AppError, isErrorCode } from '../errors';
 import type { Logger } from '../logger';
-import { DEADLETTER_SUBJECTS, EVENTS_SUBJECTS, STREAM_DEADLETTER, STREAM_EVENTS } from '../subjects';
 import { LargePayloads } from './large';
 import { inboxPrefixOf } from './permissions';
 import { SpanKind, currentTraceparent, inSpan, injectInto, tracingActive } from '../tracing';
@@ -34,11 +32,6 @@ export interface BusOptions {
   auth?: NatsAuth;
   /** Default request timeout. Callers may pass their own per request. */
   requestTimeoutMs?: number;
-  /**
-   * Replicas of the streams and buckets this process creates when they are missing
-   * (EVENTS, DEADLETTER, the large-body bucket): 3 on a JetStream cluster.
-   */
-  replicas?: number;
 }
 
 export interface Reply<T> {
@@ -129,10 +122,9 @@ export class Bus {
     readonly log: Logger,
     private readonly requestTimeoutMs: number,
     private readonly inboxPrefix?: string,
-    private readonly replicas = 1,
   ) {
     this.js = jetstream(nc, this.jsOptions());
-    this.large = new LargePayloads(nc, this.js, replicas);
+    this.large = new LargePayloads(nc, this.js);
   }
 
   static async connect(opts: BusOptions): Promise<Bus> {
@@ -159,7 +151,7 @@ export class Bus {
       ...(auth.credsFile ? { authenticator: credsAuthenticator(readFileSync(auth.credsFile)) } : {}),
       ...(inboxPrefix ? { inboxPrefix } : {}),
     });
-    return new Bus(nc, opts.log, opts.requestTimeoutMs ?? 10_000, inboxPrefix, opts.replicas ?? 1);
+    return new Bus(nc, opts.log, opts.requestTimeoutMs ?? 10_000, inboxPrefix);
   }
 
   /** JetStream's own inboxes (ordered consumers, watchers) under the connection's prefix too. */
@@ -170,62 +162,6 @@ export class Bus {
   jsm(): Promise<JetStreamManager> {
     this.jsmPromise ??= jetstreamManager(this.nc, this.jsOptions());
     return this.jsmPromise;
-  }
-
-  /** Creates the EVENTS and DEADLETTER streams or brings their configuration up to date. Safe to call from every service. */
-  async ensureEventsStream(): Promise<void> {
-    await this.ensureStream({
-      name: STREAM_EVENTS,
-      subjects: [EVENTS_SUBJECTS],
-      retention: RetentionPolicy.Limits,
-      storage: StorageType.File,
-      max_age: nanos(7 * 24 * 3600 * 1000),
-      // Long enough to cover an outbox relay that crashed after publishing and was
-      // restarted: its republish carries the same Nats-Msg-Id and is dropped.
-      duplicate_window: nanos(20 * 60 * 1000),
-    });
-    await this.ensureStream({
-      name: STREAM_DEADLETTER,
-      subjects: [DEADLETTER_SUBJECTS],
-      retention: RetentionPolicy.Limits,
-      storage: StorageType.File,
-      // Parked events wait for a person: a month to look at them and replay.
-      max_age: nanos(30 * 24 * 3600 * 1000),
-      duplicate_window: nanos(20 * 60 * 1000),
-    });
-  }
-
-  private async ensureStream(config: { name: string; subjects: string[]; retention: RetentionPolicy; storage: StorageType; max_age: number; duplicate_window: number }): Promise<void> {
-    const jsm = await this.jsm();
-    try {
-      await jsm.streams.info(config.name);
-      // The replica count of an existing stream is the operator's: not changed here.
-      await jsm.streams.update(config.name, config);
-    } catch (err) {
-      if (!isStreamNotFound(err)) throw err;
-      try {
-        await jsm.streams.add({ ...config, num_replicas: this.replicas });
-      } catch (addErr) {
-        // Another service created it between our info and add: the server says "already
-        // in use" or, while the other add is in flight, "subjects overlap". Either way the
-        // stream is there now; if it is not, the error was real.
-        if (!(await this.streamExists(jsm, config.name))) throw addErr;
-      }
-    }
-  }
-
-  /** Whether the stream exists, looked for a few times while another service's add completes. */
-  private async streamExists(jsm: JetStreamManager, name: string): Promise<boolean> {
-    for (let attempt = 0; attempt < 10; attempt++) {
-      try {
-        await jsm.streams.info(name);
-        return true;
-      } catch (err) {
-        if (!isStreamNotFound(err)) throw err;
-      }
-      await new Promise((resolve) => setTimeout(resolve, 50 * (attempt + 1)));
-    }
-    return false;
   }
 
   /**
@@ -302,11 +238,6 @@ export class Bus {
       await this.nc.close();
     }
   }
-}
-
-function isStreamNotFound(err: unknown): boolean {
-  const e = err as { code?: number; api_error?: { err_code?: number }; message?: string };
-  return e?.api_error?.err_code === 10059 || /stream not found/i.test(String(e?.message));
 }
 
 /** `nats://user:pass@host:port` → the URL without credentials, and the credentials. */

@@ -1,6 +1,5 @@
 import { backoffDelayMs } from '../backoff';
-import { AckPolicy, DeliverPolicy, type ConsumerMessages, type JsMsg } from '@nats-io/jetstream';
-import { nanos } from '@nats-io/nats-core';
+import type { ConsumerMessages, JsMsg } from '@nats-io/jetstream';
 import { EventEnvelope } from '../contracts/common';
 import { eventSchemaOf, type DomainEvent } from '../contracts/events';
 import { AppError } from '../errors';
@@ -8,8 +7,9 @@ import type { Logger } from '../logger';
 import { consumerStallsTotal, deadLettersTotal, eventsHandledTotal } from '../metrics';
 import { trace } from '@opentelemetry/api';
 import { SpanKind, contextFrom, inSpan, tracingActive } from '../tracing';
-import { STREAM_EVENTS, deadLetterSubject, type EventSubject } from '../subjects';
+import { deadLetterSubject, type EventSubject } from '../subjects';
 import { Bus, decodeJson, encodeJson } from './bus';
+import { provisionedDurable } from './jetstream';
 
 /** Thrown by a handler for a message that can never succeed: the message is terminated, not retried. */
 export class PoisonMessage extends Error {
@@ -29,12 +29,14 @@ export type EventHandler<S extends EventSubject = EventSubject> = (event: Domain
 export interface ConsumerOptions {
   bus: Bus;
   log: Logger;
+  /**
+   * A durable provisioned before the service starts (bus/jetstream.ts: its deliveries and
+   * ack wait are set there), taking `filterSubject`: the consumer checks both at start.
+   */
   durable: string;
   filterSubject: string;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   handler: EventHandler<any>;
-  maxDeliver?: number;
-  ackWaitMs?: number;
   /** Base of the exponential nak delay. */
   backoffBaseMs?: number;
   backoffMaxMs?: number;
@@ -175,31 +177,20 @@ export class EventConsumer {
   /** The loop waits for the server: every message received has been taken. */
   private idle = false;
   private lostPullTimer?: NodeJS.Timeout;
+  /** The durable's deliveries (its max_deliver, read at start): the last one parks a failing event. */
+  private maxDeliver = 0;
 
   constructor(private readonly opts: ConsumerOptions) {}
 
+  /**
+   * Pulls from the durable as provisioned; never creates or changes it (the service's NATS
+   * user may not). Missing, or taking another subject, it fails: JetStreamNotProvisioned.
+   */
   async start(): Promise<void> {
     const { bus, durable, filterSubject } = this.opts;
-    const jsm = await bus.jsm();
-    const config = {
-      durable_name: durable,
-      filter_subject: filterSubject,
-      ack_policy: AckPolicy.Explicit,
-      deliver_policy: DeliverPolicy.All,
-      max_deliver: this.opts.maxDeliver ?? 50,
-      ack_wait: nanos(this.opts.ackWaitMs ?? 30_000),
-    };
-    try {
-      await jsm.consumers.add(STREAM_EVENTS, config);
-    } catch (err) {
-      // Exists with another configuration (an older build): bring it up to date.
-      this.opts.log.info({ err: (err as Error).message, durable }, 'updating consumer configuration');
-      await jsm.consumers.update(STREAM_EVENTS, durable, {
-        max_deliver: config.max_deliver,
-        ack_wait: config.ack_wait,
-      });
-    }
-    const consumer = await bus.js.consumers.get(STREAM_EVENTS, durable);
+    const info = await provisionedDurable(bus, durable, filterSubject);
+    this.maxDeliver = info.config.max_deliver ?? -1;
+    const consumer = bus.js.consumers.getConsumerFromInfo(info);
     // A batch consumer keeps more messages coming, so a burst is taken in few batches.
     this.messages = await consumer.consume({ max_messages: this.opts.batch ? Math.max(64, 2 * (this.opts.batch.max ?? 64)) : 64, expires: PULL_EXPIRES_MS });
     this.guardPull(this.messages);
@@ -427,7 +418,7 @@ export class EventConsumer {
         await this.deadLetter(m, event.id, 'poison', err.message);
         return;
       }
-      if (deliveryCount >= (this.opts.maxDeliver ?? 50)) {
+      if (this.maxDeliver > 0 && deliveryCount >= this.maxDeliver) {
         await this.deadLetter(m, event.id, 'exhausted', (err as Error).message ?? String(err));
         return;
       }

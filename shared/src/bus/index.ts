@@ -5,3 +5,4 @@ export * from './consumer';
 export * from './permissions';
 export * from './dead-letters';
 export * from './invalidation';
+export * from './jetstream';

@@ -1,7 +1,6 @@
-import type { NatsConnection } from '@nats-io/nats-core';
-import { nanos } from '@nats-io/nats-core';
-import { StorageType, type JetStreamClient } from '@nats-io/jetstream';
-import { Objm, type ObjectStore } from '@nats-io/obj';
+import { headers, type NatsConnection } from '@nats-io/nats-core';
+import { JsHeaders, StorageType, type JetStreamClient } from '@nats-io/jetstream';
+import { Base64UrlPaddedCodec, Objm, type ObjectInfo, type ObjectStore } from '@nats-io/obj';
 import { AppError } from '../errors';
 import { newId } from '../ids';
 
@@ -9,6 +8,12 @@ import { newId } from '../ids';
 export const LARGE_BUCKET = 'bus-large';
 /** How long an unread large body is kept (a requester that timed out never reads its reply). */
 export const LARGE_TTL_MS = 10 * 60 * 1000;
+/**
+ * On file: a memory stream does not survive a restart of a single nats-server, and the
+ * services cannot make the bucket again (it is provisioned, bus/jetstream.ts). Only bodies
+ * over max_payload pass through it.
+ */
+export const LARGE_BUCKET_STORAGE = StorageType.File;
 /** Room left under the server's max_payload for headers and protocol. */
 const HEADROOM = 32 * 1024;
 const MARKER = new TextEncoder().encode('{"$large":"');
@@ -29,7 +34,6 @@ export class LargePayloads {
   constructor(
     private readonly nc: NatsConnection,
     private readonly js: JetStreamClient,
-    private readonly replicas = 1,
   ) {}
 
   /** The largest body sent inline. */
@@ -38,9 +42,13 @@ export class LargePayloads {
     return Math.max(64 * 1024, max - HEADROOM);
   }
 
+  /** The bucket, provisioned before the services start (bus/jetstream.ts); opened once. */
   private bucket(): Promise<ObjectStore> {
-    this.store ??= new Objm(this.js).create(LARGE_BUCKET, { ttl: nanos(LARGE_TTL_MS), storage: StorageType.Memory, replicas: this.replicas }).catch((err: unknown) => {
+    this.store ??= new Objm(this.js).open(LARGE_BUCKET).catch((err: unknown) => {
       this.store = undefined;
+      if (/not found/i.test(String((err as Error)?.message))) {
+        throw new AppError('unavailable', `the large-body bucket ${LARGE_BUCKET} does not exist (JetStream is not provisioned: docs/operations.md)`);
+      }
       throw err;
     });
     return this.store;
@@ -62,10 +70,37 @@ export class LargePayloads {
     const name = (JSON.parse(text) as { $large?: unknown }).$large;
     if (typeof name !== 'string') return data;
     const os = await this.bucket();
-    const body = await os.getBlob(name);
-    if (!body) throw new AppError('unavailable', 'a large message body was no longer available (it is kept 10 minutes)');
-    // Read once: drop it now rather than at the TTL. A failed delete only leaves it to the TTL.
-    await os.delete(name).catch(() => undefined);
+    const found = await os.get(name);
+    if (!found) throw new AppError('unavailable', 'a large message body was no longer available (it is kept 10 minutes)');
+    // Read, and the reader's verdict (a digest that does not match fails it), together.
+    const [, body] = await Promise.all([found.error, readAll(found.data)]);
+    // Read once: drop it now rather than at the TTL. A failed drop only leaves it to the TTL.
+    await this.drop(found.info).catch(() => undefined);
     return body;
   }
+
+  /**
+   * Deletes an object as the object store's own `delete` does, minus the purge of its
+   * chunks: purging the bucket's stream is not the services' to do (their NATS users may
+   * not, bus/permissions.ts), so its chunks are rolled up into one empty message
+   * (`Nats-Rollup: sub`, which the bucket allows), left to the TTL, and its meta says deleted.
+   */
+  private async drop(info: ObjectInfo): Promise<void> {
+    const rollup = headers();
+    rollup.set(JsHeaders.RollupHdr, JsHeaders.RollupValueSubject);
+    await this.js.publish(`$O.${LARGE_BUCKET}.C.${info.nuid}`, new Uint8Array(0), { headers: rollup });
+    const meta = { name: info.name, bucket: LARGE_BUCKET, nuid: info.nuid, size: 0, chunks: 0, digest: '', mtime: info.mtime, deleted: true, options: info.options };
+    await this.js.publish(`$O.${LARGE_BUCKET}.M.${Base64UrlPaddedCodec.encode(info.name)}`, JSON.stringify(meta), { headers: rollup });
+  }
+}
+
+async function readAll(stream: ReadableStream<Uint8Array>): Promise<Uint8Array> {
+  const parts: Uint8Array[] = [];
+  const reader = stream.getReader();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (value?.length) parts.push(value);
+  }
+  return Buffer.concat(parts);
 }

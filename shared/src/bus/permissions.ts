@@ -1,4 +1,5 @@
-import { DURABLE, RETIRED_DURABLES, SERVICE_NAMES, STREAM_DEADLETTER, STREAM_EVENTS, SUBJECT, deadLetterSubject, type ServiceName } from '../subjects';
+import { DURABLE, SERVICE_NAMES, STREAM_DEADLETTER, STREAM_EVENTS, SUBJECT, deadLetterSubject, type ServiceName } from '../subjects';
+import { LARGE_BUCKET_STREAM } from './jetstream';
 import { LARGE_BUCKET } from './large';
 
 /**
@@ -95,13 +96,27 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
   },
 };
 
+/**
+ * JetStream administration, the provisioning step's (bus/jetstream.ts, as the admin user):
+ * denied to every service whatever its grants say, so that a grant added later cannot
+ * hand a service's credentials the power to drop unconsumed events, re-filter a durable
+ * to read every org's events, or empty the large-body bucket. (The services' grants allow
+ * none of it anyway; this says so in the server's configuration.)
+ */
+export const JETSTREAM_ADMIN_SUBJECTS: readonly string[] = [
+  ...['CREATE', 'UPDATE', 'DELETE', 'PURGE', 'MSG.DELETE'].map((op) => `$JS.API.STREAM.${op}.>`),
+  '$JS.API.CONSUMER.DURABLE.CREATE.>',
+  '$JS.API.CONSUMER.DELETE.>',
+  ...[STREAM_EVENTS, STREAM_DEADLETTER].flatMap((s) => [`$JS.API.CONSUMER.CREATE.${s}`, `$JS.API.CONSUMER.CREATE.${s}.>`]),
+];
+
 /** The inbox prefix of a service's connection: replies to it are readable by it alone. */
 export function inboxPrefixOf(user: string): string {
   return `_INBOX_${user}`;
 }
 
 export interface NatsPermissions {
-  publish: { allow: string[]; deny?: string[] };
+  publish: { allow: string[]; deny: string[] };
   subscribe: { allow: string[] };
 }
 
@@ -153,7 +168,7 @@ export function natsPermissionsOf(name: ServiceName, users?: Partial<Record<Serv
   const role = BUS_ROLES[name];
   const js = '$JS.API';
   const durables = durablesOf(name);
-  const obj = `OBJ_${LARGE_BUCKET}`;
+  const obj = LARGE_BUCKET_STREAM;
   return {
     publish: {
       allow: [
@@ -161,35 +176,24 @@ export function natsPermissionsOf(name: ServiceName, users?: Partial<Record<Serv
         ...role.publishes,
         // Announcements of changes to what it owns, for the caches of it (bus/invalidation).
         `cache.${name}`,
-        // The EVENTS stream: every service makes sure it exists.
+        // JetStream as a user of what the provisioning step made (bus/jetstream.ts): no
+        // stream or consumer is created, changed, purged or deleted with a service's
+        // credentials (`$JS.API.STREAM.CREATE/UPDATE/DELETE/PURGE`, `CONSUMER.CREATE/
+        // DURABLE.CREATE/DELETE` are not granted). The client's check that JetStream is
+        // there, and the start's check that the streams and the bucket are.
         `${js}.INFO`,
-        `${js}.STREAM.INFO.${STREAM_EVENTS}`,
-        `${js}.STREAM.CREATE.${STREAM_EVENTS}`,
-        `${js}.STREAM.UPDATE.${STREAM_EVENTS}`,
-        `${js}.STREAM.NAMES`,
-        `${js}.STREAM.INFO.${STREAM_DEADLETTER}`,
-        `${js}.STREAM.CREATE.${STREAM_DEADLETTER}`,
-        `${js}.STREAM.UPDATE.${STREAM_DEADLETTER}`,
+        ...[STREAM_EVENTS, STREAM_DEADLETTER, obj].map((s) => `${js}.STREAM.INFO.${s}`),
         // Events its consumers cannot handle are parked under its own durables' names.
         ...durables.map((d) => deadLetterSubject(d)),
-        // Its own durable consumers: create, read, pull, ack.
-        ...durables.flatMap((d) => [
-          `${js}.CONSUMER.INFO.${STREAM_EVENTS}.${d}`,
-          `${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${d}`,
-          `${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${d}.>`,
-          `${js}.CONSUMER.DURABLE.CREATE.${STREAM_EVENTS}.${d}`,
-          `${js}.CONSUMER.MSG.NEXT.${STREAM_EVENTS}.${d}`,
-          `$JS.ACK.${STREAM_EVENTS}.${d}.>`,
-        ]),
-        // Its retired durables, deleted at start.
-        ...(RETIRED_DURABLES[name] ?? []).map((d) => `${js}.CONSUMER.DELETE.${STREAM_EVENTS}.${d}`),
-        // The object store that carries bodies over max_payload.
-        `${js}.STREAM.*.${obj}`,
-        `${js}.STREAM.MSG.*.${obj}`,
-        `${js}.DIRECT.GET.${obj}.>`,
-        `${js}.CONSUMER.*.${obj}`,
-        `${js}.CONSUMER.*.${obj}.>`,
+        // Its own durables: read (the start's check, the gauges), pull, ack.
+        ...durables.flatMap((d) => [`${js}.CONSUMER.INFO.${STREAM_EVENTS}.${d}`, `${js}.CONSUMER.MSG.NEXT.${STREAM_EVENTS}.${d}`, `$JS.ACK.${STREAM_EVENTS}.${d}.>`]),
+        // The objects of the bucket that carries bodies over max_payload (bus/large.ts):
+        // put (chunks, then meta), read (the meta by subject; the chunks of one object
+        // through an ordered consumer filtered to them: the subject names the filter, and
+        // the server holds the request to it), and drop (rollups of its chunks and meta).
         `$O.${LARGE_BUCKET}.>`,
+        `${js}.STREAM.MSG.GET.${obj}`,
+        `${js}.CONSUMER.CREATE.${obj}.*.$O.${LARGE_BUCKET}.C.*`,
         // Reading an object is a push consumer with flow control: the server may ask the
         // reader to answer its flow-control messages (`$JS.FC...`), which allow_responses
         // used to let through. The service-host test's 1.5 MB bodies never drew one.
@@ -202,7 +206,7 @@ export function natsPermissionsOf(name: ServiceName, users?: Partial<Record<Serv
         ...(users?.admin ? [`${inboxPrefixOf(users.admin.user)}.>`] : []),
         '_INBOX.>',
       ],
-      ...(role.neverCalls?.length ? { deny: role.neverCalls } : {}),
+      deny: [...JETSTREAM_ADMIN_SUBJECTS, ...(role.neverCalls ?? [])],
     },
     subscribe: {
       allow: [...role.serves, '$SRV.>', `${inboxPrefixOf(user)}.>`, 'cache.>'],
@@ -217,7 +221,8 @@ export interface NatsUser {
 
 /**
  * The `authorization` block of a nats-server (2.9+) configuration: one user per service
- * with its permissions, and `admin` (operators' tools and tests) with all of them.
+ * with its permissions, and `admin` (the JetStream provisioning step, operators' tools and
+ * tests) with all of them.
  * Passwords are written as given (bcrypt hashes work too: nats-server accepts `$2a$…`).
  */
 export function natsAuthorizationConfig(users: Record<ServiceName, NatsUser> & { admin: NatsUser }): string {
@@ -230,7 +235,7 @@ export function natsAuthorizationConfig(users: Record<ServiceName, NatsUser> & {
       user: ${q(u.user)}
       password: ${q(u.password)}
       permissions: {
-        publish: { allow: ${list(p.publish.allow)}${p.publish.deny ? `, deny: ${list(p.publish.deny)}` : ''} }
+        publish: { allow: ${list(p.publish.allow)}, deny: ${list(p.publish.deny)} }
         subscribe: { allow: ${list(p.subscribe.allow)} }
       }
     }`;

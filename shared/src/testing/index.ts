@@ -5,7 +5,9 @@ import { join } from 'node:path';
 import { dropDatabase, ensureDatabase } from '../infra/postgres';
 import { generateNatsUsers, startNatsServer, type NatsUsers } from '../infra/nats';
 import type { JetStreamManager } from '@nats-io/jetstream';
-import { splitNatsUrl } from '../bus/bus';
+import { Bus, splitNatsUrl } from '../bus/bus';
+import { provisionJetStream } from '../bus/jetstream';
+import { createLogger } from '../logger';
 import { STREAM_EVENTS } from '../subjects';
 import type { EventEnvelope } from '../contracts/common';
 
@@ -44,28 +46,46 @@ export interface TestNats {
 /**
  * A NATS server of its own for one test file: no subject or stream is shared between
  * files. It requires authorization with the same per-service users and permissions as
- * `npm start`, so every test exercises them (`auth: false` for a bare server).
+ * `npm start`, so every test exercises them (`auth: false` for a bare server), and is
+ * provisioned as `npm start` leaves it: the streams, the bucket and every service's
+ * durables, made by the admin user (`provision: false` for an empty one).
  */
-export async function startTestNats(opts: { auth?: boolean } = {}): Promise<TestNats> {
+export async function startTestNats(opts: { auth?: boolean; provision?: boolean } = {}): Promise<TestNats> {
+  let nats: TestNats;
   if (process.env.TEST_INFRA === 'containers') {
     const { GenericContainer, Wait } = await import('testcontainers');
     const c = await new GenericContainer('nats:2.10-alpine').withCommand(['-js']).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
     const url = `nats://${c.getHost()}:${c.getMappedPort(4222)}`;
-    return { url, serviceUrl: url, stop: async () => void (await c.stop()) };
+    nats = { url, serviceUrl: url, stop: async () => void (await c.stop()) };
+  } else {
+    const dir = mkdtempSync(join(tmpdir(), 'approvals-test-nats-'));
+    const users = opts.auth === false ? undefined : generateNatsUsers();
+    const server = await startNatsServer({ storeDir: join(dir, 'store'), users });
+    const admin = users ? `${encodeURIComponent(users.admin.user)}:${encodeURIComponent(users.admin.password)}@` : '';
+    nats = {
+      url: server.url.replace('nats://', `nats://${admin}`),
+      serviceUrl: server.url,
+      users,
+      stop: async () => {
+        await server.stop();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   }
-  const dir = mkdtempSync(join(tmpdir(), 'approvals-test-nats-'));
-  const users = opts.auth === false ? undefined : generateNatsUsers();
-  const nats = await startNatsServer({ storeDir: join(dir, 'store'), users });
-  const admin = users ? `${encodeURIComponent(users.admin.user)}:${encodeURIComponent(users.admin.password)}@` : '';
-  return {
-    url: nats.url.replace('nats://', `nats://${admin}`),
-    serviceUrl: nats.url,
-    users,
-    stop: async () => {
+  if (opts.provision !== false) {
+    try {
+      const bus = await Bus.connect({ url: nats.url, name: 'test-provisioning', log: createLogger('test-provisioning', 'silent') });
+      try {
+        await provisionJetStream(bus, { log: createLogger('test-provisioning', 'silent') });
+      } finally {
+        await bus.close();
+      }
+    } catch (err) {
       await nats.stop();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
+      throw err;
+    }
+  }
+  return nats;
 }
 
 /** Options for `connect()` from `@nats-io/transport-node` for a URL that may carry credentials. */
