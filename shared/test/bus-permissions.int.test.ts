@@ -167,7 +167,7 @@ describe('the bus: per-service NATS users and permissions', () => {
   it('permissions are derived from one table: each service publishes only its own events, subscribes only its own subjects', () => {
     const p = natsPermissionsOf('surfaces');
     expect(p.publish.allow).toContain(SUBJECT.decisions.surfaceVote);
-    expect(p.publish.allow.some((s) => s.startsWith('evt.'))).toBe(false);
+    expect(p.publish.allow.filter((s) => s.startsWith('evt.'))).toEqual(['evt.settings.changed']);
     expect(p.subscribe.allow).toContain('svc.surfaces.>');
     expect(p.subscribe.allow).not.toContain('svc.decisions.>');
     expect(natsPermissionsOf('gateway').publish.deny).toContain(SUBJECT.decisions.surfaceVote);

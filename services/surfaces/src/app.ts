@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, EsignEndpoints, OrgCache, SecretBox, announceChange, eachConsumerOf, OFF_PATH_LINGER_MS, followChanges, SurfacesEndpoints, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { DURABLE, EVENT, EsignEndpoints, actorLabelOf, actorOf, OrgCache, SecretBox, announceChange, eachConsumerOf, OFF_PATH_LINGER_MS, followChanges, SurfacesEndpoints, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
@@ -31,7 +31,8 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
     migrations,
     log: opts.log ?? createLogger('surfaces', config.LOG_LEVEL),
     clock: opts.clock,
-    outbox: false,
+    // Settings changes (chat installations and channels, the signature provider) for the audit log.
+    outbox: true,
     setup: async (ctx) => {
       const store = createTokenStore(ctx.db);
       const links = { store, bus: ctx.bus, clock: ctx.clock, log: ctx.log, secret: config.SURFACES_LINK_SECRET, previousSecrets: config.SURFACES_LINK_SECRET_PREVIOUS, publicBaseUrl: config.PUBLIC_BASE_URL };
@@ -55,7 +56,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
       registerChatHandlers(ctx.host, chat);
       const webhooks = createWebhooks({ config, store: createWebhooksStore(ctx.db), bus: ctx.bus, log: ctx.log, secrets: SecretBox.fromConfig(config) });
       ctx.host.handle(EsignEndpoints.get, async (r) => webhooks.esignGet(r.org));
-      ctx.host.handle(EsignEndpoints.put, async (r) => webhooks.esignPut(r.org, r.body));
+      ctx.host.handle(EsignEndpoints.put, async (r) => webhooks.esignPut(r.org, r.body, { actor: actorOf(r.principal), actorLabel: actorLabelOf(r.principal) }));
       ctx.host.handle(
         CallbackEndpoint,
         createCallbackHandler({

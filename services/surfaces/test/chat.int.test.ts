@@ -305,6 +305,14 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       const posted = slack.calls.filter((c) => c.name === 'chat.postMessage').at(-1)!;
       expect(posted.body.channel).toBe('C_APPROVALS');
       expect(posted.headers.authorization).toBe(`Bearer ${slack.botToken}`);
+      // The change is in the audit log, by name, the token never.
+      const entry = await waitFor(async () =>
+        (await stack.http('GET', '/v1/audit/?action=settings.changed&limit=200', { token: admin })).body.entries.find(
+          (e: { target: string; details: { after?: { change?: string; channel?: string } } }) => e.target === 'integration.chatA' && e.details.after?.change === 'channel_set' && e.details.after.channel === 'C_APPROVALS',
+        ),
+      );
+      expect(entry.actorLabel).toMatch(/^admin@/);
+      expect(JSON.stringify(entry)).not.toContain(slack.botToken);
     });
   });
 

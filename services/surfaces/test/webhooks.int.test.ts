@@ -107,6 +107,9 @@ describe('signature, identity and billing webhooks; usage', () => {
       expect(put.status).toBe(200);
       expect(put.body).toEqual({ configured: true, provider: 'docusign', accountId: 'acct-webhooks', connectHmacKeySet: true, baseUrl: 'https://demo.docusign.net', updatedAt: expect.any(String) });
       expect(put.text).not.toContain(HMAC_KEY);
+      const audited = await waitFor(async () => (await stack.http('GET', '/v1/audit/?action=settings.changed', { token: admin })).body.entries.find((e: { target: string }) => e.target === 'esign'));
+      expect(audited.details.after).toMatchObject({ accountId: 'acct-webhooks', connectHmacKeySet: true, connectHmacKeyChanged: true });
+      expect(JSON.stringify(audited)).not.toContain(HMAC_KEY);
       const { rows } = await pg.query('SELECT hmac_keys_sealed FROM surfaces.esign_settings WHERE org_id = $1', [org]);
       expect(rows[0].hmac_keys_sealed).toMatch(/^sb1\./);
       // Another org cannot take the same account.

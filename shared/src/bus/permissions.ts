@@ -87,7 +87,8 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
       SUBJECT.notifier.revokeUserDevices,
       SUBJECT.access.upsertOrg,
     ],
-    publishes: [],
+    // Its settings changes (chat integrations, the signature provider) for the audit log.
+    publishes: ['evt.settings.changed'],
   },
   scheduler: {
     serves: ['svc.scheduler.>'],

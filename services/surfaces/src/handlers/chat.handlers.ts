@@ -1,6 +1,9 @@
-import { ChatEndpoints, IntegrationsEndpoints, type ServiceHost } from '@approvals/shared';
+import { ChatEndpoints, IntegrationsEndpoints, actorLabelOf, actorOf, type Principal, type ServiceHost } from '@approvals/shared';
 import type { Chat } from '../usecases/chat';
 import type { CallbackRoute } from './callback.handler';
+
+/** Who changes a setting, for the audit log. */
+const by = (p: Principal) => ({ actor: actorOf(p), actorLabel: actorLabelOf(p) });
 
 /** Integrations and a person's own chat links (session routes through the gateway) and notices (from the notifier). */
 export function registerChatHandlers(host: ServiceHost, chat: Chat): void {
@@ -8,11 +11,11 @@ export function registerChatHandlers(host: ServiceHost, chat: Chat): void {
     const E = IntegrationsEndpoints[p];
     host.handle(E.get, async (r) => chat.view(r, p));
     host.handle(E.channels, async (r) => chat.channels(r.org, p));
-    host.handle(E.setChannel, async (r) => chat.setChannel(r.org, p, r.body.channelId));
+    host.handle(E.setChannel, async (r) => chat.setChannel(r.org, p, r.body.channelId, by(r.principal)));
     host.handle(E.test, async (r) => chat.test(r.org, p));
     host.handle(E.link, async (r) => chat.link(r, p));
   }
-  host.handle(IntegrationsEndpoints.chatA.deliberation, async (r) => chat.setDeliberation(r.org, r.body.enabled, r.body.channelId));
+  host.handle(IntegrationsEndpoints.chatA.deliberation, async (r) => chat.setDeliberation(r.org, r.body.enabled, r.body.channelId, by(r.principal)));
   host.handle(IntegrationsEndpoints.chatA.deliberationTest, async (r) => chat.test(r.org, 'chatA', 'deliberation'));
   host.handle(IntegrationsEndpoints.chatA.linkLookup, async (r) => chat.linkLookup(r));
   host.handle(IntegrationsEndpoints.myLinks, async (r) => chat.myLinks(r));

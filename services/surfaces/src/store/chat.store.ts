@@ -1,4 +1,4 @@
-import type { ChatProvider, Knex, OrgCache } from '@approvals/shared';
+import { EVENT, enqueueEvents, type ChatProvider, type Knex, type NewEvent, type OrgCache } from '@approvals/shared';
 import type { StatePurpose } from '../domain/chat';
 
 export interface InstallationRow {
@@ -48,8 +48,39 @@ export interface StateRow {
  * write here is announced through `changed` (org, or null when the orgs are not known)
  * so every replica's cache drops it (bus/invalidation).
  */
+/** Who changes an org's chat settings, for the audit log. */
+export interface SettingsActor {
+  actor: string | null;
+  actorLabel: string | null;
+}
+
+const PROVIDER_NAME: Record<ChatProvider, string> = { chatA: 'Slack', chatB: 'Discord' };
+
+/** An installation as the audit log shows it: never its token. */
+const shown = (r: InstallationRow | undefined) =>
+  r ? { workspaceId: r.workspace_id, name: r.name, channel: r.channel_id, deliberation: { enabled: r.deliberation_enabled, channelId: r.deliberation_channel_id } } : null;
+
+/** `evt.settings.changed` of a chat installation (kind `integration.chatA` / `integration.chatB`). */
+function settingsEvent(org: string, provider: ChatProvider, by: SettingsActor, before: InstallationRow | undefined, after: InstallationRow | undefined, change: string): NewEvent {
+  return { subject: EVENT.settingsChanged, org, data: { kind: `integration.${provider}`, actor: by.actor, actorLabel: by.actorLabel, before: shown(before), after: { ...shown(after), change } } };
+}
+
 export function createChatStore(db: Knex, opts: { installations?: OrgCache<InstallationRow[]>; changed?: (org: string | null) => Promise<void> } = {}) {
   const changed = opts.changed ?? (async () => undefined);
+
+  /** Changes columns of an org's installation with its audit event, in one transaction. */
+  async function changeInstallation(org: string, provider: ChatProvider, values: Record<string, unknown>, by: SettingsActor, change: string): Promise<InstallationRow | undefined> {
+    const row = await db.transaction(async (trx) => {
+      const before: InstallationRow | undefined = await trx('chat_installations').where({ org_id: org, provider }).forUpdate().first();
+      if (!before) return undefined;
+      const [after]: InstallationRow[] = await trx('chat_installations').where({ org_id: org, provider }).update({ ...values, updated_at: trx.fn.now() }).returning('*');
+      await enqueueEvents(trx, [settingsEvent(org, provider, by, before, after, change)]);
+      return after;
+    });
+    await changed(org);
+    return row;
+  }
+
   return {
     async createState(s: { id: string; org: string; provider: ChatProvider; purpose: StatePurpose; userId: string; email: string; browserHash: string; expiresAt: Date }): Promise<void> {
       await db('chat_install_states').insert({ id: s.id, org_id: s.org, provider: s.provider, purpose: s.purpose, user_id: s.userId, email: s.email, browser_hash: s.browserHash, expires_at: s.expiresAt });
@@ -71,13 +102,18 @@ export function createChatStore(db: Knex, opts: { installations?: OrgCache<Insta
       return rows.length === 1;
     },
 
-    /** Stores (or replaces, on a reinstall) the org's installation; channel settings are kept. */
-    async install(org: string, provider: ChatProvider, i: { workspaceId: string; name: string | null; botTokenSealed: string | null; botUserId: string | null }): Promise<void> {
+    /** Stores (or replaces, on a reinstall) the org's installation; channel settings are kept. Audited. */
+    async install(org: string, provider: ChatProvider, i: { workspaceId: string; name: string | null; botTokenSealed: string | null; botUserId: string | null }, by: SettingsActor): Promise<void> {
       const values = { workspace_id: i.workspaceId, name: i.name, bot_token_sealed: i.botTokenSealed, bot_user_id: i.botUserId };
-      await db('chat_installations')
-        .insert({ org_id: org, provider, ...values })
-        .onConflict(['org_id', 'provider'])
-        .merge({ ...values, installed_at: db.fn.now(), updated_at: db.fn.now() });
+      await db.transaction(async (trx) => {
+        const before: InstallationRow | undefined = await trx('chat_installations').where({ org_id: org, provider }).forUpdate().first();
+        const [after]: InstallationRow[] = await trx('chat_installations')
+          .insert({ org_id: org, provider, ...values })
+          .onConflict(['org_id', 'provider'])
+          .merge({ ...values, installed_at: trx.fn.now(), updated_at: trx.fn.now() })
+          .returning('*');
+        await enqueueEvents(trx, [settingsEvent(org, provider, by, before, after, 'installed')]);
+      });
       await changed(org);
     },
 
@@ -95,25 +131,26 @@ export function createChatStore(db: Knex, opts: { installations?: OrgCache<Insta
       return db('chat_installations').where({ provider, workspace_id: workspaceId });
     },
 
-    /** The app was uninstalled or its tokens revoked: the installation is removed. Answers how many. */
-    async removeWorkspace(provider: ChatProvider, workspaceId: string): Promise<number> {
-      const n = await db('chat_installations').where({ provider, workspace_id: workspaceId }).delete();
+    /** The app was uninstalled or its tokens revoked: the installation is removed (audited per org). Answers how many. */
+    async removeWorkspace(provider: ChatProvider, workspaceId: string, why: string): Promise<number> {
+      const n = await db.transaction(async (trx) => {
+        const gone: InstallationRow[] = await trx('chat_installations').where({ provider, workspace_id: workspaceId }).delete().returning('*');
+        const by = { actor: null, actorLabel: `${PROVIDER_NAME[provider]} (${why})` };
+        await enqueueEvents(trx, gone.map((row) => settingsEvent(row.org_id, provider, by, row, undefined, 'removed')));
+        return gone.length;
+      });
       await changed(null);
       return n;
     },
 
-    async setChannel(org: string, provider: ChatProvider, channelId: string): Promise<InstallationRow | undefined> {
-      const [row] = await db('chat_installations').where({ org_id: org, provider }).update({ channel_id: channelId, updated_at: db.fn.now() }).returning('*');
-      await changed(org);
-      return row;
+    async setChannel(org: string, provider: ChatProvider, channelId: string, by: SettingsActor): Promise<InstallationRow | undefined> {
+      return changeInstallation(org, provider, { channel_id: channelId }, by, 'channel_set');
     },
 
-    async setDeliberation(org: string, provider: ChatProvider, enabled: boolean, channelId: string | null): Promise<InstallationRow | undefined> {
-      const values: Record<string, unknown> = { deliberation_enabled: enabled, updated_at: db.fn.now() };
+    async setDeliberation(org: string, provider: ChatProvider, enabled: boolean, channelId: string | null, by: SettingsActor): Promise<InstallationRow | undefined> {
+      const values: Record<string, unknown> = { deliberation_enabled: enabled };
       if (channelId !== null) values.deliberation_channel_id = channelId;
-      const [row] = await db('chat_installations').where({ org_id: org, provider }).update(values).returning('*');
-      await changed(org);
-      return row;
+      return changeInstallation(org, provider, values, by, 'deliberation_set');
     },
 
     messageOfDelivery(provider: ChatProvider, deliveryId: string): Promise<ChatMessageRow | undefined> {

@@ -34,7 +34,7 @@ import {
 } from '../domain/chat';
 import type { DiscordApi } from '../providers/discord';
 import type { SlackApi } from '../providers/slack';
-import type { ChatStore, InstallationRow, StateRow } from '../store/chat.store';
+import type { ChatStore, InstallationRow, SettingsActor, StateRow } from '../store/chat.store';
 import {
   discordAnnounce,
   discordNotice,
@@ -321,9 +321,9 @@ export function createChat(deps: ChatDeps) {
       return { channels: p === 'chatA' ? await deps.slack.channels(botToken(row)) : await deps.discord.channels(row.workspace_id) };
     },
 
-    async setChannel(org: string, p: ChatProvider, channelId: string): Promise<IntegrationView> {
+    async setChannel(org: string, p: ChatProvider, channelId: string, by: SettingsActor): Promise<IntegrationView> {
       await checkChannel(await installed(org, p), channelId);
-      return installView((await store.setChannel(org, p, channelId))!);
+      return installView((await store.setChannel(org, p, channelId, by))!);
     },
 
     async test(org: string, p: ChatProvider, which: 'channel' | 'deliberation' = 'channel') {
@@ -338,10 +338,10 @@ export function createChat(deps: ChatDeps) {
       return { sent: true as const, channel, messageId: await deps.discord.send(channel, discordTestMessage) };
     },
 
-    async setDeliberation(org: string, enabled: boolean, channelId?: string) {
+    async setDeliberation(org: string, enabled: boolean, channelId: string | undefined, by: SettingsActor) {
       const install = await installed(org, 'chatA');
       if (channelId !== undefined) await checkChannel(install, channelId);
-      const row = (await store.setDeliberation(org, 'chatA', enabled, channelId ?? null))!;
+      const row = (await store.setDeliberation(org, 'chatA', enabled, channelId ?? null, by))!;
       return { enabled: row.deliberation_enabled, channelId: row.deliberation_channel_id };
     },
 
@@ -352,13 +352,15 @@ export function createChat(deps: ChatDeps) {
       const { row: state, code } = spent;
       if (!configured(p)) return installPage(400, 'Not configured', `${p} is not configured on this deployment.`);
       const org = state.org_id;
+      // The admin who asked for the install (the state is theirs and this browser's).
+      const by = { actor: state.user_id, actorLabel: state.email };
       try {
         if (p === 'chatA') {
           const r = await deps.slack.oauthAccess(config.CHAT_A_CLIENT_ID!, config.CHAT_A_CLIENT_SECRET!, code, redirectUri(p));
-          await store.install(org, p, { workspaceId: r.teamId, name: r.teamName, botTokenSealed: deps.secrets.seal(r.token, tokenContext(org, p)), botUserId: r.botUserId });
+          await store.install(org, p, { workspaceId: r.teamId, name: r.teamName, botTokenSealed: deps.secrets.seal(r.token, tokenContext(org, p)), botUserId: r.botUserId }, by);
         } else {
           const r = await deps.discord.exchangeCode(config.CHAT_B_APPLICATION_ID!, config.CHAT_B_CLIENT_SECRET!, code, redirectUri(p));
-          await store.install(org, p, { workspaceId: r.guildId, name: r.guildName, botTokenSealed: null, botUserId: null });
+          await store.install(org, p, { workspaceId: r.guildId, name: r.guildName, botTokenSealed: null, botUserId: null }, by);
         }
       } catch (err) {
         // The token or the code is never logged: only what failed.
@@ -554,7 +556,7 @@ export function createChat(deps: ChatDeps) {
       if (body?.type !== 'event_callback') return ignored(`event type ${String(body?.type)} is not handled`);
       const type = body.event?.type;
       if ((type === 'app_uninstalled' || type === 'tokens_revoked') && typeof body.team_id === 'string') {
-        const removed = await store.removeWorkspace('chatA', body.team_id);
+        const removed = await store.removeWorkspace('chatA', body.team_id, type);
         if (removed === 0) return ignored('unknown team');
         log.info({ teamId: body.team_id, event: type }, 'chatA installation removed');
         return json(200, { ok: true, removed });

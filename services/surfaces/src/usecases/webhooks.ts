@@ -134,7 +134,7 @@ export function createWebhooks(deps: WebhookDeps) {
       return esignView(await store.esignOf(org));
     },
 
-    async esignPut(org: string, b: { provider: 'docusign'; accountId: string; connectHmacKey?: string; baseUrl?: string }) {
+    async esignPut(org: string, b: { provider: 'docusign'; accountId: string; connectHmacKey?: string; baseUrl?: string }, by: { actor: string | null; actorLabel: string | null }) {
       const current = await store.esignOf(org);
       if (!b.connectHmacKey && !current) {
         throw new AppError('invalid_request', 'body.connectHmacKey: required the first time (the Connect HMAC key of the account)', {
@@ -145,7 +145,7 @@ export function createWebhooks(deps: WebhookDeps) {
         throw new AppError('invalid_request', 'body.connectHmacKey: at most 5 keys', { issues: [{ path: 'body.connectHmacKey', message: 'at most 5 comma-separated keys' }] });
       }
       const sealed = b.connectHmacKey ? deps.secrets.seal(b.connectHmacKey, keyContext(org)) : current!.hmac_keys_sealed;
-      const row = await store.saveEsign(org, { accountId: b.accountId, hmacKeysSealed: sealed, baseUrl: b.baseUrl ?? null });
+      const row = await store.saveEsign(org, { accountId: b.accountId, hmacKeysSealed: sealed, baseUrl: b.baseUrl ?? null }, by);
       if (row === 'taken') throw new AppError('conflict', `DocuSign account ${b.accountId} is connected to another org`);
       return esignView(row);
     },
