@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createFastPath, expressMessageClasses, staticHeadersOf, STRICT_UTF8 } from './fast-path';
 import { randomUUID, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { AppError, RawHttpReply, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, tracer, tracingActive, type Bus, type Logger } from '@approvals/shared';
+import { AppError, RawHttpReply, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, redactUrl, tracer, tracingActive, type Bus, type Logger } from '@approvals/shared';
 import { SpanStatusCode, context as otelContext, trace } from '@opentelemetry/api';
 import type { Authenticate, Authenticated } from '../auth/authenticate';
 import { invalidRequest, toErrorResponse, zodIssues } from './errors';
@@ -84,8 +84,8 @@ export function createApp(deps: AppDeps) {
       deps.log[level](
         {
           reqId: id,
-          // Action-link tokens are credentials until used: never written to logs.
-          req: { method: req.method, url: req.originalUrl.replace(/([?&]token=)[^&]*/g, '$1[redacted]'), remoteAddress: req.socket.remoteAddress },
+          // Action-link tokens, OAuth codes and the like are credentials: never written to logs.
+          req: { method: req.method, url: redactUrl(req.originalUrl), remoteAddress: req.socket.remoteAddress },
           res: { statusCode: res.statusCode },
           responseTime: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
         },
