@@ -3,9 +3,9 @@ import helmet from 'helmet';
 import { mountWebApp } from './web-app';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createFastPath, expressMessageClasses, staticHeadersOf, STRICT_UTF8 } from './fast-path';
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { AppError, RawHttpReply, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, redactUrl, tracer, tracingActive, type Bus, type Logger } from '@approvals/shared';
+import { AppError, RawHttpReply, SpanKind, endpoint, extractFrom, RawCallback, httpRequestSeconds, httpRequestsTotal, metricsRegistry, metricsTokenAccepted, METRICS_UNAUTHORIZED, redactUrl, tracer, tracingActive, type Bus, type Logger } from '@approvals/shared';
 import { SpanStatusCode, context as otelContext, trace } from '@opentelemetry/api';
 import type { Authenticate, Authenticated } from '../auth/authenticate';
 import { invalidRequest, toErrorResponse, zodIssues } from './errors';
@@ -125,13 +125,9 @@ export function createApp(deps: AppDeps) {
     res.status(h.status).json(h.body);
   });
   app.get('/metrics', async (req, res) => {
-    if (deps.metricsToken) {
-      const given = Buffer.from(req.header('authorization') ?? '');
-      const wanted = Buffer.from(`Bearer ${deps.metricsToken}`);
-      if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) {
-        res.status(401).json({ error: 'unauthorized', message: '/metrics needs the metrics token (METRICS_TOKEN)' });
-        return;
-      }
+    if (!metricsTokenAccepted(req.header('authorization'), deps.metricsToken)) {
+      res.status(401).setHeader('www-authenticate', 'Bearer').json(METRICS_UNAUTHORIZED);
+      return;
     }
     res.setHeader('Content-Type', metricsRegistry.contentType);
     res.send(await metricsRegistry.metrics());
