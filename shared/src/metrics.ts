@@ -65,6 +65,14 @@ export const busRequestSeconds = new Histogram({
   registers: [metricsRegistry],
 });
 
+/** Idempotent bus requests sent a second time, by why (Bus.send). */
+export const busResendsTotal = new Counter({
+  name: 'approvals_bus_resends_total',
+  help: 'Idempotent bus requests sent a second time, by subject and reason (silent: the replica holding it stopped answering and saying it works on it; no_responders: no replica subscribed; timeout: an unwatched wait ran out)',
+  labelNames: ['subject', 'reason'] as const,
+  registers: [metricsRegistry],
+});
+
 /** Events handled by a durable consumer (ok, retried, parked). */
 /**
  * A durable consumer's pull that the server refused or stopped answering (a 409 limit,
