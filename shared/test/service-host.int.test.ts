@@ -7,6 +7,7 @@ import {
   EchoEndpoints,
   SILENCE_MS,
   busResendsTotal,
+  encodeJson,
   createLogger,
   endpoint,
   startService,
@@ -14,7 +15,9 @@ import {
   type RunningService,
   type ServiceContext,
 } from '@approvals/shared';
-import { createTestDatabase, startTestNats, type TestDatabase, type TestNats } from '@approvals/shared/testing';
+import { createTestDatabase, startTestNats, waitFor, type TestDatabase, type TestNats } from '@approvals/shared/testing';
+import { headers } from '@nats-io/nats-core';
+import { ServiceErrorCodeHeader } from '@nats-io/services';
 
 const log = createLogger('service-host-test', 'silent');
 
@@ -164,6 +167,34 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
     expect(late).toBeInstanceOf(AppError);
     expect(late).toMatchObject({ code: 'timeout' });
     expect(await total()).toBe(before);
+  });
+
+  it('after a resend, an error answer from the silent first holder does not hide the resend\'s success', async () => {
+    const b = await start(freshSchema());
+    // A: a member of the same queue group that says nothing while it holds a request (a
+    // stalled replica), leaves the group when it gets one, and answers with a transient
+    // error only once the request was resent.
+    const before = await resends('silent');
+    let held = 0;
+    const a = client.nc.subscribe(EchoEndpoints.scheduler.subject, {
+      queue: 'scheduler',
+      callback: (_err, msg) => {
+        held++;
+        a.unsubscribe();
+        void (async () => {
+          await waitFor(async () => (await resends('silent')) > before, { what: 'the resend' });
+          const h = headers();
+          h.set(ServiceErrorCodeHeader, '503');
+          msg.respond(encodeJson({ ok: false, error: { code: 'unavailable', message: 'stalled', details: {} } }), { headers: h });
+        })();
+      },
+    });
+    await client.nc.flush();
+    // Until one request lands on A (the group picks a member at random).
+    let reply: { message: string; instance: string } | undefined;
+    for (let i = 0; held === 0; i++) reply = await client.call(EchoEndpoints.scheduler, { message: `r${i}`, delayMs: 2 * SILENCE_MS }, { timeoutMs: 20 * SILENCE_MS });
+    expect(reply).toMatchObject({ instance: b.ctx.host.instanceId });
+    expect((await resends('silent')) - before).toBe(1);
   });
 
   it('two replicas with the same name share the requests (queue group)', async () => {

@@ -3,6 +3,7 @@ import { NodeTransport } from '@nats-io/transport-node/lib/node_transport';
 import type { Socket } from 'node:net';
 import { NoRespondersError, TimeoutError, createInbox, credsAuthenticator, headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/nats-core';
 import { RequestOne } from '@nats-io/nats-core/internal';
+import { ServiceErrorCodeHeader } from '@nats-io/services';
 import { readFileSync } from 'node:fs';
 import { jetstream, jetstreamManager, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
@@ -335,17 +336,26 @@ export class Bus {
    * slow (a busy database, a long poll) keeps its one send for the whole wait, while one
    * whose holder went silent for SILENCE_MS (killed, cut off from NATS) is resent at once
    * to whichever replica is there. The first send may still answer (its holder was only
-   * stalled): the first answer of the two is taken, and both are idempotent. A wait that
+   * stalled): the first successful answer of the two is taken, and both are idempotent. A wait that
    * runs out with its holder still working is `timeout`, not a second send (that would
    * double the load on a slow database). Only one resend, as for any idempotent request.
    */
   private async watchedRequest(subject: string, timeout: number, headersOf: (progress?: string) => MsgHdrs | undefined, once: (hdrs: MsgHdrs | undefined) => Promise<Msg>): Promise<Msg> {
     const token = String(++this.lastToken);
     let silent: NodeJS.Timeout | undefined;
+    let heard = 0;
     const silence = new Promise<'silent'>((resolve) => {
-      silent = setTimeout(() => resolve('silent'), SILENCE_MS);
+      silent = setTimeout(() => {
+        // Not before this turn's I/O: after a stall of this process its timers run first,
+        // and a word of progress already waiting in the socket must still count.
+        const seen = heard;
+        setImmediate(() => heard === seen && resolve('silent'));
+      }, SILENCE_MS);
     });
-    this.watched.set(token, () => silent?.refresh());
+    this.watched.set(token, () => {
+      heard++;
+      silent?.refresh();
+    });
     const first = once(headersOf(`${this.progressInbox}.${token}`));
     let outcome: Msg | 'silent';
     try {
@@ -361,10 +371,12 @@ export class Bus {
     if (outcome !== 'silent') return outcome;
     this.log.warn({ subject, reason: 'silent', silentMs: SILENCE_MS }, 'no answer; resending an idempotent request once');
     busResendsTotal.inc({ subject, reason: 'silent' });
-    // Whichever answers first; a failure counts only when both failed (then the resend's,
-    // as an AppError: it is not sent a third time).
+    // The first answer that is not an error reply; when both are errors, or fail, the
+    // resend's (a failure as an AppError: it is not sent a third time). A transient refusal
+    // from one (`unavailable`, `rate_limited`) does not hide the other's success.
     const second = once(headersOf());
-    return Promise.any([first, second]).catch(() =>
+    const success = (p: Promise<Msg>) => p.then((m) => (m.headers?.get(ServiceErrorCodeHeader) ? Promise.reject(m) : m));
+    return Promise.any([success(first), success(second)]).catch(() =>
       second.catch((err: unknown) => {
         throw err instanceof AppError ? err : toTransportError(subject, err);
       }),
