@@ -1,6 +1,6 @@
 import { Client } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { SUBJECT, busResendsTotal } from '@approvals/shared';
+import { SUBJECT, busResendsTotal, type RunningService } from '@approvals/shared';
 import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 
@@ -13,6 +13,8 @@ import { startStack, type Stack } from '../../../test/helpers/stack';
 describe('a create in flight on a killed decisions replica', () => {
   let stack: Stack;
   let db: Client;
+  /** The killed replica: what it still runs (its outbox relay, its pool) is closed after the test. */
+  let killed: RunningService | undefined;
 
   beforeAll(async () => {
     stack = await startStack({ label: 'failover', services: ['gateway', 'policies', 'decisions'] });
@@ -22,6 +24,10 @@ describe('a create in flight on a killed decisions replica', () => {
   afterAll(async () => {
     await db?.end();
     await stack?.stop();
+    // Its stop fails at its closed NATS connection; its outbox relay and pool are closed here.
+    await killed?.stop().catch(() => undefined);
+    await killed?.relay?.stop();
+    await killed?.ctx.db.destroy();
   });
 
   const silentResends = async () =>
@@ -44,6 +50,8 @@ describe('a create in flight on a killed decisions replica', () => {
     // B comes up while A works on it (A says so: the gateway keeps waiting), then A dies.
     const b = await stack.startService('decisions');
     await a.ctx.bus.nc.close();
+    killed = a;
+    stack.running.delete('decisions');
     await db.query('SELECT pg_terminate_backend($1)', [held]);
     await db.query('SELECT pg_advisory_unlock(hashtext($1), hashtext($2))', [org, run]);
 
