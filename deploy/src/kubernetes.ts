@@ -133,6 +133,9 @@ export function manifests(): Array<Record<string, unknown>> {
       NATS_URL: 'nats://nats-0.nats-headless:4222,nats://nats-1.nats-headless:4222,nats://nats-2.nats-headless:4222',
       JETSTREAM_REPLICAS: '3',
       METRICS_PORT: String(METRICS_PORT),
+      // The kubelet's probes and Prometheus reach the metrics port on the pod's address, not
+      // its loopback; METRICS_TOKEN (approvals-secrets) guards /metrics there.
+      METRICS_HOST: '0.0.0.0',
       PORT: String(HTTP_PORT),
       PUBLIC_BASE_URL: 'https://approvals.example.com',
       TRUST_PROXY: '1',

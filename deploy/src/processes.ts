@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import { SERVICE_NAMES, type ServiceName } from '@approvals/shared';
 import type { NatsUsers } from '@approvals/shared/infra';
 import { ROOT } from './dev-env';
+import { RESTART_COUNT_RESET_MS, restartDelayMs } from './supervise';
 
 export interface ServiceProcesses {
   children: Map<string, ChildProcess>;
@@ -75,8 +76,8 @@ export function launchServices(opts: {
     const startedAt = Date.now();
     child.on('exit', (code, signal) => {
       if (stopping || !opts.restart) return;
-      const next = Date.now() - startedAt > 60_000 ? 0 : attempt + 1;
-      const delay = Math.min(30_000, 500 * 2 ** next);
+      const next = Date.now() - startedAt > RESTART_COUNT_RESET_MS ? 0 : attempt + 1;
+      const delay = restartDelayMs(next);
       opts.onRestart?.(key, String(signal ?? code), delay);
       setTimeout(() => !stopping && launch(name, idx, replica, next), delay);
     });

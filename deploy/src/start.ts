@@ -73,6 +73,8 @@ export async function main(): Promise<void> {
   const shutdown = async (signal: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
+    // A Ctrl-C reaches PostgreSQL too: from here on it stops on purpose.
+    infra.release();
     say(`${signal}: stopping services…`);
     await procs.stop();
     say('stopping infrastructure…');

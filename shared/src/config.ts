@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { parseCidrs, type AddressPolicy } from './http/addresses';
 import { parseSecretsKey } from './secrets';
 import { POOL_DEFAULTS, resolvePool, type PoolSettings } from './db';
+import type { MetricsEndpoint } from './metrics';
 
 /**
  * Parses process.env (or a given record) against one zod schema, once, at start.
@@ -64,6 +65,16 @@ export const BaseServiceEnv = z.object({
     .max(65535, 'METRICS_PORT must be <= 65535')
     .optional(),
   /**
+   * Interface the METRICS_PORT endpoint listens on: this host only unless set (`0.0.0.0`
+   * where Prometheus or the kubelet reach it over the network).
+   */
+  METRICS_HOST: z
+    .string()
+    .regex(/^[A-Za-z0-9.:-]+$/, 'METRICS_HOST must be an address to listen on (127.0.0.1, 0.0.0.0, ::)')
+    .default('127.0.0.1'),
+  /** When set, `/metrics` on every port (METRICS_PORT, and the gateway's own) needs `Authorization: Bearer <token>`. */
+  METRICS_TOKEN: z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional(),
+  /**
    * Let tenant-set URLs (approver webhooks, the model's baseUrl, engine and chat settings)
    * reach this host and private networks (local setups, tests). Off by default.
    */
@@ -90,6 +101,11 @@ export function outboundGuard(env: { WEBHOOK_ALLOW_PRIVATE_TARGETS: boolean; OUT
   return { allowPrivate: env.WEBHOOK_ALLOW_PRIVATE_TARGETS, allowed: parseCidrs(env.OUTBOUND_ALLOWED_CIDRS) };
 }
 export type BaseServiceEnv = z.infer<typeof BaseServiceEnv>;
+
+/** The metrics and probe endpoint a service's configuration asks for (none without METRICS_PORT). */
+export function metricsEndpoint(env: Pick<BaseServiceEnv, 'METRICS_PORT' | 'METRICS_HOST' | 'METRICS_TOKEN'>): MetricsEndpoint | undefined {
+  return env.METRICS_PORT === undefined ? undefined : { port: env.METRICS_PORT, host: env.METRICS_HOST, token: env.METRICS_TOKEN };
+}
 
 /** The pool a service's configuration asks for; a minimum above the maximum is refused. */
 export function poolSettings(env: Pick<BaseServiceEnv, 'DB_POOL_MIN' | 'DB_POOL_MAX' | 'DB_POOL_IDLE_TIMEOUT_MS'>): Required<PoolSettings> {

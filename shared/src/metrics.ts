@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { listenOn } from './infra/ports';
@@ -61,6 +62,14 @@ export const busRequestSeconds = new Histogram({
   help: 'Time to answer a bus request, by service and subject',
   labelNames: ['service', 'subject'] as const,
   buckets: LATENCY_BUCKETS,
+  registers: [metricsRegistry],
+});
+
+/** Idempotent bus requests sent a second time, by why (Bus.send). */
+export const busResendsTotal = new Counter({
+  name: 'approvals_bus_resends_total',
+  help: 'Idempotent bus requests sent a second time, by subject and reason (silent: the replica holding it stopped answering and saying it works on it; no_responders: no replica subscribed; timeout: an unwatched wait ran out)',
+  labelNames: ['subject', 'reason'] as const,
   registers: [metricsRegistry],
 });
 
@@ -146,12 +155,40 @@ export function scrapedGauge<L extends string>(opts: {
   return gauge;
 }
 
+/** Where a service serves `/metrics` and its probes (METRICS_PORT, METRICS_HOST, METRICS_TOKEN). */
+export interface MetricsEndpoint {
+  /** 0: any free port. */
+  port: number;
+  /** Interface to listen on (default 127.0.0.1: this host only). */
+  host?: string;
+  /** When set, `/metrics` needs `Authorization: Bearer <token>`. */
+  token?: string;
+}
+
 /**
- * The metrics endpoint of a service without HTTP of its own: `GET /metrics`, and the
- * probes `GET /livez` (the process answers) and `GET /readyz` (200 when `ready()` says
- * so: connected to NATS and the database, not draining).
+ * Whether a request may read `/metrics`: always without a token, else only with
+ * `Authorization: Bearer <token>` (compared in constant time). The one check of every port
+ * that serves metrics: the gateway's own and each METRICS_PORT.
  */
-export async function startMetricsServer(opts: { port: number; host?: string; ready: () => Promise<boolean> }): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+export function metricsTokenAccepted(authorization: string | undefined, token: string | undefined): boolean {
+  if (!token) return true;
+  const given = Buffer.from(authorization ?? '');
+  const wanted = Buffer.from(`Bearer ${token}`);
+  return given.length === wanted.length && timingSafeEqual(given, wanted);
+}
+
+/** The answer to a `/metrics` request without the token. */
+export const METRICS_UNAUTHORIZED = { error: 'unauthorized', message: '/metrics needs the metrics token (METRICS_TOKEN)' } as const;
+
+/**
+ * The metrics endpoint of a service without HTTP of its own: `GET /metrics` (behind the
+ * token when one is set), and the probes `GET /livez` (the process answers) and
+ * `GET /readyz` (200 when `ready()` says so: connected to NATS and the database, not
+ * draining). The probes stay open: they say only "ok" or "not ready", and the kubelet and
+ * Docker's health check call them without credentials. It listens on 127.0.0.1 unless
+ * told otherwise, so nothing off the host reaches it by default.
+ */
+export async function startMetricsServer(opts: MetricsEndpoint & { ready: () => Promise<boolean> }): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     void (async () => {
       const path = (req.url ?? '/').split('?')[0];
@@ -160,6 +197,10 @@ export async function startMetricsServer(opts: { port: number; host?: string; re
         return;
       }
       if (path === '/metrics') {
+        if (!metricsTokenAccepted(req.headers.authorization, opts.token)) {
+          res.writeHead(401, { 'content-type': 'application/json; charset=utf-8', 'www-authenticate': 'Bearer' }).end(JSON.stringify(METRICS_UNAUTHORIZED));
+          return;
+        }
         const body = await metricsRegistry.metrics();
         res.writeHead(200, { 'content-type': metricsRegistry.contentType }).end(body);
       } else if (path === '/livez') {
@@ -174,7 +215,7 @@ export async function startMetricsServer(opts: { port: number; host?: string; re
       if (!res.headersSent) res.writeHead(500).end();
     });
   });
-  const port = await listenOn(server, opts.port, opts.host);
+  const port = await listenOn(server, opts.port, opts.host ?? '127.0.0.1');
   return {
     server,
     port,

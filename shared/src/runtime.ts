@@ -9,7 +9,7 @@ import { EchoEndpoints } from './contracts/access';
 import { ConfigError } from './config';
 import { createDb, migrate, warmPool, type Migration, type PoolSettings } from './db';
 import { createLogger, type Logger } from './logger';
-import { collectProcessMetrics, scrapedGauge, startMetricsServer } from './metrics';
+import { collectProcessMetrics, scrapedGauge, startMetricsServer, type MetricsEndpoint } from './metrics';
 import { startTracing, stopTracing } from './tracing';
 import { DURABLE_SUBJECT, STREAM_EVENTS, type ServiceName } from './subjects';
 
@@ -57,8 +57,8 @@ export interface ServiceOptions {
   outbox?: boolean | { pollMs?: number };
   /** Announces every change made through its (not read-only) endpoints to the caches of its data (bus/invalidation). */
   announcesChanges?: boolean;
-  /** Serves `/metrics`, `/livez` and `/readyz` on this port (0: any free port); undefined: none. */
-  metricsPort?: number;
+  /** Serves `/metrics`, `/livez` and `/readyz` there (`metricsEndpoint(config)`); undefined: none. */
+  metrics?: MetricsEndpoint;
   /** Replicas of the streams and bucket it provisions when anonymous (JETSTREAM_REPLICAS). */
   jetstreamReplicas?: number;
   /** On stop, serve this long while reporting not ready before stopping (SHUTDOWN_DELAY_MS). */
@@ -143,14 +143,14 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     let stopping: Promise<void> | undefined;
     registerServiceGauges({ name: opts.name, schema: opts.schema, db, bus, outbox: Boolean(opts.outbox), durables: consumerOpts.map((c) => c.durable) });
     const metrics =
-      opts.metricsPort === undefined
+      opts.metrics === undefined
         ? undefined
         : await startMetricsServer({
-            port: opts.metricsPort,
+            ...opts.metrics,
             // Ready: taking work (not stopping), connected to NATS, and the database answers.
             ready: async () => !stopping && !bus!.nc.isClosed() && !bus!.nc.isDraining() && (await db.raw('SELECT 1').then(() => true, () => false)),
           });
-    if (metrics) log.info({ port: metrics.port }, 'metrics and probes listening');
+    if (metrics) log.info({ port: metrics.port, host: opts.metrics?.host ?? '127.0.0.1', token: Boolean(opts.metrics?.token) }, 'metrics and probes listening');
     log.info({ instance: host.instanceId }, `${opts.name} started`);
     return {
       name: opts.name,

@@ -32,6 +32,26 @@ describe('addresses: never this host or a private network unless allowed', () =>
     ['::ffff:127.0.0.1', true],
     ['::ffff:7f00:1', true],
     ['64:ff9b::a00:1', true],
+    // Every IPv6 form that carries an IPv4 address is judged by that address.
+    ['::127.0.0.1', true], // IPv4-compatible, as written in a URL
+    ['::7f00:1', true], // the same, as the URL parser normalises it
+    ['0:0:0:0:0:0:7f00:1', true],
+    ['::ffff:0:127.0.0.1', true], // IPv4-translated
+    ['::ffff:0:7f00:1', true],
+    ['0:0:0:0:0:ffff:169.254.169.254', true],
+    ['::FFFF:A9FE:A9FE', true],
+    ['64:ff9b::127.0.0.1', true], // NAT64 of loopback
+    ['64:ff9b::c0a8:101', true],
+    ['64:ff9b:1::a00:1', true], // local-use NAT64
+    ['2002:7f00:1::', true], // 6to4 of loopback
+    ['2002:a00:1::1', true], // 6to4 of 10.0.0.1
+    ['2002:c0a8:0101:1::1', true],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', true], // Teredo
+    ['fe80::1%eth0', true],
+    ['::8.8.8.8', false], // IPv4-compatible form of a public address
+    ['::ffff:8.8.8.8', false],
+    ['64:ff9b::808:808', false], // NAT64 of a public address
+    ['2002:808:808::1', false], // 6to4 of a public address
     ['not-an-address', true],
     ['93.184.216.34', false],
     ['2606:4700:4700::1111', false],
@@ -43,6 +63,9 @@ describe('addresses: never this host or a private network unless allowed', () =>
     const policy = { allowPrivate: false, allowed: parseCidrs('127.0.0.2/32, 10.20.0.0/16') };
     expect(addressRefusal('127.0.0.2', policy)).toBeUndefined();
     expect(addressRefusal('10.20.3.4', policy)).toBeUndefined();
+    expect(addressRefusal('::ffff:10.20.3.4', policy)).toBeUndefined();
+    expect(addressRefusal('::ffff:10.21.3.4', policy)).toMatch(/private/);
+    expect(addressRefusal('2002:7f00:1::', policy)).toMatch(/private/);
     expect(addressRefusal('127.0.0.1', policy)).toMatch(/private/);
     expect(addressRefusal('10.21.0.1', policy)).toMatch(/private/);
     expect(addressRefusal('127.0.0.1', { allowPrivate: true })).toBeUndefined();
@@ -62,7 +85,7 @@ describe('the outbound client', () => {
       if (req.url === '/redirect') {
         res.writeHead(307, { location: `http://127.0.0.1:${inside.port}/steal` });
         res.end();
-      } else if (req.url === '/slow') setTimeout(() => res.end('late'), 3000).unref();
+      } else if (req.url?.startsWith('/slow')) setTimeout(() => res.end('late'), 3000).unref();
       else if (req.url === '/big') res.end('x'.repeat(2 * 1024 * 1024));
       else if (req.url === '/fail') {
         res.writeHead(404);
@@ -77,7 +100,23 @@ describe('the outbound client', () => {
 
   it('refuses an address literal in the private space before connecting', async () => {
     const http = guarded();
-    for (const url of [`http://127.0.0.1:${inside.port}/x`, `http://[::1]:${inside.port}/x`, 'http://169.254.169.254/latest/meta-data']) {
+    for (const url of [
+      `http://127.0.0.1:${inside.port}/x`,
+      `http://[::1]:${inside.port}/x`,
+      'http://169.254.169.254/latest/meta-data',
+      // IPv6 forms that carry 127.0.0.1: the URL parser rewrites each, the guard sees through all.
+      `http://[::127.0.0.1]:${inside.port}/x`,
+      `http://[::ffff:127.0.0.1]:${inside.port}/x`,
+      `http://[::ffff:7f00:1]:${inside.port}/x`,
+      `http://[0:0:0:0:0:ffff:7f00:1]:${inside.port}/x`,
+      `http://[::ffff:0:127.0.0.1]:${inside.port}/x`,
+      `http://[64:ff9b::127.0.0.1]:${inside.port}/x`,
+      `http://[2002:7f00:1::]:${inside.port}/x`,
+      'http://[::ffff:169.254.169.254]/latest/meta-data',
+      // IPv4 spellings the URL parser turns into 127.0.0.1.
+      `http://2130706433:${inside.port}/x`,
+      `http://0x7f.1:${inside.port}/x`,
+    ]) {
       await expect(http.send(url)).rejects.toMatchObject({ kind: 'blocked', permanent: true, message: expect.stringMatching(/WEBHOOK_ALLOW_PRIVATE_TARGETS/) });
     }
     await http.close();
@@ -88,6 +127,11 @@ describe('the outbound client', () => {
     const http = guarded(async () => [{ address: '127.0.0.1', family: 4 }]);
     await expect(http.send(`http://internal.example.test:${inside.port}/x`)).rejects.toMatchObject({ kind: 'blocked', permanent: true });
     await http.close();
+    for (const address of ['::ffff:127.0.0.1', '::7f00:1', '64:ff9b::7f00:1', '2002:7f00:1::']) {
+      const sixes = guarded(async () => [{ address, family: 6 }]);
+      await expect(sixes.send(`http://internal.example.test:${inside.port}/x`)).rejects.toMatchObject({ kind: 'blocked', permanent: true });
+      await sixes.close();
+    }
     expect(inside.hits).toEqual([]);
   });
 
@@ -141,6 +185,20 @@ describe('the outbound client', () => {
     expect(() => expectOk({ ...ok, status: 429 }, 'x')).toThrow(expect.objectContaining({ permanent: false }));
     await expect(http.send('ftp://example.com/x')).rejects.toMatchObject({ kind: 'invalid_url', permanent: true });
     await expect(http.send('not a url')).rejects.toMatchObject({ kind: 'invalid_url' });
+    await http.close();
+  });
+
+  it('its errors name the URL with credentials redacted (they are logged and stored with deliveries)', async () => {
+    const http = guarded(undefined, '127.0.0.2/32');
+    // Port 1: nothing listens, the connection is refused.
+    const refused = await http.send('http://127.0.0.2:1/hook?token=tk-secret&access_token=at-secret&page=1').catch((e: unknown) => e as Error);
+    expect(refused).toMatchObject({ kind: 'network' });
+    expect((refused as Error).message).toContain('http://127.0.0.2:1/hook?token=[redacted]&access_token=[redacted]&page=1');
+    const slow = await http.send(`http://127.0.0.2:${outside.port}/slow?sig=sig-secret`, { timeoutMs: 300 }).catch((e: unknown) => e as Error);
+    expect((slow as Error).message).toMatch(/sig=\[redacted\]/);
+    const bad = await http.send('ftp://user:pw-secret@example.com/x?code=code-secret').catch((e: unknown) => e as Error);
+    expect((bad as Error).message).not.toMatch(/pw-secret|code-secret/);
+    for (const e of [refused, slow]) expect((e as Error).message).not.toMatch(/tk-secret|at-secret|sig-secret/);
     await http.close();
   });
 });

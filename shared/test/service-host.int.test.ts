@@ -5,6 +5,9 @@ import {
   AppError,
   Bus,
   EchoEndpoints,
+  SILENCE_MS,
+  busResendsTotal,
+  encodeJson,
   createLogger,
   endpoint,
   startService,
@@ -12,7 +15,9 @@ import {
   type RunningService,
   type ServiceContext,
 } from '@approvals/shared';
-import { createTestDatabase, startTestNats, type TestDatabase, type TestNats } from '@approvals/shared/testing';
+import { createTestDatabase, startTestNats, waitFor, type TestDatabase, type TestNats } from '@approvals/shared/testing';
+import { headers } from '@nats-io/nats-core';
+import { ServiceErrorCodeHeader } from '@nats-io/services';
 
 const log = createLogger('service-host-test', 'silent');
 
@@ -118,6 +123,78 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
     for (const e of lost) expect((e as AppError).code).toBe('timeout');
     // Every idempotent request was answered although A held some of them: those went out twice.
     expect(lost.length).toBeLessThan(12);
+  });
+
+  /** Resends of the echo endpoint so far, by reason. */
+  const resends = async (reason: string) =>
+    (await busResendsTotal.get()).values.filter((v) => v.labels.subject === EchoEndpoints.scheduler.subject && v.labels.reason === reason).reduce((n, v) => n + v.value, 0);
+
+  it('a replica killed holding resendable requests goes silent: they are resent then, not when the wait runs out, and the survivor answers', async () => {
+    const schema = freshSchema();
+    const [a, b] = await Promise.all([start(schema), start(schema)]);
+    const before = { silent: await resends('silent'), timeout: await resends('timeout') };
+    // Each is worked on for twice the silence that gives a dead replica away, and the caller
+    // would wait ten times that for an answer.
+    const idem = Array.from({ length: 12 }, (_, i) => client.call(EchoEndpoints.scheduler, { message: `s${i}`, delayMs: 2 * SILENCE_MS }, { timeoutMs: 20 * SILENCE_MS }));
+    await new Promise((r) => setTimeout(r, 300));
+    // Killed as SIGKILL would: its connection goes without draining, nothing more leaves it.
+    await a.ctx.bus.nc.close();
+    running = running.filter((s) => s !== a);
+    killed.push(a);
+
+    const answered = await Promise.all(idem);
+    answered.forEach((r, i) => expect(r.message).toBe(`s${i}`));
+    expect(answered.every((r) => r.instance === b.ctx.host.instanceId)).toBe(true);
+    // Resent because A fell silent: those A held, and only those (B said it was working on its own).
+    const silent = (await resends('silent')) - before.silent;
+    expect(silent).toBeGreaterThan(0);
+    expect(silent).toBeLessThan(12);
+    expect(await resends('timeout')).toBe(before.timeout);
+  });
+
+  it('a request worked on longer than that silence is sent once: its replica says it is working on it; a wait that runs out is a timeout, not a second send', async () => {
+    const schema = freshSchema();
+    await Promise.all([start(schema), start(schema)]);
+    const total = async () => (await resends('silent')) + (await resends('timeout')) + (await resends('no_responders'));
+    const before = await total();
+    const slow = await Promise.all(Array.from({ length: 6 }, (_, i) => client.call(EchoEndpoints.scheduler, { message: `w${i}`, delayMs: 2 * SILENCE_MS }, { timeoutMs: 20 * SILENCE_MS })));
+    expect(slow.map((r) => r.message)).toEqual(['w0', 'w1', 'w2', 'w3', 'w4', 'w5']);
+    expect(await total()).toBe(before);
+
+    // Slower than the caller's wait, yet alive: the caller gives up once (504 at the gateway)
+    // instead of doubling the work of a replica that is only slow.
+    const late = await client.call(EchoEndpoints.scheduler, { message: 'late', delayMs: 4 * SILENCE_MS }, { timeoutMs: 2 * SILENCE_MS }).catch((e: unknown) => e);
+    expect(late).toBeInstanceOf(AppError);
+    expect(late).toMatchObject({ code: 'timeout' });
+    expect(await total()).toBe(before);
+  });
+
+  it('after a resend, an error answer from the silent first holder does not hide the resend\'s success', async () => {
+    const b = await start(freshSchema());
+    // A: a member of the same queue group that says nothing while it holds a request (a
+    // stalled replica), leaves the group when it gets one, and answers with a transient
+    // error only once the request was resent.
+    const before = await resends('silent');
+    let held = 0;
+    const a = client.nc.subscribe(EchoEndpoints.scheduler.subject, {
+      queue: 'scheduler',
+      callback: (_err, msg) => {
+        held++;
+        a.unsubscribe();
+        void (async () => {
+          await waitFor(async () => (await resends('silent')) > before, { what: 'the resend' });
+          const h = headers();
+          h.set(ServiceErrorCodeHeader, '503');
+          msg.respond(encodeJson({ ok: false, error: { code: 'unavailable', message: 'stalled', details: {} } }), { headers: h });
+        })();
+      },
+    });
+    await client.nc.flush();
+    // Until one request lands on A (the group picks a member at random).
+    let reply: { message: string; instance: string } | undefined;
+    for (let i = 0; held === 0; i++) reply = await client.call(EchoEndpoints.scheduler, { message: `r${i}`, delayMs: 2 * SILENCE_MS }, { timeoutMs: 20 * SILENCE_MS });
+    expect(reply).toMatchObject({ instance: b.ctx.host.instanceId });
+    expect((await resends('silent')) - before).toBe(1);
   });
 
   it('two replicas with the same name share the requests (queue group)', async () => {

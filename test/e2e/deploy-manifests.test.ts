@@ -107,6 +107,24 @@ describe('deployment artifacts', () => {
     }
   });
 
+  it('the metrics port listens on the pod address where it is probed and scraped, behind METRICS_TOKEN; compose keeps it on loopback', () => {
+    const docs = docsOf('approvals.yaml');
+    const config = docs.find((d) => d.kind === 'ConfigMap' && d.metadata.name === 'approvals-config')!;
+    // The services listen on 127.0.0.1 unless told: the kubelet and Prometheus come from outside the pod.
+    expect(config.data).toMatchObject({ METRICS_PORT: '9464', METRICS_HOST: '0.0.0.0' });
+    for (const dep of docs.filter((d) => d.kind === 'Deployment')) {
+      expect(dep.spec.template.spec.containers[0].envFrom).toContainEqual({ secretRef: { name: 'approvals-secrets' } });
+    }
+    const secret = docsOf('secrets.example.yaml').find((d) => d.kind === 'Secret' && d.metadata.name === 'approvals-secrets')!;
+    expect(secret.stringData.METRICS_TOKEN.length).toBeGreaterThanOrEqual(16);
+    const scrape = parseYaml(read('deploy', 'observability', 'prometheus.yaml')).scrape_configs.find((c: { job_name: string }) => c.job_name === 'approvals');
+    expect(scrape.authorization).toMatchObject({ type: 'Bearer', credentials_file: expect.any(String) });
+    // Compose: nothing scrapes across its network; the health check reads /livez on loopback.
+    const compose = parseYaml(read('deploy', 'docker', 'compose.yaml'));
+    expect(compose['x-service'].environment.METRICS_HOST).toBeUndefined();
+    expect(read('deploy', 'docker', 'healthcheck.js')).toContain("host: '127.0.0.1'");
+  });
+
   it("at every service's most replicas, the fixed pools fit the database's max_connections with room for the migrations Job and an operator", () => {
     const deployments = docsOf('approvals.yaml').filter((d) => d.kind === 'Deployment');
     const hpas = docsOf('approvals.yaml').filter((d) => d.kind === 'HorizontalPodAutoscaler');

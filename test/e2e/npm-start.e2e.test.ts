@@ -284,8 +284,29 @@ describe('npm start (process level)', () => {
     expect(sameData.output()).toMatch(/PostgreSQL \(pid \d+\) is already running on .*another `npm start`/);
     expect((await http(s.baseUrl, 'GET', '/health')).status).toBe(200);
 
+    // PostgreSQL killed outright: npm start notices, says so, starts it again on the same data
+    // folder and port, and the services answer again (their pools reconnect).
+    const postmasterPid = () => Number(readFileSync(join(s.dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const killed = postmasterPid();
+    process.kill(killed, 'SIGKILL');
+    await waitFor(() => s.output().includes(`embedded PostgreSQL (pid ${killed}) stopped; restarting it in `), { timeoutMs: 10_000, what: 'the stop noticed' });
+    const restarted = await waitFor(() => /embedded PostgreSQL restarted \(pid (\d+)\)/.exec(s.output()), { timeoutMs: 90_000, what: 'PostgreSQL started again' });
+    expect(Number(restarted[1])).not.toBe(killed);
+    expect(postmasterPid()).toBe(Number(restarted[1]));
+    const health = await waitFor(
+      async () => {
+        const res = await http(s.baseUrl, 'GET', '/health').catch(() => undefined);
+        return res?.status === 200 ? res : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, what: 'GET /health 200 after the restart' },
+    );
+    expect(health.body.components.postgres.ok).toBe(true);
+
+    // Ctrl-C reaches PostgreSQL too; what stops then is not started again.
+    const beforeStop = s.output().length;
     await interruptAndCheck(s, 'group');
-  }, 150_000);
+    expect(s.output().slice(beforeStop)).not.toContain('restarting it in');
+  }, 240_000);
 
   it('`npm start` itself: SIGTERM to the npm process (what a supervisor sends) reaches start and stops everything', async () => {
     const [pgPort] = await distinctFreePorts(1);

@@ -1,4 +1,4 @@
-import { contractBacklogGauge, CachedCalls, ContractEngine, SecretBox, followChanges, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { contractBacklogGauge, CachedCalls, ContractEngine, SecretBox, followChanges, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, metricsEndpoint, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer, notificationSkippedConsumer } from './consumers/notification-sent.consumer';
@@ -24,7 +24,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
-    metricsPort: config.METRICS_PORT,
+    metrics: metricsEndpoint(config),
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
     shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
     pool: poolSettings(config),

@@ -20,8 +20,6 @@ export const GatewayEnv = BaseServiceEnv.extend(SecretsEnv.shape).extend({
   RATE_LIMIT_PER_KEY_PER_MIN: positiveInt('RATE_LIMIT_PER_KEY_PER_MIN', 6000),
   RATE_LIMIT_PER_IP_PER_MIN: positiveInt('RATE_LIMIT_PER_IP_PER_MIN', 12000),
   HEALTH_PING_TIMEOUT_MS: positiveInt('HEALTH_PING_TIMEOUT_MS', 500),
-  /** When set, `GET /metrics` on the public port needs `Authorization: Bearer <token>`. */
-  METRICS_TOKEN: z.string().min(16, 'METRICS_TOKEN must be at least 16 characters').optional(),
   TRUST_PROXY: z.string().optional(),
   HTTP_MAX_CONNECTIONS: positiveInt('HTTP_MAX_CONNECTIONS', 4096),
   HTTP_MAX_CONNECTIONS_PER_IP: positiveInt('HTTP_MAX_CONNECTIONS_PER_IP', 256),

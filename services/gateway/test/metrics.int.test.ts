@@ -80,11 +80,38 @@ describe('metrics and probes', () => {
     expect((await get('/nope')).status).toBe(404);
   });
 
-  it('with METRICS_TOKEN the gateway\'s /metrics needs it', async () => {
-    const guarded = (await stack.startService('gateway', { METRICS_TOKEN: 'metrics-token-0123456789' })).url!;
-    expect((await fetch(`${guarded}/metrics`)).status).toBe(401);
-    expect((await fetch(`${guarded}/metrics`, { headers: { authorization: 'Bearer wrong-token-0123456789' } })).status).toBe(401);
-    const ok = await fetch(`${guarded}/metrics`, { headers: { authorization: 'Bearer metrics-token-0123456789' } });
-    expect(ok.status).toBe(200);
+  /** An answer's status, or the network error's code (ECONNREFUSED: nothing listens there). */
+  const statusOf = (url: string, headers: Record<string, string> = {}) =>
+    fetch(url, { headers }).then(
+      (r) => r.status,
+      (err: Error & { cause?: { code?: string } }) => err.cause?.code ?? err.message,
+    );
+
+  it('a service\'s metrics port listens on 127.0.0.1 unless METRICS_HOST says otherwise', async () => {
+    // All of 127.0.0.0/8 is this host: a listener on 0.0.0.0 answers on 127.0.0.2 too, one on 127.0.0.1 does not.
+    const port = stack.running.get('decisions')!.metricsPort!;
+    expect(await statusOf(`http://127.0.0.1:${port}/livez`)).toBe(200);
+    expect(await statusOf(`http://127.0.0.2:${port}/livez`)).toBe('ECONNREFUSED');
+    const wide = await stack.startService('scheduler', { METRICS_PORT: '0', METRICS_HOST: '0.0.0.0' });
+    expect(await statusOf(`http://127.0.0.2:${wide.metricsPort}/livez`)).toBe(200);
+  });
+
+  it('with METRICS_TOKEN, /metrics needs it on every port: the gateway\'s own and each METRICS_PORT; the probes stay open', async () => {
+    const token = 'metrics-token-0123456789';
+    const guarded = await stack.startService('gateway', { METRICS_TOKEN: token, METRICS_PORT: '0' });
+    const service = await stack.startService('decisions', { METRICS_TOKEN: token, METRICS_PORT: '0' });
+    for (const base of [guarded.url!, `http://127.0.0.1:${guarded.metricsPort}`, `http://127.0.0.1:${service.metricsPort}`]) {
+      expect(await statusOf(`${base}/metrics`)).toBe(401);
+      expect(await statusOf(`${base}/metrics`, { authorization: 'Bearer wrong-token-0123456789' })).toBe(401);
+      expect(await statusOf(`${base}/metrics`, { authorization: `Bearer ${token}` })).toBe(200);
+    }
+    const refused = await fetch(`http://127.0.0.1:${service.metricsPort}/metrics`);
+    expect(await refused.json()).toEqual({ error: 'unauthorized', message: expect.stringMatching(/METRICS_TOKEN/) });
+    for (const port of [guarded.metricsPort, service.metricsPort]) {
+      expect(await statusOf(`http://127.0.0.1:${port}/livez`)).toBe(200);
+      expect(await statusOf(`http://127.0.0.1:${port}/readyz`)).toBe(200);
+    }
+    // Too short a token is a configuration error naming it, not an open endpoint.
+    await expect(stack.startService('decisions', { METRICS_TOKEN: 'short', METRICS_PORT: '0' })).rejects.toThrow(/METRICS_TOKEN/);
   });
 });

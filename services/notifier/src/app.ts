@@ -1,4 +1,4 @@
-import { CachedCalls, OrgCache, SecretBox, announceChange, followChanges, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { CachedCalls, OrgCache, SecretBox, announceChange, followChanges, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, metricsEndpoint, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import type { NotifierConfig } from './config';
 import { notifierConsumers } from './consumers/decision-events.consumer';
 import { registerNotifierHandlers } from './handlers/people.handlers';
@@ -28,7 +28,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
-    metricsPort: config.METRICS_PORT,
+    metrics: metricsEndpoint(config),
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
     shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
     pool: poolSettings(config),

@@ -1,4 +1,4 @@
-import { contractBacklogGauge, ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { contractBacklogGauge, ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService, metricsEndpoint, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import type { PoliciesConfig } from './config';
 import { registerApproverHandlers } from './handlers/approvers.handlers';
 import { registerPolicyHandlers } from './handlers/policies.handlers';
@@ -17,7 +17,7 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
-    metricsPort: config.METRICS_PORT,
+    metrics: metricsEndpoint(config),
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
     shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
     pool: poolSettings(config),

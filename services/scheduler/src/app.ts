@@ -1,4 +1,4 @@
-import { scrapedGauge, createLogger, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { scrapedGauge, createLogger, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService, metricsEndpoint, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import { z } from 'zod';
 import type { SchedulerConfig } from './config';
 import { decisionTimersConsumer } from './consumers/decision-timers.consumer';
@@ -29,7 +29,7 @@ export async function startScheduler(config: SchedulerConfig, opts: { log?: Logg
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
-    metricsPort: config.METRICS_PORT,
+    metrics: metricsEndpoint(config),
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
     shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
     pool: poolSettings(config),

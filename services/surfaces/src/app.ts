@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, EsignEndpoints, actorLabelOf, actorOf, OrgCache, SecretBox, announceChange, eachConsumerOf, OFF_PATH_LINGER_MS, followChanges, SurfacesEndpoints, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { DURABLE, EVENT, EsignEndpoints, actorLabelOf, actorOf, OrgCache, SecretBox, announceChange, eachConsumerOf, OFF_PATH_LINGER_MS, followChanges, SurfacesEndpoints, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, metricsEndpoint, natsAuthFromEnv, poolSettings } from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
@@ -23,7 +23,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
     databaseUrl: config.DATABASE_URL,
     natsUrl: config.NATS_URL,
     natsAuth: natsAuthFromEnv(config),
-    metricsPort: config.METRICS_PORT,
+    metrics: metricsEndpoint(config),
     jetstreamReplicas: config.JETSTREAM_REPLICAS,
     shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
     pool: poolSettings(config),

@@ -10,7 +10,7 @@ import type { Logger } from '../logger';
 import { busRequestSeconds, busRequestsTotal } from '../metrics';
 import { SpanKind, extractFrom, inSpan, tracingActive } from '../tracing';
 import type { ServiceName } from '../subjects';
-import { Bus, decodeJson, encodeJson } from './bus';
+import { Bus, PROGRESS_EVERY_MS, PROGRESS_HEADER, decodeJson, encodeJson } from './bus';
 import { announceChange } from './invalidation';
 
 /** A handler result with an explicit success status (for example 201 Created). */
@@ -94,7 +94,36 @@ export class ServiceHost {
     return handlers?.find((h) => h.subject === subject)?.stats;
   }
 
+  /**
+   * While a resendable request is worked on, an empty message to the progress subject its
+   * caller named (PROGRESS_HEADER) every PROGRESS_EVERY_MS: the caller then knows it is slow,
+   * not lost, and does not send it again (Bus.send). Nothing for requests answered sooner.
+   */
+  private sayWorking(ep: EndpointDef, msg: ServiceMsg): NodeJS.Timeout | undefined {
+    const to = ep.idempotent ? msg.headers?.get(PROGRESS_HEADER) : undefined;
+    // A subject of one line, without wildcards; NATS permissions bound where it may point.
+    if (!to || to.length > 256 || !/^[^\s*>]+$/.test(to)) return undefined;
+    const timer = setInterval(() => {
+      try {
+        this.bus.nc.publish(to);
+      } catch {
+        // The connection is closing: the caller hears nothing more and resends, as intended.
+        clearInterval(timer);
+      }
+    }, PROGRESS_EVERY_MS);
+    return timer;
+  }
+
   private async dispatch<Req extends z.ZodType, Res extends z.ZodType>(ep: EndpointDef<Req, Res>, handler: Handler<Req, Res>, msg: ServiceMsg) {
+    const working = this.sayWorking(ep, msg);
+    try {
+      await this.answer(ep, handler, msg);
+    } finally {
+      clearInterval(working);
+    }
+  }
+
+  private async answer<Req extends z.ZodType, Res extends z.ZodType>(ep: EndpointDef<Req, Res>, handler: Handler<Req, Res>, msg: ServiceMsg) {
     const started = Date.now();
     let reply: { ok: true; status?: number; data: unknown } | ReturnType<typeof errorReply>;
     try {

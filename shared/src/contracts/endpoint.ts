@@ -3,8 +3,9 @@ import { z } from 'zod';
 export interface EndpointOptions {
   /**
    * Sending the same request twice has the effect of sending it once (a read, or a write
-   * keyed so a repeat finds the first one's result). The bus then resends it once when no
-   * answer came (a replica died holding it, or none was up for a moment).
+   * keyed so a repeat finds the first one's result). The bus then resends it once when its
+   * holder falls silent (a replica died holding it: no answer and no word of progress for
+   * SILENCE_MS), or none was up for a moment (Bus.send).
    */
   idempotent?: boolean;
   /** How long a caller waits for the answer (default: the bus's, 10 s). */

@@ -1,6 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import { Agent, request, type Dispatcher } from 'undici';
+import { redactUrl } from '../logger';
 import { addressRefusal, type AddressPolicy } from './addresses';
 
 /**
@@ -106,9 +107,9 @@ export function createOutboundClient(opts: OutboundClientOptions): OutboundClien
     try {
       target = new URL(url);
     } catch {
-      throw new OutboundError('invalid_url', `not a URL: ${url}`, true);
+      throw new OutboundError('invalid_url', `not a URL: ${redactUrl(url)}`, true);
     }
-    if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new OutboundError('invalid_url', `only http(s) URLs are called: ${url}`, true);
+    if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new OutboundError('invalid_url', `only http(s) URLs are called: ${redactUrl(url)}`, true);
     if (target.username || target.password) throw new OutboundError('invalid_url', 'URLs with credentials are not called', true);
     const host = target.hostname.replace(/^\[|\]$/g, '');
     // An address literal never reaches the lookup above: check it here.
@@ -139,7 +140,7 @@ export function createOutboundClient(opts: OutboundClientOptions): OutboundClien
       throw classify(err, signal, url);
     }
     if (res.statusCode >= 300 && res.statusCode < 400) {
-      throw new OutboundError('redirect', `${url} answered ${res.statusCode} (redirect refused: redirects are never followed${headers.location ? `; location ${headers.location.slice(0, 200)}` : ''})`, false, res.statusCode, body);
+      throw new OutboundError('redirect', `${redactUrl(url)} answered ${res.statusCode} (redirect refused: redirects are never followed${headers.location ? `; location ${redactUrl(headers.location).slice(0, 200)}` : ''})`, false, res.statusCode, body);
     }
     return {
       status: res.statusCode,
@@ -173,7 +174,9 @@ function blockedHint(why: string): string {
   return `refused: ${why}; set WEBHOOK_ALLOW_PRIVATE_TARGETS=true (or list the range in OUTBOUND_ALLOWED_CIDRS) to allow it`;
 }
 
-function classify(err: unknown, signal: AbortSignal, url: string): OutboundError {
+/** Its messages name the URL, redacted: they are logged and stored with deliveries. */
+function classify(err: unknown, signal: AbortSignal, rawUrl: string): OutboundError {
+  const url = redactUrl(rawUrl);
   const e = err as { name?: string; code?: string; message?: string; cause?: unknown };
   const blocked = [e, e?.cause].find((x) => x instanceof BlockedAddress) as BlockedAddress | undefined;
   if (blocked) return new OutboundError('blocked', blockedHint(blocked.message), true);

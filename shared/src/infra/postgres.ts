@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ChildProcess } from 'node:child_process';
 import { Client } from 'pg';
@@ -7,6 +7,10 @@ import { freePort } from './ports';
 export interface LocalPostgres {
   url: string;
   port: number;
+  /** The postmaster's process id (from its `postmaster.pid`). */
+  pid: number;
+  /** Whether the postmaster is still running (false once it was killed or stopped). */
+  running(): boolean;
   stop(): Promise<void>;
 }
 
@@ -54,9 +58,21 @@ export async function startEmbeddedPostgres(opts: {
   });
   if (!existsSync(join(opts.dataDir, 'PG_VERSION'))) await pg.initialise();
   await pg.start();
+  // PostgreSQL's own record of its postmaster, read once it accepts connections.
+  const pid = Number(readFileSync(join(opts.dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
     port,
+    pid,
+    running: () => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch (err) {
+        // EPERM: it exists, run by another user (the `postgres` user, when started as root).
+        return (err as NodeJS.ErrnoException).code === 'EPERM';
+      }
+    },
     stop: async () => {
       // pg.stop() waits for an 'exit' that never comes when the server is already gone
       // (a Ctrl-C in the terminal reaches the whole process group, PostgreSQL included).

@@ -3,7 +3,7 @@ import helmet from 'helmet';
 import { mountWebApp } from './web-app';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createFastPath, expressMessageClasses, staticHeadersOf, STRICT_UTF8 } from './fast-path';
-import { randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {
   AppError,
@@ -22,6 +22,9 @@ import {
   httpRequestSeconds,
   httpRequestsTotal,
   metricsRegistry,
+  metricsTokenAccepted,
+  METRICS_UNAUTHORIZED,
+  redactUrl,
   tracer,
   tracingActive,
   type Bus,
@@ -130,8 +133,8 @@ export function createApp(deps: AppDeps) {
       deps.log[level](
         {
           reqId: id,
-          // Action-link tokens are credentials until used: never written to logs.
-          req: { method: req.method, url: req.originalUrl.replace(/([?&]token=)[^&]*/g, '$1[redacted]'), remoteAddress: req.socket.remoteAddress },
+          // Action-link tokens, OAuth codes and the like are credentials: never written to logs.
+          req: { method: req.method, url: redactUrl(req.originalUrl), remoteAddress: req.socket.remoteAddress },
           res: { statusCode: res.statusCode },
           responseTime: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
         },
@@ -171,13 +174,9 @@ export function createApp(deps: AppDeps) {
     res.status(h.status).json(h.body);
   });
   app.get('/metrics', async (req, res) => {
-    if (deps.metricsToken) {
-      const given = Buffer.from(req.header('authorization') ?? '');
-      const wanted = Buffer.from(`Bearer ${deps.metricsToken}`);
-      if (given.length !== wanted.length || !timingSafeEqual(given, wanted)) {
-        res.status(401).json({ error: 'unauthorized', message: '/metrics needs the metrics token (METRICS_TOKEN)' });
-        return;
-      }
+    if (!metricsTokenAccepted(req.header('authorization'), deps.metricsToken)) {
+      res.status(401).setHeader('www-authenticate', 'Bearer').json(METRICS_UNAUTHORIZED);
+      return;
     }
     res.setHeader('Content-Type', metricsRegistry.contentType);
     res.send(await metricsRegistry.metrics());

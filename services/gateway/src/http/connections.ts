@@ -21,11 +21,25 @@ export interface ConnectionLimits {
 }
 
 /**
+ * Past this share of the total cap the server is crowded: from then on only peers holding
+ * fewer than {@link FEW_CONNECTIONS} get a new connection, so the rest of the cap stays
+ * for clients that hold few. Without it, total / perIp greedy peers (17 at 4096 and 256)
+ * filled the cap and every new client got 503.
+ */
+export const CROWDED_SHARE = 0.75;
+/** What a peer may still open once the server is crowded: a browser opens up to six connections to one host. */
+export const FEW_CONNECTIONS = 8;
+
+/**
  * The gateway's HTTP server, hardened against connection exhaustion: every client must
  * send its headers and its request within bounded times, and no peer (nor all peers
- * together) may hold more than its share of sockets. A connection past a cap is answered
- * at once with a plain 503 `unavailable` and `Retry-After`, then closed, instead of being
- * left to exhaust file descriptors so that new clients are reset.
+ * together) may hold more than its share of sockets. Fair admission: a peer may hold up to
+ * `perIp` connections while fewer than {@link CROWDED_SHARE} of `total` are open; past
+ * that, only a peer holding fewer than {@link FEW_CONNECTIONS} gets another, so greedy
+ * peers together hold at most about three quarters of the cap and the last quarter is
+ * left for peers that hold few (at 4096, at least 128 more of them). A connection past a
+ * cap is answered at once with a plain 503 `unavailable` and `Retry-After`, then closed,
+ * instead of being left to exhaust file descriptors so that new clients are reset.
  */
 export function createLimitedServer(
   app: RequestListener,
@@ -57,6 +71,8 @@ export function createLimitedServer(
   const perPeer = new Map<string, number>();
   let open = 0;
   let lastWarn = 0;
+  const crowded = Math.ceil(limits.total * CROWDED_SHARE);
+  const few = Math.min(limits.perIp, FEW_CONNECTIONS);
   const retryAfter = String(limits.retryAfterSec ?? 1);
   const body = JSON.stringify({ error: 'unavailable', message: 'too many open connections; retry later' });
   const refusal =
@@ -67,11 +83,15 @@ export function createLimitedServer(
   server.prependListener('connection', (socket: Socket) => {
     const peer = socket.remoteAddress ?? 'unknown';
     const mine = perPeer.get(peer) ?? 0;
-    if (open >= limits.total || mine >= limits.perIp) {
+    const over = open >= limits.total ? 'total' : mine >= limits.perIp ? 'perIp' : open >= crowded && mine >= few ? 'crowded' : undefined;
+    if (over) {
       const now = Date.now();
       if (now - lastWarn > 10_000) {
         lastWarn = now;
-        log.warn({ peer, peerConnections: mine, open, limits: { perIp: limits.perIp, total: limits.total } }, 'connection refused: over the connection cap');
+        log.warn(
+          { peer, peerConnections: mine, open, over, limits: { perIp: limits.perIp, total: limits.total, crowded, few } },
+          'connection refused: over the connection cap',
+        );
       }
       refused.add(socket);
       socket.on('error', () => undefined);
