@@ -57,13 +57,15 @@ interface Share {
 /** Longest a task waits for a thread (and for its worker to start it). */
 const MAX_WAIT_MS = 4_000;
 /**
- * Wall time a phase may run past its start: twice its budget, at least its budget and 2 s,
- * so an answer comes within a caller's bus timeout. A thread that has not had its budget of
- * CPU by then was starved by the machine: with less than a quarter of its budget used it
- * is answered "busy, retry" (503), never refused as too expensive; with a quarter or more
- * (a real contract uses a tiny fraction of its budget) it is refused as too expensive.
+ * Wall time a phase may run past its start: its budget and as much again (at most 2 s
+ * more), so an answer, even after the longest wait for a thread, comes within a caller's bus
+ * timeout. A thread that has not had its budget of CPU by then was held back by a busy
+ * machine. With less than a twentieth of its budget used (an ordinary contract needs
+ * milliseconds, so it would have finished) it is answered "busy, retry" (503), never refused
+ * as too expensive; with more, it was working through something costly, and is refused.
  */
-const wallLimit = (budgetMs: number) => Math.max(2 * budgetMs, budgetMs + 2_000);
+const wallLimit = (budgetMs: number) => budgetMs + Math.min(budgetMs, 2_000);
+const STARVED_SHARE = 1 / 20;
 
 /**
  * Where policy contracts run: off the main thread, in a piscina pool of worker threads,
@@ -103,6 +105,8 @@ export class ContractEngine {
   private closed = false;
   /** Validation results by schema hash: saved schemas never change, so one answer stands. */
   private readonly validated = new Map<string, SchemaVerdict>();
+  /** Validations running, by schema hash. */
+  private readonly validating = new Map<string, Promise<SchemaVerdict>>();
   readonly checkBudgetMs: number;
   readonly validateBudgetMs: number;
 
@@ -156,9 +160,23 @@ export class ContractEngine {
     const key = sha256Hex(canonicalize(schema));
     const known = this.validated.get(key);
     if (known) return known;
+    // The same schema already being validated (a preview and a save sent together): one
+    // task answers both, so it costs its budget once and never queues behind itself.
+    const pending = this.validating.get(key);
+    if (pending) return pending;
+    const task = this.validateOnce(org, key, schema, opts.reading === true);
+    this.validating.set(key, task);
+    try {
+      return await task;
+    } finally {
+      this.validating.delete(key);
+    }
+  }
+
+  private async validateOnce(org: string, key: string, schema: Record<string, unknown>, reading: boolean): Promise<SchemaVerdict> {
     let verdict: SchemaVerdict;
     try {
-      const r = await this.run(org, { op: 'validate', key, schema }, this.validateBudgetMs, opts.reading === true);
+      const r = await this.run(org, { op: 'validate', key, schema }, this.validateBudgetMs, reading);
       verdict = { problem: r.op === 'validate' ? r.problem : null, tooExpensive: false };
     } catch (err) {
       if (!(err instanceof TaskFailed)) throw err;
@@ -353,7 +371,7 @@ export class ContractEngine {
         timer = setTimeout(watch, Math.min(limit - used, 50));
         return;
       }
-      starved = used < limit / 4;
+      starved = used < limit * STARVED_SHARE;
       controller.abort();
     };
     timer = setTimeout(watch, 10);
