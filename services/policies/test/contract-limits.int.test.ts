@@ -120,15 +120,14 @@ describe('context contracts cannot stall the service or another org', () => {
       expect(Number(r.headers.get('retry-after'))).toBeGreaterThan(0);
     }
     // The ones admitted were refused as too expensive (no approval can be shown to meet the
-    // contract). None was opened. On a loaded machine a check that waited past the engine's
+    // contract; services/decisions/test/open-decision has that answer on its own). None was
+    // opened. On a loaded machine a check that waited past the engine's
     // bounded wait for a thread (threads are replaced after each over-budget check), or could
     // not get its thread CPU in time, is answered 503 `unavailable` with retryAfter instead,
     // as the calm org's may be above: a transient refusal, never a decision opened without
     // its contract checked.
     const admitted = flooded.filter((x) => x.status !== 429);
-    const refused = admitted.filter((x) => x.status === 422);
-    expect(refused.length).toBeGreaterThan(0);
-    for (const r of refused) expect(r.body.error).toBe('context_contract_violation');
+    for (const r of admitted.filter((x) => x.status === 422)) expect(r.body.error).toBe('context_contract_violation');
     for (const r of admitted.filter((x) => x.status !== 422)) expect({ status: r.status, error: r.body.error, retryAfter: r.body.retryAfter }).toEqual({ status: 503, error: 'unavailable', retryAfter: 1 });
     const opened = await stack.http('GET', '/v1/worker/decisions', { token: flooder.apiKey });
     expect({ status: opened.status, body: opened.body }).toEqual({ status: 200, body: { decisions: [] } });
