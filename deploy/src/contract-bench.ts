@@ -1,4 +1,4 @@
-import { AppError, ContractEngine, type ContractEngineOptions } from '@approvals/shared';
+import { AppError, ContractEngine, ManualClock, type ContractEngineOptions } from '@approvals/shared';
 
 /**
  * `npm run bench:contracts`: what one org's flood of slow-but-passing contracts does to
@@ -24,15 +24,19 @@ const pct = (xs: number[], p: number) => {
 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Rows of a slow-but-passing check that costs about SLOW_MS (uniqueItems over arrays is quadratic). */
+/**
+ * Rows of a slow-but-passing check that costs about SLOW_MS of its thread's CPU time
+ * (uniqueItems over arrays is quadratic), read as the engine charges it: from the org's
+ * share, on a clock that does not move.
+ */
 async function calibrate(): Promise<number> {
-  const engine = new ContractEngine({ threads: 1, checkBudgetMs: 60_000 });
+  const burst = 1e9;
+  const engine = new ContractEngine({ threads: 1, checkBudgetMs: 60_000, orgBurstMs: burst, clock: new ManualClock() });
   try {
     let n = 2000;
     for (let i = 0; i < 4; i++) {
-      const t0 = process.hrtime.bigint();
-      await engine.check('calibrate', slow, rows(n));
-      const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+      await engine.check(`calibrate-${i}`, slow, rows(n));
+      const ms = burst - engine.usage(`calibrate-${i}`).shareMs;
       n = Math.max(500, Math.round(n * Math.sqrt(SLOW_MS / Math.max(ms, 1))));
     }
     return n;
