@@ -33,6 +33,8 @@ export interface ContractEngineOptions {
   orgBurstMs?: number;
   /** Tasks waiting in all (default 256); past it: 503 unavailable. */
   maxQueue?: number;
+  /** Longest a task waits for a thread (default 4 s, well within a caller's bus timeout); then 429 behind its own org's backlog, else 503. */
+  maxWaitMs?: number;
   /** Time for the orgs' shares (tests move it by hand). */
   clock?: Clock;
 }
@@ -54,7 +56,9 @@ interface Share {
   at: number;
 }
 
-/** Longest a task waits for a thread (and for its worker to start it). */
+/** Shares below full kept before the full ones are swept out. */
+const MAX_SHARES = 10_000;
+/** Longest a task waits for a thread by default (and for its worker to start it). */
 const MAX_WAIT_MS = 4_000;
 /**
  * Wall time a phase may run past its start: its budget and as much again (at most 2 s
@@ -239,7 +243,7 @@ export class ContractEngine {
       }
       const job: Job = { org, task, budgetMs, exempt, resolve, reject };
       // A bounded wait: an answer (even "retry") comes well within a caller's bus timeout.
-      job.waitTimer = setTimeout(() => this.abandon(job), MAX_WAIT_MS);
+      job.waitTimer = setTimeout(() => this.abandon(job), this.opts.maxWaitMs ?? MAX_WAIT_MS);
       job.waitTimer.unref();
       q.push(job);
       this.waiting++;
@@ -264,6 +268,8 @@ export class ContractEngine {
   private charge(org: string, cpuMs: number): void {
     const ms = this.shareOf(org) - cpuMs;
     if (ms < this.orgBurstMs) this.shares.set(org, { ms, at: this.clock.now().getTime() });
+    // Orgs not seen again keep an entry until refilled: sweep those full by now.
+    if (this.shares.size > MAX_SHARES) for (const other of [...this.shares.keys()]) this.shareOf(other);
   }
 
   /** Starts waiting jobs while threads are free. */
@@ -285,12 +291,14 @@ export class ContractEngine {
 
   /**
    * The org served next, out of the turn: the first in turn below its running limit with
-   * checker time left; an org past its share of time only when no other org can go.
+   * checker time left; an org past its share of time only when no other org can go. A read
+   * (exempt: a saved schema, validated once per process) is not held to either.
    */
   private nextOrg(): string | undefined {
     let overspent: number | undefined;
     for (let i = 0; i < this.turn.length; i++) {
       const org = this.turn[i]!;
+      if (this.queues.get(org)![0]!.exempt) return this.turn.splice(i, 1)[0];
       if ((this.runningOf.get(org) ?? 0) >= this.orgThreads) continue;
       if (this.shareOf(org) > 0) return this.turn.splice(i, 1)[0];
       overspent ??= i;
@@ -356,7 +364,7 @@ export class ContractEngine {
       const wall = Date.now();
       if (at === 0) {
         // Not started by its thread yet: the machine is too busy, not the task too costly.
-        if (wall - dispatched < MAX_WAIT_MS) timer = setTimeout(watch, 50);
+        if (wall - dispatched < (this.opts.maxWaitMs ?? MAX_WAIT_MS)) timer = setTimeout(watch, 50);
         else {
           starved = true;
           controller.abort();

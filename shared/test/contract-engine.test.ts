@@ -128,7 +128,8 @@ describe('ContractEngine: contracts run off the main thread, bounded in time and
   it("fair share of time: an org past its share waits behind other orgs, then gets 429 with the seconds until its share is back", async () => {
     const clock = new ManualClock(); // frozen: shares refill only when the test says
     // A share of 1 ms: any check that ran puts an org past it.
-    const one = new ContractEngine({ threads: 1, checkBudgetMs: 1000, memoryMb: 64, perOrgQueue: 8, orgMsPerSec: 100, orgBurstMs: 1, clock });
+    // Waits are not the subject here: long enough for a slow machine to replace a thread.
+    const one = new ContractEngine({ threads: 1, checkBudgetMs: 1000, memoryMb: 64, perOrgQueue: 8, orgMsPerSec: 100, orgBurstMs: 1, clock, maxWaitMs: 60_000 });
     try {
       await waitFor(() => one.threadsReady() === 1, { what: 'the thread up', timeoutMs: 30_000 });
       const order: string[] = [];
@@ -158,11 +159,21 @@ describe('ContractEngine: contracts run off the main thread, bounded in time and
     }
   }, 60_000);
 
-  it('reads are not counted against the share', async () => {
-    const schemas = Array.from({ length: 12 }, (_, i) => ({ type: 'object', properties: { [`f${i}`]: { type: 'string' } } }));
-    const verdicts = await Promise.all(schemas.map((s) => engine.validate('reader', s, { reading: true })));
-    expect(verdicts.every((v) => v.problem === null)).toBe(true);
-  });
+  it('reads are not counted against the share, nor held to the running limit', async () => {
+    const reader = new ContractEngine({ threads: 2, memoryMb: 64, perOrgQueue: 4, orgBurstMs: 1, maxWaitMs: 60_000 });
+    try {
+      await waitFor(() => reader.threadsReady() === 2, { what: 'both threads up', timeoutMs: 30_000 });
+      const schemas = Array.from({ length: 12 }, (_, i) => ({ type: 'object', properties: { [`f${i}`]: { type: 'string' } } }));
+      const verdicts = Promise.all(schemas.map((s) => reader.validate('reader', s, { reading: true })));
+      // Past the queue share (4) and the running limit (1): all admitted, on both threads.
+      expect(reader.usage('reader')).toMatchObject({ running: 2, waiting: 10 });
+      expect((await verdicts).every((v) => v.problem === null)).toBe(true);
+      // Not charged: the share is still full.
+      expect(reader.usage('reader').shareMs).toBe(1);
+    } finally {
+      await reader.close();
+    }
+  }, 60_000);
 });
 
 describe('plain values and the legacy floor', () => {
