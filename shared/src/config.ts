@@ -129,6 +129,10 @@ export const ContractEngineEnv = z.object({
   CONTRACT_VALIDATE_BUDGET_MS: intEnv('CONTRACT_VALIDATE_BUDGET_MS', 3000, 100, 120_000),
   CONTRACT_MEMORY_MB: intEnv('CONTRACT_MEMORY_MB', 128, 16, 4096),
   CONTRACT_ORG_QUEUE: intEnv('CONTRACT_ORG_QUEUE', 8, 1, 10_000),
+  /** Unset: all threads but one (at least 1). */
+  CONTRACT_ORG_THREADS: z.coerce.number({ error: 'CONTRACT_ORG_THREADS must be a number' }).int('CONTRACT_ORG_THREADS must be an integer').min(1, 'CONTRACT_ORG_THREADS must be >= 1').max(64, 'CONTRACT_ORG_THREADS must be <= 64').optional(),
+  CONTRACT_ORG_MS_PER_SEC: intEnv('CONTRACT_ORG_MS_PER_SEC', 500, 1, 64_000),
+  CONTRACT_ORG_BURST_MS: intEnv('CONTRACT_ORG_BURST_MS', 5000, 1, 3_600_000),
 });
 export type ContractEngineEnv = z.infer<typeof ContractEngineEnv>;
 
@@ -139,6 +143,9 @@ export function contractEngineOptions(c: ContractEngineEnv) {
     validateBudgetMs: c.CONTRACT_VALIDATE_BUDGET_MS,
     memoryMb: c.CONTRACT_MEMORY_MB,
     perOrgQueue: c.CONTRACT_ORG_QUEUE,
+    orgThreads: c.CONTRACT_ORG_THREADS,
+    orgMsPerSec: c.CONTRACT_ORG_MS_PER_SEC,
+    orgBurstMs: c.CONTRACT_ORG_BURST_MS,
   };
 }
 

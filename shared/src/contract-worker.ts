@@ -5,16 +5,14 @@
  * bounds each task in time and memory and terminates the thread past either.
  */
 import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
+import { Meter, ownThreadId, threadCpuNs } from './contract-meter';
 
 export type ContractTask = (
-  | { op: 'validate'; key: string; schema: Record<string, unknown>; patternBudgetMs: number }
+  | { op: 'validate'; key: string; schema: Record<string, unknown> }
   | { op: 'check'; key: string; schema: Record<string, unknown>; data: Record<string, unknown> }
 ) & {
-  /**
-   * Shared with the engine: [time the current phase started, phase (0 compiling, 1 checking)],
-   * so each phase's budget counts only the worker's own run of it.
-   */
-  started?: SharedArrayBuffer;
+  /** Shared with the engine, which reads it while the task runs (contract-meter.ts). */
+  meter?: SharedArrayBuffer;
 };
 
 export type ContractError = Pick<ErrorObject, 'instancePath' | 'keyword' | 'params' | 'message'>;
@@ -24,10 +22,23 @@ export type ContractTaskResult =
   | { op: 'check'; errors: ContractError[] }
   | { op: 'check'; unusable: string };
 
+/** This thread's id (Linux), 0 where the system does not say. */
+const TID = ownThreadId();
+
+function startPhase(meter: BigInt64Array | undefined, phase: 0 | 1): void {
+  if (!meter) return;
+  const cpu = threadCpuNs(TID);
+  Atomics.store(meter, Meter.phaseCpu, cpu);
+  if (phase === 0) Atomics.store(meter, Meter.taskCpu, cpu);
+  Atomics.store(meter, Meter.tid, BigInt(TID));
+  Atomics.store(meter, Meter.phase, BigInt(phase));
+  // Last: the engine takes a non-zero start as "running".
+  Atomics.store(meter, Meter.phaseAt, BigInt(Date.now()));
+}
+
 /** Values run through a fresh validator: a schema that recurses without end fails on them. */
 const PROBES: unknown[] = [{}, { a: 1 }, [], null, 0, 'x', true];
 const compiled = new Map<string, ValidateFunction>();
-
 class Problem extends Error {}
 
 function compile(key: string, schema: Record<string, unknown>): ValidateFunction {
@@ -72,38 +83,23 @@ function patternsOf(schema: unknown): string[] {
   return [...new Set(out)];
 }
 
-type Recheck = typeof import('recheck');
-let recheck: Recheck | undefined;
-
-/**
- * ReDoS screen with recheck (a real analyser: exponential and polynomial backtracking).
- * Loaded lazily: only saves need it, and it is large.
- */
-function unsafePattern(pattern: string, budgetMs: number): string | null {
-  recheck ??= require('recheck') as Recheck;
-  const d = recheck.checkSync(pattern, 'u', { timeout: budgetMs });
-  if (d.status === 'safe') return null;
-  if (d.status === 'vulnerable') {
-    const how = d.complexity.type === 'exponential' ? 'exponential' : `polynomial (degree ${d.complexity.degree})`;
-    return `pattern ${JSON.stringify(pattern)} can take ${how} time on some inputs (catastrophic backtracking); rewrite it without nested or overlapping repetition`;
-  }
-  // A construct the analyser does not model (it says so): the check-time budget still bounds it.
-  if (d.error.kind === 'unsupported') return null;
-  if (d.error.kind === 'invalid') return `pattern ${JSON.stringify(pattern)} is not a valid regular expression: ${d.error.message}`;
-  // Not shown safe in time: refuse rather than gamble every decision's creation on it.
-  return `pattern ${JSON.stringify(pattern)} could not be shown free of catastrophic backtracking in time; simplify it`;
-}
+type Screen = typeof import('./pattern-screen');
+let screen: Screen | undefined;
 
 export default function run(task: ContractTask): ContractTaskResult {
-  const clock = task.started ? new BigInt64Array(task.started) : undefined;
-  if (clock) Atomics.store(clock, 0, BigInt(Date.now()));
+  const meter = task.meter ? new BigInt64Array(task.meter) : undefined;
+  startPhase(meter, 0);
   if (task.op === 'validate') {
     try {
-      compile(task.key, task.schema);
+      // The static pattern screen first: its verdict names the pattern whatever the
+      // machine's speed, and a schema with an unsafe pattern is never compiled.
       for (const p of patternsOf(task.schema)) {
-        const problem = unsafePattern(p, task.patternBudgetMs);
+        // Loaded on first use: only the policies service validates.
+        screen ??= require('./pattern-screen') as Screen;
+        const problem = screen.screenPattern(p);
         if (problem) return { op: 'validate', problem };
       }
+      compile(task.key, task.schema);
       return { op: 'validate', problem: null };
     } catch (err) {
       if (err instanceof Problem) return { op: 'validate', problem: err.message };
@@ -117,10 +113,7 @@ export default function run(task: ContractTask): ContractTaskResult {
     if (err instanceof Problem) return { op: 'check', unusable: err.message };
     throw err;
   }
-  if (clock) {
-    Atomics.store(clock, 0, BigInt(Date.now()));
-    Atomics.store(clock, 1, 1n);
-  }
+  startPhase(meter, 1);
   let ok: boolean;
   try {
     ok = fn(task.data) as boolean;

@@ -123,9 +123,8 @@ describe('chat followers (the decisions service)', () => {
     host = undefined;
     await surfaces.nc.flush();
     await announceChange(surfaces, 'surfaces', null);
-    const t0 = Date.now();
+    // Answered synchronously (an array, not a promise): nothing can wait on the absent service.
     expect(followers.companions([event(EVENT.decisionCreated, 'org_gone', 5)])).toHaveLength(1);
-    expect(Date.now() - t0).toBeLessThan(50);
     await new Promise((r) => setTimeout(r, 300));
     expect(followers.follows('org_gone')).toBe(true);
     expect(followers.companions([event(EVENT.decisionVoteRecorded, 'org_gone', 5)])).toHaveLength(1);

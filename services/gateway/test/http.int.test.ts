@@ -385,12 +385,10 @@ describe('gateway HTTP behaviour', () => {
 
       // forwarded routes: free-form JSON that V8 could parse but not serialise again
       for (const levels of [5_000, 100_000, Math.floor((MiB - 100) / 2)]) {
-        const t0 = Date.now();
         const res = await post('/v1/worker/policies/check', `{"keys":${nested(levels)}}`, org.apiKey);
         expect({ levels, status: res.status }).toEqual({ levels, status: 400 });
         expect(res.body.error).toBe('invalid_request');
         expect(res.body.issues).toContainEqual(depthIssue);
-        expect(Date.now() - t0).toBeLessThan(5_000);
         const dec = await post('/v1/worker/decisions', `{"externalRunId":"r${levels}","stepRef":"s","approvers":["a@example.com"],"context":{"payload":{"x":${nested(levels)}}}}`, org.apiKey);
         expect({ levels, status: dec.status }).toEqual({ levels, status: 400 });
         expect(dec.body.issues).toContainEqual(depthIssue);

@@ -145,10 +145,9 @@ describe('engines per org', () => {
     const hanging = await resolveOne(slow, 'slow-1');
     const failingId = await resolveOne(down, 'down-1');
     await waitFor(() => held.length > 0 || null, { what: 'the hanging receiver holding a request' });
-    const t0 = Date.now();
+    // Within 10 s: behind the hanging request it would wait for the sender's 15 s timeout.
     const fine = await resolveOne(good, 'good-1');
-    await waitFor(() => receivers.requests.find((r) => r.path === '/good' && r.body?.data?.decisionId === fine), { what: 'the good org resumed', timeoutMs: 5_000 });
-    expect(Date.now() - t0).toBeLessThan(5_000);
+    await waitFor(() => receivers.requests.find((r) => r.path === '/good' && r.body?.data?.decisionId === fine), { what: 'the good org resumed', timeoutMs: 10_000 });
     // The failing one keeps retrying with backoff, its event id unchanged...
     const attempts = await waitFor(() => {
       const hits = receivers.requests.filter((r) => r.path === '/flaky' && r.body?.data?.decisionId === failingId);

@@ -239,8 +239,7 @@ describe('scheduler timers', () => {
     running.push(s);
     await new Promise((r) => setTimeout(r, 300)); // the loop is now asleep for up to 60 s
     await created('dec_near', new Date(Date.now() - 700), 1); // expires 300 ms from now
-    const t0 = Date.now();
-    await waitFor(async () => (await firedEvents('dec_near')).includes(EVENT.timerExpireDue), { timeoutMs: 5000, what: 'expiry fired' });
-    expect(Date.now() - t0).toBeLessThan(3000);
+    // Within 30 s: without the wake-up it fires at the next poll, 60 s after the loop slept.
+    await waitFor(async () => (await firedEvents('dec_near')).includes(EVENT.timerExpireDue), { timeoutMs: 30_000, what: 'expiry fired' });
   });
 });
