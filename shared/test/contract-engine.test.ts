@@ -74,7 +74,17 @@ describe('ContractEngine: contracts run off the main thread, bounded in time and
     const unique = { type: 'object', properties: { arr: { type: 'array', uniqueItems: true } } };
     await expect(engine.check('o1', unique, { arr: Array.from({ length: 45_000 }, (_, i) => [i]) })).rejects.toThrow(ContractUnavailable);
     const pattern = { type: 'object', properties: { s: { type: 'string', pattern: '^(a|a)*$' } } };
-    await expect(engine.check('o1', pattern, { s: `${'a'.repeat(40)}!` })).rejects.toThrow(/took longer than 250 ms/);
+    // On a crowded machine the thread may get too little of a CPU to spend its budget: that
+    // answer is 503 "too busy" (try again), never a verdict. Tried again until it gets its CPU.
+    let refused: unknown;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      refused = await engine.check('o1', pattern, { s: `${'a'.repeat(40)}!` }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      if (!(refused instanceof AppError && refused.code === 'unavailable')) break;
+    }
+    expect(String((refused as Error)?.message)).toMatch(/took longer than 250 ms/);
     expect(await engine.check('o1', amount, { amount: 1 })).toEqual([]);
   });
 
