@@ -99,8 +99,21 @@ export async function startSlackStandIn(opts: { team?: { id: string; name: strin
     switch (name) {
       case 'oauth.v2.access':
         return body.code === 'good-code'
-          ? reply({ ok: true, access_token: botToken, token_type: 'bot', bot_user_id: 'U_BOT', team })
+          ? reply({
+              ok: true,
+              access_token: botToken,
+              token_type: 'bot',
+              scope: 'chat:write,im:write,users:read,users:read.email,channels:read,groups:read',
+              bot_user_id: 'U_BOT',
+              app_id: 'A_APPROVALS',
+              team,
+              enterprise: null,
+              is_enterprise_install: false,
+              authed_user: { id: 'U_INSTALLER' },
+            })
           : reply({ ok: false, error: 'invalid_code' });
+      case 'auth.test':
+        return reply(authed ? { ok: true, url: 'https://acme.slack.com/', team: team.name, team_id: team.id, user: 'approvals', user_id: 'U_BOT', bot_id: 'B_APPROVALS', is_enterprise_install: false } : { ok: false, error: 'invalid_auth' });
       case 'chat.postMessage':
         if (!authed) return reply({ ok: false, error: 'not_authed' });
         ts += 1;

@@ -8,7 +8,7 @@ import { createChatStore, type InstallationRow } from './store/chat.store';
 import { chatCallbackRoutes, registerChatHandlers } from './handlers/chat.handlers';
 import { SlackApi } from './providers/slack';
 import { DiscordApi } from './providers/discord';
-import { createChat } from './usecases/chat';
+import { createChat } from './usecases/chat/index';
 import { createWebhooks } from './usecases/webhooks';
 import { createWebhooksStore } from './store/webhooks.store';
 
@@ -50,7 +50,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
         clock: ctx.clock,
         log: ctx.log,
         secrets: SecretBox.fromConfig(config),
-        slack: new SlackApi(config.CHAT_A_API_URL, http),
+        slack: new SlackApi(config.CHAT_A_API_URL),
         discord: new DiscordApi(config.CHAT_B_API_URL, config.CHAT_B_BOT_TOKEN, http),
       });
       registerChatHandlers(ctx.host, chat);

@@ -1,5 +1,5 @@
 import { ChatEndpoints, IntegrationsEndpoints, actorLabelOf, actorOf, type Principal, type ServiceHost } from '@approvals/shared';
-import type { Chat } from '../usecases/chat';
+import type { Chat } from '../usecases/chat/index';
 import type { CallbackRoute } from './callback.handler';
 
 /** Who changes a setting, for the audit log. */

@@ -1,5 +1,4 @@
-import { WebClient, type Block, type KnownBlock } from '@slack/web-api';
-import { expectOk, type OutboundClient } from '@approvals/shared';
+import { WebClient, type Block, type KnownBlock, type WebClientOptions } from '@slack/web-api';
 
 export interface SlackMessage {
   text: string;
@@ -12,20 +11,24 @@ export interface SlackMessage {
  * delivery, a failed update by the event consumer, each with the tree's one backoff.
  */
 export class SlackApi {
-  constructor(
-    private readonly apiUrl: string,
-    /** For `response_url` answers (a URL from a signed Slack payload). */
-    private readonly http: OutboundClient,
-  ) {}
+  /**
+   * The Web API clients' options, shared with Bolt and `@slack/oauth` (usecases/chat/slack.ts):
+   * Bolt's `respond` (a `response_url` answer) goes through `fetch`, bounded here as well.
+   */
+  readonly clientOptions: WebClientOptions;
 
-  private client(token?: string): WebClient {
-    return new WebClient(token, { slackApiUrl: this.apiUrl, retryConfig: { retries: 0 }, rejectRateLimitedCalls: true, timeout: 10_000 });
+  constructor(apiUrl: string) {
+    this.clientOptions = {
+      slackApiUrl: apiUrl,
+      retryConfig: { retries: 0 },
+      rejectRateLimitedCalls: true,
+      timeout: 10_000,
+      fetch: (url, init) => fetch(url, { ...init, signal: init?.signal ?? AbortSignal.timeout(10_000) }),
+    };
   }
 
-  async oauthAccess(clientId: string, clientSecret: string, code: string, redirectUri: string) {
-    const r = await this.client().oauth.v2.access({ client_id: clientId, client_secret: clientSecret, code, redirect_uri: redirectUri });
-    if (!r.access_token || !r.team?.id) throw new Error('oauth.v2.access answered without a bot token or team');
-    return { token: r.access_token, teamId: r.team.id, teamName: r.team.name ?? null, botUserId: r.bot_user_id ?? null };
+  private client(token?: string): WebClient {
+    return new WebClient(token, this.clientOptions);
   }
 
   async postMessage(token: string, channel: string, m: SlackMessage, threadTs?: string): Promise<{ channel: string; ts: string }> {
@@ -82,10 +85,5 @@ export class SlackApi {
   async channels(token: string): Promise<Array<{ id: string; name: string }>> {
     const r = await this.client(token).conversations.list({ types: 'public_channel,private_channel', exclude_archived: true, limit: 1000 });
     return (r.channels ?? []).filter((c) => c.id && c.name).map((c) => ({ id: c.id!, name: c.name! }));
-  }
-
-  /** A private answer to the person who clicked (`response_type: ephemeral`), or a replacement of the message. */
-  async respond(responseUrl: string, body: Record<string, unknown>): Promise<void> {
-    expectOk(await this.http.send(responseUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }), 'response_url');
   }
 }
