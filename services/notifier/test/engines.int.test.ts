@@ -1,3 +1,4 @@
+import { Webhook, WebhookVerificationError } from 'svix';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { createHmac } from 'node:crypto';
 import { Bus, NotifierEndpoints, createLogger } from '@approvals/shared';
@@ -83,6 +84,10 @@ describe('engine resumes', () => {
     const expected = createHmac('sha256', key).update(`${req.headers['webhook-id']}.${req.headers['webhook-timestamp']}.${req.raw}`).digest('base64');
     expect(req.headers['webhook-signature']).toBe(`v1,${expected}`);
     expect(Math.abs(Number(req.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
+    // The library's verifier (svix, Standard Webhooks) accepts it as delivered, and not once altered.
+    const headers = { 'webhook-id': String(req.headers['webhook-id']), 'webhook-timestamp': String(req.headers['webhook-timestamp']), 'webhook-signature': String(req.headers['webhook-signature']) };
+    expect(new Webhook(secret).verify(req.raw, headers)).toMatchObject({ type: 'decision.resolved', data: { decisionId: id } });
+    expect(() => new Webhook(secret).verify(req.raw.replace('decision.resolved', 'decision.altered'), headers)).toThrow(WebhookVerificationError);
   });
 
   it('retries with backoff until the engine answers 2xx, keeping the event id', async () => {

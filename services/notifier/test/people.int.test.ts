@@ -1,9 +1,12 @@
+import { Webhook, WebhookVerificationError } from 'svix';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Bus, NotifierEndpoints, createLogger } from '@approvals/shared';
 import { Client } from 'pg';
 import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 import { startRecorder } from '../../../test/helpers/third-parties';
+
+const WEBHOOK_SECRET = 'a-webhook-secret-of-length';
 
 describe('contact methods and push devices', () => {
   let stack: Stack;
@@ -101,7 +104,7 @@ describe('notifications on people channels', () => {
       // surfaces answers chat notices: without an installed workspace, a recorded skip
       services: ['gateway', 'policies', 'decisions', 'notifier', 'scheduler', 'surfaces'],
       // the recorder listens on 127.0.0.1: allow private webhook targets, as a local setup would
-      env: { SMS_PROVIDER_URL: `${hooks.url}/sms`, DELIVERY_POLL_MS: '50', WEBHOOK_SIGNING_SECRET: 'a-webhook-secret-of-length', WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' },
+      env: { SMS_PROVIDER_URL: `${hooks.url}/sms`, DELIVERY_POLL_MS: '50', WEBHOOK_SIGNING_SECRET: WEBHOOK_SECRET, WEBHOOK_ALLOW_PRIVATE_TARGETS: 'true' },
     });
     ({ org, admin, apiKey } = await stack.newOrg());
     bus = await Bus.connect({ url: stack.nats.url, name: 'channels-test', log: createLogger('t', 'silent') });
@@ -150,6 +153,10 @@ describe('notifications on people channels', () => {
     const hook = hooks.requests.find((r) => r.path === '/ann-hook')!;
     expect(hook.body).toMatchObject({ type: 'decision.created', data: { id, status: 'PENDING' } });
     expect(hook.headers['webhook-signature']).toMatch(/^v1,/);
+    // Signed as Standard Webhooks: the library's verifier (svix) accepts it with the deployment's secret (raw bytes, not `whsec_`).
+    const signed = { 'webhook-id': String(hook.headers['webhook-id']), 'webhook-timestamp': String(hook.headers['webhook-timestamp']), 'webhook-signature': String(hook.headers['webhook-signature']) };
+    expect(new Webhook(Buffer.from(WEBHOOK_SECRET), { format: 'raw' }).verify(hook.raw, signed)).toMatchObject({ type: 'decision.created', data: { id } });
+    expect(() => new Webhook(Buffer.from('another-secret-of-length'), { format: 'raw' }).verify(hook.raw, signed)).toThrow(WebhookVerificationError);
     const sms = hooks.requests.find((r) => r.path === '/sms')!;
     expect(sms.body).toMatchObject({ to: '+15550100', body: expect.stringContaining('Rotate keys') });
     expect(hooks.requests.some((r) => r.path === '/bob-hook')).toBe(false);
