@@ -273,9 +273,13 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       const pg = new Client({ connectionString: stack.db.url });
       await pg.connect();
       try {
-        const { rows } = await pg.query('SELECT bot_token_sealed FROM surfaces.chat_installations WHERE org_id = $1', [org]);
+        const { rows } = await pg.query('SELECT bot_token_sealed, bot_user_id, bot_id, app_id, bot_scopes, installer_user_id FROM surfaces.chat_installations WHERE org_id = $1', [org]);
         expect(rows[0].bot_token_sealed).toMatch(/^sb1\./);
         expect(rows[0].bot_token_sealed).not.toContain(slack.botToken);
+        // What @slack/oauth's Installation carries is kept: the bot (auth.test with its new token), the app, the scopes, the installer.
+        expect(rows[0]).toMatchObject({ bot_user_id: 'U_BOT', bot_id: 'B_APPROVALS', app_id: 'A_APPROVALS', installer_user_id: 'U_INSTALLER' });
+        expect(rows[0].bot_scopes.split(',')).toContain('chat:write');
+        expect(slack.calls.find((c) => c.name === 'auth.test')!.headers.authorization).toBe(`Bearer ${slack.botToken}`);
       } finally {
         await pg.end();
       }
@@ -322,6 +326,15 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
     const B = 'ben@example.com';
 
     beforeAll(async () => {
+      // The org's installation as one made before @slack/oauth kept its Installation (no bot id, app id,
+      // scopes or installer): every Slack path below reads it as it is.
+      const pg = new Client({ connectionString: stack.db.url });
+      await pg.connect();
+      try {
+        await pg.query(`UPDATE surfaces.chat_installations SET bot_id = NULL, app_id = NULL, bot_scopes = NULL, installer_user_id = NULL WHERE org_id = $1 AND provider = 'chatA'`, [org]);
+      } finally {
+        await pg.end();
+      }
       await register(A, 'chatA', 'U_ANN');
       // Ben registered chatA without a user id: resolved by email in the workspace.
       await register(B, 'chatA');

@@ -8,6 +8,11 @@ export interface InstallationRow {
   name: string | null;
   bot_token_sealed: string | null;
   bot_user_id: string | null;
+  /** Slack only, from `@slack/oauth`'s Installation (null on rows installed before it). */
+  bot_id?: string | null;
+  app_id?: string | null;
+  bot_scopes?: string | null;
+  installer_user_id?: string | null;
   channel_id: string | null;
   deliberation_enabled: boolean;
   deliberation_channel_id: string | null;
@@ -103,8 +108,22 @@ export function createChatStore(db: Knex, opts: { installations?: OrgCache<Insta
     },
 
     /** Stores (or replaces, on a reinstall) the org's installation; channel settings are kept. Audited. */
-    async install(org: string, provider: ChatProvider, i: { workspaceId: string; name: string | null; botTokenSealed: string | null; botUserId: string | null }, by: SettingsActor): Promise<void> {
-      const values = { workspace_id: i.workspaceId, name: i.name, bot_token_sealed: i.botTokenSealed, bot_user_id: i.botUserId };
+    async install(
+      org: string,
+      provider: ChatProvider,
+      i: { workspaceId: string; name: string | null; botTokenSealed: string | null; botUserId: string | null; slack?: { botId: string | null; appId: string | null; botScopes: string | null; installerUserId: string | null } },
+      by: SettingsActor,
+    ): Promise<void> {
+      const values = {
+        workspace_id: i.workspaceId,
+        name: i.name,
+        bot_token_sealed: i.botTokenSealed,
+        bot_user_id: i.botUserId,
+        bot_id: i.slack?.botId ?? null,
+        app_id: i.slack?.appId ?? null,
+        bot_scopes: i.slack?.botScopes ?? null,
+        installer_user_id: i.slack?.installerUserId ?? null,
+      };
       await db.transaction(async (trx) => {
         const before: InstallationRow | undefined = await trx('chat_installations').where({ org_id: org, provider }).forUpdate().first();
         const [after]: InstallationRow[] = await trx('chat_installations')

@@ -106,7 +106,8 @@ function parseEvent(raw: string): Parsed {
 /**
  * The OAuth installation store of `@slack/oauth` over `surfaces.chat_installations`: one
  * row per org (the org and the admin come back in the install's `metadata`, set from the
- * spent state), the bot token sealed for that org. Existing rows are read as they are.
+ * spent state), the bot token sealed for that org. Rows installed before this store are
+ * read as they are (no bot id, app id or scopes).
  */
 export function createInstallationStore(store: ChatStore, secrets: SecretBox): InstallationStore {
   return {
@@ -115,7 +116,8 @@ export function createInstallationStore(store: ChatStore, secrets: SecretBox): I
       if (!m.org) throw new Error('an installation without its org (the state metadata)');
       if (!i.bot?.token || !i.team?.id) throw new Error('oauth.v2.access answered without a bot token or team');
       const sealed = secrets.seal(i.bot.token, tokenContext(m.org, 'chatA'));
-      await store.install(m.org, 'chatA', { workspaceId: i.team.id, name: i.team.name ?? null, botTokenSealed: sealed, botUserId: i.bot.userId ?? null }, { actor: m.actor ?? null, actorLabel: m.actorLabel ?? null });
+      const slack = { botId: i.bot.id || null, appId: i.appId ?? null, botScopes: i.bot.scopes?.join(',') || null, installerUserId: i.user?.id || null };
+      await store.install(m.org, 'chatA', { workspaceId: i.team.id, name: i.team.name ?? null, botTokenSealed: sealed, botUserId: i.bot.userId ?? null, slack }, { actor: m.actor ?? null, actorLabel: m.actorLabel ?? null });
     },
     async fetchInstallation(q): Promise<Installation> {
       const row = q.teamId ? (await store.byWorkspace('chatA', q.teamId)).find((r) => r.bot_token_sealed) : undefined;
@@ -123,8 +125,9 @@ export function createInstallationStore(store: ChatStore, secrets: SecretBox): I
       return {
         team: { id: row.workspace_id, ...(row.name ? { name: row.name } : {}) },
         enterprise: undefined,
-        user: { id: '', token: undefined, scopes: undefined },
-        bot: { token: secrets.open(row.bot_token_sealed!, tokenContext(row.org_id, 'chatA')), userId: row.bot_user_id ?? '', id: '', scopes: [] },
+        user: { id: row.installer_user_id ?? '', token: undefined, scopes: undefined },
+        bot: { token: secrets.open(row.bot_token_sealed!, tokenContext(row.org_id, 'chatA')), userId: row.bot_user_id ?? '', id: row.bot_id ?? '', scopes: row.bot_scopes ? row.bot_scopes.split(',') : [] },
+        ...(row.app_id ? { appId: row.app_id } : {}),
         isEnterpriseInstall: false,
         authVersion: 'v2',
       };

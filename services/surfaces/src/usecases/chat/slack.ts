@@ -32,7 +32,8 @@ export function createSlackChat(c: ChatCommon) {
     authorize: async ({ teamId }) => {
       const installs = teamId ? await store.byWorkspace(p, teamId) : [];
       const withToken = installs.find((r) => r.bot_token_sealed);
-      return { teamId, installs, ...(withToken ? { botToken: c.botToken(withToken), ...(withToken.bot_user_id ? { botUserId: withToken.bot_user_id } : {}) } : {}) };
+      if (!withToken) return { teamId, installs };
+      return { teamId, installs, botToken: c.botToken(withToken), ...(withToken.bot_user_id ? { botUserId: withToken.bot_user_id } : {}), ...(withToken.bot_id ? { botId: withToken.bot_id } : {}) };
     },
   });
 
