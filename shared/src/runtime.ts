@@ -1,15 +1,15 @@
 import type { Knex } from 'knex';
-import { Bus, type NatsAuth } from './bus/bus';
+import { Bus } from './bus/bus';
 import { EventConsumer, type ConsumerOptions } from './bus/consumer';
 import { JetStreamNotProvisioned, provisionJetStream, requireProvisioned } from './bus/jetstream';
 import { OutboxRelay, type HeldEvents } from './bus/outbox';
 import { ServiceHost } from './bus/service-host';
 import { systemClock, type Clock } from './clock';
 import { EchoEndpoints } from './contracts/access';
-import { ConfigError } from './config';
-import { createDb, migrate, warmPool, type Migration, type PoolSettings } from './db';
+import { ConfigError, metricsEndpoint, natsAuthFromEnv, poolSettings, type BaseServiceEnv } from './config';
+import { createDb, migrate, warmPool, type Migration } from './db';
 import { createLogger, type Logger } from './logger';
-import { collectProcessMetrics, scrapedGauge, startMetricsServer, type MetricsEndpoint } from './metrics';
+import { collectProcessMetrics, scrapedGauge, startMetricsServer } from './metrics';
 import { startTracing, stopTracing } from './tracing';
 import { DURABLE_SUBJECT, STREAM_EVENTS, type ServiceName } from './subjects';
 
@@ -39,32 +39,31 @@ export interface SetupResult {
   afterStop?: () => Promise<void>;
 }
 
+/**
+ * What every service reads from its environment to run (BaseServiceEnv): database, NATS and
+ * its credentials, metrics and probes, pool, JetStream replicas, shutdown delay, log level.
+ * A service's own config extends it, so it passes its whole config here.
+ */
+export type ServiceRuntimeConfig = BaseServiceEnv;
+
 export interface ServiceOptions {
   name: ServiceName;
   version: string;
-  databaseUrl: string;
-  natsUrl: string;
   /**
-   * This service's NATS credentials. Without them it connects anonymously, with a warning,
-   * and provisions JetStream itself at start (a bare nats-server in development).
+   * The service's configuration: startService derives the database, NATS (without
+   * credentials it connects anonymously, with a warning, and provisions JetStream itself: a
+   * bare nats-server in development), metrics, pool and shutdown settings from it.
    */
-  natsAuth?: NatsAuth;
+  config: ServiceRuntimeConfig;
   schema: string;
   migrations: Migration[];
+  /** Default: a logger at the config's LOG_LEVEL. */
   log?: Logger;
   clock?: Clock;
   /** Runs an outbox relay for this schema (services that emit events). */
   outbox?: boolean | { pollMs?: number };
   /** Announces every change made through its (not read-only) endpoints to the caches of its data (bus/invalidation). */
   announcesChanges?: boolean;
-  /** Serves `/metrics`, `/livez` and `/readyz` there (`metricsEndpoint(config)`); undefined: none. */
-  metrics?: MetricsEndpoint;
-  /** Replicas of the streams and bucket it provisions when anonymous (JETSTREAM_REPLICAS). */
-  jetstreamReplicas?: number;
-  /** On stop, serve this long while reporting not ready before stopping (SHUTDOWN_DELAY_MS). */
-  shutdownDelayMs?: number;
-  /** Its PostgreSQL pool (DB_POOL_*: `poolSettings`); undefined: the defaults (`POOL_DEFAULTS`). */
-  pool?: PoolSettings;
   setup(ctx: ServiceContext): Promise<SetupResult | void>;
 }
 
@@ -83,24 +82,30 @@ export interface RunningService {
  * in flight finish, then close NATS and the pool.
  */
 export async function startService(opts: ServiceOptions): Promise<RunningService> {
-  const log = opts.log ?? createLogger(opts.name);
+  const { config } = opts;
+  const log = opts.log ?? createLogger(opts.name, config.LOG_LEVEL);
+  const databaseUrl = config.DATABASE_URL;
+  const natsUrl = config.NATS_URL;
+  const natsAuth = natsAuthFromEnv(config);
+  const metricsAt = metricsEndpoint(config);
+  const shutdownDelayMs = config.SHUTDOWN_DELAY_MS;
   const clock = opts.clock ?? systemClock;
   // Traces, when the OTEL_* variables ask for them (off by default).
   if (await startTracing(opts.name)) log.info('exporting traces (OpenTelemetry)');
-  const db = createDb({ url: opts.databaseUrl, schema: opts.schema, pool: opts.pool ?? {}, log });
+  const db = createDb({ url: databaseUrl, schema: opts.schema, pool: poolSettings(config), log });
   let bus: Bus | undefined;
   try {
     await migrate(db, opts.schema, opts.migrations);
     await warmPool(db);
-    const anonymous = !opts.natsAuth && !/^[a-z]+:\/\/[^@/]+@/i.test(opts.natsUrl);
+    const anonymous = !natsAuth && !/^[a-z]+:\/\/[^@/]+@/i.test(natsUrl);
     if (anonymous) {
       log.warn('connecting to NATS without credentials: any client that reaches the server can act as this service (set NATS_USER/NATS_PASSWORD or NATS_CREDS)');
     }
-    bus = await Bus.connect({ url: opts.natsUrl, name: opts.name, log, auth: opts.natsAuth });
+    bus = await Bus.connect({ url: natsUrl, name: opts.name, log, auth: natsAuth });
     // With its own NATS user a service may not make streams or consumers: they are
     // provisioned before it starts, and it stops here if they are not. Anonymous (a bare
     // nats-server in development, where anyone may do anything) it provisions them itself.
-    if (anonymous) await provisionJetStream(bus, { log, replicas: opts.jetstreamReplicas });
+    if (anonymous) await provisionJetStream(bus, { log, replicas: config.JETSTREAM_REPLICAS });
     else await requireProvisioned(bus);
     collectProcessMetrics();
     const host = await ServiceHost.create({ bus, name: opts.name, version: opts.version, log, announcesChangesAs: opts.announcesChanges ? opts.name : undefined });
@@ -114,7 +119,7 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     const relay = opts.outbox
       ? new OutboxRelay({
           db,
-          databaseUrl: opts.databaseUrl,
+          databaseUrl,
           schema: opts.schema,
           bus,
           log,
@@ -143,14 +148,14 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     let stopping: Promise<void> | undefined;
     registerServiceGauges({ name: opts.name, schema: opts.schema, db, bus, outbox: Boolean(opts.outbox), durables: consumerOpts.map((c) => c.durable) });
     const metrics =
-      opts.metrics === undefined
+      metricsAt === undefined
         ? undefined
         : await startMetricsServer({
-            ...opts.metrics,
+            ...metricsAt,
             // Ready: taking work (not stopping), connected to NATS, and the database answers.
             ready: async () => !stopping && !bus!.nc.isClosed() && !bus!.nc.isDraining() && (await db.raw('SELECT 1').then(() => true, () => false)),
           });
-    if (metrics) log.info({ port: metrics.port, host: opts.metrics?.host ?? '127.0.0.1', token: Boolean(opts.metrics?.token) }, 'metrics and probes listening');
+    if (metrics) log.info({ port: metrics.port, host: metricsAt?.host ?? '127.0.0.1', token: Boolean(metricsAt?.token) }, 'metrics and probes listening');
     log.info({ instance: host.instanceId }, `${opts.name} started`);
     return {
       name: opts.name,
@@ -161,9 +166,9 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
         (stopping ??= (async () => {
           // Not ready from here on (`/readyz` 503); balancers stop sending new work while
           // this replica still serves, then it stops taking work and finishes what it holds.
-          if (opts.shutdownDelayMs) {
-            log.info({ delayMs: opts.shutdownDelayMs }, 'stopping: reporting not ready before draining');
-            await new Promise((r) => setTimeout(r, opts.shutdownDelayMs));
+          if (shutdownDelayMs) {
+            log.info({ delayMs: shutdownDelayMs }, 'stopping: reporting not ready before draining');
+            await new Promise((r) => setTimeout(r, shutdownDelayMs));
           }
           await hooks.beforeStop?.();
           await host.stop();

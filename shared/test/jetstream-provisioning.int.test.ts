@@ -6,6 +6,7 @@ import { AckPolicy, StorageType } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
 import { Objm } from '@nats-io/obj';
 import {
+  BaseServiceEnv,
   Bus,
   DURABLE,
   DURABLES,
@@ -55,9 +56,7 @@ describe('JetStream provisioning', () => {
     startService({
       name: 'scheduler',
       version: '0.0.0-test',
-      databaseUrl: pg.url,
-      natsUrl: natsAuth ? nats!.serviceUrl : nats!.url,
-      natsAuth,
+      config: BaseServiceEnv.parse({ DATABASE_URL: pg.url, NATS_URL: natsAuth ? nats!.serviceUrl : nats!.url, NATS_USER: natsAuth?.user, NATS_PASSWORD: natsAuth?.pass }),
       schema: `pv_${randomBytes(4).toString('hex')}`,
       migrations: [],
       log,

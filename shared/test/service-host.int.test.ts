@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import { z } from 'zod';
 import {
+  BaseServiceEnv,
   AppError,
   Bus,
   EchoEndpoints,
@@ -65,8 +66,7 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
     startService({
       name: 'scheduler',
       version: '0.0.0-test',
-      databaseUrl: pg.url,
-      natsUrl: nats.url,
+      config: BaseServiceEnv.parse({ DATABASE_URL: pg.url, NATS_URL: nats.url }),
       schema,
       migrations: [],
       log,

@@ -1,4 +1,4 @@
-import { contractBacklogGauge, CachedCalls, ContractEngine, SecretBox, followChanges, contractEngineOptions, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, metricsEndpoint, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { contractBacklogGauge, CachedCalls, ContractEngine, SecretBox, followChanges, contractEngineOptions, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer, notificationSkippedConsumer } from './consumers/notification-sent.consumer';
@@ -21,16 +21,10 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
   return startService({
     name: 'decisions',
     version: DECISIONS_VERSION,
-    databaseUrl: config.DATABASE_URL,
-    natsUrl: config.NATS_URL,
-    natsAuth: natsAuthFromEnv(config),
-    metrics: metricsEndpoint(config),
-    jetstreamReplicas: config.JETSTREAM_REPLICAS,
-    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
-    pool: poolSettings(config),
+    config,
     schema: 'decisions',
     migrations,
-    log: opts.log ?? createLogger('decisions', config.LOG_LEVEL),
+    log: opts.log,
     clock: opts.clock,
     outbox: true,
     setup: async (ctx) => {

@@ -1,6 +1,6 @@
 import { createSettingsStore } from './store/settings.store';
 import type { Server } from 'node:http';
-import { AccessEndpoints, SecretBox, announceChange, followChanges, createLogger, outboundGuard, startService, type Clock, type Logger, type RunningService, metricsEndpoint, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { AccessEndpoints, SecretBox, announceChange, followChanges, createLogger, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import { createAuthenticator } from './auth/authenticate';
 import { createJwtVerifier } from './auth/jwt';
 import type { GatewayConfig } from './config';
@@ -29,13 +29,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
   const svc = await startService({
     name: 'gateway',
     version: GATEWAY_VERSION,
-    databaseUrl: config.DATABASE_URL,
-    natsUrl: config.NATS_URL,
-    natsAuth: natsAuthFromEnv(config),
-    metrics: metricsEndpoint(config),
-    jetstreamReplicas: config.JETSTREAM_REPLICAS,
-    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
-    pool: poolSettings(config),
+    config,
     schema: 'access',
     migrations,
     log,

@@ -1,4 +1,4 @@
-import { CachedCalls, OrgCache, SecretBox, announceChange, followChanges, createLogger, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService, metricsEndpoint, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { CachedCalls, OrgCache, SecretBox, announceChange, followChanges, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { NotifierConfig } from './config';
 import { notifierConsumers } from './consumers/decision-events.consumer';
 import { registerNotifierHandlers } from './handlers/people.handlers';
@@ -25,17 +25,11 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
   const svc = await startService({
     name: 'notifier',
     version: NOTIFIER_VERSION,
-    databaseUrl: config.DATABASE_URL,
-    natsUrl: config.NATS_URL,
-    natsAuth: natsAuthFromEnv(config),
-    metrics: metricsEndpoint(config),
-    jetstreamReplicas: config.JETSTREAM_REPLICAS,
-    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
-    pool: poolSettings(config),
+    config,
     schema: 'notifier',
     migrations,
     outbox: true,
-    log: opts.log ?? createLogger('notifier', config.LOG_LEVEL),
+    log: opts.log,
     clock: opts.clock,
     // Contact methods and push devices are cached by every replica (bus/invalidation).
     announcesChanges: true,

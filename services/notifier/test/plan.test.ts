@@ -45,14 +45,14 @@ describe('delivery planning', () => {
   });
 
   it('fans out to every verified channel, or starts escalation with the first', () => {
-    expect(initialTargets(approver(), null).map((t) => t.channel)).toEqual(['email', 'sms', 'chatA']);
-    expect(initialTargets(approver(), { channels: ['chatA', 'email'], strategy: 'escalate', escalateAfterSec: 60 })).toEqual([{ channel: 'chatA', target: 'U123' }]);
+    expect(initialTargets(approver(), null, 'fanout').map((t) => t.channel)).toEqual(['email', 'sms', 'chatA']);
+    expect(initialTargets(approver(), { channels: ['chatA', 'email'], strategy: 'escalate', escalateAfterSec: 60 }, 'escalate')).toEqual([{ channel: 'chatA', target: 'U123' }]);
     expect(escalationTarget(approver(), { channels: ['chatA', 'email'], strategy: 'escalate' }, 1)).toEqual({ channel: 'email', target: 'ann@example.com' });
     expect(escalationTarget(approver(), { channels: ['chatA', 'email'], strategy: 'escalate' }, 9)).toBeUndefined();
   });
 
   it('skips a disabled approver entirely', () => {
-    expect(initialTargets(approver({ disabled: true }), null)).toEqual([]);
+    expect(initialTargets(approver({ disabled: true }), null, 'fanout')).toEqual([]);
     expect(escalationTarget(approver({ disabled: true }), null, 1)).toBeUndefined();
   });
 

@@ -1,4 +1,4 @@
-import { contractBacklogGauge, ContractEngine, contractEngineOptions, createLogger, startService, type Clock, type Logger, type RunningService, metricsEndpoint, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { contractBacklogGauge, ContractEngine, contractEngineOptions, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { PoliciesConfig } from './config';
 import { registerApproverHandlers } from './handlers/approvers.handlers';
 import { registerPolicyHandlers } from './handlers/policies.handlers';
@@ -14,16 +14,10 @@ export async function startPolicies(config: PoliciesConfig, opts: { log?: Logger
   return startService({
     name: 'policies',
     version: POLICIES_VERSION,
-    databaseUrl: config.DATABASE_URL,
-    natsUrl: config.NATS_URL,
-    natsAuth: natsAuthFromEnv(config),
-    metrics: metricsEndpoint(config),
-    jetstreamReplicas: config.JETSTREAM_REPLICAS,
-    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
-    pool: poolSettings(config),
+    config,
     schema: 'policies',
     migrations,
-    log: opts.log ?? createLogger('policies', config.LOG_LEVEL),
+    log: opts.log,
     clock: opts.clock,
     outbox: true,
     // Decisions and the notifier cache resolved policies and approvers (bus/invalidation).

@@ -1,4 +1,4 @@
-import { scrapedGauge, createLogger, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService, metricsEndpoint, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { scrapedGauge, endpoint, startService, SUBJECT, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import { z } from 'zod';
 import type { SchedulerConfig } from './config';
 import { decisionTimersConsumer } from './consumers/decision-timers.consumer';
@@ -26,16 +26,10 @@ export async function startScheduler(config: SchedulerConfig, opts: { log?: Logg
   const svc = await startService({
     name: 'scheduler',
     version: SCHEDULER_VERSION,
-    databaseUrl: config.DATABASE_URL,
-    natsUrl: config.NATS_URL,
-    natsAuth: natsAuthFromEnv(config),
-    metrics: metricsEndpoint(config),
-    jetstreamReplicas: config.JETSTREAM_REPLICAS,
-    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
-    pool: poolSettings(config),
+    config,
     schema: 'scheduler',
     migrations,
-    log: opts.log ?? createLogger('scheduler', config.LOG_LEVEL),
+    log: opts.log,
     clock: opts.clock,
     outbox: { pollMs: 1000 },
     setup: async (ctx) => {

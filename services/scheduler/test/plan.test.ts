@@ -1,71 +1,19 @@
 import { describe, expect, it } from '@jest/globals';
-import { decisionHasTimers } from '@approvals/shared';
+import { DecisionCreatedData, escalationPlanOf } from '@approvals/shared';
 import { planTimers } from '../src/domain/plan';
 
-const created = {
-  decisionId: 'dec_1',
-  policy: null,
-  approvers: ['a@x.com'],
-  assigneeEmail: null,
-  externalRunId: 'r',
-  stepRef: 's',
-  workflowRef: null,
-  engine: 'engineA',
-  title: null,
-  createdAt: '2026-11-22T00:00:00.000Z',
-  expiresAt: '2026-11-22T00:00:04.000Z',
-  timeoutSec: 4,
-  route: null,
-  requiresSignature: false,
-};
-
-describe('timer planning', () => {
-  it('arms the expiry at expiresAt and one reminder at 75% of the timeout', () => {
-    expect(planTimers(created).map((t) => [t.kind, t.dueAt.toISOString()])).toEqual([
-      ['expire', '2026-11-22T00:00:04.000Z'],
-      ['remind', '2026-11-22T00:00:03.000Z'],
-    ]);
-  });
-
-  it('arms nothing for a decision that waits indefinitely', () => {
-    expect(planTimers({ ...created, expiresAt: null, timeoutSec: null })).toEqual([]);
-  });
-
-  it('arms one escalation step per further channel, before the expiry', () => {
-    const t = planTimers({ ...created, expiresAt: '2026-11-22T00:10:00.000Z', timeoutSec: 600, route: { channels: ['chatA', 'email', 'sms'], strategy: 'escalate', escalateAfterSec: 120 } });
-    // Timing only: which channel a step uses is the notifier's to decide, per approver.
-    expect(t.filter((x) => x.kind === 'escalate').map((x) => [x.step, x.dueAt.toISOString()])).toEqual([
-      [1, '2026-11-22T00:02:00.000Z'],
-      [2, '2026-11-22T00:04:00.000Z'],
-    ]);
-    const late = planTimers({ ...created, route: { channels: ['chatA', 'email'], strategy: 'escalate', escalateAfterSec: 10 } });
-    expect(late.filter((x) => x.kind === 'escalate')).toEqual([]);
-  });
-
-  // The decisions service writes evt.decision.timers only for decisions that
-  // decisionHasTimers: it must say yes exactly when there is something to plan.
-  it('plans timers exactly for the decisions the scheduler is told of (decisionHasTimers)', () => {
-    const routes = [
-      null,
-      { channels: ['email'] },
-      { channels: ['email', 'slack'], strategy: 'all' },
-      { channels: ['email', 'slack'], strategy: 'escalate' },
-      { channels: ['email', 'slack'], strategy: 'escalate', escalateAfterSec: 0 },
-      { channels: ['email'], strategy: 'escalate', escalateAfterSec: 60 },
-      { channels: ['email', 'slack'], strategy: 'escalate', escalateAfterSec: 60 },
-      { channels: ['email', 'slack', 'sms'], strategy: 'escalate', escalateAfterSec: 10 },
-    ];
-    const deadlines = [
-      { expiresAt: null, timeoutSec: null },
-      { expiresAt: '2026-11-22T00:00:04.000Z', timeoutSec: 4 },
-      { expiresAt: '2026-11-22T01:00:00.000Z', timeoutSec: 3600 },
-    ];
-    for (const route of routes)
-      for (const deadline of deadlines) {
-        const d = { ...created, ...deadline, route };
-        expect([route, deadline, decisionHasTimers(d)]).toEqual([route, deadline, planTimers(d).length > 0]);
-        // An expired decision gets no evt.decision.timers: nothing of it may come due later.
-        if (d.expiresAt) for (const t of planTimers(d)) expect(t.dueAt.getTime()).toBeLessThanOrEqual(Date.parse(d.expiresAt));
-      }
+describe('timer planning (the scheduler reads the plan, decides nothing)', () => {
+  it('arms the steps of the plan carried in evt.decision.created, as they are', () => {
+    const created = {
+      decisionId: 'dec_1', policy: null, approvers: ['a@x.com'], assigneeEmail: null, externalRunId: 'r', stepRef: 's', workflowRef: null, engine: 'engineA', title: null,
+      createdAt: '2026-11-22T00:00:00.000Z', expiresAt: '2026-11-22T00:10:00.000Z', timeoutSec: 600,
+      route: { channels: ['chatA', 'email'], strategy: 'escalate' as const, escalateAfterSec: 60 }, requiresSignature: false,
+    };
+    const plan = escalationPlanOf(created);
+    const timers = planTimers(DecisionCreatedData.parse({ ...created, plan }));
+    expect(timers.map((t) => [t.kind, t.step, t.dueAt.toISOString()])).toEqual(plan.steps.map((s) => [s.kind, s.step, s.dueAt]));
+    expect(timers.map((t) => t.kind)).toEqual(['expire', 'remind', 'escalate']);
+    // A plan is what is armed: steps the event does not carry are not invented.
+    expect(planTimers(DecisionCreatedData.parse({ ...created, plan: { strategy: 'fanout', steps: [] } }))).toEqual([]);
   });
 });

@@ -1,4 +1,4 @@
-import { DURABLE, EVENT, EsignEndpoints, actorLabelOf, actorOf, OrgCache, SecretBox, announceChange, eachConsumerOf, OFF_PATH_LINGER_MS, followChanges, SurfacesEndpoints, createLogger, createOutboundClient, startService, type Clock, type Logger, type RunningService, metricsEndpoint, natsAuthFromEnv, poolSettings } from '@approvals/shared';
+import { DURABLE, EVENT, EsignEndpoints, actorLabelOf, actorOf, OrgCache, SecretBox, announceChange, eachConsumerOf, OFF_PATH_LINGER_MS, followChanges, SurfacesEndpoints, createOutboundClient, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
@@ -20,16 +20,10 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
   return startService({
     name: 'surfaces',
     version: SURFACES_VERSION,
-    databaseUrl: config.DATABASE_URL,
-    natsUrl: config.NATS_URL,
-    natsAuth: natsAuthFromEnv(config),
-    metrics: metricsEndpoint(config),
-    jetstreamReplicas: config.JETSTREAM_REPLICAS,
-    shutdownDelayMs: config.SHUTDOWN_DELAY_MS,
-    pool: poolSettings(config),
+    config,
     schema: 'surfaces',
     migrations,
-    log: opts.log ?? createLogger('surfaces', config.LOG_LEVEL),
+    log: opts.log,
     clock: opts.clock,
     // Settings changes (chat installations and channels, the signature provider) for the audit log.
     outbox: true,

@@ -5,8 +5,12 @@ import { EchoReply, EchoRequest, Email, decimalInt, forwarded } from './common';
 import { READ, RESENDABLE, endpoint } from './endpoint';
 import { PolicyKey } from './policies';
 
-export const Engine = z.enum(['bundled', 'engineA', 'engineB', 'trigger']);
-export const DecisionEngine = z.enum(['bundled', 'engineA', 'engineB', 'trigger', 'mcp', 'api']);
+/** The workflow engines a verdict resumes: the one list (notifier's providers, settings and deliveries read it). */
+export const WORKFLOW_ENGINES = ['engineA', 'engineB', 'trigger', 'bundled'] as const;
+export const Engine = z.enum(WORKFLOW_ENGINES);
+export type Engine = z.infer<typeof Engine>;
+/** Who opened a decision: a workflow engine, or an MCP or API caller (these poll; nothing to resume). */
+export const DecisionEngine = z.enum([...WORKFLOW_ENGINES, 'mcp', 'api']);
 export const DecisionStatus = z.enum(['PENDING', 'APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED']);
 export type DecisionStatus = z.infer<typeof DecisionStatus>;
 export const FactsHash = z.string().regex(FACTS_HASH_PATTERN, 'factsHash must be 64 lowercase hex characters (SHA-256)');

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { EVENT, type EventSubject } from '../subjects';
 import type { EventEnvelope } from './common';
+import { RouteStrategy } from './policies';
 
 /**
  * Payloads (`data`) of domain events on the EVENTS stream, one schema per subject
@@ -11,10 +12,57 @@ import type { EventEnvelope } from './common';
 export const DecisionPolicyRef = z.object({ key: z.string(), id: z.string(), version: z.number(), versionId: z.string() }).nullable();
 
 /** A policy's delivery route, as fixed on the decision at creation. */
-export const DecisionRoute = z.object({ channels: z.array(z.string()), strategy: z.string().optional(), escalateAfterSec: z.number().optional() });
+export const DecisionRoute = z.object({ channels: z.array(z.string()), strategy: RouteStrategy.optional(), escalateAfterSec: z.number().optional() });
 export type DecisionRoute = z.infer<typeof DecisionRoute>;
 
-export const DecisionCreatedData = z.object({
+/** Share of the timeout after which those yet to answer are reminded once. */
+export const REMIND_AT = 0.75;
+
+/** One timed step of a decision: its expiry, the reminder, or escalation step n (1-based) onto the route's next channel. */
+export const PlannedStep = z.object({
+  kind: z.enum(['expire', 'remind', 'escalate']),
+  step: z.number().int().min(0),
+  dueAt: z.string(),
+  /** escalate: the route's channel this step moves to (each person is reached on their next channel of the route). */
+  channel: z.string().optional(),
+});
+export type PlannedStep = z.infer<typeof PlannedStep>;
+
+/**
+ * A decision's escalation plan, computed once by the decisions service when it opens the
+ * decision (`escalationPlanOf`) and carried in `evt.decision.created`: the scheduler arms
+ * its steps, the notifier reads its strategy. Nobody else decides when or how a decision
+ * escalates.
+ */
+export const EscalationPlan = z.object({ strategy: RouteStrategy, steps: z.array(PlannedStep) });
+export type EscalationPlan = z.infer<typeof EscalationPlan>;
+
+/**
+ * The plan of a decision created at `createdAt`: expiry at expiresAt; one reminder at
+ * REMIND_AT of timeoutSec; with an `escalate` route, one step per further channel every
+ * escalateAfterSec, each before the expiry (the expiry ends the decision anyway).
+ */
+export function escalationPlanOf(d: { createdAt: Date | string; expiresAt: Date | string | null; timeoutSec: number | null; route: DecisionRoute | null }): EscalationPlan {
+  const steps: PlannedStep[] = [];
+  const created = new Date(d.createdAt).getTime();
+  const expires = d.expiresAt === null ? null : new Date(d.expiresAt).getTime();
+  if (expires !== null) {
+    steps.push({ kind: 'expire', step: 0, dueAt: new Date(expires).toISOString() });
+    if (d.timeoutSec) steps.push({ kind: 'remind', step: 0, dueAt: new Date(created + Math.round(d.timeoutSec * 1000 * REMIND_AT)).toISOString() });
+  }
+  const route = d.route;
+  const strategy = route?.strategy ?? 'fanout';
+  if (strategy === 'escalate' && route?.escalateAfterSec && route.channels.length > 1) {
+    for (let step = 1; step < route.channels.length; step++) {
+      const due = created + step * route.escalateAfterSec * 1000;
+      if (expires !== null && due >= expires) break;
+      steps.push({ kind: 'escalate', step, dueAt: new Date(due).toISOString(), channel: route.channels[step] });
+    }
+  }
+  return { strategy, steps };
+}
+
+const DecisionCreatedFields = z.object({
   decisionId: z.string(),
   policy: DecisionPolicyRef,
   approvers: z.array(z.string()),
@@ -28,12 +76,19 @@ export const DecisionCreatedData = z.object({
   expiresAt: z.string().nullable(),
   timeoutSec: z.number().nullable(),
   route: DecisionRoute.nullable(),
+  plan: EscalationPlan,
   requiresSignature: z.boolean(),
   /** Who opened it: the actor id (an API key or a user id), and how people read it. */
   requestedBy: z.string().nullable().optional(),
   requestedByLabel: z.string().nullable().optional(),
 });
-export type DecisionCreatedData = z.infer<typeof DecisionCreatedData>;
+/**
+ * evt.decision.created. The decisions service always writes `plan`; an event written
+ * before the plan was carried (a rolling upgrade) gets it at receipt, from the same
+ * function that computes it at creation.
+ */
+export const DecisionCreatedData = DecisionCreatedFields.extend({ plan: EscalationPlan.optional() }).transform((d) => ({ ...d, plan: d.plan ?? escalationPlanOf(d) }));
+export type DecisionCreatedData = z.output<typeof DecisionCreatedData>;
 
 /** A notification (created, reminder, escalation) reached an approver's channel. */
 export const NotificationSentData = z.object({
@@ -150,15 +205,9 @@ export const DecisionTimersData = z.discriminatedUnion('event', [
 ]);
 export type DecisionTimersData = z.infer<typeof DecisionTimersData>;
 
-/**
- * Whether a decision has timers for the scheduler: an expiry (and with it the reminder),
- * or an escalation route with a channel after the first. The scheduler plans the timers
- * themselves; a decision this says has none is never seen by it.
- */
-export function decisionHasTimers(d: { expiresAt: string | Date | null; route: DecisionRoute | null }): boolean {
-  if (d.expiresAt !== null) return true;
-  const route = d.route;
-  return route?.strategy === 'escalate' && !!route.escalateAfterSec && route.channels.length > 1;
+/** Whether a decision has timers for the scheduler: its plan has a step. A decision without any is never seen by it. */
+export function decisionHasTimers(plan: EscalationPlan): boolean {
+  return plan.steps.length > 0;
 }
 
 export const DecisionVoteRefusedData = z.object({

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SUBJECT } from '../subjects';
 import { Email, forwarded } from './common';
+import { Engine } from './decisions';
 import { READ, RESENDABLE, endpoint } from './endpoint';
 
 export const ContactMethods = z.strictObject({
@@ -31,7 +32,7 @@ export const PushDeviceView = z.object({
 });
 export const DeviceIdParams = z.strictObject({ id: z.string().min(1).max(100) });
 
-export const EngineName = z.enum(['engineA', 'engineB', 'trigger', 'bundled']);
+export const EngineName = Engine;
 const EngineUrl = z.string().max(2000).pipe(z.url({ protocol: /^https?$/, error: 'url must be an http(s) URL' }));
 const Secret = z.string().min(1).max(2000);
 

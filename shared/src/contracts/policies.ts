@@ -18,9 +18,12 @@ export const Surface = z.enum(['inbox', 'chatA', 'chatB', 'esign', 'email', 'api
 export type Surface = z.infer<typeof Surface>;
 export const VerificationState = z.enum(['pending', 'verified', 'failed']);
 
+/** fanout: every channel at once; escalate: the first channel, the next one every escalateAfterSec. */
+export const RouteStrategy = z.enum(['fanout', 'escalate']);
+export type RouteStrategy = z.infer<typeof RouteStrategy>;
 export const Route = z.strictObject({
   channels: z.array(Channel).min(1),
-  strategy: z.enum(['fanout', 'escalate']).optional(),
+  strategy: RouteStrategy.optional(),
   escalateAfterSec: PosInt().optional(),
 });
 export type Route = z.infer<typeof Route>;

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { EVENT, decisionHasTimers, type DecisionTimersData, type DecisionRoute, type DecisionStatus, type DecisionView, type NewEvent } from '@approvals/shared';
+import { EVENT, decisionHasTimers, escalationPlanOf, type DecisionTimersData, type DecisionRoute, type EscalationPlan, type DecisionStatus, type DecisionView, type NewEvent } from '@approvals/shared';
 import { outputOf, type DecisionState } from '../domain/decision';
 
 export interface DecisionRow {
@@ -169,13 +169,18 @@ export function resolvedEventData(r: DecisionRow) {
 
 type TimedEvent = NewEvent<typeof EVENT.decisionCreated | typeof EVENT.decisionResolved | typeof EVENT.decisionCancelled>;
 
+/** A decision's escalation plan (`escalationPlanOf`): computed here, by the decisions service, and nowhere else. */
+export function planOf(d: Pick<DecisionRow, 'created_at' | 'expires_at' | 'timeout_sec' | 'route'>): EscalationPlan {
+  return escalationPlanOf({ createdAt: d.created_at, expiresAt: d.expires_at, timeoutSec: d.timeout_sec, route: d.route });
+}
+
 /**
- * `event`, and next to it `evt.decision.timers` carrying it when the decision has timers
- * (`decisionHasTimers`): the scheduler follows those decisions alone. Written in the same
- * statement as the event, so one never goes out without the other.
+ * `event`, and next to it `evt.decision.timers` carrying it when the decision's plan has
+ * timed steps (`decisionHasTimers`): the scheduler follows those decisions alone. Written
+ * in the same statement as the event, so one never goes out without the other.
  */
-export function withTimers(event: TimedEvent, d: { expires_at: Date | null; route: DecisionRoute | null }): NewEvent[] {
-  if (!decisionHasTimers({ expiresAt: d.expires_at, route: d.route })) return [event];
+export function withTimers(event: TimedEvent, plan: EscalationPlan): NewEvent[] {
+  if (!decisionHasTimers(plan)) return [event];
   return [event, { subject: EVENT.decisionTimers, org: event.org, data: { event: event.subject, data: event.data } as z.input<typeof DecisionTimersData> }];
 }
 
@@ -187,10 +192,10 @@ export function withTimers(event: TimedEvent, d: { expires_at: Date | null; rout
  */
 export function resolvedEvents(r: DecisionRow): NewEvent[] {
   const event = { subject: EVENT.decisionResolved, org: r.org_id, data: resolvedEventData(r) } as const;
-  return r.status === 'EXPIRED' ? [event] : withTimers(event, r);
+  return r.status === 'EXPIRED' ? [event] : withTimers(event, planOf(r));
 }
 
 /** evt.decision.cancelled of a cancelled row (with its evt.decision.timers). */
 export function cancelledEvents(r: DecisionRow, actor: string | null, note: string | null, at: Date): NewEvent[] {
-  return withTimers({ subject: EVENT.decisionCancelled, org: r.org_id, data: { decisionId: r.id, policy: policyRef(r), actor, note, cancelledAt: at.toISOString() } }, r);
+  return withTimers({ subject: EVENT.decisionCancelled, org: r.org_id, data: { decisionId: r.id, policy: policyRef(r), actor, note, cancelledAt: at.toISOString() } }, planOf(r));
 }

@@ -18,7 +18,7 @@ import {
 } from '@approvals/shared';
 import { deadlineOf } from '../domain/decision';
 import { adhocGate, adhocNamed, adhocPrecheck, policyGate, type Gate, type GateResult } from '../domain/gate';
-import { cancelledEvents, policyRef, withTimers, type DecisionRow } from '../store/decision.row';
+import { cancelledEvents, planOf, policyRef, withTimers, type DecisionRow } from '../store/decision.row';
 import type { DecisionsStore } from '../store/decisions.store';
 
 export interface CreateDeps {
@@ -164,6 +164,7 @@ export function createDecisionOpener(deps: CreateDeps) {
     const id = newId('decision', now.getTime(), marked);
     const expiresAt = deadlineOf(now, gate.timeoutSec);
     const row = rowOf(org, b, gate, createdBy, now, id, expiresAt);
+    const plan = planOf(row);
     const entry = { type: 'created', actor: createdBy, data: { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null } };
     const created = withTimers({
       subject: EVENT.decisionCreated,
@@ -182,11 +183,12 @@ export function createDecisionOpener(deps: CreateDeps) {
         expiresAt: expiresAt ? expiresAt.toISOString() : null,
         timeoutSec: gate.timeoutSec,
         route: gate.route,
+        plan,
         requiresSignature: gate.requiresSignature,
         requestedBy: by.id,
         requestedByLabel: by.label,
       },
-    }, row);
+    }, plan);
     const answer: CreateResult = {
       status: 201,
       body: {

@@ -83,7 +83,7 @@ export function notifierConsumers(deps: {
         const route = d.route;
         const rows: NewDelivery[] = [];
         for (const { a, push } of await lookup(event.org, d.approvers)) {
-          for (const t of [...initialTargets(a, route), ...push]) {
+          for (const t of [...initialTargets(a, route, d.plan.strategy), ...push]) {
             rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'notify', channel: t.channel, target: t.target, payload: { approver: a.email }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
           }
         }
@@ -96,7 +96,7 @@ export function notifierConsumers(deps: {
         for (const { a, push } of await lookup(event.org, d.to)) {
           // A reminder reaches the person the way the first notice did: every verified
           // channel (fanout), or the first channel of an escalate route; push as well.
-          for (const t of [...initialTargets(a, route), ...push]) {
+          for (const t of [...initialTargets(a, route, route?.strategy ?? 'fanout'), ...push]) {
             rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'remind', channel: t.channel, target: t.target, payload: { approver: a.email }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
           }
         }

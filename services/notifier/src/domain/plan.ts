@@ -1,11 +1,7 @@
 import { backoffDelayMs } from '@approvals/shared';
-import type { ResolvedApprover } from '@approvals/shared';
+import type { DecisionRoute, ResolvedApprover, RouteStrategy } from '@approvals/shared';
 
-export interface Route {
-  channels: string[];
-  strategy?: string;
-  escalateAfterSec?: number;
-}
+type Route = DecisionRoute;
 
 export interface Target {
   channel: string;
@@ -32,11 +28,14 @@ export function orderedTargets(a: ResolvedApprover, route: Route | null): Target
   return chosen.map((c) => ({ channel: c.channel, target: endpoint(c)! }));
 }
 
-/** Who gets what now: fanout sends on every channel; escalate starts with the first. */
-export function initialTargets(a: ResolvedApprover, route: Route | null): Target[] {
+/**
+ * Who gets what now: fanout sends on every channel; escalate starts with the first.
+ * `strategy` is the decision's (its escalation plan's, fixed by the decisions service).
+ */
+export function initialTargets(a: ResolvedApprover, route: Route | null, strategy: RouteStrategy): Target[] {
   if (a.disabled) return [];
   const ordered = orderedTargets(a, route);
-  return route?.strategy === 'escalate' ? ordered.slice(0, 1) : ordered;
+  return strategy === 'escalate' ? ordered.slice(0, 1) : ordered;
 }
 
 /** Escalation step n (1-based after the first channel): the approver's next channel, if any. */

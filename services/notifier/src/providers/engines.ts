@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { expectOk, OutboundError, type OutboundClient } from '@approvals/shared';
+import { expectOk, OutboundError, WORKFLOW_ENGINES, type Engine, type OutboundClient } from '@approvals/shared';
 import { DeliveryError, postJson, type ChannelProvider, type EngineMessage } from './provider';
 import { signStandardWebhook } from './standard-webhooks';
 
-export type EngineName = 'engineA' | 'engineB' | 'trigger' | 'bundled';
-export const ENGINES: readonly EngineName[] = ['engineA', 'engineB', 'trigger', 'bundled'];
+export type EngineName = Engine;
+export const ENGINES: readonly EngineName[] = WORKFLOW_ENGINES;
 
 /** Where an org's engine events go: its own settings, or the deployment's ENGINE_* environment. */
 export interface EngineTarget {

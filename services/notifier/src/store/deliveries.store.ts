@@ -1,4 +1,4 @@
-import { EVENT, PREPARED, changeEachWithEvents, currentTraceparent, newId, type HeldEvents, type Knex, type NewEvent, type NotificationSentData } from '@approvals/shared';
+import { EVENT, PREPARED, changeEachWithEvents, currentTraceparent, newId, WORKFLOW_ENGINES, type HeldEvents, type Knex, type NewEvent, type NotificationSentData } from '@approvals/shared';
 import type { DeliveryRow } from '../providers/provider';
 
 export interface NewDelivery {
@@ -26,7 +26,7 @@ const DELIVERY_COLUMNS = ['id', 'org_id', 'decision_id', 'event_id', 'kind', 'ch
 /** Deliveries that reach a person; `resume` and `run` go to workflow engines. */
 const PERSON_KINDS = new Set(['notify', 'remind', 'escalate']);
 /** Channels that resume a workflow engine (api and mcp callers poll instead). */
-export const ENGINE_CHANNELS = new Set(['engineA', 'engineB', 'trigger', 'bundled']);
+export const ENGINE_CHANNELS: ReadonlySet<string> = new Set(WORKFLOW_ENGINES);
 
 /**
  * The events of a delivery recorded skipped: an engine resume that cannot be made has the

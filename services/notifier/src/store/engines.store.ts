@@ -1,6 +1,6 @@
-import { enqueueEvents, type Knex, type NewEvent } from '@approvals/shared';
+import { enqueueEvents, type Engine, type Knex, type NewEvent } from '@approvals/shared';
 
-export type EngineName = 'engineA' | 'engineB' | 'trigger' | 'bundled';
+type EngineName = Engine;
 
 export interface EngineSettingsRow {
   org_id: string;

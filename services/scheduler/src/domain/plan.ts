@@ -9,29 +9,11 @@ export interface PlannedTimer {
   data: Record<string, unknown>;
 }
 
-/** Share of the timeout after which the assignee is reminded once. */
-export const REMIND_AT = 0.75;
-
 /**
- * Timers a new decision needs: expiry at expiresAt; one reminder at 75% of timeoutSec;
- * with an `escalate` route, one step per further channel every escalateAfterSec (each
- * step before the expiry; the expiry ends the decision anyway).
+ * Timers a new decision needs: the steps of the escalation plan the decisions service
+ * computed when it opened the decision (`evt.decision.created`'s `plan`: the expiry, the
+ * reminder, each escalation step). The scheduler arms them as they are; it decides none.
  */
 export function planTimers(d: DecisionCreatedData): PlannedTimer[] {
-  const out: PlannedTimer[] = [];
-  const created = new Date(d.createdAt).getTime();
-  const expires = d.expiresAt ? new Date(d.expiresAt).getTime() : null;
-  if (expires !== null) {
-    out.push({ kind: 'expire', step: 0, dueAt: new Date(expires), data: {} });
-    if (d.timeoutSec) out.push({ kind: 'remind', step: 0, dueAt: new Date(created + Math.round(d.timeoutSec * 1000 * REMIND_AT)), data: {} });
-  }
-  const route = d.route;
-  if (route?.strategy === 'escalate' && route.escalateAfterSec && route.channels.length > 1) {
-    for (let step = 1; step < route.channels.length; step++) {
-      const due = created + step * route.escalateAfterSec * 1000;
-      if (expires !== null && due >= expires) break;
-      out.push({ kind: 'escalate', step, dueAt: new Date(due), data: {} });
-    }
-  }
-  return out;
+  return d.plan.steps.map((s) => ({ kind: s.kind, step: s.step, dueAt: new Date(s.dueAt), data: {} }));
 }
