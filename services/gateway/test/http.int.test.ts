@@ -567,7 +567,7 @@ describe('gateway HTTP behaviour', () => {
     });
 
     it('documents every success status a route answers, the headers it reads, HTML pages and /mcp', () => {
-      const codes = (path: string, method: string) => Object.keys(spec.paths[path][method].responses).filter((c) => c !== 'default').sort();
+      const codes = (path: string, method: string) => Object.keys(spec.paths[path][method].responses).filter((c) => c !== 'default' && Number(c) < 400).sort();
       expect(codes('/v1/worker/decisions', 'post')).toEqual(['200', '201']);
       expect(codes('/v1/worker/policies', 'post')).toEqual(['200', '201']);
       expect(codes('/v1/policies/', 'post')).toEqual(['200', '201']);

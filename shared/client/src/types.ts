@@ -1,307 +1,86 @@
 /**
- * Wire shapes of the worker routes, written out by hand so this package stands alone
- * (they mirror the service contracts; `/openapi.json` is the full reference). Read-back
- * objects keep unknown fields: a newer server may send more.
+ * Wire shapes of the REST API, taken from the generated `openapi.ts` (`npm run types`): the
+ * OpenAPI document the gateway builds from the service contracts, so these follow the
+ * contracts without this package depending on server code. Names are the routes' own
+ * request and reply bodies; `httpStatus` is this client's addition.
  */
+import type { paths } from './openapi';
 
-export type DecisionStatus = 'PENDING' | 'APPROVED' | 'REJECTED' | 'EXPIRED' | 'CANCELLED';
-export type DecisionEngine = 'bundled' | 'engineA' | 'engineB' | 'trigger' | 'mcp' | 'api';
-export type WorkflowEngine = 'bundled' | 'engineA' | 'engineB' | 'trigger';
-export type RefusalReason = 'not_found' | 'not_approved' | 'facts_mismatch' | 'workflow_mismatch' | 'step_mismatch' | 'consumed';
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
+type JsonOf<T> = T extends { content: { 'application/json': infer B } } ? B : never;
+type OperationOf<P extends keyof paths, M extends Method> = NonNullable<paths[P][M]>;
+type ResponsesOf<P extends keyof paths, M extends Method> = OperationOf<P, M> extends { responses: infer R } ? R : never;
 
-export type Block =
-  | { kind: 'text'; title?: string; text: string }
-  | { kind: 'fields'; title?: string; fields: Array<{ label: string; value: string }> }
-  | { kind: 'tool_call'; title?: string; tool: string; args: Record<string, unknown> }
-  | { kind: 'diff'; title?: string; before: string; after: string }
-  | { kind: 'ai_output'; title?: string; model?: string; prompt?: string; output: string; costUsd?: number; tokens?: number };
+/** The JSON body `method path` answers with `status` (200 unless given). */
+export type ApiReply<P extends keyof paths, M extends Method, S extends number = 200> = ResponsesOf<P, M> extends infer R ? (S extends keyof R ? JsonOf<R[S]> : never) : never;
+/** The JSON body `method path` takes. */
+export type ApiBody<P extends keyof paths, M extends Method> = OperationOf<P, M> extends { requestBody?: infer B } ? JsonOf<NonNullable<B>> : never;
+/** The query parameters `method path` takes. */
+export type ApiQuery<P extends keyof paths, M extends Method> = OperationOf<P, M> extends { parameters: { query?: infer Q } } ? NonNullable<Q> : never;
 
-export interface DecisionContext {
-  title?: string | null;
-  prompt?: string | null;
-  aiReasoning?: string | null;
-  blocks?: Block[];
-  payload?: Record<string, unknown> | null;
-  sourceUrl?: string | null;
-  extra?: Record<string, unknown>;
-  /** Plain values or enriched `{value, src}`; the policy contract and floor see plain values. */
-  data?: Record<string, unknown>;
-}
+export type { paths } from './openapi';
 
-export interface ProposedOutput {
-  title?: string;
-  format?: 'text' | 'markdown';
-  content: string;
-}
-
-export type ResponseSpec =
-  | { type: 'approval' }
-  | { type: 'select'; options: Array<{ id: string; label: string; description?: string }>; min?: number; max?: number }
-  | { type: 'text'; multiline?: boolean };
-
-export interface EsignAttachment {
-  envelopeId: string;
-  accountId?: string;
-  documentUrl?: string;
-}
+// ---- decisions
 
 /** Body of `POST /v1/worker/decisions`. */
-export interface DecisionRequest {
-  /** Default on the server: `engineA`. */
-  engine?: DecisionEngine;
-  /** With stepRef, the caller's key for the decision: the same pair returns the same decision. */
-  externalRunId: string;
-  stepRef: string;
-  workflowRef?: string;
-  assigneeEmail?: string;
-  /** Policy key; a policy owns approvers, quorum and timeout. */
-  policy?: string;
-  /** Pin a policy version: 409 policy_version_mismatch when the policy has moved on. */
-  policyVersion?: number;
-  /** Omitted means true; false lets the policy gate answer `approvalNeeded: false`. */
-  required?: boolean;
-  context?: DecisionContext;
-  proposedOutput?: ProposedOutput;
-  responseSpec?: ResponseSpec;
-  esign?: EsignAttachment;
-  /** Ad-hoc decisions only (a policy owns its timeout). */
-  timeoutSec?: number;
-  exclusive?: boolean;
-  /** SHA-256 of the action's facts: use `factsHash(facts)`. */
-  factsHash?: string;
-  /** Ad-hoc decisions only: 1 to 50 emails. */
-  approvers?: string[];
-  approvalsRequired?: number;
-  rejectionsRequired?: number;
-}
+export type DecisionRequest = ApiBody<'/v1/worker/decisions', 'post'>;
+export type DecisionEngine = NonNullable<DecisionRequest['engine']>;
+export type DecisionContext = NonNullable<DecisionRequest['context']>;
+export type Block = NonNullable<DecisionContext['blocks']>[number];
+export type ProposedOutput = NonNullable<DecisionRequest['proposedOutput']>;
+export type ResponseSpec = NonNullable<DecisionRequest['responseSpec']>;
+export type EsignAttachment = NonNullable<DecisionRequest['esign']>;
 
-export interface CreateDecisionResult {
-  approvalNeeded: boolean;
-  decisionId?: string;
-  reason: 'created' | 'floor' | 'existing' | 'not_required' | (string & {});
-  status?: DecisionStatus;
-  expiresAt?: string | null;
-  policyVersion?: number | null;
-  policyVersionId?: string | null;
+export type CreateDecisionResult = ApiReply<'/v1/worker/decisions', 'post', 201> & {
   /** HTTP status: 201 when this request created the decision, 200 otherwise. */
   httpStatus: number;
-}
+};
 
 /** A decision as read back by the worker routes. */
-export interface Decision {
-  id: string;
-  status: DecisionStatus;
-  decidedBy: string | null;
-  note: string | null;
-  responseValue: unknown;
-  refinedOutput: unknown;
-  /** The approved text: the reviewer's edit if any, otherwise the proposed output. */
-  output: unknown;
-  policy: string | null;
-  policyVersion: number | null;
-  policyVersionId: string | null;
-  externalRunId: string;
-  stepRef: string;
-  workflowRef: string | null;
-  engine: string;
-  context: unknown;
-  proposedOutput: unknown;
-  responseSpec: unknown;
-  esign?: unknown;
-  requiresSignature?: boolean;
-  factsHash?: string | null;
-  approvers: string[];
-  assigneeEmail: string | null;
-  createdAt: string;
-  resolvedAt: string | null;
-  expiresAt: string | null;
-  consumed: boolean;
-  consumedAt: string | null;
-  consumedBy: string | null;
-  [extra: string]: unknown;
-}
+export type Decision = ApiReply<'/v1/worker/decisions/{id}', 'get'>;
+export type DecisionStatus = Decision['status'];
 
-export interface ListDecisionsQuery {
-  status?: DecisionStatus;
-  /** 1 to 200 (server default 50). */
-  limit?: number;
-}
+export type ListDecisionsQuery = ApiQuery<'/v1/worker/decisions', 'get'>;
+export type VerifyOptions = ApiQuery<'/v1/worker/decisions/{id}/verify', 'get'>;
+export type VerifyResult = ApiReply<'/v1/worker/decisions/{id}/verify', 'get'>;
+export type RefusalReason = NonNullable<VerifyResult['reason']>;
 
-export interface VerifyOptions {
-  factsHash?: string;
-  workflowRef?: string;
-  stepRef?: string;
-}
-
-export interface VerifyResult {
-  valid: boolean;
-  reason?: RefusalReason;
-  decisionId: string;
-  status?: DecisionStatus;
-}
-
-export interface ConsumeOptions {
-  /** Who acts on the approval (1-200 chars); a retry by the same consumer is idempotent. */
-  consumer: string;
-  factsHash?: string;
-  workflowRef?: string;
-  stepRef?: string;
-}
-
+export type ConsumeOptions = ApiBody<'/v1/worker/decisions/{id}/consume', 'post'>;
+/** A consumed approval, or the refusal the 409 (404 for not_found) error body carries. */
 export type ConsumeResult =
-  | { consumed: true; alreadyConsumed?: boolean; decisionId: string; consumer: string; consumedAt: string }
+  | ApiReply<'/v1/worker/decisions/{id}/consume', 'post'>
   | { consumed: false; reason: RefusalReason | (string & {}); decisionId?: string; status?: DecisionStatus; message?: string };
 
-export interface CancelResult {
-  cancelled: boolean;
-  decisionId: string;
-  status: DecisionStatus;
-}
+export type CancelResult = ApiReply<'/v1/worker/decisions/{id}/cancel', 'post'>;
 
 // ---- policies
 
-export type Channel = 'email' | 'chatA' | 'chatB' | 'phone' | 'sms' | 'webhook';
-export type Surface = 'inbox' | 'chatA' | 'chatB' | 'esign' | 'email' | 'api';
-
-export interface PolicyDefaults {
-  assigneeEmail?: string;
-  route?: { channels: Channel[]; strategy?: 'fanout' | 'escalate'; escalateAfterSec?: number };
-  /** Legacy: `esign` is read as requiresSignature: true; anything else is dropped on save. */
-  surface?: Surface;
-  approvers?: string[];
-  approvalsRequired?: number;
-  rejectionsRequired?: number;
-}
-
-export interface FloorCondition {
-  field: string;
-  op: 'eq' | 'neq' | 'gt' | 'gte' | 'lt' | 'lte' | 'in';
-  value: unknown;
-}
-
 /** Body of a policy upsert or preview (the desired state of the policy). */
-export interface PolicyBody {
-  /** 1-64 chars, `^[a-z0-9]+(?:[-_.][a-z0-9]+)*$`; may be omitted when `name` is a valid key. */
-  key?: string;
-  name: string;
-  description?: string | null;
-  defaults?: PolicyDefaults;
-  timeoutSec?: number | null;
-  contextSchema?: Record<string, unknown> | null;
-  requiresSignature?: boolean;
-  floor?: FloorCondition[] | null;
-}
+export type PolicyBody = ApiBody<'/v1/worker/policies', 'post'>;
+export type PolicyDefaults = NonNullable<PolicyBody['defaults']>;
+export type Channel = NonNullable<PolicyDefaults['route']>['channels'][number];
+export type Surface = NonNullable<PolicyDefaults['surface']>;
+export type FloorCondition = NonNullable<PolicyBody['floor']>[number];
 
-export interface PolicyWarning {
-  code: string;
-  message: string;
-  approver?: string;
-}
+export type Policy = ApiReply<'/v1/worker/policies/{key}', 'get'>;
+export type PolicyWarning = Policy['warnings'][number];
 
-export interface Policy {
-  id: string;
-  key: string;
-  name: string;
-  description: string | null;
-  defaults: PolicyDefaults;
-  timeoutSec: number | null;
-  contextSchema: Record<string, unknown> | null;
-  requiresSignature: boolean;
-  floor: FloorCondition[] | null;
-  version: number;
-  versionId: string;
-  contentHash: string;
-  createdAt: string;
-  updatedAt: string;
-  warnings: PolicyWarning[];
-  [extra: string]: unknown;
-}
-
-export interface UpsertPolicyResult extends Policy {
-  created: boolean;
-  restored: boolean;
-  noop: boolean;
+export type UpsertPolicyResult = ApiReply<'/v1/worker/policies', 'post'> & {
   /** HTTP status: 201 when created or restored, 200 otherwise. */
   httpStatus: number;
-}
+};
 
-export interface FieldChange {
-  path: string;
-  from?: unknown;
-  to?: unknown;
-}
-
-export interface PolicyPreview {
-  key: string;
-  exists: boolean;
-  archived: boolean;
-  currentVersion: number | null;
-  nextVersion: number | null;
-  noop: boolean;
-  diff: { approvers: { added: string[]; removed: string[] }; changes: FieldChange[] };
-  labels: FieldChange[];
-}
-
-export interface PolicySummary {
-  key: string;
-  name: string;
-  description: string | null;
-}
-
-export interface PolicyVersion {
-  id: string;
-  policyKey: string;
-  number: number;
-  definition: Record<string, unknown>;
-  contentHash: string;
-  changedBy: string | null;
-  source: 'dashboard' | 'api' | 'repository';
-  createdAt: string;
-}
-
-export interface PolicyCompare {
-  key: string;
-  from: number;
-  to: number;
-  fromHash: string;
-  toHash: string;
-  diff: PolicyPreview['diff'];
-}
-
-export interface PolicyCheckResult {
-  ok: boolean;
-  results: Array<{ key: string; status: 'ok' | 'missing' | 'unsatisfiable'; reason?: string; approversToVerify?: string[] }>;
-}
+export type PolicyPreview = ApiReply<'/v1/worker/policies/preview', 'post'>['preview'];
+export type FieldChange = PolicyPreview['labels'][number];
+export type PolicySummary = ApiReply<'/v1/worker/policies', 'get'>['policies'][number];
+export type PolicyVersion = ApiReply<'/v1/worker/policies/{key}/versions/{n}', 'get'>;
+export type PolicyCompare = ApiReply<'/v1/worker/policies/{key}/versions/compare', 'get'>;
+export type PolicyCheckResult = ApiReply<'/v1/worker/policies/check', 'post'>;
 
 // ---- workflows and runs
 
-export interface WorkflowDefinition {
-  id: string;
-  name?: string;
-  version?: number;
-  engine?: WorkflowEngine;
-  steps: Array<{
-    id: string;
-    dependsOn?: string[];
-    retryPolicy?: { maxAttempts: number; backoff: 'fixed' | 'exponential'; initialDelayMs: number };
-  }>;
-}
-
-export interface RegisterWorkflowResult {
-  id: string;
-  version: number;
-  created: boolean;
-}
-
-export interface StartRunRequest {
-  workflowId: string;
-  input?: Record<string, unknown>;
-  idempotencyKey?: string;
-  timeoutSec?: number;
-}
-
-export interface StartRunResult {
-  runId: string;
-  workflowId: string;
-  [extra: string]: unknown;
-}
+export type WorkflowDefinition = ApiBody<'/v1/worker/register', 'post'>;
+export type WorkflowEngine = NonNullable<WorkflowDefinition['engine']>;
+export type RegisterWorkflowResult = ApiReply<'/v1/worker/register', 'post'>;
+export type StartRunRequest = ApiBody<'/v1/runs/', 'post'>;
+export type StartRunResult = ApiReply<'/v1/runs/', 'post', 202>;

@@ -135,15 +135,27 @@ export const OutputDraft = z.strictObject({
   format: z.enum(['text', 'markdown']).optional(),
 });
 
-/** The record as read back (worker and session). */
+/**
+ * The typed answer a vote carries, as the decision's responseSpec asks: a string for
+ * `text`, option ids for `select`; none for `approval` (domain/decision.ts checks the fit).
+ */
+export const ResponseValue = z.union([z.string(), z.array(z.string())]);
+export type ResponseValue = z.infer<typeof ResponseValue>;
+
+/**
+ * The record as read back (worker and session). Its JSON fields are the very schemas they
+ * were written with (DecisionRequest, OutputDraft), null when absent or purged by retention.
+ */
 export const DecisionView = z.object({
   id: z.string(),
   status: DecisionStatus,
   decidedBy: z.string().nullable(),
   note: z.string().nullable(),
-  responseValue: z.unknown().nullable(),
-  refinedOutput: z.unknown().nullable(),
-  output: z.unknown().nullable(),
+  responseValue: ResponseValue.nullable(),
+  /** The reviewer's saved edit of the draft. */
+  refinedOutput: OutputDraft.nullable(),
+  /** The approved text: the reviewer's edit if any, otherwise the proposed output. */
+  output: ProposedOutput.nullable(),
   policy: z.string().nullable(),
   policyVersion: z.number().nullable(),
   policyVersionId: z.string().nullable(),
@@ -151,10 +163,10 @@ export const DecisionView = z.object({
   stepRef: z.string(),
   workflowRef: z.string().nullable(),
   engine: z.string(),
-  context: z.unknown().nullable(),
-  proposedOutput: z.unknown().nullable(),
-  responseSpec: z.unknown().nullable(),
-  esign: z.unknown().nullable(),
+  context: DecisionContext.nullable(),
+  proposedOutput: ProposedOutput.nullable(),
+  responseSpec: ResponseSpec.nullable(),
+  esign: EsignAttachment.nullable(),
   requiresSignature: z.boolean(),
   factsHash: z.string().nullable(),
   approvers: z.array(z.string()),
@@ -397,7 +409,7 @@ export const DecisionsEndpoints = {
   get: endpoint(SUBJECT.decisions.get, forwarded({ params: IdParams }), SessionDecisionView, READ),
   addEvidence: endpoint(SUBJECT.decisions.addEvidence, forwarded({ params: IdParams, body: EvidenceItem }), EvidenceView.extend({ duplicate: z.boolean() }), RESENDABLE),
   listEvidence: endpoint(SUBJECT.decisions.listEvidence, forwarded({ params: IdParams }), z.object({ evidence: z.array(EvidenceView) }), READ),
-  saveOutput: endpoint(SUBJECT.decisions.saveOutput, forwarded({ params: IdParams, body: OutputDraft }), z.object({ decisionId: z.string(), refinedOutput: OutputDraft, output: z.unknown() }), RESENDABLE),
+  saveOutput: endpoint(SUBJECT.decisions.saveOutput, forwarded({ params: IdParams, body: OutputDraft }), z.object({ decisionId: z.string(), refinedOutput: OutputDraft, output: ProposedOutput }), RESENDABLE),
   // The model may take up to a minute to write a draft.
   refine: endpoint(SUBJECT.decisions.refine, forwarded({ params: IdParams, body: RefineBody }), RefineReply, { timeoutMs: 65_000 }),
   vote: endpoint(SUBJECT.decisions.vote, forwarded({ params: IdParams, body: DecideBody }), DecideReply),

@@ -96,15 +96,16 @@ void everyColumn;
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
 
+/** The JSON columns hold what their contract schemas accepted on write; the bus checks the reply against DecisionView again. */
 export function toView(r: DecisionRow): DecisionView {
   return {
     id: r.id,
     status: r.status,
     decidedBy: r.decided_by,
     note: r.note,
-    responseValue: r.response_value ?? null,
-    refinedOutput: r.refined_output,
-    output: outputOf(r.refined_output, r.proposed_output),
+    responseValue: (r.response_value ?? null) as DecisionView['responseValue'],
+    refinedOutput: r.refined_output as DecisionView['refinedOutput'],
+    output: outputOf(r.refined_output, r.proposed_output) as DecisionView['output'],
     policy: r.policy_key,
     policyVersion: r.policy_version,
     policyVersionId: r.policy_version_id,
@@ -113,9 +114,9 @@ export function toView(r: DecisionRow): DecisionView {
     workflowRef: r.workflow_ref,
     engine: r.engine,
     context: r.context,
-    proposedOutput: r.proposed_output,
-    responseSpec: r.response_spec,
-    esign: r.esign,
+    proposedOutput: r.proposed_output as DecisionView['proposedOutput'],
+    responseSpec: r.response_spec as DecisionView['responseSpec'],
+    esign: r.esign as DecisionView['esign'],
     requiresSignature: r.requires_signature,
     factsHash: r.facts_hash,
     approvers: r.approvers,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
-import { BROWSER_BINDING_COOKIE, BROWSER_BINDING_PATH, escapeHtml, type SessionCapability } from '@approvals/shared';
+import { BROWSER_BINDING_COOKIE, BROWSER_BINDING_PATH, ERROR_STATUS, escapeHtml, type ErrorCode, type SessionCapability } from '@approvals/shared';
 import type { RouteDef } from './route';
+import { buildRoutes } from './routes';
 
 const ErrorBodySchema = {
   type: 'object',
@@ -73,17 +74,75 @@ const NEEDS_DOC: Record<SessionCapability, string> = {
   admin: 'Session role `admin` (others 403 `forbidden`).',
 };
 
-const ERROR_RESPONSE = { description: 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+const ERROR_CONTENT = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
+const ERROR_RESPONSE = { description: 'Any other error (500 `internal` carries an `errorId` that is also logged)', content: ERROR_CONTENT };
+
+/** What each error status means, before the codes that answer it. */
+const STATUS_TEXT: Record<number, string> = {
+  400: 'The request is malformed (`issues` names each problem)',
+  401: 'Not authenticated',
+  402: 'Payment required',
+  403: 'Not allowed',
+  404: 'Not found',
+  409: 'Conflict with the current state',
+  413: 'The body is larger than the limit',
+  415: 'The body is not JSON',
+  422: 'Well-formed but refused by a rule',
+  429: 'Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again)',
+  501: 'Not implemented yet',
+  502: 'An upstream provider failed',
+  503: 'Unavailable right now: try again (`Retry-After`)',
+  504: 'No answer in time: try again',
+};
+
+/**
+ * Errors every route of a kind can answer, whatever its logic: a malformed request (unknown
+ * query parameters are refused everywhere), authentication and roles, the rate limits, and
+ * the services or database behind it being down or slow (app.ts, errors.ts).
+ */
+export function commonErrorsOf(r: RouteDef): ErrorCode[] {
+  const out: ErrorCode[] = ['invalid_request', 'rate_limited', 'unavailable'];
+  if (r.body || r.scope === 'callback') out.push('payload_too_large', 'unsupported_media_type');
+  if (r.scope === 'worker' || r.scope === 'session' || r.scope === 'either') out.push('unauthorized', 'forbidden');
+  if (r.apiKeyRefusal && r.apiKeyRefusal !== 'forbidden') out.push(r.apiKeyRefusal);
+  if (r.scope === 'callback') out.push('invalid_signature');
+  if (r.target.kind === 'forward' || r.target.kind === 'callback') out.push('timeout');
+  if (r.target.kind === 'notImplemented') out.push('not_implemented');
+  return out;
+}
+
+/** One response per error status, naming its codes, each with the spec's error body. */
+function errorResponsesOf(codes: readonly ErrorCode[]): Record<string, unknown> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of new Set(codes)) {
+    const status = ERROR_STATUS[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [status, list] of [...byStatus].sort(([a], [b]) => a - b)) {
+    const names = list.sort();
+    out[String(status)] = {
+      description: `${STATUS_TEXT[status] ?? 'Error'}: ${names.map((c) => `\`${c}\``).join(', ')}`,
+      content: {
+        'application/json': {
+          schema: { allOf: [{ $ref: '#/components/schemas/Error' }, { type: 'object', properties: { error: { type: 'string', enum: names } } }] },
+        },
+      },
+    };
+  }
+  return out;
+}
 
 function responsesOf(r: RouteDef): Record<string, unknown> {
   if (r.htmlResponses) {
     const html = { 'text/html': { schema: { type: 'string' } } };
     return Object.fromEntries(Object.entries(r.htmlResponses).map(([code, when]) => [code, { description: when, content: html }]));
   }
-  if (r.callbackNotBuilt) return { '501': { description: 'Not implemented yet', content: ERROR_RESPONSE.content }, default: ERROR_RESPONSE };
+  if (r.callbackNotBuilt) return { '501': { description: 'Not implemented yet', content: ERROR_CONTENT }, default: ERROR_RESPONSE };
   const content = { 'application/json': { schema: r.response ? jsonSchema(r.response, 'output') : { type: 'object' } } };
   const out: Record<string, unknown> = { [String(r.successStatus ?? 200)]: { description: 'Success', content } };
   for (const [code, when] of Object.entries(r.otherStatuses ?? {})) out[code] = { description: when, content };
+  Object.assign(out, errorResponsesOf([...commonErrorsOf(r), ...(r.errors ?? [])]));
   out.default = ERROR_RESPONSE;
   return out;
 }
@@ -145,6 +204,7 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
           content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
         },
         '202': { description: 'A notification or response was accepted (no body)' },
+        ...errorResponsesOf(['invalid_request', 'unauthorized', 'forbidden', 'payload_too_large', 'unsupported_media_type', 'rate_limited', 'unavailable', 'timeout']),
         default: ERROR_RESPONSE,
       },
     },
@@ -163,6 +223,15 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
     },
     paths,
   };
+}
+
+/**
+ * The document without a running gateway (`npm run types`, the lint and drift tests): the
+ * route table built without stores, whose handlers are never called here.
+ */
+export function routeTableDocument(baseUrl = 'http://localhost:8080') {
+  const unused = {} as never;
+  return buildOpenApi(buildRoutes({ store: unused, members: unused, settings: { handlers: {} } as never }), baseUrl);
 }
 
 const esc = escapeHtml;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { httpPartsOf, type ApiKeyRole, type EndpointDef, type Principal, type SessionCapability } from '@approvals/shared';
+import { httpPartsOf, type ApiKeyRole, type EndpointDef, type ErrorCode, type Principal, type SessionCapability } from '@approvals/shared';
 
 /**
  * Who may call a route:
@@ -48,6 +48,14 @@ export interface RouteDef {
   successStatus?: number;
   /** Other success statuses with the same body, and when they are answered. */
   otherStatuses?: Record<number, string>;
+  /**
+   * The error codes this route's own logic answers (its service's domain, or its local
+   * handler): `not_found`, the 409s, 422s, 402... shared/src/errors.ts gives each its HTTP
+   * status. What every route of its kind can answer is added by the OpenAPI document
+   * itself (openapi.ts `commonErrorsOf`: a malformed request, authentication, roles,
+   * rate limits, an unavailable or slow service), so it is not repeated here.
+   */
+  errors?: readonly ErrorCode[];
   /** Request headers the route reads (documented as header parameters). */
   headers?: Array<{ name: string; description: string; enum?: string[] }>;
   /** A callback whose adapter is not built yet: the owning service answers 501. */

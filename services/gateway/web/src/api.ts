@@ -20,7 +20,8 @@ export function toSignIn(reason: string): void {
 }
 
 /** Calls the public REST API with the session's bearer token. */
-export async function api<T = any>(method: string, path: string, body?: unknown): Promise<T> {
+/** `T` names what the route answers: `ApiReply<route, method>` from ./types (the generated wire types). */
+export async function api<T>(method: string, path: string, body?: unknown): Promise<T> {
   const session = currentSession();
   if (!session) {
     toSignIn('Your session has ended. Sign in again.');
@@ -37,7 +38,7 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
     throw new ApiError(0, 'network', 'The service could not be reached. Check your connection and try again.');
   }
   const text = await res.text();
-  let parsed: any = undefined;
+  let parsed: { error?: string; message?: string } | undefined = undefined;
   try {
     parsed = text ? JSON.parse(text) : undefined;
   } catch {
@@ -48,7 +49,7 @@ export async function api<T = any>(method: string, path: string, body?: unknown)
     throw new ApiError(401, 'unauthorized', parsed?.message ?? 'unauthorized');
   }
   if (!res.ok) {
-    throw new ApiError(res.status, parsed?.error ?? 'error', parsed?.message ?? `The request failed (HTTP ${res.status}).`, parsed ?? {});
+    throw new ApiError(res.status, parsed?.error ?? 'error', parsed?.message ?? `The request failed (HTTP ${res.status}).`, (parsed ?? {}) as Record<string, unknown>);
   }
   return parsed as T;
 }

@@ -1,5 +1,6 @@
 import { StrictMode, useEffect, useState } from 'react';
 import { createRoot } from 'react-dom/client';
+import type { Me } from './types';
 import { api } from './api';
 import { can, currentSession, finishOidc, signIn, signOut, startOidc, type OidcConfig, type Role, type Session } from './auth';
 import { DecisionPage } from './pages/Decision';
@@ -67,7 +68,7 @@ function App() {
   const [role, setRole] = useState<{ token: string; role: Role } | null>(null);
   useEffect(() => {
     if (!session || role?.token === session.token) return;
-    void api<{ role: Role }>('GET', '/v1/me')
+    void api<Me>('GET', '/v1/me')
       .then((me) => setRole({ token: session.token, role: me.role }))
       .catch(() => undefined);
   }, [session, role]);

@@ -1,15 +1,10 @@
 import { useState } from 'react';
-import type { Block, Decision } from '../../../../../shared/client/src/types';
+import type { ApiReply, Block, FullDecision, ResponseSpec } from '../types';
 import { api } from '../api';
 import type { Session } from '../auth';
 import { ErrorBox, Field, Loading, Status, useAction, useLoad, when } from '../ui';
 
-type Full = Decision & {
-  tally: { approvals: number; rejections: number; approvalsRequired: number; rejectionsRequired: number };
-  timeline: Array<Record<string, unknown> & { type: string; at: string; actor: string | null }>;
-  evidence: Array<{ id: string; kind: string; title?: string; body?: string; sourceUrl?: string; addedBy: string | null; addedAt: string }>;
-};
-type Spec = { type: 'approval' } | { type: 'select'; options: Array<{ id: string; label: string; description?: string }>; min?: number; max?: number } | { type: 'text'; multiline?: boolean };
+type Spec = ResponseSpec;
 
 function BlockView({ b }: { b: Block }) {
   const heading = (fallback: string) => <h3>{(b as { title?: string }).title ?? fallback}</h3>;
@@ -109,7 +104,7 @@ function AnswerInput({ spec, value, onChange }: { spec: Spec; value: unknown; on
 }
 
 export function DecisionPage({ id, session }: { id: string; session: Session }) {
-  const d = useLoad(() => api<Full>('GET', `/v1/decisions/${encodeURIComponent(id)}`), [id], 5000);
+  const d = useLoad(() => api<FullDecision>('GET', `/v1/decisions/${encodeURIComponent(id)}`), [id], 5000);
   const [note, setNote] = useState('');
   const [answer, setAnswer] = useState<unknown>(undefined);
   const [draft, setDraft] = useState<string | null>(null);
@@ -225,7 +220,7 @@ export function DecisionPage({ id, session }: { id: string; session: Session }) 
                 disabled={refine.busy || !feedback.trim()}
                 onClick={() =>
                   refine.run(async () => {
-                    const r = await api<{ draft: { content: string } }>('POST', `/v1/decisions/${encodeURIComponent(x.id)}/refine`, { feedback });
+                    const r = await api<ApiReply<'/v1/decisions/{id}/refine', 'post'>>('POST', `/v1/decisions/${encodeURIComponent(x.id)}/refine`, { feedback });
                     setDraft(r.draft.content);
                     setFeedback('');
                   })

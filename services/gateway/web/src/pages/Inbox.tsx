@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import type { Decision } from '../../../../../shared/client/src/types';
+import type { ApiReply } from '../types';
 import { api, qs } from '../api';
 import type { Session } from '../auth';
 import { ErrorBox, Field, Link, Loading, Status, useLoad, when } from '../ui';
@@ -11,11 +11,11 @@ export function Inbox({ session }: { session: Session }) {
   const [status, setStatus] = useState('PENDING');
   const [workflow, setWorkflow] = useState('');
   const list = useLoad(
-    () => api<{ decisions: Decision[]; total: number }>('GET', `/v1/decisions/${qs({ status, workflowRef: workflow, assignee: session.email, limit: 100 })}`),
+    () => api<ApiReply<'/v1/decisions/', 'get'>>('GET', `/v1/decisions/${qs({ status, workflowRef: workflow, assignee: session.email, limit: 100 })}`),
     [status, workflow],
     5000,
   );
-  const workflows = useLoad(() => api<{ workflows: Array<{ workflowRef: string; pending: number }> }>('GET', `/v1/decisions/workflows${qs({ assignee: session.email })}`), []);
+  const workflows = useLoad(() => api<ApiReply<'/v1/decisions/workflows', 'get'>>('GET', `/v1/decisions/workflows${qs({ assignee: session.email })}`), []);
   return (
     <section>
       <h1>Inbox</h1>

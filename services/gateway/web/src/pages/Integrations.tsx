@@ -1,16 +1,16 @@
 import { useState } from 'react';
+import type { ApiReply, IntegrationView } from '../types';
 import { api } from '../api';
 import type { Session } from '../auth';
 import { ErrorBox, Field, Loading, useAction, useLoad } from '../ui';
 
 /** `installUrl` only for admins: anyone else sees `{installed: false}`. */
-type View = { installed: false; installUrl?: string } | { installed: true; teamId?: string; guildId?: string; name: string | null; channel: string | null };
 const NAMES = { chatA: 'Slack', chatB: 'Discord' } as const;
 
 function Chat({ provider, session }: { provider: 'chatA' | 'chatB'; session: Session }) {
-  const view = useLoad(() => api<View>('GET', `/v1/integrations/${provider}`), [provider]);
+  const view = useLoad(() => api<IntegrationView>('GET', `/v1/integrations/${provider}`), [provider]);
   const installed = view.data?.installed === true;
-  const channels = useLoad(() => (installed ? api<{ channels: Array<{ id: string; name: string }> }>('GET', `/v1/integrations/${provider}/channels`) : Promise.resolve({ channels: [] })), [installed]);
+  const channels = useLoad(() => (installed ? api<ApiReply<'/v1/integrations/chatA/channels', 'get'>>('GET', `/v1/integrations/${provider}/channels`) : Promise.resolve({ channels: [] })), [installed]);
   const [channel, setChannel] = useState('');
   const act = useAction();
   const [sent, setSent] = useState<string | null>(null);
@@ -67,7 +67,7 @@ function Chat({ provider, session }: { provider: 'chatA' | 'chatB'; session: Ses
                   disabled={act.busy || !view.data.channel}
                   onClick={() =>
                     act.run(async () => {
-                      const r = await api<{ channel: string }>('POST', `/v1/integrations/${provider}/test`);
+                      const r = await api<ApiReply<'/v1/integrations/chatA/test', 'post'>>('POST', `/v1/integrations/${provider}/test`);
                       setSent(`Test message sent to ${r.channel}.`);
                     })
                   }

@@ -1,22 +1,11 @@
 import { api } from '../api';
+import type { ApiReply, MyChatLinks } from '../types';
+
+type ChatLink = MyChatLinks['chat'][number];
 import type { Session } from '../auth';
 import { ErrorBox, Loading, Status, useAction, useLoad, when } from '../ui';
 
 type Provider = 'chatA' | 'chatB';
-interface ChatLink {
-  provider: Provider;
-  installed: boolean;
-  workspace: string | null;
-  userId: string | null;
-  status: 'pending' | 'verified' | 'failed' | null;
-  verifiedAt: string | null;
-}
-interface MyLinks {
-  email: string;
-  approver: boolean;
-  chat: ChatLink[];
-  channels: Array<{ channel: string; endpoint: string | null; status: string; verifiedAt: string | null }>;
-}
 const NAMES: Record<Provider, string> = { chatA: 'Slack', chatB: 'Discord' };
 
 /**
@@ -51,7 +40,7 @@ function ChatAccount({ link, reload }: { link: ChatLink; reload: () => void }) {
               onClick={() =>
                 act.run(async () => {
                   // The provider's sign-in; it comes back to /app/settings/me?linked=… in this browser.
-                  const r = await api<{ authorizeUrl: string }>('POST', `/v1/integrations/${link.provider}/link`);
+                  const r = await api<ApiReply<'/v1/integrations/chatA/link', 'post'>>('POST', `/v1/integrations/${link.provider}/link`);
                   location.assign(r.authorizeUrl);
                 })
               }
@@ -96,7 +85,7 @@ function ChatAccount({ link, reload }: { link: ChatLink; reload: () => void }) {
 
 /** The signed-in person's own chat accounts and the state of each of their channels. */
 export function MyAccountPage({ session }: { session: Session }) {
-  const links = useLoad(() => api<MyLinks>('GET', '/v1/me/chat-links'), []);
+  const links = useLoad(() => api<MyChatLinks>('GET', '/v1/me/chat-links'), []);
   const linked = new URLSearchParams(location.search).get('linked');
   return (
     <section>

@@ -1,21 +1,14 @@
 import { useState } from 'react';
 import { api, qs } from '../api';
+import type { ApiReply } from '../types';
 import { can, type Session } from '../auth';
 import { ErrorBox, Field, Loading, useAction, useLoad, when } from '../ui';
 
 // ---- approvers ------------------------------------------------------------------------
 
-interface Approver {
-  id: string;
-  email: string;
-  name: string | null;
-  disabled: boolean;
-  channels: Array<{ channel: string; endpoint: string | null; status: string }>;
-  methods: Array<{ surface: string; resolvedRef: string | null; status: string }>;
-}
 
 export function ApproversPage({ session }: { session: Session }) {
-  const list = useLoad(() => api<{ approvers: Approver[] }>('GET', '/v1/approvers/'), []);
+  const list = useLoad(() => api<ApiReply<'/v1/approvers/', 'get'>>('GET', '/v1/approvers/'), []);
   const act = useAction();
   const [form, setForm] = useState({ email: '', name: '', channel: '', endpoint: '' });
   const isAdmin = can.admin(session);
@@ -118,15 +111,6 @@ export function ApproversPage({ session }: { session: Session }) {
 
 // ---- API keys (admin) -------------------------------------------------------------------
 
-interface ApiKey {
-  id: string;
-  name: string;
-  roles: string[];
-  prefix: string;
-  createdAt: string;
-  lastUsedAt: string | null;
-  revokedAt: string | null;
-}
 
 function ShownOnce({ value, onDone }: { value: string; onDone: () => void }) {
   const [copied, setCopied] = useState(false);
@@ -154,12 +138,12 @@ function ShownOnce({ value, onDone }: { value: string; onDone: () => void }) {
 }
 
 export function ApiKeysPage() {
-  const list = useLoad(() => api<{ keys?: ApiKey[]; apiKeys?: ApiKey[] }>('GET', '/v1/api-keys/'), []);
+  const list = useLoad(() => api<ApiReply<'/v1/api-keys/', 'get'>>('GET', '/v1/api-keys/'), []);
   const act = useAction();
   const [name, setName] = useState('');
   const [role, setRole] = useState('decisions:write');
   const [shown, setShown] = useState<string | null>(null);
-  const keys = list.data?.keys ?? list.data?.apiKeys ?? [];
+  const keys = list.data?.apiKeys ?? [];
   return (
     <section>
       <h1>API keys</h1>
@@ -169,7 +153,7 @@ export function ApiKeysPage() {
         onSubmit={(e) => {
           e.preventDefault();
           void act.run(async () => {
-            const r = await api<{ key: string }>('POST', '/v1/api-keys/', { name, roles: [role] });
+            const r = await api<ApiReply<'/v1/api-keys/', 'post', 201>>('POST', '/v1/api-keys/', { name, roles: [role] });
             setShown(r.key);
             setName('');
             list.reload();
@@ -219,7 +203,7 @@ export function ApiKeysPage() {
                       type="button"
                       onClick={() =>
                         act.run(async () => {
-                          const r = await api<{ key: string }>('POST', `/v1/api-keys/${k.id}/rotate`);
+                          const r = await api<ApiReply<'/v1/api-keys/{id}/rotate', 'post'>>('POST', `/v1/api-keys/${k.id}/rotate`);
                           setShown(r.key);
                           list.reload();
                         })
@@ -252,19 +236,11 @@ export function ApiKeysPage() {
 
 // ---- audit ------------------------------------------------------------------------------
 
-interface AuditEntry {
-  id: string;
-  action: string;
-  actor: string;
-  target: string | null;
-  at: string;
-  details: Record<string, unknown>;
-}
 
 export function AuditPage() {
   const [action, setAction] = useState('');
   const [before, setBefore] = useState<string | undefined>(undefined);
-  const page = useLoad(() => api<{ entries: AuditEntry[]; nextBefore?: string | null }>('GET', `/v1/audit/${qs({ action, before, limit: 50 })}`), [action, before]);
+  const page = useLoad(() => api<ApiReply<'/v1/audit/', 'get'>>('GET', `/v1/audit/${qs({ action, before, limit: 50 })}`), [action, before]);
   const entries = page.data?.entries ?? [];
   return (
     <section>
@@ -300,7 +276,7 @@ export function AuditPage() {
           </button>
         ) : null}
         {entries.length === 50 ? (
-          <button type="button" onClick={() => setBefore(page.data?.nextBefore ?? entries[entries.length - 1]!.id)}>
+          <button type="button" onClick={() => setBefore(entries[entries.length - 1]!.id)}>
             Older entries
           </button>
         ) : null}
@@ -312,8 +288,8 @@ export function AuditPage() {
 // ---- usage --------------------------------------------------------------------------------
 
 export function UsagePage() {
-  const current = useLoad(() => api<{ period: string; plan: string; decisions: { used: number; limit: number | null } }>('GET', '/v1/usage/current'), []);
-  const history = useLoad(() => api<{ items: Array<{ period: string; decisions: number }> }>('GET', '/v1/usage/'), []);
+  const current = useLoad(() => api<ApiReply<'/v1/usage/current', 'get'>>('GET', '/v1/usage/current'), []);
+  const history = useLoad(() => api<ApiReply<'/v1/usage/', 'get'>>('GET', '/v1/usage/'), []);
   const items = [...(history.data?.items ?? [])].reverse();
   const top = Math.max(1, ...items.map((i) => i.decisions));
   const c = current.data;

@@ -1,31 +1,16 @@
 import { useState } from 'react';
 import { api } from '../api';
+import type { ApiReply, PolicyPreviewView, PolicyView } from '../types';
 import { can, type Session } from '../auth';
 import { ErrorBox, Field, Link, Loading, navigate, useAction, useLoad, when } from '../ui';
 
-interface Policy {
-  key: string;
-  name: string;
-  description: string | null;
-  version: number;
-  defaults: { approvers?: string[]; approvalsRequired?: number; rejectionsRequired?: number };
-  timeoutSec: number | null;
-  requiresSignature: boolean;
-  warnings: Array<{ code: string; message: string }>;
-  usage?: { pending: number; lastUsedAt: string | null };
-  updatedAt: string;
-}
-interface Version {
-  number: number;
-  contentHash: string;
-  changedBy: string | null;
-  source: string;
-  createdAt: string;
-  definition: Record<string, unknown>;
-}
+
+/** The session's list holds full views (a key-only summary is what an API key reads). */
+type Listed = ApiReply<'/v1/policies/', 'get'>['policies'][number];
+const isFull = (p: Listed): p is Extract<Listed, { version: number }> => 'version' in p;
 
 export function PoliciesPage({ session }: { session: Session }) {
-  const list = useLoad(() => api<{ policies: Policy[] }>('GET', '/v1/policies/'), []);
+  const list = useLoad(() => api<ApiReply<'/v1/policies/', 'get'>>('GET', '/v1/policies/'), []);
   const [form, setForm] = useState({ key: '', name: '', approvers: '', approvalsRequired: '1' });
   const save = useAction();
   return (
@@ -44,7 +29,7 @@ export function PoliciesPage({ session }: { session: Session }) {
           </tr>
         </thead>
         <tbody>
-          {(list.data?.policies ?? []).map((p) => (
+          {(list.data?.policies ?? []).filter(isFull).map((p) => (
             <tr key={p.key}>
               <td>
                 <Link to={`/app/policies/${encodeURIComponent(p.key)}`}>{p.name}</Link> <code>{p.key}</code>
@@ -64,7 +49,7 @@ export function PoliciesPage({ session }: { session: Session }) {
           e.preventDefault();
           void save.run(async () => {
             const approvers = form.approvers.split(',').map((s) => s.trim()).filter(Boolean);
-            const p = await api<Policy>('POST', '/v1/policies/', { key: form.key, name: form.name, defaults: { approvers, approvalsRequired: Number(form.approvalsRequired) } });
+            const p = await api<ApiReply<'/v1/policies/', 'post'>>('POST', '/v1/policies/', { key: form.key, name: form.name, defaults: { approvers, approvalsRequired: Number(form.approvalsRequired) } });
             navigate(`/app/policies/${encodeURIComponent(p.key)}`);
           });
         }}
@@ -93,16 +78,16 @@ export function PoliciesPage({ session }: { session: Session }) {
 
 export function PolicyDetail({ policyKey, session }: { policyKey: string; session: Session }) {
   const k = encodeURIComponent(policyKey);
-  const p = useLoad(() => api<Policy>('GET', `/v1/policies/${k}`), [policyKey]);
-  const versions = useLoad(() => api<{ versions: Version[] }>('GET', `/v1/worker/policies/${k}/versions`), [policyKey]);
+  const p = useLoad(() => api<PolicyView>('GET', `/v1/policies/${k}`), [policyKey]);
+  const versions = useLoad(() => api<ApiReply<'/v1/worker/policies/{key}/versions', 'get'>>('GET', `/v1/worker/policies/${k}/versions`), [policyKey]);
   const [cmp, setCmp] = useState<{ from: number; to: number } | null>(null);
   const compare = useLoad(
-    () => (cmp ? api<{ diff: { approvers: { added: string[]; removed: string[] }; changes: Array<{ path: string; from?: unknown; to?: unknown }> } }>('GET', `/v1/worker/policies/${k}/versions/compare?from=${cmp.from}&to=${cmp.to}`) : Promise.resolve(null)),
+    () => (cmp ? api<ApiReply<'/v1/worker/policies/{key}/versions/compare', 'get'>>('GET', `/v1/worker/policies/${k}/versions/compare?from=${cmp.from}&to=${cmp.to}`) : Promise.resolve(null)),
     [cmp?.from, cmp?.to],
   );
   const [edit, setEdit] = useState<{ name: string; approvers: string; approvalsRequired: string; timeoutSec: string } | null>(null);
   const preview = useAction();
-  const [previewed, setPreviewed] = useState<any>(null);
+  const [previewed, setPreviewed] = useState<PolicyPreviewView['preview'] | null>(null);
   const save = useAction();
   if (p.error) return <ErrorBox error={p.error} />;
   if (!p.data) return <Loading what="the policy" />;
@@ -173,7 +158,7 @@ export function PolicyDetail({ policyKey, session }: { policyKey: string; sessio
             <input type="number" min={1} value={edit.timeoutSec} onChange={(e) => setEdit({ ...edit, timeoutSec: e.target.value })} />
           </Field>
           <div className="row">
-            <button type="button" disabled={preview.busy} onClick={() => preview.run(async () => setPreviewed(await api('POST', '/v1/policies/preview', body())))}>
+            <button type="button" disabled={preview.busy} onClick={() => preview.run(async () => setPreviewed((await api<PolicyPreviewView>('POST', '/v1/policies/preview', body())).preview))}>
               Preview
             </button>
             <button type="submit" disabled={save.busy}>
@@ -186,8 +171,8 @@ export function PolicyDetail({ policyKey, session }: { policyKey: string; sessio
           <ErrorBox error={preview.error ?? save.error} />
           {previewed ? (
             <div aria-label="Preview" className="notice">
-              <p>{previewed.noop ? 'No change: saving would keep the current version.' : `Saving makes version ${previewed.version ?? x.version + 1}.`}</p>
-              <pre>{JSON.stringify(previewed.diff ?? previewed.changes ?? previewed, null, 2)}</pre>
+              <p>{previewed.noop ? 'No change: saving would keep the current version.' : `Saving makes version ${previewed.nextVersion ?? x.version + 1}.`}</p>
+              <pre>{JSON.stringify(previewed.diff, null, 2)}</pre>
             </div>
           ) : null}
         </form>

@@ -1,4 +1,5 @@
 import { useEffect, useState } from 'react';
+import type { ApiReply } from '../types';
 import { api } from '../api';
 import { ErrorBox, Field, Loading, useAction, useLoad, when } from '../ui';
 
@@ -8,9 +9,9 @@ function Saved({ at }: { at: string | null }) {
 
 /** Retention, the model for drafts, and the signature provider (admin). */
 export function SettingsPage() {
-  const retention = useLoad(() => api<{ decisionDataDays: number | null; updatedAt: string | null }>('GET', '/v1/settings/retention'), []);
-  const llm = useLoad(() => api<{ configured: boolean; baseUrl: string | null; model: string | null; apiKeySet: boolean; updatedAt: string | null }>('GET', '/v1/settings/llm'), []);
-  const esign = useLoad(() => api<{ configured: boolean; accountId: string | null; connectHmacKeySet: boolean; baseUrl: string | null; updatedAt: string | null }>('GET', '/v1/settings/esign'), []);
+  const retention = useLoad(() => api<ApiReply<'/v1/settings/retention', 'get'>>('GET', '/v1/settings/retention'), []);
+  const llm = useLoad(() => api<ApiReply<'/v1/settings/llm', 'get'>>('GET', '/v1/settings/llm'), []);
+  const esign = useLoad(() => api<ApiReply<'/v1/settings/esign', 'get'>>('GET', '/v1/settings/esign'), []);
   const [days, setDays] = useState('');
   const [model, setModel] = useState({ baseUrl: '', model: '', apiKey: '' });
   const [sign, setSign] = useState({ accountId: '', connectHmacKey: '', baseUrl: '' });
@@ -102,7 +103,7 @@ export function SettingsPage() {
 
 /** The mail domains approvers may come from (empty: any). */
 function ApproverDomains() {
-  const settings = useLoad(() => api<{ allowedApproverDomains: string[]; updatedAt: string | null }>('GET', '/v1/settings/approvers'), []);
+  const settings = useLoad(() => api<ApiReply<'/v1/settings/approvers', 'get'>>('GET', '/v1/settings/approvers'), []);
   const [domains, setDomains] = useState('');
   useEffect(() => setDomains((settings.data?.allowedApproverDomains ?? []).join(', ')), [settings.data]);
   const save = useAction();
@@ -129,16 +130,10 @@ function ApproverDomains() {
   );
 }
 
-interface Member {
-  id: string;
-  email: string;
-  role: 'admin' | 'editor' | 'member';
-  status: 'active' | 'removed';
-}
 
 /** Who belongs to the org, with which role (admin). */
 function Members() {
-  const list = useLoad(() => api<{ members: Member[] }>('GET', '/v1/members/'), []);
+  const list = useLoad(() => api<ApiReply<'/v1/members/', 'get'>>('GET', '/v1/members/'), []);
   const [form, setForm] = useState({ email: '', role: 'member' });
   const act = useAction();
   const call = (method: string, path: string, body?: unknown) =>
