@@ -45,7 +45,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       registerDecisionHandlers(ctx.host, {
         create: createDecisionOpener({ store, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts, policies }),
         actions,
-        reads: createDecisionReads({ store, actions, defaultMonthlyQuota: quota }),
+        reads: createDecisionReads({ store, actions, clock: ctx.clock, defaultMonthlyQuota: quota }),
         workflows: createWorkflows({ store: new WorkflowsStore(ctx.db), bus: ctx.bus }),
         now: () => ctx.clock.now(),
         waiters,

@@ -196,7 +196,22 @@ export const EvidenceItem = z.strictObject({
 });
 export const EvidenceView = EvidenceItem.extend({ id: z.string(), addedBy: z.string().nullable(), addedAt: z.string(), contentHash: z.string() });
 
+/**
+ * Can this person answer the decision now, and if not why: decisions decides it (its
+ * domain's `answerOf`); the web app and the surfaces (mail, chat) show it, they do not
+ * decide it again. `answers`: what they may answer where a typed answer can be given (the
+ * web app); a one-click link gives `linkAnswers` of those.
+ */
+export const YourAnswer = z.object({
+  canAnswer: z.boolean(),
+  reason: z.enum(['not_approver', 'already_voted', 'not_pending', 'signature_required']).nullable(),
+  answers: z.array(z.enum(['approve', 'reject'])),
+});
+export type YourAnswer = z.infer<typeof YourAnswer>;
+
 export const SessionDecisionView = DecisionView.extend({
+  /** The signed-in person: can they answer it now (a key: never). */
+  you: YourAnswer,
   tally: Tally,
   timeline: z.array(TimelineEntry),
   evidence: z.array(EvidenceView),
@@ -378,7 +393,10 @@ export const UsageHistoryReply = z.object({ items: z.array(z.object({ period: z.
  * reads EXPIRED (decisions expires it first), and the rules decisions owns travel with
  * it, so no other service decides them again.
  */
+
 export const PeekView = DecisionView.extend({
+  /** The person asked about (`person` of the request): can they answer, and if not why. Null when no one was asked about. */
+  you: YourAnswer.nullable(),
   /** A one-click link (email, chat button) can answer it: no signature, no typed answer, no draft to review. */
   answerableByLink: z.boolean(),
   /** The answers a link can give: [] when only a signature decides; reject alone when approving needs a typed answer. */
@@ -416,7 +434,7 @@ export const DecisionsEndpoints = {
   surfaceVote: endpoint(SUBJECT.decisions.surfaceVote, SurfaceVoteRequest, DecideReply),
   wait: endpoint(SUBJECT.decisions.wait, forwarded({ params: IdParams, query: WaitQuery }), DecisionView),
   /** Internal read for surfaces and the notifier (no principal): the record as read back. */
-  peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string() }), PeekView, READ),
+  peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string(), person: z.string().optional() }), PeekView, READ),
   /** The org's decisions carrying this signature envelope (`esign.envelopeId`), oldest first. */
   byEnvelope: endpoint(SUBJECT.decisions.byEnvelope, z.object({ org: z.string(), envelopeId: z.string().min(1).max(200) }), z.object({ decisionIds: z.array(z.string()) }), READ),
   /** The envelope was voided: a PENDING signature decision is REJECTED with the note. */

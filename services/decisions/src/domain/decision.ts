@@ -47,6 +47,24 @@ export function answerableByLink(d: LinkFacts): boolean {
   return linkAnswers(d).includes('approve');
 }
 
+/**
+ * Can `person` answer this decision now (the web app and the surfaces show this; they do
+ * not decide it again). The order is voteRuling's: an earlier vote first, then a closed
+ * decision, then a signature-only decision; `answers` are what a vote could be.
+ */
+export function answerOf(
+  d: { status: DecisionStatus; expiresAt: Date | null; approvers: string[]; requiresSignature: boolean },
+  person: { email: string; votedBefore: boolean } | null,
+  now: Date,
+): { canAnswer: boolean; reason: 'not_approver' | 'already_voted' | 'not_pending' | 'signature_required' | null; answers: Array<'approve' | 'reject'> } {
+  const no = (reason: 'not_approver' | 'already_voted' | 'not_pending' | 'signature_required') => ({ canAnswer: false, reason, answers: [] });
+  if (!person || voterRefusal(d.approvers, { kind: 'person', email: person.email }) !== null) return no('not_approver');
+  if (person.votedBefore) return no('already_voted');
+  if (d.status !== 'PENDING' || isPastDeadline(d, now)) return no('not_pending');
+  if (d.requiresSignature) return no('signature_required');
+  return { canAnswer: true, reason: null, answers: ['approve', 'reject'] };
+}
+
 /** Why a principal cannot vote at all, or null for an approver of the decision. */
 export function voterRefusal(approvers: string[], voter: { kind: 'person'; email: string } | { kind: 'apiKey' }): string | null {
   if (voter.kind !== 'person') return 'API keys cannot vote';

@@ -39,7 +39,7 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
   host.handle(E.workflows, async (r) => x.reads.workflows(r.org, r.query, decisionsScopeOf(r.principal)));
   host.handle(E.get, async (r) => {
     await visible(r);
-    return x.reads.get(r.org, r.params.id);
+    return x.reads.get(r.org, r.params.id, r.principal.kind === 'user' ? r.principal.email : null);
   });
   host.handle(E.addEvidence, async (r) => {
     await visible(r);
@@ -72,7 +72,7 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
       responseValue: r.responseValue,
     }),
   );
-  host.handle(E.peek, async (r) => x.reads.peek(r.org, r.id));
+  host.handle(E.peek, async (r) => x.reads.peek(r.org, r.id, r.person));
   host.handle(E.byEnvelope, async (r) => x.reads.byEnvelope(r.org, r.envelopeId));
   host.handle(E.policyUsage, async (r) => x.reads.policyUsage(r.org, r.policyIds));
   host.handle(E.signatureVoided, async (r) => x.actions.signatureVoided(r.org, r.decisionId, r.note));

@@ -1,5 +1,5 @@
-import { AppError, EVENT, NotifierEndpoints, canonicalize, isUniqueViolation, newId, sha256Hex, type Bus, type DecisionStatus, type ResponseSpec } from '@approvals/shared';
-import { answerableByLink, linkAnswers, quotaPeriod } from '../domain/decision';
+import { AppError, EVENT, type Clock, NotifierEndpoints, canonicalize, isUniqueViolation, newId, sha256Hex, type Bus, type DecisionStatus, type ResponseSpec } from '@approvals/shared';
+import { answerOf, answerableByLink, linkAnswers, quotaPeriod } from '../domain/decision';
 import { toView, type DecisionRow } from '../store/decision.row';
 import type { DecisionsStore } from '../store/decisions.store';
 import type { RunRow, WorkflowRow, WorkflowsStore } from '../store/workflows.store';
@@ -23,8 +23,14 @@ function withinPageBudget<T>(views: T[]): T[] {
   return views;
 }
 
-export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick<DecisionActions, 'current'>; defaultMonthlyQuota?: number }) {
+export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick<DecisionActions, 'current'>; clock: Clock; defaultMonthlyQuota?: number }) {
   const { store } = deps;
+  /** Can `email` answer `d` now (domain `answerOf`); null `email`: a key, which never can. */
+  const answerFor = async (d: DecisionRow, email: string | null) => {
+    const person = email === null ? null : email.toLowerCase();
+    const votedBefore = person !== null && d.approvers.includes(person) ? (await store.voteOf(d.id, person)) !== undefined : false;
+    return answerOf({ status: d.status, expiresAt: d.expires_at, approvers: d.approvers, requiresSignature: d.requires_signature }, person === null ? null : { email: person, votedBefore }, deps.clock.now());
+  };
   const find = async (org: string, id: string): Promise<DecisionRow> => {
     const d = await store.find(org, id);
     if (!d) throw new AppError('not_found', 'decision not found');
@@ -37,10 +43,12 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
     },
 
     /** For other services (notifier, surfaces): past the deadline reads EXPIRED, never PENDING. */
-    async peek(org: string, id: string) {
-      const view = toView(await deps.actions.current(org, id));
+    async peek(org: string, id: string, person?: string) {
+      const row = await deps.actions.current(org, id);
+      const view = toView(row);
       const facts = { requiresSignature: view.requiresSignature, responseSpec: view.responseSpec as ResponseSpec | null, proposedOutput: view.proposedOutput };
-      return { ...view, answerableByLink: answerableByLink(facts), linkAnswers: linkAnswers(facts) };
+      const you = person === undefined ? null : await answerFor(row, person);
+      return { ...view, answerableByLink: answerableByLink(facts), linkAnswers: linkAnswers(facts), you };
     },
 
     async workerList(org: string, q: { status?: DecisionStatus; limit: number }) {
@@ -68,11 +76,13 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
       if (!d.approvers.includes(scope)) throw new AppError('not_found', 'decision not found');
     },
 
-    async get(org: string, id: string) {
+    /** `person`: the signed-in person's email (null: a key), told whether they can answer (`you`). */
+    async get(org: string, id: string, person: string | null) {
       const d = await find(org, id);
-      const [tally, timeline, evidence] = await Promise.all([store.tally(d), store.timelineOf(id), store.evidenceOf(id)]);
+      const [tally, timeline, evidence, you] = await Promise.all([store.tally(d), store.timelineOf(id), store.evidenceOf(id), answerFor(d, person)]);
       return {
         ...toView(d),
+        you,
         tally,
         timeline: timeline.map((t) => ({ ...t.data, at: t.at.toISOString(), type: t.type, actor: t.actor })),
         evidence: evidence.map(evidenceView),

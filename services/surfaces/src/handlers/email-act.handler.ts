@@ -72,8 +72,6 @@ function tokenFrom(req: RawCallback, readBody: boolean): TokenFrom {
   return { ok: true, token: [...found][0]! };
 }
 
-const lower = (s: string) => s.trim().toLowerCase();
-
 const isTransient = (err: unknown) => !(err instanceof AppError) || err.transient || err.code === 'internal';
 
 /**
@@ -95,7 +93,8 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
     return row;
   }
 
-  const peek = (row: ActionTokenRow, timeoutMs = PEEK_TIMEOUT_MS) => bus.call(DecisionsEndpoints.peek, { org: row.org_id, id: row.decision_id }, { timeoutMs });
+  /** The decision as decisions reads it, with whether the link's person can answer it now (`you`). */
+  const peek = (row: ActionTokenRow, timeoutMs = PEEK_TIMEOUT_MS) => bus.call(DecisionsEndpoints.peek, { org: row.org_id, id: row.decision_id, person: row.approver_email }, { timeoutMs });
 
   async function show(req: RawCallback): Promise<RawHttpReply> {
     const from = tokenFrom(req, false);
@@ -113,9 +112,18 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
       if (err instanceof AppError && err.code === 'not_found') return pages.decisionGonePage();
       throw err;
     }
-    if (!d.approvers.map(lower).includes(lower(row.approver_email))) return pages.notApproverPage(d, row.approver_email);
-    if (d.status !== 'PENDING') return pages.notPendingPage(d, d.id, d.status);
-    // Decisions answers what a link may do (and a decision past its deadline reads EXPIRED).
+    // Decisions answers whether this person can answer and what a link may do (a decision
+    // past its deadline reads EXPIRED); the page only shows it.
+    switch (d.you?.reason) {
+      case 'not_approver':
+        return pages.notApproverPage(d, row.approver_email);
+      case 'already_voted':
+        return pages.alreadyVotedPage(d, d.id, row.approver_email);
+      case 'not_pending':
+        return pages.notPendingPage(d, d.id, d.status);
+      case 'signature_required':
+        return pages.signatureOnlyPage(d, d.id);
+    }
     if (d.linkAnswers.length === 0) return pages.signatureOnlyPage(d, d.id);
     if (!d.linkAnswers.includes(row.action)) return pages.needsAnswerPage(d, d.id);
     return pages.confirmPage(d, row.action, row.approver_email, from.token);
