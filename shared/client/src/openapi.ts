@@ -1701,7 +1701,7 @@ export interface operations {
                      * @default engineA
                      * @enum {string}
                      */
-                    engine?: "bundled" | "engineA" | "engineB" | "trigger";
+                    engine?: "engineA" | "engineB" | "trigger" | "bundled";
                     steps: {
                         id: string;
                         dependsOn?: string[];
@@ -2086,7 +2086,7 @@ export interface operations {
                      * @default engineA
                      * @enum {string}
                      */
-                    engine?: "bundled" | "engineA" | "engineB" | "trigger" | "mcp" | "api";
+                    engine?: "engineA" | "engineB" | "trigger" | "bundled" | "mcp" | "api";
                     externalRunId: string;
                     stepRef: string;
                     workflowRef?: string;
@@ -5099,6 +5099,11 @@ export interface operations {
                         consumed: boolean;
                         consumedAt: string | null;
                         consumedBy: string | null;
+                        you: {
+                            canAnswer: boolean;
+                            reason: ("not_approver" | "already_voted" | "not_pending" | "signature_required") | null;
+                            answers: ("approve" | "reject")[];
+                        };
                         tally: {
                             approvals: number;
                             rejections: number;
@@ -10112,7 +10117,7 @@ export interface operations {
                             name: string | null;
                             version: number;
                             /** @enum {string} */
-                            engine: "bundled" | "engineA" | "engineB" | "trigger";
+                            engine: "engineA" | "engineB" | "trigger" | "bundled";
                             steps: unknown[];
                             createdAt: string;
                             updatedAt: string;
@@ -10221,7 +10226,7 @@ export interface operations {
                      * @default engineA
                      * @enum {string}
                      */
-                    engine?: "bundled" | "engineA" | "engineB" | "trigger";
+                    engine?: "engineA" | "engineB" | "trigger" | "bundled";
                     steps: {
                         id: string;
                         dependsOn?: string[];
@@ -10390,7 +10395,7 @@ export interface operations {
                         name: string | null;
                         version: number;
                         /** @enum {string} */
-                        engine: "bundled" | "engineA" | "engineB" | "trigger";
+                        engine: "engineA" | "engineB" | "trigger" | "bundled";
                         steps: unknown[];
                         createdAt: string;
                         updatedAt: string;

@@ -103,6 +103,14 @@ function AnswerInput({ spec, value, onChange }: { spec: Spec; value: unknown; on
   return null;
 }
 
+/** Why you cannot answer, as the decisions service said (`you.reason`). */
+const CANNOT_ANSWER: Record<NonNullable<FullDecision['you']['reason']>, string> = {
+  not_approver: 'You are not an approver of this decision.',
+  already_voted: 'You have answered this decision; each person answers once.',
+  not_pending: 'This decision is closed.',
+  signature_required: 'Only the signed document decides this one.',
+};
+
 export function DecisionPage({ id, session }: { id: string; session: Session }) {
   const d = useLoad(() => api<FullDecision>('GET', `/v1/decisions/${encodeURIComponent(id)}`), [id], 5000);
   const [note, setNote] = useState('');
@@ -120,11 +128,10 @@ export function DecisionPage({ id, session }: { id: string; session: Session }) 
   const x = d.data;
   const ctx = (x.context ?? {}) as { title?: string; prompt?: string; aiReasoning?: string; blocks?: Block[]; sourceUrl?: string };
   const spec = (x.responseSpec ?? { type: 'approval' }) as Spec;
-  const isApprover = x.approvers.includes(session.email.toLowerCase());
   const pending = x.status === 'PENDING';
-  const signature = x.requiresSignature;
   const esign = x.esign as { envelopeId?: string; documentUrl?: string } | null;
-  const canVote = pending && isApprover && !signature;
+  // Whether you can answer is the decisions service's to say (`you`); the page shows it.
+  const canVote = x.you.canAnswer;
   const current = (x.refinedOutput ?? x.proposedOutput) as { content?: string; title?: string } | null;
   const decide = (decision: 'approve' | 'reject') =>
     vote.run(async () => {
@@ -173,7 +180,7 @@ export function DecisionPage({ id, session }: { id: string; session: Session }) 
         </section>
       ) : null}
 
-      {signature ? (
+      {x.requiresSignature ? (
         <section aria-label="Signed document" className="notice">
           <p>
             Only the signed document decides this one.{' '}
@@ -253,8 +260,8 @@ export function DecisionPage({ id, session }: { id: string; session: Session }) 
           </div>
           <ErrorBox error={vote.error} />
         </section>
-      ) : pending && !isApprover ? (
-        <p className="muted">You are not an approver of this decision.</p>
+      ) : pending && x.you.reason ? (
+        <p className="muted">{CANNOT_ANSWER[x.you.reason]}</p>
       ) : null}
 
       <section aria-label="Tally">
