@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'pg';
 import { EVENT, STREAM_EVENTS, createLogger, factsHash } from '@approvals/shared';
-import { coalesceWrites } from '@approvals/shared';
 import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, startNatsServer } from '@approvals/shared/infra';
 import { storedEvents } from '@approvals/shared/testing';
 import { connect } from '@nats-io/transport-node';
@@ -657,8 +656,6 @@ export async function main(): Promise<number> {
     // cores): its statements and transactions stay out of the system's counts when the two
     // run interleaved (pairedRun).
     const floorPool = new Pool({ connectionString: await ensureDatabase(pg.url, 'bench_floor'), max: CONCURRENCY, idleTimeoutMillis: 0 });
-    // The floor writes its statements the way the services do (one write per statement).
-    floorPool.on('connect', (client) => coalesceWrites(client));
     stops.push(() => floorPool.end());
     await floorPool.query(FLOOR_SCHEMA);
     const pids: Record<string, number> = {};

@@ -71,11 +71,6 @@ export function createDb(opts: {
     searchPath: [opts.schema, 'public'],
     pool: {
       ...(pool ? { min: pool.min, max: pool.max, idleTimeoutMillis: pool.idleTimeoutMs } : { min: 0, max: opts.poolMax ?? POOL_DEFAULTS.max }),
-      afterCreate: (conn: unknown, done: (err: Error | null, conn: unknown) => void) => {
-        coalesceWrites(conn);
-        namePreparedStatements(conn);
-        done(null, conn);
-      },
     },
     // Shorter than a bus request's timeout, so a database that is down answers as
     // `unavailable` (503, retry) before the caller gives up with a 504.
@@ -97,55 +92,11 @@ export async function warmPool(db: Knex): Promise<void> {
   if (failed) throw failed.reason;
 }
 
-/**
- * One socket write per statement instead of one per protocol message: pg sends a
- * parameterised query as five messages (Parse, Bind, Describe, Execute, Sync), each its
- * own `write`, and so its own system call; on the create path those calls were the
- * largest single cost of the decisions process (bench profiles). The socket is corked
- * at the first message of a tick and uncorked on the next tick, so the messages a query
- * writes together leave in one `writev`. Order and content are unchanged.
- */
-export function coalesceWrites(client: unknown): void {
-  const conn = (client as { connection?: { _send?: (b: Buffer) => boolean; stream?: { cork(): void; uncork(): void } } }).connection;
-  if (!conn?._send || !conn.stream || typeof conn.stream.cork !== 'function') return;
-  const send = conn._send.bind(conn);
-  const stream = conn.stream;
-  let corked = false;
-  conn._send = (buffer: Buffer) => {
-    if (!corked) {
-      corked = true;
-      stream.cork();
-      process.nextTick(() => {
-        corked = false;
-        stream.uncork();
-      });
-    }
-    return send(buffer);
-  };
-}
-
-/**
- * Marks a hot statement of fixed text to be sent as a named prepared statement:
- * `q.raw(sql, bindings).options(PREPARED)` (or a query builder's `.options(PREPARED)`).
- * Each connection then parses it once and PostgreSQL plans it once (its generic plan,
- * after five custom ones), instead of parsing and planning it on every call: the long
- * statements of a vote or a consume spent more time in planning than in running.
- *
- * Only for statements whose text does not vary with the data (no `IN` list of a varying
- * length, no varying number of rows): each distinct text is one prepared statement per
- * connection, and at most `MAX_PREPARED` texts are named per process (the rest are sent
- * unnamed, as before). And never `SELECT *` or `RETURNING *`: a prepared statement whose
- * columns change under it (a migration adding a column while a replica of the previous
- * release still runs) fails with "cached plan must not change result type"; name the
- * columns.
- */
-export const PREPARED: Readonly<{ prepared: true }> = Object.freeze({ prepared: true });
-
-/** Distinct statement texts named per process, at most. */
+/** Distinct statement texts named per process, at most (the rest are sent unnamed). */
 export const MAX_PREPARED = 200;
 const preparedNames = new Map<string, string>();
 
-/** The name of a marked statement's text: a hash of it, so one name never means two texts. */
+/** The name of a statement's text: a hash of it, so one name never means two texts. */
 export function preparedName(text: string): string | undefined {
   let name = preparedNames.get(text);
   if (name === undefined) {
@@ -154,24 +105,6 @@ export function preparedName(text: string): string | undefined {
     preparedNames.set(text, name);
   }
   return name;
-}
-
-/**
- * Turns the queries knex sends marked `PREPARED` (knex hands a query's options to pg with
- * its text) into named ones on this pg connection; pg parses a name once per connection.
- */
-export function namePreparedStatements(client: unknown): void {
-  const c = client as { query?: (config: unknown, ...rest: unknown[]) => unknown };
-  if (typeof c.query !== 'function') return;
-  const query = c.query.bind(c);
-  c.query = (config: unknown, ...rest: unknown[]) => {
-    if (config !== null && typeof config === 'object' && (config as { prepared?: unknown }).prepared === true) {
-      const { prepared: _marked, ...plain } = config as { prepared: true; text: string };
-      const name = preparedName(plain.text);
-      return query(name === undefined ? plain : { ...plain, name }, ...rest);
-    }
-    return query(config, ...rest);
-  };
 }
 
 /** A statement as `sendPrepared` sends it: pg's positional text, and the binding names in position order (none for `?` bindings). */
@@ -202,14 +135,15 @@ function compileStatement(q: Knex, sql: string, bindings: readonly unknown[] | R
   return { text: native.sql, order: named ? native.bindings.map((b) => String(b).slice(MARK.length)) : null };
 }
 
-type PgConnection = { query(config: { text: string; values: unknown[]; prepared: true }): Promise<{ rows: unknown[]; rowCount: number | null }> };
+type PgConnection = { query(config: { text: string; values: unknown[]; name?: string }): Promise<{ rows: unknown[]; rowCount: number | null }> };
 
 /**
- * A hot statement sent to its pg connection directly, as a named prepared statement,
- * past knex's query building and runner: the same text and bindings as
- * `q.raw(sql, bindings).options(PREPARED)`, and the same result (pg's), but the text is
- * compiled to pg's form once per process (by knex, `compileStatement`), and each call
- * only puts its values in order. On the decisions service's create, vote, verify and
+ * A hot statement sent to its pg connection directly, as a named prepared statement
+ * (pg's query `name`: each connection parses it once, and PostgreSQL plans it once, its
+ * generic plan after five custom ones, instead of parsing and planning it on every call),
+ * past knex's query building and runner: the same text, bindings and result (pg's) as
+ * `q.raw(sql, bindings)`, but the text is compiled to pg's form once per process (by
+ * knex, `compileStatement`), and each call only puts its values in order. On the decisions service's create, vote, verify and
  * consume, knex's work around the same few texts (the named bindings found by regular
  * expression on every call, positions, its runner's promises and events) was about a
  * sixth of the process's CPU (perf, thirteenth round of docs/performance.md).
@@ -241,7 +175,8 @@ export async function sendPrepared<R = Record<string, unknown>>(
   const client = q.client as { acquireConnection(): Promise<PgConnection>; releaseConnection(conn: PgConnection): Promise<unknown> };
   const conn = await client.acquireConnection();
   try {
-    return (await conn.query({ text: compiled.text, values, prepared: true })) as { rows: R[]; rowCount: number | null };
+    const name = preparedName(compiled.text);
+    return (await conn.query(name === undefined ? { text: compiled.text, values } : { text: compiled.text, values, name })) as { rows: R[]; rowCount: number | null };
   } finally {
     await client.releaseConnection(conn);
   }

@@ -41,7 +41,6 @@ export const ERROR_STATUS = {
   chat_account_not_linked: 422,
   rate_limited: 429,
   internal: 500,
-  not_implemented: 501,
   upstream_error: 502,
   unavailable: 503,
   timeout: 504,

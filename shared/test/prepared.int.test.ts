@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { MAX_PREPARED, PREPARED, createDb, preparedName, type Knex } from '@approvals/shared';
+import { MAX_PREPARED, createDb, preparedName, sendPrepared, type Knex } from '@approvals/shared';
 import { createTestDatabase, type TestDatabase } from '@approvals/shared/testing';
 
 /**
- * Statements marked PREPARED go to PostgreSQL as named prepared statements: parsed and
- * planned once per connection, not on every call (shared/src/db.ts).
+ * Statements sent with `sendPrepared` go to PostgreSQL as named prepared statements (pg's
+ * query `name`): parsed and planned once per connection, not on every call (shared/src/db.ts).
  */
 describe('prepared statements', () => {
   let tdb: TestDatabase;
@@ -25,21 +25,21 @@ describe('prepared statements', () => {
     await tdb?.drop();
   });
 
-  it('prepares a marked statement once per connection under the name of its text, and answers as an unmarked one does', async () => {
+  it('prepares a statement once per connection under the name of its text, and answers as knex does', async () => {
     const text = 'SELECT id, a FROM items WHERE id = ?';
-    const first = await db.raw(text, ['x']).options(PREPARED);
-    const second = await db.raw(text, ['y']).options(PREPARED);
+    const first = await sendPrepared(db, text, ['x']);
+    const second = await sendPrepared(db, text, ['y']);
     expect([first.rows, second.rows]).toEqual([[{ id: 'x', a: 1 }], [{ id: 'y', a: 2 }]]);
     expect((await db.raw(text, ['x'])).rows).toEqual(first.rows);
 
     const names = await prepared();
     expect(names).toEqual([{ name: preparedName('SELECT id, a FROM items WHERE id = $1'), statement: 'SELECT id, a FROM items WHERE id = $1' }]);
     expect(names[0]!.name).toMatch(/^p_[0-9a-f]{24}$/);
-    // A query builder marked the same way, in a transaction too.
+    // In a transaction too, on its connection (the only one): the same statement, not another.
     await db.transaction(async (trx) => {
-      expect(await trx('items').first('id', 'a').where({ id: 'y' }).options(PREPARED)).toEqual({ id: 'y', a: 2 });
+      expect((await sendPrepared(trx, text, ['y'])).rows).toEqual([{ id: 'y', a: 2 }]);
     });
-    expect(await prepared()).toHaveLength(2);
+    expect(await prepared()).toHaveLength(1);
   });
 
   it('names each text apart, and names no more than MAX_PREPARED texts', () => {
@@ -51,14 +51,14 @@ describe('prepared statements', () => {
     expect(preparedName('SELECT 1')).toMatch(/^p_/);
   });
 
-  it('keeps answering when a column is added under it, with its columns named; `*` would fail, which is why marked statements name theirs', async () => {
+  it('keeps answering when a column is added under it, with its columns named; `*` would fail, which is why prepared statements name theirs', async () => {
     // The hazard, shown with a `*` prepared by hand (the test above used up the names).
     await db.raw("PREPARE star AS SELECT * FROM items WHERE id = 'x'");
     await db.raw('EXECUTE star');
-    const before = (await db.raw('SELECT id, a FROM items WHERE id = ?', ['x']).options(PREPARED)).rows;
+    const before = (await sendPrepared(db, 'SELECT id, a FROM items WHERE id = ?', ['x'])).rows;
 
     await db.raw('ALTER TABLE prep.items ADD COLUMN b int');
-    expect((await db.raw('SELECT id, a FROM items WHERE id = ?', ['x']).options(PREPARED)).rows).toEqual(before);
+    expect((await sendPrepared(db, 'SELECT id, a FROM items WHERE id = ?', ['x'])).rows).toEqual(before);
     await expect(db.raw('EXECUTE star')).rejects.toThrow(/cached plan must not change result type/);
   });
 });

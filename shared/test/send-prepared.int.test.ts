@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { PREPARED, createDb, isUniqueViolation, preparedName, sendPrepared, type Knex } from '@approvals/shared';
+import { createDb, isUniqueViolation, preparedName, sendPrepared, type Knex } from '@approvals/shared';
 import { createTestDatabase, type TestDatabase } from '@approvals/shared/testing';
 
 /**
  * `sendPrepared`: a hot statement sent to its pg connection directly, compiled once. It
- * must answer exactly as `q.raw(sql, bindings).options(PREPARED)` does, on the
+ * must answer exactly as `q.raw(sql, bindings)` does, on the
  * transaction's connection inside one, and refuse what it cannot send as values.
  */
 describe('sendPrepared', () => {
@@ -30,7 +30,7 @@ describe('sendPrepared', () => {
                    ON CONFLICT (id) DO UPDATE SET a = items.a + :a RETURNING id, a, at, tags, doc, (:a)::int * 2 AS twice`;
     const values = { id: 'z', a: 3, at, tags: ['p', 'q"r'], doc: JSON.stringify({ k: [1, null] }) };
     const mine = await sendPrepared(db, named, values);
-    const knexs = await db.raw(named, { ...values, id: 'w' }).options(PREPARED);
+    const knexs = await db.raw(named, { ...values, id: 'w' });
     expect(mine.rows).toEqual([{ id: 'z', a: 3, at, tags: ['p', 'q"r'], doc: { k: [1, null] }, twice: 6 }]);
     expect(knexs.rows).toEqual([{ ...mine.rows[0], id: 'w' }]);
     expect(mine.rowCount).toBe(1);

@@ -63,7 +63,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         audience: config.AUTH_JWT_AUDIENCE,
         maxAgeSec: config.AUTH_SESSION_MAX_AGE_SEC,
       });
-      const http = createApp({
+      const app = createApp({
         routes: buildRoutes({ store, members, settings }),
         bus: ctx.bus,
         log,
@@ -79,7 +79,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         oidc: config.AUTH_OIDC_ISSUER && config.AUTH_OIDC_CLIENT_ID ? { issuer: config.AUTH_OIDC_ISSUER, clientId: config.AUTH_OIDC_CLIENT_ID, scope: config.AUTH_OIDC_SCOPE } : undefined,
       });
       server = createLimitedServer(
-        http.listener,
+        app,
         {
           perIp: config.HTTP_MAX_CONNECTIONS_PER_IP,
           total: config.HTTP_MAX_CONNECTIONS,
@@ -89,7 +89,6 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
           maxRequestsPerSocket: config.HTTP_MAX_REQUESTS_PER_SOCKET,
         },
         log,
-        http.messageClasses,
       );
       await new Promise<void>((resolve, reject) => {
         server!.once('error', reject);

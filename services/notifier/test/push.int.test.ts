@@ -3,7 +3,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { createServer as createH2Server, type Http2Server } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { jwtVerify, decodeJwt } from 'jose';
+import jsonwebtoken from 'jsonwebtoken';
 import { Bus, NotifierEndpoints, createLogger } from '@approvals/shared';
 import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
@@ -145,7 +145,7 @@ describe('push and personal contact methods', () => {
     });
     // FCM: a service-account token (JWT bearer grant), then messages:send with the deep link.
     expect(tokenGrants[0]).toMatchObject({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer' });
-    expect(decodeJwt(tokenGrants[0]!.assertion!)).toMatchObject({ iss: 'push@approvals-test.iam.gserviceaccount.com', scope: 'https://www.googleapis.com/auth/firebase.messaging' });
+    expect(jsonwebtoken.decode(tokenGrants[0]!.assertion!)).toMatchObject({ iss: 'push@approvals-test.iam.gserviceaccount.com', scope: 'https://www.googleapis.com/auth/firebase.messaging' });
     const sent = fcmCalls.find((c) => c.body.message.token === 'good-android')!;
     expect(sent.path).toBe('/v1/projects/approvals-test/messages:send');
     expect(sent.auth).toBe('Bearer ya29.stand-in');
@@ -155,8 +155,8 @@ describe('push and personal contact methods', () => {
     expect(ios.headers['apns-topic']).toBe('com.example.approvals');
     expect(ios.headers['apns-push-type']).toBe('alert');
     const jwt = String(ios.headers.authorization).replace(/^bearer /, '');
-    const verified = await jwtVerify(jwt, apnsKey.publicKey, { issuer: 'TEAM123456', algorithms: ['ES256'] });
-    expect(verified.protectedHeader.kid).toBe('APNSKEY01');
+    const verified = jsonwebtoken.verify(jwt, apnsKey.publicKey, { issuer: 'TEAM123456', algorithms: ['ES256'], complete: true });
+    expect(verified.header.kid).toBe('APNSKEY01');
     expect(ios.body).toMatchObject({ aps: { alert: { title: 'Approval needed: Deploy push-1', body: 'Ship it?' } }, url: `https://app.example.com/app/decisions/${id}` });
     // The devices the providers reported dead are revoked.
     const list = (await stack.http('GET', '/v1/push-devices/', { token: pat() })).body.devices as Array<{ id: string; revokedAt: string | null }>;

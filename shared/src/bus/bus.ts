@@ -1,8 +1,5 @@
 import { connect } from '@nats-io/transport-node';
-import { NodeTransport } from '@nats-io/transport-node/lib/node_transport';
-import type { Socket } from 'node:net';
 import { NoRespondersError, TimeoutError, createInbox, credsAuthenticator, headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/nats-core';
-import { RequestOne } from '@nats-io/nats-core/internal';
 import { ServiceErrorCodeHeader } from '@nats-io/services';
 import { readFileSync } from 'node:fs';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
@@ -67,62 +64,6 @@ export function decodeJson(data: Uint8Array): unknown {
 }
 
 /**
- * One socket write per turn of the event loop instead of one per burst of microtasks.
- * nats.js already gathers what is sent in one microtask burst, but under load each ack,
- * reply and publish is made by a different callback (a database answer, a message in),
- * so each left in a write of its own: a system call, and a wake-up of nats-server, per
- * message. The socket is corked at the first write of a turn and uncorked in that turn's
- * check phase (setImmediate), after every I/O callback of the turn has run; what they
- * sent leaves in one `writev`. Order and content are unchanged; the added delay is at
- * most the rest of the turn. Wraps the transport's private `_send` (pinned nats.js 3.x;
- * a missing method leaves writes as they were).
- */
-export function coalesceNatsWrites(): void {
-  const proto = NodeTransport.prototype as unknown as { _send?: (frame: Uint8Array) => Promise<void>; coalesced?: true };
-  const send = proto._send;
-  if (proto.coalesced || typeof send !== 'function') return;
-  const corked = new WeakSet<Socket>();
-  proto._send = function (this: { socket?: Socket }, frame: Uint8Array) {
-    const socket = this.socket;
-    if (socket && !corked.has(socket) && !socket.destroyed) {
-      corked.add(socket);
-      socket.cork();
-      setImmediate(() => {
-        corked.delete(socket);
-        socket.uncork();
-      });
-    }
-    return send.call(this, frame);
-  };
-  proto.coalesced = true;
-}
-
-/**
- * A request answered settles without building an Error. nats.js (3.x) ends every request,
- * answered or not, with `cancel()`, which rejects the request's promise with a new
- * `RequestError("cancelled")`: a no-op on a promise already resolved, but the Error and
- * its stack are built first, on every request and every JetStream publish (its ack is a
- * request): 2% of the gateway's and the decisions service's CPU. An answer now resolves
- * and lets go of the request (its timer, its entry in the inbox's table) the same way,
- * minus that Error; errors, timeouts and cancels go through nats.js unchanged. Wraps
- * `RequestOne.resolver` of the pinned nats.js (3.x, exported as `internal`); one that is
- * not there leaves requests as they were.
- */
-export function settleAnsweredQuietly(): void {
-  type Req = { timer?: { cancel(): void }; deferred: { resolve(msg: unknown): void }; mux: { cancel(r: unknown): void } };
-  const proto = RequestOne.prototype as unknown as { resolver?: (err: Error | null, msg: unknown) => void; quiet?: true };
-  const resolver = proto.resolver;
-  if (proto.quiet || typeof resolver !== 'function') return;
-  proto.resolver = function (this: Req, err: Error | null, msg: unknown) {
-    if (err || !this.deferred || !this.mux) return resolver.call(this, err, msg);
-    this.timer?.cancel();
-    this.deferred.resolve(msg);
-    this.mux.cancel(this);
-  };
-  proto.quiet = true;
-}
-
-/**
  * One NATS connection per process, with typed request/reply and JetStream handles.
  * Request and reply are both validated with the endpoint's zod schemas, so a contract
  * drift between two services fails loudly at the boundary instead of deep in a handler.
@@ -168,8 +109,6 @@ export class Bus {
     // Replies come to an inbox under the user's own prefix, which only that user may
     // subscribe to: no other service can read them.
     const inboxPrefix = auth.user ? inboxPrefixOf(auth.user) : undefined;
-    coalesceNatsWrites();
-    settleAnsweredQuietly();
     const nc = await connect({
       servers,
       name: opts.name,

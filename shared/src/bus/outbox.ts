@@ -8,7 +8,6 @@ import type { Logger } from '../logger';
 import type { EventEnvelope } from '../contracts/common';
 import { eventSchemaOf, type NewEvent } from '../contracts/events';
 import { AppError } from '../errors';
-import { PREPARED } from '../db';
 import { Bus, encodeJson } from './bus';
 
 /**
@@ -163,7 +162,7 @@ export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEve
   const envelopes = toEnvelopes(events);
   // Held (`HeldEvents`): the writer publishes them itself once this commits. The lease runs
   // from now, not from the start of the transaction this may be in.
-  // One fixed text whatever the number of events (prepared once per connection): a
+  // One fixed text whatever the number of events: a
   // thousand timers firing together were a statement of 5,000 parameters, parsed and
   // planned anew (8–15 ms) for every batch size. Rows in the events' order (`seq`).
   await trx
@@ -172,8 +171,7 @@ export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEve
        SELECT e->>'id', e->>'type', e->>'org', e, clock_timestamp() + make_interval(secs => ?::float8)
          FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n`,
       [opts.heldFor ?? null, JSON.stringify(envelopes)],
-    )
-    .options(PREPARED);
+    );
   return envelopes;
 }
 
@@ -201,7 +199,7 @@ export async function changeEachWithEvents<R extends { key: string } = { key: st
                  WHERE p->>'k' IN (SELECT key FROM c) ORDER BY n)
      SELECT * FROM c`,
     { change, pairs: JSON.stringify(pairs), heldFor: lease },
-  ).options(PREPARED);
+  );
   const rows = r.rows as R[];
   const touched = new Set(rows.map((row) => row.key));
   const envelopes = pairs.filter((p) => touched.has(p.k)).map((p) => p.e);
@@ -346,7 +344,7 @@ export class OutboxRelay {
     this.deleting = undefined;
     this.deleteNow = undefined;
     try {
-      await this.opts.db.raw(DELETE_PUBLISHED, [OUTBOX_TABLE, ids]).options(PREPARED);
+      await this.opts.db.raw(DELETE_PUBLISHED, [OUTBOX_TABLE, ids]);
     } catch (err) {
       this.opts.log.warn({ err, events: ids.length }, 'deleting published events failed; the relay publishes them again when their lease runs out');
     }
@@ -494,7 +492,7 @@ export class OutboxRelay {
                         ORDER BY seq LIMIT ? FOR UPDATE SKIP LOCKED)
         RETURNING o.id, o.subject, o.seq, o.envelope`,
       [OUTBOX_TABLE, this.leaseMs / 1000, OUTBOX_TABLE, this.batchSize],
-    ).options(PREPARED);
+    );
     const rows = (claimed.rows as { id: string; subject: string; seq: string; envelope: EventEnvelope }[]).sort((a, b) => Number(a.seq) - Number(b.seq));
     if (rows.length === 0) return 0;
     const ids = rows.map((r) => r.id);
@@ -516,7 +514,7 @@ export class OutboxRelay {
       await db.raw('UPDATE ?? SET lease_until = NULL WHERE id = ANY(?) AND sent_at IS NULL', [OUTBOX_TABLE, ids]).catch(() => undefined);
       throw err;
     }
-    await db.raw(DELETE_PUBLISHED, [OUTBOX_TABLE, ids]).options(PREPARED);
+    await db.raw(DELETE_PUBLISHED, [OUTBOX_TABLE, ids]);
     outboxPublishedTotal.inc({ schema: this.opts.schema }, rows.length);
     return rows.length;
   }

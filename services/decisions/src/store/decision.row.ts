@@ -48,7 +48,7 @@ export interface DecisionRow {
 /**
  * Every column of `decisions`, named: what reads of a whole row select instead of `*`, so
  * a prepared statement's result keeps its shape when a migration adds a column while the
- * previous release still runs (`PREPARED` in shared/db). A test holds it to the table.
+ * previous release still runs (`sendPrepared` in shared/db). A test holds it to the table.
  */
 export const DECISION_COLUMNS = [
   'id',

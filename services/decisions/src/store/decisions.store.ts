@@ -1,4 +1,4 @@
-import { EVENT, OUTBOX_TABLE, PREPARED, enqueueEvents, heldFor, isUniqueViolation, sendPrepared, toEnvelopes, type DecisionStatus, type EventEnvelope, type HeldEvents, type Knex, type NewEvent } from '@approvals/shared';
+import { EVENT, OUTBOX_TABLE, enqueueEvents, heldFor, isUniqueViolation, sendPrepared, toEnvelopes, type DecisionStatus, type EventEnvelope, type HeldEvents, type Knex, type NewEvent } from '@approvals/shared';
 import { isPastDeadline, quotaPeriod, type Tally } from '../domain/decision';
 import { DECISION_COLUMNS, resolvedEvents, type DecisionRow } from './decision.row';
 
@@ -323,7 +323,7 @@ export class DecisionsStore {
         rr: d.rejections_required,
         heldFor: this.heldFor,
       },
-    ).options(PREPARED);
+    );
     const row = r.rows[0] as { inserted: number; approvals: number; rejections: number };
     if (row.inserted === 0) return undefined;
     const tally = { approvals: row.approvals, rejections: row.rejections, approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required };
@@ -579,13 +579,12 @@ export class DecisionsStore {
     if (rows.length === 0) return [];
     const votes: Array<{ decision_id: string; voter: string }> = await this.q('votes')
       .whereRaw('decision_id = ANY(?)', [rows.map((d) => d.id)])
-      .select('decision_id', 'voter')
-      .options(PREPARED);
+      .select('decision_id', 'voter');
     return rows.map((row) => ({ row, voted: votes.filter((v) => v.decision_id === row.id).map((v) => v.voter) }));
   }
 
   /** Timeline entries of many decisions in one statement. */
-  /** Entries in one statement of fixed text (prepared once per connection), in their order. */
+  /** Entries in one statement of fixed text, in their order. */
   async timelineMany(entries: Array<{ decisionId: string; type: string; actor: string | null; at: Date; data: Record<string, unknown> }>): Promise<void> {
     if (entries.length === 0) return;
     await this.q
@@ -594,8 +593,7 @@ export class DecisionsStore {
          SELECT e->>'decisionId', e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
            FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n`,
         [JSON.stringify(entries)],
-      )
-      .options(PREPARED);
+      );
   }
 
   async markReminded(id: string, at: Date): Promise<void> {
@@ -714,7 +712,7 @@ export class DecisionsStore {
         ORDER BY y.ord
        ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = '${type}' DO NOTHING`,
       [JSON.stringify(list)],
-    ).options(PREPARED);
+    );
   }
 
   // ---- evidence, refinements ------------------------------------------------------

@@ -1,6 +1,5 @@
 import jwt from 'jsonwebtoken';
-import { createRemoteJWKSet, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
-import { createSecretKey } from 'node:crypto';
+import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
 import { AppError, UserRole } from '@approvals/shared';
 
@@ -41,16 +40,17 @@ export const VERIFIED_FOR_MS = 60_000;
 const VERIFIED_MAX = 10_000;
 
 /**
- * HS256 tokens signed with AUTH_JWT_SECRET; with AUTH_JWKS_URL, also RS256 tokens from
- * the identity provider. jose fetches the provider's keys, caches them, and refetches on
- * an unknown `kid` (with a cooldown), so key rotation at the provider needs no restart.
+ * HS256 tokens signed with AUTH_JWT_SECRET (our own sessions: jsonwebtoken signs and
+ * verifies them); with AUTH_JWKS_URL, also RS256 tokens from the identity provider,
+ * verified by jose, which fetches the provider's keys, caches them, and refetches on an
+ * unknown `kid` (with a cooldown), so key rotation at the provider needs no restart
+ * (docs/libraries.md: one library per job).
  *
  * Every token must expire: a token without `exp` would be a credential for ever, and
  * one whose `exp` lies further out than the session cap (default 12 h) is refused too,
  * so a leaked long-lived token cannot outlive the policy. 60 s of clock skew is allowed.
  */
 export function createJwtVerifier(opts: JwtVerifierOptions) {
-  const hsKey = createSecretKey(Buffer.from(opts.secret, 'utf8'));
   const jwks: JWTVerifyGetKey | undefined = opts.jwksUrl
     ? createRemoteJWKSet(new URL(opts.jwksUrl), { timeoutDuration: 5000, cooldownDuration: 10_000 })
     : undefined;
@@ -76,17 +76,17 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
   };
 
   async function verifyOnce(token: string): Promise<SessionClaims & { exp: number }> {
-    let alg: string | undefined;
+    let alg: unknown;
     try {
-      alg = decodeProtectedHeader(token).alg;
+      alg = (jwt.decode(token, { complete: true }) as { header?: { alg?: unknown } } | null)?.header?.alg;
     } catch {
-      throw new AppError('unauthorized', 'malformed token');
+      alg = undefined;
     }
-    if (token.split('.').length !== 3) throw new AppError('unauthorized', 'malformed token');
+    if (typeof alg !== 'string' || token.split('.').length !== 3) throw new AppError('unauthorized', 'malformed token');
     let payload: JWTPayload;
     try {
       if (alg === 'HS256') {
-        ({ payload } = await jwtVerify(token, hsKey, { algorithms: ['HS256'], clockTolerance: CLOCK_SKEW_SEC, requiredClaims: ['exp'], currentDate: new Date(now()) }));
+        payload = verifySession(token, opts.secret, Math.floor(now() / 1000));
       } else if (alg === 'RS256' && jwks) {
         ({ payload } = await jwtVerify(token, jwks, {
           algorithms: ['RS256'],
@@ -114,6 +114,29 @@ export function createJwtVerifier(opts: JwtVerifierOptions) {
     }
     return { ...claims.data, email: claims.data.email.toLowerCase(), exp };
   }
+}
+
+/** Our own session token (HS256), by jsonwebtoken, with the checks jose makes of the provider's (an object of claims, `exp` required, `iat` a number). */
+function verifySession(token: string, secret: string, nowSec: number): JWTPayload {
+  let payload: unknown;
+  try {
+    payload = jwt.verify(token, secret, { algorithms: ['HS256'], clockTolerance: CLOCK_SKEW_SEC, clockTimestamp: nowSec });
+  } catch (err) {
+    if (err instanceof jwt.TokenExpiredError) throw new AppError('unauthorized', 'token expired');
+    if (err instanceof jwt.NotBeforeError) throw new AppError('unauthorized', `invalid token: ${CLAIM_NAMES.nbf} does not match`);
+    if (err instanceof jwt.JsonWebTokenError) {
+      if (err.message === 'invalid signature') throw new AppError('unauthorized', 'invalid token: signature verification failed');
+      const claim = /^invalid (\w+) value$/.exec(err.message)?.[1];
+      if (claim && CLAIM_NAMES[claim]) throw new AppError('unauthorized', `invalid token: ${CLAIM_NAMES[claim]} is invalid`);
+      throw new AppError('unauthorized', `invalid token: ${err.message}`);
+    }
+    throw new AppError('unauthorized', 'token could not be verified');
+  }
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new AppError('unauthorized', 'invalid token: its claims are not a JSON object');
+  const claims = payload as JWTPayload;
+  if (claims.exp === undefined) throw new AppError('unauthorized', 'token lacks the required claim exp');
+  if (claims.iat !== undefined && typeof claims.iat !== 'number') throw new AppError('unauthorized', `invalid token: ${CLAIM_NAMES.iat} is invalid`);
+  return claims;
 }
 
 const CLAIM_NAMES: Record<string, string> = { aud: 'audience', iss: 'issuer', nbf: 'not-before time (nbf)', iat: 'issued-at time (iat)', exp: 'expiry (exp)' };

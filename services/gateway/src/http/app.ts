@@ -1,8 +1,6 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
 import helmet from 'helmet';
 import { mountWebApp } from './web-app';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { createFastPath, expressMessageClasses, staticHeadersOf, STRICT_UTF8 } from './fast-path';
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {
@@ -105,16 +103,13 @@ export function createApp(deps: AppDeps) {
   }
   const docsPage = renderDocsPage(openapi);
 
-  /** Helmet's headers, computed once (with CSP off they do not depend on the request). */
-  const securityHeaders = staticHeadersOf(helmet({ contentSecurityPolicy: false }));
-
   /**
    * What every request gets first: its id (the caller's `X-Request-Id` when well-formed),
-   * the access log and metrics when it finishes, the security headers, and the per-address
-   * limit (answers the seconds to wait, 0 when within it). `route` names the matched route
-   * pattern (never the URL: metric labels stay bounded), read when the response finishes.
+   * the access log and metrics when it finishes, and the per-address limit (answers the
+   * seconds to wait, 0 when within it). The route is its matched pattern (never the URL:
+   * metric labels stay bounded), read when the response finishes.
    */
-  function begin(req: Req, res: Response, route: () => string): number {
+  function begin(req: Req, res: Response): number {
     const incoming = req.headers['x-request-id'];
     const id = typeof incoming === 'string' && /^[\w.-]{1,100}$/.test(incoming) ? incoming : randomUUID();
     (req as { id?: unknown }).id = id;
@@ -124,7 +119,7 @@ export function createApp(deps: AppDeps) {
     // at the usual levels a successful request costs one listener.
     const started = process.hrtime.bigint();
     res.once('finish', () => {
-      const label = route();
+      const label = routeOf(req);
       httpRequestsTotal.inc({ route: label, method: req.method, status: `${Math.floor(res.statusCode / 100)}xx` });
       httpRequestSeconds.observe({ route: label, method: req.method }, Number(process.hrtime.bigint() - started) / 1e9);
       if (req.url === '/health') return;
@@ -141,7 +136,6 @@ export function createApp(deps: AppDeps) {
         res.statusCode >= 500 ? 'request errored' : 'request completed',
       );
     });
-    for (const [name, value] of securityHeaders) res.setHeader(name, value);
     return ipLimiter.take(`ip:${req.ip}`);
   }
 
@@ -161,12 +155,16 @@ export function createApp(deps: AppDeps) {
     });
     otelContext.with(trace.setSpan(parent, span), next);
   });
-  // Request id, the access log and metrics, the security headers, the per-address limit:
-  // the same for every request, on either path (express's, or the fast path below).
+  // Request id, the access log and metrics, the security headers (helmet's, without its
+  // CSP: the docs page and the web app set their own), the per-address limit.
+  const securityHeaders = helmet({ contentSecurityPolicy: false });
   app.use((req: Req, res, next) => {
-    const wait = begin(req, res, () => routeOf(req));
-    if (wait > 0) return sendRateLimited(res, wait, 'too many requests from this address');
-    next();
+    const wait = begin(req, res);
+    securityHeaders(req, res, (err?: unknown) => {
+      if (err) return next(err);
+      if (wait > 0) return sendRateLimited(res, wait, 'too many requests from this address');
+      next();
+    });
   });
 
   app.get('/health', async (_req, res) => {
@@ -251,9 +249,6 @@ export function createApp(deps: AppDeps) {
   /** A route's work once the request is read: authorize, validate, answer (locally or from its service). */
   async function serve(route: RouteDef, req: Req, res: Response): Promise<void> {
     const principal = await authorize(route, req);
-    if (route.target.kind === 'notImplemented') {
-      throw new AppError('not_implemented', `${route.method.toUpperCase()} ${route.path} is not implemented yet (planned with ${route.target.plannedIn})`);
-    }
     refuseNonJsonBody(req);
     const input = validate(route, req);
     const forwarded: LocalRequest & { browserBinding?: string } = { requestId: String(req.id), principal: principal.principal, org: principal.org, ...input };
@@ -360,23 +355,11 @@ export function createApp(deps: AppDeps) {
     answer(req, res, status, body);
   }
 
-  const fast = createFastPath({
-    app,
-    routes: deps.routes,
-    bodyLimitBytes: deps.bodyLimitBytes,
-    begin,
-    serve,
-    sendError,
-    sendRateLimited,
-  });
-  return {
-    listener: (req: IncomingMessage, res: ServerResponse): void => {
-      if (!fast(req, res)) app(req, res);
-    },
-    /** The classes the HTTP server builds requests and responses from (express's prototypes from birth). */
-    messageClasses: expressMessageClasses(app),
-  };
+  return app;
 }
+
+/** Strict UTF-8: bytes that are not UTF-8 are refused, never decoded to U+FFFD. */
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Deepest JSON nesting a request may carry (V8's JSON.stringify fails near 4000, JSON.parse takes any). */
 export const MAX_JSON_DEPTH = 64;

@@ -1,7 +1,6 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from '@approvals/shared';
-import type { MessageClasses } from './fast-path';
 
 export interface ConnectionLimits {
   /** Open connections allowed from one peer address (the socket's, not X-Forwarded-For). */
@@ -45,7 +44,6 @@ export function createLimitedServer(
   app: RequestListener,
   limits: ConnectionLimits,
   log: Logger,
-  classes?: MessageClasses,
 ): Server {
   // The HTTP machinery still parses a refused socket (it reads the handle directly): any
   // request that arrives on one is dropped before it reaches the app.
@@ -57,7 +55,6 @@ export function createLimitedServer(
       keepAliveTimeout: limits.keepAliveTimeoutMs,
       // Node checks the two timeouts above on this interval (default 30 s).
       connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(limits.headersTimeoutMs / 2))),
-      ...classes,
     },
     (req, res) => {
       if (refused.has(req.socket)) {

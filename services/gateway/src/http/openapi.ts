@@ -89,7 +89,6 @@ const STATUS_TEXT: Record<number, string> = {
   415: 'The body is not JSON',
   422: 'Well-formed but refused by a rule',
   429: 'Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again)',
-  501: 'Not implemented yet',
   502: 'An upstream provider failed',
   503: 'Unavailable right now: try again (`Retry-After`)',
   504: 'No answer in time: try again',
@@ -107,7 +106,6 @@ export function commonErrorsOf(r: RouteDef): ErrorCode[] {
   if (r.apiKeyRefusal && r.apiKeyRefusal !== 'forbidden') out.push(r.apiKeyRefusal);
   if (r.scope === 'callback') out.push('invalid_signature');
   if (r.target.kind === 'forward' || r.target.kind === 'callback') out.push('timeout');
-  if (r.target.kind === 'notImplemented') out.push('not_implemented');
   return out;
 }
 
@@ -138,7 +136,6 @@ function responsesOf(r: RouteDef): Record<string, unknown> {
     const html = { 'text/html': { schema: { type: 'string' } } };
     return Object.fromEntries(Object.entries(r.htmlResponses).map(([code, when]) => [code, { description: when, content: html }]));
   }
-  if (r.callbackNotBuilt) return { '501': { description: 'Not implemented yet', content: ERROR_CONTENT }, default: ERROR_RESPONSE };
   const content = { 'application/json': { schema: r.response ? jsonSchema(r.response, 'output') : { type: 'object' } } };
   const out: Record<string, unknown> = { [String(r.successStatus ?? 200)]: { description: 'Success', content } };
   for (const [code, when] of Object.entries(r.otherStatuses ?? {})) out[code] = { description: when, content };
@@ -154,7 +151,7 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
     const op: Record<string, unknown> = {
       tags: [r.tag],
       summary: r.summary,
-      description: [r.description, SCOPE_TEXT[r.scope], r.apiKeyRole ? `Requires API key role \`${r.apiKeyRole}\`.` : '', r.scope === 'session' || r.scope === 'either' ? NEEDS_DOC[r.needs ?? 'read'] : '', r.browserBinding ? `Answers with \`Set-Cookie: ${BROWSER_BINDING_COOKIE}\` (HttpOnly, SameSite=Lax, Path=${BROWSER_BINDING_PATH}), reused when the request carries it: the OAuth state it mints can only be brought back by this browser.` : '', r.target.kind === 'notImplemented' ? `Not implemented yet (answers 501 \`not_implemented\`; planned with ${r.target.plannedIn}).` : '', r.callbackNotBuilt ? `Not implemented yet (answers 501 \`not_implemented\`; planned with ${r.callbackNotBuilt}).` : '']
+      description: [r.description, SCOPE_TEXT[r.scope], r.apiKeyRole ? `Requires API key role \`${r.apiKeyRole}\`.` : '', r.scope === 'session' || r.scope === 'either' ? NEEDS_DOC[r.needs ?? 'read'] : '', r.browserBinding ? `Answers with \`Set-Cookie: ${BROWSER_BINDING_COOKIE}\` (HttpOnly, SameSite=Lax, Path=${BROWSER_BINDING_PATH}), reused when the request carries it: the OAuth state it mints can only be brought back by this browser.` : '']
         .filter(Boolean)
         .join(' '),
       operationId: `${r.method}_${r.path.replace(/[{}]/g, '').replace(/[^a-zA-Z0-9]+/g, '_').replace(/^_|_$/g, '')}`,

@@ -28,8 +28,7 @@ export interface LocalResult {
 export type RouteTarget =
   | { kind: 'forward'; endpoint: EndpointDef }
   | { kind: 'local'; handler: (req: LocalRequest<any, any, any>) => Promise<LocalResult> }
-  | { kind: 'callback'; subject: string }
-  | { kind: 'notImplemented'; plannedIn: string };
+  | { kind: 'callback'; subject: string };
 
 export interface RouteDef {
   method: 'get' | 'post' | 'put' | 'patch' | 'delete';
@@ -58,8 +57,6 @@ export interface RouteDef {
   errors?: readonly ErrorCode[];
   /** Request headers the route reads (documented as header parameters). */
   headers?: Array<{ name: string; description: string; enum?: string[] }>;
-  /** A callback whose adapter is not built yet: the owning service answers 501. */
-  callbackNotBuilt?: string;
   /** A route answering HTML pages (email links): status → when. */
   htmlResponses?: Record<number, string>;
   /** API key role required (worker scope). */
@@ -82,8 +79,6 @@ export interface RouteDef {
   timeoutMs?: number;
   target: RouteTarget;
 }
-
-export const NI = (plannedIn: string): RouteTarget => ({ kind: 'notImplemented', plannedIn });
 
 /** A forwarded route's params, query, body and response: the endpoint's own schemas. */
 export function httpSchemasOf(ep: EndpointDef): Pick<RouteDef, 'params' | 'query' | 'body' | 'bodyOptional' | 'response'> {

@@ -34,10 +34,7 @@ const MeView = z.object({
   can: z.array(z.enum(['self', 'decide', 'read', 'author', 'admin'])),
 });
 
-/**
- * Every route of the spec. A route whose capability has not been built yet answers
- * 501 `not_implemented` (never a 404 or a fake success) and is still documented.
- */
+/** Every route of the spec. */
 export function buildRoutes(deps: { store: AccessStore; members: MembersStore; settings: ReturnType<typeof createSettings> }): RouteDef[] {
   const keys = apiKeyHandlers(deps.store);
   const audit = auditHandlers(deps.store);

@@ -1,4 +1,4 @@
-import { PREPARED, newId, sha256Hex, type ApiKeyRole, type Knex } from '@approvals/shared';
+import { newId, sha256Hex, type ApiKeyRole, type Knex } from '@approvals/shared';
 import { randomBytes } from 'node:crypto';
 
 export interface ApiKeyRow {
@@ -208,7 +208,7 @@ export function createAccessStore(db: Knex, opts: { changed?: (org: string) => P
 
     /**
      * Several entries in one statement; an entry whose event id is already there is
-     * skipped. One text whatever the number of entries (prepared once per connection).
+     * skipped. One text whatever the number of entries.
      */
     async appendAuditMany(entries: AuditEntry[], trx: Knex = db): Promise<void> {
       if (entries.length === 0) return;
@@ -230,8 +230,7 @@ export function createAccessStore(db: Knex, opts: { changed?: (org: string) => P
              FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
            ON CONFLICT (event_id) DO NOTHING`,
           [JSON.stringify(rows)],
-        )
-        .options(PREPARED);
+        );
     },
 
     async listAudit(org: string, opts: { limit: number; before?: string; action?: string }) {

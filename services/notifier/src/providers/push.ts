@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { connect, constants, type ClientHttp2Session } from 'node:http2';
 import { Gaxios } from 'gaxios';
 import { JWT } from 'google-auth-library';
-import { SignJWT, importPKCS8 } from 'jose';
+import jwt from 'jsonwebtoken';
 import { expectOk, OutboundError, type OutboundClient } from '@approvals/shared';
 import type { NotifierConfig } from '../config';
 import { DeliveryError } from './provider';
@@ -90,7 +90,7 @@ export class FcmSender {
 
 /**
  * iOS: APNs over HTTP/2 with token auth: an ES256 provider token (key id, team id, signed
- * with the .p8 key through `jose`), cached for 50 minutes as Apple asks; one HTTP/2
+ * with the .p8 key through `jsonwebtoken`), cached for 50 minutes as Apple asks; one HTTP/2
  * session reused for every send, reopened when it closes.
  */
 export class ApnsSender {
@@ -102,10 +102,9 @@ export class ApnsSender {
     this.keyPem = inlineOrFile(config.PUSH_APNS_KEY!);
   }
 
-  private async providerToken(): Promise<string> {
+  private providerToken(): string {
     if (this.token && Date.now() - this.token.at < 50 * 60_000) return this.token.value;
-    const key = await importPKCS8(this.keyPem, 'ES256');
-    const value = await new SignJWT({}).setProtectedHeader({ alg: 'ES256', kid: this.config.PUSH_APNS_KEY_ID! }).setIssuer(this.config.PUSH_APNS_TEAM_ID!).setIssuedAt().sign(key);
+    const value = jwt.sign({}, this.keyPem, { algorithm: 'ES256', keyid: this.config.PUSH_APNS_KEY_ID!, issuer: this.config.PUSH_APNS_TEAM_ID! });
     this.token = { value, at: Date.now() };
     return value;
   }
@@ -120,7 +119,7 @@ export class ApnsSender {
   }
 
   async send(deviceToken: string, c: PushContent): Promise<PushOutcome> {
-    const token = await this.providerToken();
+    const token = this.providerToken();
     const payload = JSON.stringify({ aps: { alert: { title: c.title, body: c.body }, sound: 'default' }, url: c.url, decisionId: c.decisionId });
     const { status, body } = await new Promise<{ status: number; body: string }>((resolve, reject) => {
       const req = this.connection().request({

@@ -1,4 +1,4 @@
-import { EVENT, PREPARED, changeEachWithEvents, currentTraceparent, newId, WORKFLOW_ENGINES, type HeldEvents, type Knex, type NewEvent, type NotificationSentData } from '@approvals/shared';
+import { EVENT, changeEachWithEvents, currentTraceparent, newId, WORKFLOW_ENGINES, type HeldEvents, type Knex, type NewEvent, type NotificationSentData } from '@approvals/shared';
 import type { DeliveryRow } from '../providers/provider';
 
 export interface NewDelivery {
@@ -150,7 +150,7 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
         v.trace.push(r.traceparent ?? null);
         v.held.push(!r.skipReason && toHold-- > 0);
       }
-      // One text whatever the number of rows (prepared once per connection). A row held
+      // One text whatever the number of rows. A row held
       // for this process is written leased, at attempt 1.
       const insert = db.raw(
         `INSERT INTO deliveries (id, org_id, decision_id, event_id, kind, channel, target, payload, status, last_error, max_attempts, traceparent, attempts, lease_until)
@@ -167,7 +167,7 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
       type Inserted = DeliveryRow & { lease_until: Date | null; key: string };
       // A skipped engine resume's event is written by the same statement, for the rows it
       // inserted (planning the same event again writes neither).
-      const inserted: Inserted[] = skips.length ? await changeEachWithEvents<Inserted>(db, insert, skips, opts.held) : (await insert.options(PREPARED)).rows;
+      const inserted: Inserted[] = skips.length ? await changeEachWithEvents<Inserted>(db, insert, skips, opts.held) : (await insert).rows;
       const held = inserted.filter((r) => r.lease_until !== null).map(({ lease_until: _, key: __, ...row }) => row as DeliveryRow);
       return { inserted: inserted.length, held };
     },
@@ -187,7 +187,7 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
              LIMIT ? FOR UPDATE SKIP LOCKED)
           RETURNING ${DELIVERY_COLUMNS.join(', ')}`,
         [opts.leaseSec, limit],
-      ).options(PREPARED);
+      );
       return r.rows as DeliveryRow[];
     },
 

@@ -1,4 +1,4 @@
-import { EVENT, PREPARED, enqueueEvents, newId, type EventEnvelope, type HeldEvents, type Knex } from '@approvals/shared';
+import { EVENT, enqueueEvents, newId, type EventEnvelope, type HeldEvents, type Knex } from '@approvals/shared';
 import type { PlannedTimer, TimerKind } from '../domain/plan';
 
 const SUBJECT_OF = {
@@ -32,7 +32,7 @@ export function createTimersStore(db: Knex, held?: HeldEvents) {
 
     /**
      * Arms the timers of several decisions in one statement (idempotent on kind, ref,
-     * step), of one text whatever the number of timers (prepared once per connection).
+     * step), of one text whatever the number of timers.
      */
     async armMany(items: Array<{ org: string; ref: string; timers: PlannedTimer[] }>): Promise<void> {
       const rows = items.flatMap(({ org, ref, timers }) => timers.map((t) => ({ id: newId('timer'), org, kind: t.kind, ref, step: t.step, dueAt: t.dueAt, data: t.data ?? {} })));
@@ -44,18 +44,16 @@ export function createTimersStore(db: Knex, held?: HeldEvents) {
              FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
            ON CONFLICT (kind, ref, step) DO NOTHING`,
           [JSON.stringify(rows)],
-        )
-        .options(PREPARED);
+        );
     },
 
     /** Disarms what has not fired of each ref, in one statement. */
     async disarm(refs: string[], at: Date): Promise<number> {
       const list = [...new Set(refs)];
       if (list.length === 0) return 0;
-      // `= ANY` of one array: the same text whatever the number of refs, so it is prepared.
+      // `= ANY` of one array: the same text whatever the number of refs.
       const r = await db
-        .raw('UPDATE timers SET cancelled_at = ? WHERE ref = ANY(?::text[]) AND fired_at IS NULL AND cancelled_at IS NULL', [at, list])
-        .options(PREPARED);
+        .raw('UPDATE timers SET cancelled_at = ? WHERE ref = ANY(?::text[]) AND fired_at IS NULL AND cancelled_at IS NULL', [at, list]);
       return r.rowCount ?? 0;
     },
 
@@ -89,7 +87,7 @@ export function createTimersStore(db: Knex, held?: HeldEvents) {
           { heldFor: held?.leaseSecs ?? null },
         );
         // `= ANY` of an array: one text whatever the batch size (an `IN` list is a new one per size).
-        await trx.raw('UPDATE timers SET fired_at = ? WHERE id = ANY(?)', [now, due.map((t) => t.id)]).options(PREPARED);
+        await trx.raw('UPDATE timers SET fired_at = ? WHERE id = ANY(?)', [now, due.map((t) => t.id)]);
         return due;
       });
       if (held && envelopes.length) held.publishHeld(envelopes);

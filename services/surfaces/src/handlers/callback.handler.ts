@@ -8,13 +8,14 @@ const json = (status: number, body: unknown): RawHttpReplyT => ({ status, header
 
 /**
  * Inbound callbacks arrive as raw bytes plus headers (the gateway does not parse them),
- * so each route can verify its provider's signature over the exact body. Routes that
- * have no adapter yet answer 501, never a fake acknowledgement.
+ * so each route can verify its provider's signature over the exact body. Every callback
+ * route the gateway forwards here has its handler; one this service does not serve (a
+ * gateway of another release) is answered 404 `not_found`, never a fake acknowledgement.
  */
 export function createCallbackHandler(routes: Record<string, CallbackRoute>) {
   return async (req: RawCallbackT): Promise<RawHttpReplyT> => {
     const route = routes[req.route];
-    if (!route) return json(501, { error: 'not_implemented', message: `${req.route} is not implemented yet` });
+    if (!route) return json(404, { error: 'not_found', message: `no callback route ${req.route}` });
     return route(req);
   };
 }
