@@ -199,7 +199,7 @@ interface Paired {
  * sides meet the same moments of the host. Run one after the other (until the sixteenth
  * round), the floor met other seconds than the system: on this shared machine the floor's
  * own throughput moved by 20-40% between neighbouring runs, and the share with it
- * (docs/performance.md, sixteenth round).
+ * (docs/history/performance-rounds.md, sixteenth round).
  *
  * Work is sampled at each segment's ends; a system segment's after-work (notices sent,
  * projections) is waited for before its end sample (`settleMs`), so it counts to the
@@ -385,7 +385,7 @@ function describeError(err: unknown): string {
  * kept-alive connections). It shares the host's two cores with the system, so it is kept
  * as light as the floor's client (`pg`): global `fetch` (undici's WHATWG layer) took 0.5–0.9
  * ms of CPU a request more than node:http, and node:http's client about as much again as
- * this one (see docs/performance.md, the twenty-third round). Its CPU per operation is
+ * this one (see docs/history/performance-rounds.md, the twenty-third round). Its CPU per operation is
  * reported next to the system's.
  */
 const clients = new Map<string, KeptAliveClient>();
@@ -651,7 +651,7 @@ export async function main(): Promise<number> {
     // 0`; pg's default closes them after 10 s idle). A closing connection is a backend
     // exiting, which unmaps the pages of the buffer pool it touched: the floor's sixteen
     // closing at once, 10 s after its last phase, held every request of the phase then
-    // running for 100-200 ms (docs/performance.md, fourteenth round).
+    // running for 100-200 ms (docs/history/performance-rounds.md, fourteenth round).
     // The floor has a database of its own on the same server (the same buffer pool, WAL and
     // cores): its statements and transactions stay out of the system's counts when the two
     // run interleaved (pairedRun).

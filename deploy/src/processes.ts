@@ -21,7 +21,7 @@ export interface ServiceProcesses {
  * that is idle between bursts (policies, surfaces and the scheduler under a steady decision
  * load) each took 36–109 ms of a core on its main thread and 19–53 ms of incremental
  * marking before it, at moments unrelated to the load; on a shared host the requests in
- * flight then waited (docs/performance.md, fifteenth round). A server keeps the heap its
+ * flight then waited (docs/history/performance-rounds.md, fifteenth round). A server keeps the heap its
  * load grew instead; the ordinary collections still run as it allocates.
  *
  * `--min-semi-space-size=16`: the young generation starts at its largest default size
@@ -30,7 +30,7 @@ export interface ServiceProcesses {
  * times in a traced bench run, 52 with the flag). A scavenge costs mostly what survives it
  * (the requests in flight), not the space, so a third of the scavenges did the same work
  * in half the time, and the gateway, decisions and notifier took 15–23% less CPU a cycle
- * relative to PostgreSQL's (docs/performance.md, eighteenth round), for up to 32 MB
+ * relative to PostgreSQL's (docs/history/performance-rounds.md, eighteenth round), for up to 32 MB
  * more of each process's memory (the two semi-spaces, resident as they are used; 1 MB more
  * in an idle process). (`--max-semi-space-size` alone, tried before, changed nothing: it
  * only raises a limit.)

@@ -146,7 +146,7 @@ type PgConnection = { query(config: { text: string; values: unknown[]; name?: st
  * knex, `compileStatement`), and each call only puts its values in order. On the decisions service's create, vote, verify and
  * consume, knex's work around the same few texts (the named bindings found by regular
  * expression on every call, positions, its runner's promises and events) was about a
- * sixth of the process's CPU (perf, thirteenth round of docs/performance.md).
+ * sixth of the process's CPU (perf, thirteenth round of docs/history/performance-rounds.md).
  *
  * Runs on the transaction's connection when `q` is a transaction (knex's transaction
  * client answers it), else on one from the pool, released after. Plain values only: a

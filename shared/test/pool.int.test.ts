@@ -15,7 +15,7 @@ const poolOf = (db: Knex) => (db.client as { pool: TarnPool }).pool;
 /**
  * A service's pool opens its minimum at start and keeps it; a connection above the
  * minimum closes only after the idle timeout. Opening connections under load put new
- * backends' start-up work in the middle of requests (docs/performance.md, fourteenth round).
+ * backends' start-up work in the middle of requests (docs/history/performance-rounds.md, fourteenth round).
  */
 describe('the database pool', () => {
   let tdb: TestDatabase;

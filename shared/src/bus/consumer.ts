@@ -87,7 +87,7 @@ export function nakDelayMs(deliveryCount: number, baseMs = 500, maxMs = 30_000):
  * recorded) gathers events into one batch. At 100 cycles a second, 20 ms batched about 3
  * events a statement and each batch cost a transaction, a round trip and a wake-up of its
  * process; 100 ms batches about 10, and the open loop's cycle took less work
- * (docs/performance.md, twentieth round). What it costs is at most 100 ms more before a
+ * (docs/history/performance-rounds.md, twentieth round). What it costs is at most 100 ms more before a
  * notice, a resume or an audit entry goes out: nothing next to a person's answer.
  */
 export const OFF_PATH_LINGER_MS = 100;

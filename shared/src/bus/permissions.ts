@@ -159,7 +159,7 @@ export function durablesOf(name: ServiceName): string[] {
  * message it delivers to the service, acks' included (`$JS.ACK...`, granted above, so
  * never taken off), for two minutes, and once more than 4,096 are remembered walks all of
  * them on every delivery: a service's every message then cost nats-server time in
- * proportion to its last two minutes of traffic (docs/performance.md, sixteenth round).
+ * proportion to its last two minutes of traffic (docs/history/performance-rounds.md, sixteenth round).
  * `users` names each service's user and the admin's (the generated server configuration);
  * without it, each service's user is its name.
  */

@@ -32,7 +32,7 @@ export interface LocalNats {
  * nats-server's live heap is small (10–20 MB under the bench's load), so at Go's default
  * it collected every 1–3 s; each collection's marking ran for 6–125 ms on up to half the cores
  * and stopped the server for up to 7 ms, and the requests and events passing through it
- * waited (docs/performance.md, fifteenth round). At 400 it collects about a fifth as often
+ * waited (docs/history/performance-rounds.md, fifteenth round). At 400 it collects about a fifth as often
  * and its heap stays well under 100 MB. The compose file and the NATS chart's values set
  * the same.
  */
@@ -45,7 +45,7 @@ export const NATS_GOGC = '400';
  * woke that thread (`futexwakeup` 12% of its CPU profile under the bench's load, the
  * scheduler's search for work 14%). With one processor the goroutines take turns on one
  * thread: 25% less of its CPU a cycle and 20% fewer wake-ups of the system a cycle at
- * 100 cycles a second (docs/performance.md, twenty-third round). A server with cores of
+ * 100 cycles a second (docs/history/performance-rounds.md, twenty-third round). A server with cores of
  * its own (compose, the chart) keeps Go's default.
  */
 export const NATS_GOMAXPROCS = '1';
