@@ -84,6 +84,7 @@ export async function main(): Promise<void> {
     const baseUrl = process.env.PUBLIC_BASE_URL ?? `http://localhost:${port}`;
     say(`starting ${replicas} replicas of each service`);
     // Set once the cluster is up; from then on cluster.json follows restarts.
+    // eslint-disable-next-line prefer-const -- read by the restart handler below before it is set
     let describe: (() => ClusterInfo) | undefined;
     const procs = launchServices({
       env: {

@@ -28,6 +28,7 @@ export async function main(): Promise<void> {
   const log = createLogger('migrate', process.env.LOG_LEVEL ?? 'info');
   for (const { service, schema } of SCHEMAS) {
     // The compiled migrations of each service (the image holds dist/ only).
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- a path known only at run time
     const { migrations } = require(join(__dirname, '..', '..', 'services', service, 'dist', 'migrations', 'index.js')) as { migrations: Migration[] };
     const db = createDb({ url, schema, poolMax: 2, log });
     try {

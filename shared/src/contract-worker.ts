@@ -95,6 +95,7 @@ export default function run(task: ContractTask): ContractTaskResult {
       // machine's speed, and a schema with an unsafe pattern is never compiled.
       for (const p of patternsOf(task.schema)) {
         // Loaded on first use: only the policies service validates.
+        // eslint-disable-next-line @typescript-eslint/no-require-imports -- loaded on first use, synchronously, inside the worker
         screen ??= require('./pattern-screen') as Screen;
         const problem = screen.screenPattern(p);
         if (problem) return { op: 'validate', problem };

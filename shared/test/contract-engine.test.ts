@@ -143,7 +143,7 @@ describe('ContractEngine: contracts run off the main thread, bounded in time and
     try {
       await waitFor(() => one.threadsReady() === 1, { what: 'the thread up', timeoutMs: 30_000 });
       const order: string[] = [];
-      const done = (name: string, p: Promise<unknown>) => settle(p).then((o) => void order.push(name));
+      const done = (name: string, p: Promise<unknown>) => settle(p).then(() => void order.push(name));
       // A's first check runs and spends more than A's share; A's second waits; B's arrives after it.
       const a1 = done('A1', one.check('A', slow, heavy));
       const a2 = done('A2', one.check('A', slow, heavy));

@@ -92,7 +92,6 @@ const SPEC_ENDPOINTS: Array<[string, string]> = [
   ['get', '/v1/usage/current'],
 ];
 
-const fillPath = (p: string) => p.replace(/\{(\w+)\}/g, (_m, name: string) => `${name}-1`);
 
 describe('gateway HTTP behaviour', () => {
   let stack: Stack;

@@ -23,7 +23,7 @@ describe('engines per org', () => {
   let receivers: Awaited<ReturnType<typeof startRecorder>>;
   let bus: Bus;
   const held: ServerResponse[] = [];
-  let failing = true;
+  const failing = true;
 
   beforeAll(async () => {
     receivers = await startRecorder((r, res) => {

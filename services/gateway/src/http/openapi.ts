@@ -237,11 +237,12 @@ const esc = escapeHtml;
 export function renderDocsPage(spec: ReturnType<typeof buildOpenApi>): string {
   const byTag = new Map<string, string[]>();
   for (const [path, ops] of Object.entries(spec.paths)) {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- an OpenAPI operation object, read loosely to render it
     for (const [method, op] of Object.entries(ops) as [string, Record<string, any>][]) {
       const body = op.requestBody?.content?.['application/json']?.schema;
       const okCode = Object.keys(op.responses).find((k) => k !== 'default');
       const res = op.responses[okCode!]?.content?.['application/json']?.schema;
-      const params = (op.parameters as any[]).map((p) => `<li><code>${esc(p.name)}</code> (${p.in}${p.required ? ', required' : ''})</li>`).join('');
+      const params = (op.parameters as Array<{ name: string; in: string; required?: boolean }>).map((p) => `<li><code>${esc(p.name)}</code> (${p.in}${p.required ? ', required' : ''})</li>`).join('');
       const html = `<section class="op"><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${esc(path)}</code></h3>
 <p>${esc(op.summary)}</p><p class="d">${esc(op.description ?? '')}</p>
 ${params ? `<h4>Parameters</h4><ul>${params}</ul>` : ''}

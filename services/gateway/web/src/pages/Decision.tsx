@@ -111,7 +111,7 @@ const CANNOT_ANSWER: Record<NonNullable<FullDecision['you']['reason']>, string> 
   signature_required: 'Only the signed document decides this one.',
 };
 
-export function DecisionPage({ id, session }: { id: string; session: Session }) {
+export function DecisionPage({ id }: { id: string; session: Session }) {
   const d = useLoad(() => api<FullDecision>('GET', `/v1/decisions/${encodeURIComponent(id)}`), [id], 5000);
   const [note, setNote] = useState('');
   const [answer, setAnswer] = useState<unknown>(undefined);
