@@ -1,3 +1,4 @@
+import { answerOf } from '../src/domain/decision';
 import { describe, expect, it } from '@jest/globals';
 import { AppError, ManualClock, type DecisionRequest, type ResolveAdhocReply, type ResolveReply } from '@approvals/shared';
 import {
@@ -180,5 +181,22 @@ describe('the creation gate', () => {
     expect(codeOf(() => adhocGate(b, { ...ok, approvers: [] }))).toBe('approver_required');
     expect(codeOf(() => adhocGate(b, { ...ok, satisfiable: false, problems: ['x'], field: 'approvalsRequired', required: 2, available: 1 }))).toBe('unsatisfiable_policy');
     expect(adhocGate({ ...b, required: false }, ok)).toBe('not_required');
+  });
+});
+
+describe('answerOf: can this person answer now', () => {
+  const now = new Date('2026-11-28T00:00:00.000Z');
+  const d = { status: 'PENDING' as const, expiresAt: null as Date | null, approvers: ['ann@x.com'], requiresSignature: false };
+  const ann = { email: 'ann@x.com', votedBefore: false };
+  it('an approver of a pending decision may approve or reject', () => {
+    expect(answerOf(d, ann, now)).toEqual({ canAnswer: true, reason: null, answers: ['approve', 'reject'] });
+  });
+  it('says why not, in voteRuling order: not an approver, voted, closed (or past its deadline), signature only', () => {
+    expect(answerOf(d, { email: 'eve@x.com', votedBefore: false }, now).reason).toBe('not_approver');
+    expect(answerOf(d, null, now).reason).toBe('not_approver');
+    expect(answerOf({ ...d, status: 'APPROVED' }, { ...ann, votedBefore: true }, now).reason).toBe('already_voted');
+    expect(answerOf({ ...d, status: 'CANCELLED' }, ann, now).reason).toBe('not_pending');
+    expect(answerOf({ ...d, expiresAt: new Date(now.getTime() - 1) }, ann, now)).toEqual({ canAnswer: false, reason: 'not_pending', answers: [] });
+    expect(answerOf({ ...d, requiresSignature: true }, ann, now).reason).toBe('signature_required');
   });
 });
