@@ -1,5 +1,5 @@
-import { PREPARED, enqueueEvents, sendPrepared, type DecisionStatus, type Knex, type NewEvent } from '@approvals/shared';
-import { isPastDeadline } from '../domain/decision';
+import { PREPARED, enqueueEvents, sendPrepared, toEnvelopes, type DecisionStatus, type Knex, type NewEvent } from '@approvals/shared';
+import { isPastDeadline, quotaPeriod } from '../domain/decision';
 import { DECISION_COLUMNS, cancelledEvents, resolvedEvents, type DecisionRow } from './decision.row';
 import { guardedChange, type GuardedChange, type TimelineEntry } from './guarded-change';
 import { QuotaStore, USAGE_SHARDS } from './quota.store';

@@ -108,13 +108,13 @@ export function createDecisionOpener(deps: CreateDeps) {
   }
 
   async function takeQuota(tx: DecisionsStore, org: string, now: Date, events: NewEvent[]): Promise<void> {
-    const taken = await tx.takeQuota(org, now, deps.defaultMonthlyQuota, events);
+    const taken = await tx.quota.take(org, now, deps.defaultMonthlyQuota, events);
     if (!taken.taken) throw quotaExceeded(taken.limit, taken.used);
   }
 
   /** The decision already opened for this run and step, as a repeat of its create answers. */
   async function existing(org: string, b: DecisionRequest): Promise<CreateResult | undefined> {
-    const found = await store.findByRunStep(org, b.externalRunId, b.stepRef);
+    const found = await store.decisions.findByRunStep(org, b.externalRunId, b.stepRef);
     return found ? existingReply(found) : undefined;
   }
 
@@ -210,7 +210,7 @@ export function createDecisionOpener(deps: CreateDeps) {
   async function openAtOnce(org: string, b: DecisionRequest, gate: Gate, by: Requester, marked: string | undefined, found: (row: ExistingRow) => CreateResult): Promise<CreateResult | undefined> {
     const now = clock.now();
     const o = opening(org, b, gate, by, now, marked);
-    const r = await store.openDecision(o.row, o.entry, o.created, now, deps.defaultMonthlyQuota);
+    const r = await store.decisions.openDecision(o.row, o.entry, o.created, now, deps.defaultMonthlyQuota);
     switch (r.outcome) {
       case 'created':
         return o.answer;
@@ -254,17 +254,16 @@ export function createDecisionOpener(deps: CreateDeps) {
         // Serializes creates on one run, so `exclusive` really leaves at most one PENDING.
         // The time and id are taken after the lock, so creation order on a run is the order
         // of `created_at` and of the ids: with `exclusive`, the survivor is the newest.
-        await tx.lockRun(org, b.externalRunId);
+        await tx.decisions.lockRun(org, b.externalRunId);
         const now = clock.now();
         const o = opening(org, b, gate, by, now, marked);
-        const d = await tx.insertWithEntry(o.row, { ...o.entry, at: now });
-        if (!d) return found((await tx.findByRunStep(org, b.externalRunId, b.stepRef))!);
+        const d = await tx.decisions.insertWithEntry(o.row, { ...o.entry, at: now });
+        if (!d) return found((await tx.decisions.findByRunStep(org, b.externalRunId, b.stepRef))!);
         const events: NewEvent[] = [];
         if (b.exclusive) {
-          for (const s of await tx.supersede(org, b.externalRunId, o.id, now)) {
-            await tx.timeline(s.id, 'cancelled', createdBy, now, { supersededBy: o.id });
-            events.push(...cancelledEvents(s, createdBy, `superseded by ${o.id}`, now));
-          }
+          const superseded = await tx.decisions.supersede(org, b.externalRunId, o.id, now);
+          await tx.timeline.many(superseded.map((s) => ({ decisionId: s.id, type: 'cancelled', actor: createdBy, at: now, data: { supersededBy: o.id } })));
+          for (const s of superseded) events.push(...cancelledEvents(s, createdBy, `superseded by ${o.id}`, now));
         }
         events.push(...o.created);
         // Last, with the events in the same statement: the counter row (shard 0 of an org
@@ -275,7 +274,7 @@ export function createDecisionOpener(deps: CreateDeps) {
     } catch (err) {
       // The advisory lock makes this rare, but a unique violation still means "someone else created it".
       if (isUniqueViolation(err)) {
-        const again = await store.findByRunStep(org, b.externalRunId, b.stepRef);
+        const again = await store.decisions.findByRunStep(org, b.externalRunId, b.stepRef);
         if (again) return found(again);
       }
       throw err;
