@@ -80,8 +80,8 @@ describe('a vote', () => {
 
   it('past the deadline expires the decision instead of counting', () => {
     const d = open();
-    expect(voteRuling(d, ballot(), new Date(d.expiresAt.getTime()))).toEqual({ kind: 'expire' });
-    expect(voteRuling(d, ballot(), new Date(d.expiresAt.getTime() - 1))).toEqual({ kind: 'record' });
+    expect(voteRuling(d, ballot(), new Date(d.expiresAt!.getTime()))).toEqual({ kind: 'expire' });
+    expect(voteRuling(d, ballot(), new Date(d.expiresAt!.getTime() - 1))).toEqual({ kind: 'record' });
   });
 
   it('is closed once resolved, needs a signature where one decides, and a fitting responseValue', () => {
