@@ -203,8 +203,9 @@ describe('decisions under concurrency', () => {
     const items = ids.map((id) => ({ org, id }));
     const backwards = [...items].reverse();
     const now = new Date();
+    const noEntry = () => ({ entry: { type: 'reminded', actor: null, at: now, data: {} }, events: [] });
 
-    const reminded = await Promise.all([store.transaction((tx) => tx.decisions.markRemindedMany(items, now)), store.transaction((tx) => tx.decisions.markRemindedMany(backwards, now))]);
+    const reminded = await Promise.all([store.transaction((tx) => tx.decisions.markRemindedMany(items, now, noEntry)), store.transaction((tx) => tx.decisions.markRemindedMany(backwards, now, noEntry))]);
     expect(reminded[0].length + reminded[1].length).toBe(40);
 
     await db('decisions').whereIn('id', ids).update({ expires_at: new Date(now.getTime() - 1000) });

@@ -1,10 +1,9 @@
-import { PREPARED, enqueueEvents, sendPrepared, toEnvelopes, type DecisionStatus, type Knex, type NewEvent } from '@approvals/shared';
+import { PREPARED, sendPrepared, toEnvelopes, type DecisionStatus, type Knex, type NewEvent } from '@approvals/shared';
 import { isPastDeadline, quotaPeriod } from '../domain/decision';
 import { DECISION_COLUMNS, cancelledEvents, resolvedEvents, type DecisionRow } from './decision.row';
-import { guardedChange, type GuardedChange, type TimelineEntry } from './guarded-change';
+import { guardedChange, guardedChanges, type GuardedChange, type TimelineEntry } from './guarded-change';
 import { QuotaStore, USAGE_SHARDS } from './quota.store';
-import { TimelineStore } from './timeline.store';
-import { pgArrayItem, type StoreScope } from './scope';
+import { pgArray, pgArrayItem, type StoreScope } from './scope';
 
 export interface ListFilter {
   status?: DecisionStatus;
@@ -38,17 +37,15 @@ const NEWEST_FIRST = [
 ];
 
 /**
- * Decisions: the row, read, locked, opened and changed. Every change of one decision is a
+ * Decisions: the row, read, locked, opened and changed. Every change of a decision is a
  * `guardedChange` (the row where its guard holds, its timeline entries and its events in
- * one statement); the batch changes of the timers (`expireDue`, `markRemindedMany`) lock
- * and change many rows in one statement and write their entries and events beside it.
+ * one statement), of many at once for the timers' bursts and a superseding create
+ * (`guardedChanges`, on rows locked first in the order of their ids).
  */
 export class DecisionStore {
-  private readonly timeline: TimelineStore;
   private readonly quota: QuotaStore;
 
   constructor(private readonly s: StoreScope) {
-    this.timeline = new TimelineStore(s);
     this.quota = new QuotaStore(s);
   }
 
@@ -151,13 +148,28 @@ export class DecisionStore {
     };
   }
 
-  /** Every other PENDING decision of the run becomes CANCELLED (an `exclusive` create). */
-  supersede(org: string, runId: string, keep: string, now: Date): Promise<DecisionRow[]> {
-    return this.q('decisions')
+  /**
+   * Every other PENDING decision of the run becomes CANCELLED (an `exclusive` create,
+   * under the run's lock), each with its entry and evt.decision.cancelled. Answers them.
+   */
+  async supersede(org: string, runId: string, keep: string, actor: string, now: Date): Promise<DecisionRow[]> {
+    const others: DecisionRow[] = await this.q('decisions')
       .where({ org_id: org, external_run_id: runId, status: 'PENDING' })
       .whereNot({ id: keep })
-      .update({ status: 'CANCELLED', note: `superseded by ${keep}`, resolved_at: now })
-      .returning('*');
+      .orderBy('id')
+      .forNoKeyUpdate()
+      .select(DECISION_COLUMNS);
+    const note = `superseded by ${keep}`;
+    const set = { status: 'CANCELLED' as const, note, resolved_at: now };
+    const rows = others.map((d): DecisionRow => ({ ...d, ...set }));
+    const changed = new Set(
+      await guardedChanges(this.s, {
+        guard: { status: 'PENDING' },
+        set,
+        rows: rows.map((row) => ({ id: row.id, entries: [{ type: 'cancelled', actor, at: now, data: { supersededBy: keep } }], events: cancelledEvents(row, actor, note, now) })),
+      }),
+    );
+    return rows.filter((row) => changed.has(row.id));
   }
 
   /** A locked PENDING decision becomes CANCELLED, with its entry and evt.decision.cancelled. Answers whether it did. */
@@ -195,37 +207,43 @@ export class DecisionStore {
   }
 
   /**
+   * The listed decisions (`BY_KEYS`) matching `condition`, locked in the order of their
+   * ids: two bursts applied at once (the consumer runs two batches in parallel) that share
+   * a decision (a timer delivered twice) wait for each other rather than deadlock. A row
+   * changed by the transaction that held it is checked again once it is free.
+   */
+  private async lockMany(items: Array<{ org: string; id: string }>, condition: string, values: Record<string, unknown>): Promise<DecisionRow[]> {
+    const r = await this.q.raw(
+      `SELECT ${DECISION_COLUMNS.map((c) => `"${c}"`).join(', ')} FROM decisions
+        WHERE ${BY_KEYS} AND ${condition}
+        ORDER BY id FOR NO KEY UPDATE`,
+      { ...values, orgs: pgArray(items.map((i) => i.org)), ids: pgArray(items.map((i) => i.id)) },
+    );
+    return r.rows as DecisionRow[];
+  }
+
+  /**
    * Many expiries at once (a burst of timers): every listed decision still PENDING and
-   * past its deadline becomes EXPIRED, with its timeline entry and resolved event, in
-   * three statements. The UPDATE takes each row's lock and re-checks it, so a vote that
-   * resolved one first wins. Answers the decisions expired and those still not due.
+   * past its deadline becomes EXPIRED, with its timeline entry and resolved event: the
+   * rows locked, then one `guardedChanges`. A vote that resolved one first wins. Answers
+   * the decisions expired and those still not due.
    */
   async expireDue(items: Array<{ org: string; id: string }>, now: Date): Promise<{ expired: DecisionRow[]; notDue: string[] }> {
-    const orgs = items.map((i) => i.org);
-    const ids = items.map((i) => i.id);
-    // The rows are locked in the order of their ids first: two bursts applied at once
-    // (the consumer runs two batches in parallel) that share a decision (a timer delivered
-    // twice) wait for each other rather than deadlock.
-    const r = await this.q.raw(
-      `WITH due AS (SELECT id FROM decisions
-                     WHERE ${BY_KEYS}
-                       AND status = 'PENDING' AND expires_at <= :now
-                     ORDER BY id FOR UPDATE)
-       UPDATE decisions d SET status = 'EXPIRED', resolved_at = :now, decided_by = NULL
-         FROM due WHERE d.id = due.id AND d.status = 'PENDING'
-        RETURNING d.*`,
-      { now, orgs: `{${orgs.map(pgArrayItem).join(',')}}`, ids: `{${ids.map(pgArrayItem).join(',')}}` },
+    const due = await this.lockMany(items, "status = 'PENDING' AND expires_at <= :now", { now });
+    const set = { status: 'EXPIRED' as const, resolved_at: now, decided_by: null };
+    const rows = due.map((d): DecisionRow => ({ ...d, ...set }));
+    const changed = new Set(
+      await guardedChanges(this.s, {
+        guard: { status: 'PENDING' },
+        set,
+        rows: rows.map((row) => ({ id: row.id, entries: [{ type: 'expired', actor: null, at: now, data: { expiresAt: row.expires_at?.toISOString() } }], events: resolvedEvents(row) })),
+      }),
     );
-    const expired = r.rows as DecisionRow[];
-    const done = new Set(expired.map((d) => d.id));
-    const rest = ids.filter((id) => !done.has(id));
+    const expired = rows.filter((row) => changed.has(row.id));
+    const rest = items.map((i) => i.id).filter((id) => !changed.has(id));
     const notDue: string[] = rest.length
       ? (await this.q('decisions').whereIn('id', rest).andWhere({ status: 'PENDING' }).andWhere('expires_at', '>', now).select('id')).map((x: { id: string }) => x.id)
       : [];
-    if (expired.length) {
-      await this.timeline.many(expired.map((row) => ({ decisionId: row.id, type: 'expired', actor: null, at: now, data: { expiresAt: row.expires_at?.toISOString() } })));
-      await this.events(expired.flatMap(resolvedEvents));
-    }
     return { expired, notDue };
   }
 
@@ -259,28 +277,31 @@ export class DecisionStore {
 
   /**
    * Many decisions due a reminder (a burst of timers): those still PENDING and not yet
-   * reminded are marked, in one statement that takes and re-checks each row's lock.
-   * Answers the rows marked, each with the voters who have voted.
+   * reminded are locked and marked, each with the entry and events `reminder` makes of it
+   * and the voters who have voted, in one `guardedChanges`. Answers the rows marked.
    */
-  async markRemindedMany(items: Array<{ org: string; id: string }>, at: Date): Promise<Array<{ row: DecisionRow; voted: string[] }>> {
-    // Locked in the order of their ids first, as in expireDue.
-    const r = await this.q.raw(
-      `WITH due AS (SELECT id FROM decisions
-                     WHERE ${BY_KEYS}
-                       AND status = 'PENDING' AND reminded_at IS NULL
-                     ORDER BY id FOR UPDATE)
-       UPDATE decisions d SET reminded_at = :at
-         FROM due WHERE d.id = due.id AND d.status = 'PENDING' AND d.reminded_at IS NULL
-        RETURNING d.*`,
-      { at, orgs: `{${items.map((i) => pgArrayItem(i.org)).join(',')}}`, ids: `{${items.map((i) => pgArrayItem(i.id)).join(',')}}` },
-    );
-    const rows = r.rows as DecisionRow[];
-    if (rows.length === 0) return [];
+  async markRemindedMany(
+    items: Array<{ org: string; id: string }>,
+    at: Date,
+    reminder: (row: DecisionRow, voted: string[]) => { entry: TimelineEntry; events: NewEvent[] },
+  ): Promise<DecisionRow[]> {
+    const due = await this.lockMany(items, "status = 'PENDING' AND reminded_at IS NULL", {});
+    if (due.length === 0) return [];
     const votes: Array<{ decision_id: string; voter: string }> = await this.q('votes')
-      .whereRaw('decision_id = ANY(?)', [rows.map((d) => d.id)])
+      .whereRaw('decision_id = ANY(?)', [due.map((d) => d.id)])
       .select('decision_id', 'voter')
       .options(PREPARED);
-    return rows.map((row) => ({ row, voted: votes.filter((v) => v.decision_id === row.id).map((v) => v.voter) }));
+    const changed = new Set(
+      await guardedChanges(this.s, {
+        guard: { status: 'PENDING', reminded_at: null },
+        set: { reminded_at: at },
+        rows: due.map((row) => {
+          const { entry, events } = reminder(row, votes.filter((v) => v.decision_id === row.id).map((v) => v.voter));
+          return { id: row.id, entries: [entry], events };
+        }),
+      }),
+    );
+    return due.filter((row) => changed.has(row.id)).map((row) => ({ ...row, reminded_at: at }));
   }
 
   list(org: string, f: ListFilter, page: { limit: number; offset?: number }): Promise<DecisionRow[]> {
@@ -366,11 +387,6 @@ export class DecisionStore {
       .orderBy([{ column: 'created_at' }, { column: 'id' }])
       .select('id');
     return rows.map((r) => r.id);
-  }
-
-  /** Events of a batch change (`expireDue`): committed with it, published once committed. */
-  private async events(events: NewEvent[]): Promise<void> {
-    if (events.length) this.s.committed(await enqueueEvents(this.q, events, { heldFor: this.s.heldFor }));
   }
 }
 

@@ -1,5 +1,5 @@
 import { isUniqueViolation, outboxInsert, sendPrepared, toEnvelopes, type NewEvent } from '@approvals/shared';
-import type { StoreScope } from './scope';
+import { pgArrayItem, type StoreScope } from './scope';
 
 /** A timeline entry as a change writes it. */
 export interface TimelineEntry {
@@ -41,6 +41,13 @@ const column = (name: string) => {
 
 const isAtMost = (v: unknown): v is { atMost: Date } => typeof v === 'object' && v !== null && !(v instanceof Date) && 'atMost' in v;
 
+/** The same change of many decisions (a burst of timers): each row's entries and events, written for the rows changed. */
+export interface GuardedChanges {
+  guard: Record<string, GuardValue>;
+  set: Record<string, unknown>;
+  rows: Array<{ id: string; entries: TimelineEntry[]; events: NewEvent[] }>;
+}
+
 /**
  * The one way a decision changes: guarded change + timeline entries + outbox events, in
  * one statement (one round trip), so nothing is written when the guard failed and the
@@ -49,8 +56,24 @@ const isAtMost = (v: unknown): v is { atMost: Date } => typeof v === 'object' &&
  * reads the current state). Answers whether the row was changed.
  */
 export async function guardedChange(s: StoreScope, c: GuardedChange): Promise<boolean> {
+  const changed = await write(s, { guard: c.guard, set: c.set, where: c.where, with: c.with, duplicateIndex: c.duplicateIndex, rows: [{ id: c.id, entries: c.entries, events: c.events }] });
+  return changed.length > 0;
+}
+
+/**
+ * `guardedChange` of many decisions at once, in the same one statement: each row is
+ * changed where the guard holds on it, and only the changed rows' entries and events are
+ * written. The caller has locked the rows (in the order of their ids: two bursts sharing
+ * a decision wait for each other rather than deadlock). Answers the ids changed.
+ */
+export async function guardedChanges(s: StoreScope, c: GuardedChanges): Promise<string[]> {
+  if (c.rows.length === 0) return [];
+  return write(s, c);
+}
+
+async function write(s: StoreScope, c: Omit<GuardedChange, 'id' | 'entries' | 'events'> & { rows: GuardedChanges['rows'] }): Promise<string[]> {
   // One text per call site (its guard, which of it is null, and what it sets): prepared.
-  const values: Record<string, unknown> = { id: c.id };
+  const values: Record<string, unknown> = { ids: `{${c.rows.map((r) => pgArrayItem(r.id)).join(',')}}` };
   // As knex's update did: a column set to undefined is left as it is.
   const assignments = Object.entries(c.set)
     .filter(([, v]) => v !== undefined)
@@ -72,27 +95,32 @@ export async function guardedChange(s: StoreScope, c: GuardedChange): Promise<bo
     Object.assign(values, c.where.values);
   }
   if (c.with) Object.assign(values, c.with.values);
-  const where = [...conditions, 'id = :id'].join(' AND ');
+  const where = [...conditions, 'id = ANY(:ids::text[])'].join(' AND ');
   const source = assignments.length ? `UPDATE decisions SET ${assignments.join(', ')} WHERE ${where} RETURNING id` : `SELECT id FROM decisions WHERE ${where}`;
-  const envelopes = toEnvelopes(c.events);
-  const write = () =>
-    sendPrepared<{ changed: number }>(
+  // Each entry and event keyed by its decision (`k`): written only for the rows changed.
+  const perRow = c.rows.map((r) => ({ id: r.id, envelopes: toEnvelopes(r.events) }));
+  const entries = c.rows.flatMap((r) => r.entries.map((e) => ({ k: r.id, ...e })));
+  const events = perRow.flatMap((r) => r.envelopes.map((e) => ({ k: r.id, e })));
+  const statement = () =>
+    sendPrepared<{ id: string }>(
       s.q,
       `WITH g AS (${source}),${c.with ? ` w AS (${c.with.sql}),` : ''}
        t AS (INSERT INTO timeline (decision_id, type, actor, at, data)
-             SELECT g.id, e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
-               FROM g, jsonb_array_elements(:entries::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n),
-       o AS (${outboxInsert({ from: 'g, jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)', lease: ':heldFor' })})
-       SELECT count(*)::int AS changed FROM g`,
-      { ...values, entries: JSON.stringify(c.entries), events: JSON.stringify(envelopes), heldFor: s.heldFor },
+             SELECT e->>'k', e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
+               FROM jsonb_array_elements(:entries::jsonb) WITH ORDINALITY AS x(e, n)
+              WHERE e->>'k' IN (SELECT id FROM g) ORDER BY n),
+       o AS (${outboxInsert({ from: 'jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(p, n)', element: "(p->'e')", lease: ':heldFor', where: "p->>'k' IN (SELECT id FROM g)" })})
+       SELECT id FROM g`,
+      { ...values, entries: JSON.stringify(entries), events: JSON.stringify(events), heldFor: s.heldFor },
     );
-  let changed: boolean;
+  let changed: string[];
   try {
-    changed = (await write()).rows[0]!.changed > 0;
+    changed = (await statement()).rows.map((r) => r.id);
   } catch (err) {
-    if (c.duplicateIndex && isUniqueViolation(err, c.duplicateIndex)) return false;
+    if (c.duplicateIndex && isUniqueViolation(err, c.duplicateIndex)) return [];
     throw err;
   }
-  if (changed) s.committed(envelopes);
+  const done = new Set(changed);
+  s.committed(perRow.filter((r) => done.has(r.id)).flatMap((r) => r.envelopes));
   return changed;
 }

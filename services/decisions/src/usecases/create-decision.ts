@@ -13,7 +13,6 @@ import {
   type Principal,
 } from '@approvals/shared';
 import type { Gate, GateResult } from '../domain/gate';
-import { cancelledEvents } from '../store/decision.row';
 import type { DecisionsStore } from '../store/decisions.store';
 import { gateOf } from './create/gate-of';
 import { existingReply, opening, type CreateResult, type ExistingRow, type Requester } from './create/opening';
@@ -119,9 +118,8 @@ export function createDecisionOpener(deps: CreateDeps) {
         if (!d) return found((await tx.decisions.findByRunStep(org, b.externalRunId, b.stepRef))!);
         const events: NewEvent[] = [];
         if (b.exclusive) {
-          const superseded = await tx.decisions.supersede(org, b.externalRunId, o.id, now);
-          await tx.timeline.many(superseded.map((s) => ({ decisionId: s.id, type: 'cancelled', actor: createdBy, at: now, data: { supersededBy: o.id } })));
-          for (const s of superseded) events.push(...cancelledEvents(s, createdBy, `superseded by ${o.id}`, now));
+          // Each with its entry and event, before the new one's (`created` comes last).
+          await tx.decisions.supersede(org, b.externalRunId, o.id, createdBy, now);
         }
         events.push(...o.created);
         // Last, with the events in the same statement: the counter row (shard 0 of an org

@@ -37,16 +37,19 @@ export function createLifecycle(deps: { store: DecisionsStore; bus: Bus; clock: 
     async remindMany(items: Array<{ org: string; id: string }>): Promise<number> {
       const now = clock.now();
       return store.transaction(async (tx) => {
-        const marked = await tx.decisions.markRemindedMany(items, now);
-        const sent = marked.map(({ row: d, voted }) => ({ d, to: remindRecipients(d.assignee_email, pendingVoters(d.approvers, voted)) }));
-        await tx.timeline.many(sent.map(({ d, to }) => ({ decisionId: d.id, type: 'reminded', actor: null, at: now, data: { to } })));
-        await tx.events(
-          sent.map(({ d, to }) => ({
-            subject: EVENT.decisionReminded,
-            org: d.org_id,
-            data: { decisionId: d.id, to, title: title(d), expiresAt: d.expires_at?.toISOString() ?? null, policy: policyRef(d), route: d.route },
-          })),
-        );
+        const marked = await tx.decisions.markRemindedMany(items, now, (d, voted) => {
+          const to = remindRecipients(d.assignee_email, pendingVoters(d.approvers, voted));
+          return {
+            entry: { type: 'reminded', actor: null, at: now, data: { to } },
+            events: [
+              {
+                subject: EVENT.decisionReminded,
+                org: d.org_id,
+                data: { decisionId: d.id, to, title: title(d), expiresAt: d.expires_at?.toISOString() ?? null, policy: policyRef(d), route: d.route },
+              },
+            ],
+          };
+        });
         return marked.length;
       });
     },
