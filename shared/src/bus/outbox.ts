@@ -117,12 +117,6 @@ export function heldFor(q: Knex | Knex.Transaction, held: HeldEvents | undefined
 }
 
 /**
- * Writes events in the caller's transaction. Each payload is checked against its
- * subject's schema (EVENT_DATA) first: an event that does not fit its contract is a bug,
- * and it fails the transaction instead of reaching consumers. Returns the envelopes as
- * they will be published.
- */
-/**
  * Events as they are stored in the outbox: each checked against its subject's contract
  * (a bug here must fail the write, not reach the consumers), with its id and time.
  */
@@ -160,8 +154,8 @@ export function toEnvelopes(events: NewEvent[]): EventEnvelope[] {
 
 /**
  * The one outbox INSERT of the tree: every writer of events (a statement on its own, a
- * CTE beside the change it describes, a SQL function's caller) writes its rows with this
- * text. `from` is a FROM list that yields one row per event, numbered `n` in the events'
+ * CTE beside the change it describes) writes its rows with this text. (The decisions
+ * service's `open_decision` function, made by a migration, has the same INSERT inside.) `from` is a FROM list that yields one row per event, numbered `n` in the events'
  * order, with the envelope as `element` (default `e`): typically
  * `jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)`, with the change's CTE
  * first when the events are written only if it changed a row. `lease` is the SQL for the
@@ -178,6 +172,12 @@ export function outboxInsert(o: { from: string; lease: string; element?: string;
 /** `outboxInsert` of a statement of its own: the events as one jsonb parameter, the lease as another (positional). */
 const ENQUEUE = outboxInsert({ from: 'jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n)', lease: '?' });
 
+/**
+ * Writes events in the caller's transaction. Each payload is checked against its
+ * subject's schema (EVENT_DATA) first: an event that does not fit its contract is a bug,
+ * and it fails the transaction instead of reaching consumers. Returns the envelopes as
+ * they will be published.
+ */
 export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEvent[], opts: { heldFor?: number | null } = {}): Promise<EventEnvelope[]> {
   if (events.length === 0) return [];
   const envelopes = toEnvelopes(events);
