@@ -141,7 +141,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
   });
 
   it('an event written by `outboxInsert` beside a change (one statement, the way every writer writes) is relayed once; none when the change touched no row', async () => {
-    const subject = freshSubject();
+    const subject = freshSubject() as `evt.test.${string}`;
     const id = `w_${randomBytes(6).toString('hex')}`;
     // The one outbox INSERT, as a CTE after the change: its events are written once per changed row.
     const write = (widget: string, name: string, events: EventEnvelope[]) =>

@@ -191,12 +191,12 @@ describe('optimistic vote', () => {
       resolved: 1,
     });
     const events = await stream.forDecision(stack, id);
-    const tallies = events.filter((m) => m.subject === 'evt.decision.vote_recorded').map((m) => m.envelope.data.tally.approvals as number);
+    const tallies = events.filter((m) => m.subject === 'evt.decision.vote_recorded').map((m) => (m.envelope.data.tally as { approvals: number }).approvals);
     expect(tallies.sort((x, y) => x - y)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
     expect(events.filter((m) => m.subject === 'evt.decision.resolved')).toHaveLength(1);
     // The verdict follows the deciding vote's event (one statement, published together).
     // The stream's order across votes need not be their commit order.
-    const deciding = events.findIndex((m) => m.subject === 'evt.decision.vote_recorded' && m.envelope.data.tally.approvals === 12);
+    const deciding = events.findIndex((m) => m.subject === 'evt.decision.vote_recorded' && (m.envelope.data.tally as { approvals: number }).approvals === 12);
     expect(events.findIndex((m) => m.subject === 'evt.decision.resolved')).toBeGreaterThan(deciding);
   });
 });
