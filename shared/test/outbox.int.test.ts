@@ -16,6 +16,8 @@ import {
   enqueueEvents,
   migrate,
   outboxChannel,
+  outboxInsert,
+  toEnvelopes,
   type EventEnvelope,
   type Knex,
   type Migration,
@@ -136,6 +138,30 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     expect(msgs).toEqual([{ msgId: env.id, envelope: env }]);
     // Published, the row is gone: the outbox holds what is in flight, the stream the events.
     expect(await db(OUTBOX_TABLE).where({ id: env.id }).first()).toBeUndefined();
+  });
+
+  it('an event written by `outboxInsert` beside a change (one statement, the way every writer writes) is relayed once; none when the change touched no row', async () => {
+    const subject = freshSubject() as `evt.test.${string}`;
+    const id = `w_${randomBytes(6).toString('hex')}`;
+    // The one outbox INSERT, as a CTE after the change: its events are written once per changed row.
+    const write = (widget: string, name: string, events: EventEnvelope[]) =>
+      db.raw(
+        `WITH c AS (INSERT INTO widgets (id, name) VALUES (:id, :name) ON CONFLICT (id) DO NOTHING RETURNING id),
+              o AS (${outboxInsert({ from: 'c, jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)', lease: ':lease' })})
+         SELECT count(*)::int AS changed FROM c`,
+        { id: widget, name, events: JSON.stringify(events), lease: null },
+      );
+    const [env] = toEnvelopes([{ subject, org: 'org_c', data: { widget: id } }]);
+    expect((await write(id, 'first', [env!])).rows[0].changed).toBe(1);
+    // The same change again touches no row: its event is not written.
+    const [skipped] = toEnvelopes([{ subject, org: 'org_c', data: { widget: id, again: true } }]);
+    expect((await write(id, 'again', [skipped!])).rows[0].changed).toBe(0);
+    expect(await db(OUTBOX_TABLE).where({ id: skipped!.id }).first()).toBeUndefined();
+
+    const relay = newRelay();
+    await waitFor(async () => (await relay.relayBatch()) === 0 && (await countOnStream(subject)) === 1);
+    expect(await messagesOnStream(subject)).toEqual([{ msgId: env!.id, envelope: env }]);
+    expect(await unsent([env!.id])).toBe('0');
   });
 
   it('a relay that dies after publishing leaves rows unsent; the next one republishes without duplicates', async () => {

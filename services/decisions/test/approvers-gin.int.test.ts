@@ -26,9 +26,9 @@ describe('migration 20261204000000: the unused GIN index on approvers', () => {
     db.on('query', record);
     try {
       const store = new DecisionsStore(db);
-      const listed = await store.list(org, { assignee }, { limit: 20 });
-      const pending = await store.list(org, { assignee, status: 'PENDING' }, { limit: 20 });
-      const summaries = await store.workflowSummaries(org, assignee);
+      const listed = await store.decisions.list(org, { assignee }, { limit: 20 });
+      const pending = await store.decisions.list(org, { assignee, status: 'PENDING' }, { limit: 20 });
+      const summaries = await store.decisions.workflowSummaries(org, assignee);
       return { sent, answers: { listed: listed.map((d) => d.id), pending: pending.map((d) => d.id), summaries } };
     } finally {
       db.removeListener('query', record);

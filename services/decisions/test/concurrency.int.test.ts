@@ -203,12 +203,13 @@ describe('decisions under concurrency', () => {
     const items = ids.map((id) => ({ org, id }));
     const backwards = [...items].reverse();
     const now = new Date();
+    const noEntry = () => ({ entry: { type: 'reminded', actor: null, at: now, data: {} }, events: [] });
 
-    const reminded = await Promise.all([store.transaction((tx) => tx.markRemindedMany(items, now)), store.transaction((tx) => tx.markRemindedMany(backwards, now))]);
+    const reminded = await Promise.all([store.transaction((tx) => tx.decisions.markRemindedMany(items, now, noEntry)), store.transaction((tx) => tx.decisions.markRemindedMany(backwards, now, noEntry))]);
     expect(reminded[0].length + reminded[1].length).toBe(40);
 
     await db('decisions').whereIn('id', ids).update({ expires_at: new Date(now.getTime() - 1000) });
-    const expired = await Promise.all([store.transaction((tx) => tx.expireDue(items, now)), store.transaction((tx) => tx.expireDue(backwards, now))]);
+    const expired = await Promise.all([store.transaction((tx) => tx.decisions.expireDue(items, now)), store.transaction((tx) => tx.decisions.expireDue(backwards, now))]);
     expect(expired[0].expired.length + expired[1].expired.length).toBe(40);
     expect([...expired[0].notDue, ...expired[1].notDue]).toEqual([]);
 

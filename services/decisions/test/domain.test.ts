@@ -23,9 +23,17 @@ const open = (over: Partial<Parameters<typeof voteRuling>[0]> = {}) => ({
   expiresAt: new Date(clock.now().getTime() + 60_000),
   requiresSignature: false,
   responseSpec: null,
+  approvers: ['a@x.com'],
   ...over,
 });
-const ballot = (over: Partial<Parameters<typeof voteRuling>[1]> = {}) => ({ surface: 'inbox', choice: 'approve' as const, votedBefore: false, ...over });
+const ballot = (over: Partial<Parameters<typeof voteRuling>[1]> = {}) => ({
+  voter: { kind: 'person' as const, email: 'a@x.com' },
+  voterDisabled: false,
+  surface: 'inbox',
+  choice: 'approve' as const,
+  votedBefore: false,
+  ...over,
+});
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
@@ -59,6 +67,12 @@ describe('a vote', () => {
     expect(voterRefusal(['a@x.com'], { kind: 'person', email: 'a@x.com' })).toBeNull();
   });
 
+  it('refuses first whoever may not vote: an API key, a non-approver, an approver disabled since', () => {
+    expect(voteRuling(open(), ballot({ voter: { kind: 'apiKey' }, votedBefore: true }), clock.now())).toEqual({ kind: 'refused', why: 'API keys cannot vote' });
+    expect(voteRuling(open(), ballot({ voter: { kind: 'person', email: 'b@x.com' } }), clock.now())).toEqual({ kind: 'refused', why: 'not an approver of this decision' });
+    expect(voteRuling(open({ status: 'APPROVED' }), ballot({ voterDisabled: true }), clock.now())).toEqual({ kind: 'refused', why: 'a disabled approver' });
+  });
+
   it('answers already_voted first, even on a decision it resolved or that expired since', () => {
     const later = new Date(clock.now().getTime() + 3_600_000);
     expect(voteRuling(open({ status: 'APPROVED' }), ballot({ votedBefore: true }), clock.now())).toEqual({ kind: 'already_voted' });
@@ -67,8 +81,8 @@ describe('a vote', () => {
 
   it('past the deadline expires the decision instead of counting', () => {
     const d = open();
-    expect(voteRuling(d, ballot(), new Date(d.expiresAt.getTime()))).toEqual({ kind: 'expire' });
-    expect(voteRuling(d, ballot(), new Date(d.expiresAt.getTime() - 1))).toEqual({ kind: 'record' });
+    expect(voteRuling(d, ballot(), new Date(d.expiresAt!.getTime()))).toEqual({ kind: 'expire' });
+    expect(voteRuling(d, ballot(), new Date(d.expiresAt!.getTime() - 1))).toEqual({ kind: 'record' });
   });
 
   it('is closed once resolved, needs a signature where one decides, and a fitting responseValue', () => {

@@ -319,9 +319,9 @@ describe('expiry, evidence and events', () => {
       const id = await openDecision(stack, apiKey, { approvers: [A, B], approvalsRequired: 2 });
       expectError(await decide(stack, stack.session({ org, email: OUTSIDER }), id, { decision: 'approve' }), 403, 'not_an_approver');
       expectError(await decide(stack, apiKey, id, { decision: 'approve' }), 403, 'not_an_approver');
-      // Events written in a transaction (the refusals, the evidence) are published by the
-      // relay after their commit; a vote's own events by the vote, at once (held events).
-      // The stream's order across the two is not the commit order (docs/architecture.md),
+      // Each change publishes its own events once committed (held events), a refusal's
+      // and a vote's as their statement commits, the evidence's after its transaction.
+      // The stream's order across changes is not the commit order (docs/architecture.md),
       // so each step waits for the outbox to drain before the next, for a known order.
       await outboxDrained(stack);
       expect((await decide(stack, a, id, { decision: 'approve' })).status).toBe(200);

@@ -6,8 +6,8 @@ import { createDecisionActions } from '../src/usecases/decision-actions';
 import { SERVICES, StreamReader, countType, decide, openDecision, readDecision } from './actions.helpers';
 
 /**
- * The optimistic vote: read without a lock, written by one statement that holds only if
- * nothing it read changed. Its guards are driven here directly (a read, a change by
+ * The one vote path: read without a lock, judged by `voteRuling`, written by one statement
+ * (`VoteStore.cast`) that holds only if nothing it read changed. Its guards are driven here directly (a read, a change by
  * someone else, then the write), and a crowd of voters races it through the API.
  */
 describe('optimistic vote', () => {
@@ -35,18 +35,20 @@ describe('optimistic vote', () => {
     await stack?.stop();
   });
 
-  const vote = (voter: string) => ({ id: `vote_test_${++n}`, voter, voterRef: null, surface: 'inbox', choice: 'approve', note: null, responseValue: undefined, at: at() });
+  /** The verdict's columns, as a deciding vote sets them. */
+  const verdict = (voter: string) => ({ status: 'APPROVED', decided_by: voter, note: null, response_value: null, resolved_at: at() });
+  const vote = (voter: string) => ({ id: `vote_test_${++n}`, voter, voterRef: null, surface: 'inbox', choice: 'approve' as const, note: null, responseValue: undefined, at: at() });
 
   it('a vote read before another vote came in writes nothing; through the API it is read again and counted', async () => {
     const [a, b] = emails(2);
     const id = await openDecision(stack, apiKey, { approvers: [a, b], approvalsRequired: 2 });
-    const seen = (await store.readForVote(org, id, a))!;
+    const seen = (await store.votes.readForVote(org, id, a))!;
     expect({ approvals: seen.approvals, rejections: seen.rejections }).toEqual({ approvals: 0, rejections: 0 });
 
     // b votes between a's read and a's write.
     expect((await decide(stack, session(b), id, { decision: 'approve' })).body.status).toBe('PENDING');
     // a's write, judged on the stale tally (1 of 2: no verdict), does not hold.
-    expect(await store.castVote(seen.d, vote(a), null, [{ type: 'vote', actor: a, at: at(), data: {} }], [])).toBe(false);
+    expect(await store.votes.cast(seen.d, vote(a), null, [{ type: 'vote', actor: a, at: at(), data: {} }], [])).toBe(false);
     const mid = await readDecision(stack, session(a), id);
     expect({ status: mid.status, approvals: mid.tally.approvals, votes: countType(mid, 'vote') }).toEqual({ status: 'PENDING', approvals: 1, votes: 1 });
 
@@ -59,10 +61,10 @@ describe('optimistic vote', () => {
     const [a] = emails(1);
     const proposed = { content: 'first draft' };
     const id = await openDecision(stack, apiKey, { approvers: [a], proposedOutput: proposed });
-    const seen = (await store.readForVote(org, id, a))!;
+    const seen = (await store.votes.readForVote(org, id, a))!;
     const refined = { content: 'the draft as refined' };
     expect((await stack.http('PUT', `/v1/decisions/${id}/output`, { token: session(a), body: refined })).status).toBe(200);
-    expect(await store.castVote(seen.d, vote(a), { status: 'APPROVED' }, [{ type: 'vote', actor: a, at: at(), data: {} }], [])).toBe(false);
+    expect(await store.votes.cast(seen.d, vote(a), verdict(a), [{ type: 'vote', actor: a, at: at(), data: {} }], [])).toBe(false);
     expect((await readDecision(stack, session(a), id)).status).toBe('PENDING');
 
     expect((await decide(stack, session(a), id, { decision: 'approve' })).body.status).toBe('APPROVED');
@@ -73,9 +75,9 @@ describe('optimistic vote', () => {
   it('a write after a cancel writes nothing', async () => {
     const [a] = emails(1);
     const id = await openDecision(stack, apiKey, { approvers: [a] });
-    const seen = (await store.readForVote(org, id, a))!;
+    const seen = (await store.votes.readForVote(org, id, a))!;
     expect((await stack.http('POST', `/v1/worker/decisions/${id}/cancel`, { token: apiKey, body: {} })).status).toBe(200);
-    expect(await store.castVote(seen.d, vote(a), { status: 'APPROVED' }, [], [])).toBe(false);
+    expect(await store.votes.cast(seen.d, vote(a), verdict(a), [], [])).toBe(false);
     const d = await readDecision(stack, session(a), id);
     expect({ status: d.status, votes: countType(d, 'vote') }).toEqual({ status: 'CANCELLED', votes: 0 });
   });
@@ -87,8 +89,8 @@ describe('optimistic vote', () => {
       // The service's vote logic on a store that counts its reads.
       let reads = 0;
       const counting = new DecisionsStore(db);
-      const readForVote = counting.readForVote.bind(counting);
-      counting.readForVote = (...args: Parameters<DecisionsStore['readForVote']>) => (reads++, readForVote(...args));
+      const readForVote = counting.votes.readForVote.bind(counting.votes);
+      counting.votes.readForVote = (...args: Parameters<DecisionsStore['votes']['readForVote']>) => (reads++, readForVote(...args));
       const actions = createDecisionActions({ store: counting, bus: undefined as never, clock: { now: () => new Date() }, http: undefined as never, secrets: undefined as never });
       const person = (email: string) => ({ kind: 'person' as const, email, ref: null, surface: 'inbox' });
 
@@ -101,8 +103,8 @@ describe('optimistic vote', () => {
       const other = await openDecision(stack, apiKey, { approvers: [a, c, d], approvalsRequired: 3 });
       reads = 0;
       expect((await actions.vote({ org, id: other, voter: person(a), choice: 'approve' })).status).toBe('PENDING');
-      const seen = (await store.readForVote(org, other, c))!;
-      expect(await store.castVote(seen.d, vote(c), null, entries(c), [])).toBe(true);
+      const seen = (await store.votes.readForVote(org, other, c))!;
+      expect(await store.votes.cast(seen.d, vote(c), null, entries(c), [])).toBe(true);
       const r = await actions.vote({ org, id: other, voter: person(d), choice: 'approve' });
       expect({ status: r.status, approvals: r.tally.approvals }).toEqual({ status: 'APPROVED', approvals: 3 });
       // a's read, then d's: the kept state failed the write (c had voted), so d read afresh.
@@ -124,8 +126,8 @@ describe('optimistic vote', () => {
       const id = await openDecision(stack, apiKey, { approvers: [a, b, c], approvalsRequired: 3 });
       expect((await decide(stack, session(a), id, { decision: 'approve' })).body.status).toBe('PENDING');
       // c votes through another process (this test's own store).
-      const seen = (await store.readForVote(org, id, c))!;
-      expect(await store.castVote(seen.d, vote(c), null, entries(c), [])).toBe(true);
+      const seen = (await store.votes.readForVote(org, id, c))!;
+      expect(await store.votes.cast(seen.d, vote(c), null, entries(c), [])).toBe(true);
       // b's vote is the third approval: judged on the state a's vote left it would be the second.
       const r = await decide(stack, session(b), id, { decision: 'approve' });
       expect(r.body).toEqual({ recorded: true, decisionId: id, status: 'APPROVED', tally: { approvals: 3, rejections: 0, approvalsRequired: 3, rejectionsRequired: 1 } });
@@ -135,7 +137,7 @@ describe('optimistic vote', () => {
       const [a, b] = emails(2);
       const id = await openDecision(stack, apiKey, { approvers: [a, b], approvalsRequired: 2 });
       expect((await decide(stack, session(a), id, { decision: 'approve' })).body.status).toBe('PENDING');
-      await store.applyApproverState(org, b, true, at());
+      await store.approverStates.apply(org, b, true, at());
       const r = await decide(stack, session(b), id, { decision: 'approve' });
       expect({ status: r.status, error: r.body.error, message: r.body.message }).toEqual({ status: 403, error: 'not_an_approver', message: expect.stringMatching(/disabled approver/) });
       const d = await readDecision(stack, session(a), id);
@@ -189,13 +191,12 @@ describe('optimistic vote', () => {
       resolved: 1,
     });
     const events = await stream.forDecision(stack, id);
-    const tallies = events.filter((m) => m.subject === 'evt.decision.vote_recorded').map((m) => m.envelope.data.tally.approvals as number);
+    const tallies = events.filter((m) => m.subject === 'evt.decision.vote_recorded').map((m) => (m.envelope.data.tally as { approvals: number }).approvals);
     expect(tallies.sort((x, y) => x - y)).toEqual(Array.from({ length: 12 }, (_, i) => i + 1));
     expect(events.filter((m) => m.subject === 'evt.decision.resolved')).toHaveLength(1);
-    // The verdict follows the deciding vote's event (one statement, published together). A
-    // vote that fell back to the locked way is published once its transaction commits, so it may land
-    // after both: the stream's order across votes is not their commit order.
-    const deciding = events.findIndex((m) => m.subject === 'evt.decision.vote_recorded' && m.envelope.data.tally.approvals === 12);
+    // The verdict follows the deciding vote's event (one statement, published together).
+    // The stream's order across votes need not be their commit order.
+    const deciding = events.findIndex((m) => m.subject === 'evt.decision.vote_recorded' && (m.envelope.data.tally as { approvals: number }).approvals === 12);
     expect(events.findIndex((m) => m.subject === 'evt.decision.resolved')).toBeGreaterThan(deciding);
   });
 });

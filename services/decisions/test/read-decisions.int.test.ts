@@ -389,6 +389,23 @@ describe('reading decisions', () => {
       expect((await stack.http('GET', `/v1/worker/decisions/${id}`, { token: apiKey })).body.status).toBe('PENDING');
     });
   });
+
+  it('says whether the signed-in person can answer now (you), as the decisions service decides it', async () => {
+    const id = await created({ externalRunId: run('you'), stepRef: 's', approvers: ['ann@example.com', 'bob@example.com'], approvalsRequired: 2 });
+    const you = async (email: string) => (await stack.http('GET', `/v1/decisions/${id}`, { token: stack.session({ org, email }) })).body.you;
+    expect(await you('ann@example.com')).toEqual({ canAnswer: true, reason: null, answers: ['approve', 'reject'] });
+    expect(await you('Ann@Example.com')).toEqual({ canAnswer: true, reason: null, answers: ['approve', 'reject'] });
+    expect(await you('eve@example.com')).toEqual({ canAnswer: false, reason: 'not_approver', answers: [] });
+    expect((await decide(id, 'ann@example.com', { decision: 'approve' })).status).toBe(200);
+    expect(await you('ann@example.com')).toEqual({ canAnswer: false, reason: 'already_voted', answers: [] });
+    expect(await you('bob@example.com')).toEqual({ canAnswer: true, reason: null, answers: ['approve', 'reject'] });
+    expect((await decide(id, 'bob@example.com', { decision: 'reject' })).status).toBe(200);
+    expect((await stack.http('GET', `/v1/decisions/${id}`, { token: stack.session({ org, email: 'bob@example.com' }) })).body.you.reason).toBe('already_voted');
+    const closed = await created({ externalRunId: run('you-closed'), stepRef: 's', approvers: ['ann@example.com'] });
+    expect((await stack.http('POST', `/v1/worker/decisions/${closed}/cancel`, { token: apiKey, body: {} })).status).toBe(200);
+    const closedView = await stack.http('GET', `/v1/decisions/${closed}`, { token: stack.session({ org, email: 'ann@example.com' }) });
+    expect(closedView.body.you).toEqual({ canAnswer: false, reason: 'not_pending', answers: [] });
+  });
 });
 
 describe('workflow definitions', () => {
@@ -506,20 +523,4 @@ describe('workflow definitions', () => {
     expect((await stack.http('GET', '/v1/workflows/refunds', { token: admin })).body.steps).toEqual([{ id: 'a' }]);
   });
 
-  it('says whether the signed-in person can answer now (you), as the decisions service decides it', async () => {
-    const id = await created({ externalRunId: run('you'), stepRef: 's', approvers: ['ann@example.com', 'bob@example.com'], approvalsRequired: 2 });
-    const you = async (email: string) => (await stack.http('GET', `/v1/decisions/${id}`, { token: stack.session({ org, email }) })).body.you;
-    expect(await you('ann@example.com')).toEqual({ canAnswer: true, reason: null, answers: ['approve', 'reject'] });
-    expect(await you('Ann@Example.com')).toEqual({ canAnswer: true, reason: null, answers: ['approve', 'reject'] });
-    expect(await you('eve@example.com')).toEqual({ canAnswer: false, reason: 'not_approver', answers: [] });
-    expect((await decide(id, 'ann@example.com', { decision: 'approve' })).status).toBe(200);
-    expect(await you('ann@example.com')).toEqual({ canAnswer: false, reason: 'already_voted', answers: [] });
-    expect(await you('bob@example.com')).toEqual({ canAnswer: true, reason: null, answers: ['approve', 'reject'] });
-    expect((await decide(id, 'bob@example.com', { decision: 'reject' })).status).toBe(200);
-    expect((await stack.http('GET', `/v1/decisions/${id}`, { token: stack.session({ org, email: 'bob@example.com' }) })).body.you.reason).toBe('already_voted');
-    const closed = await created({ externalRunId: run('you-closed'), stepRef: 's', approvers: ['ann@example.com'] });
-    expect((await stack.http('POST', `/v1/worker/decisions/${closed}/cancel`, { token: apiKey, body: {} })).status).toBe(200);
-    const closedView = await stack.http('GET', `/v1/decisions/${closed}`, { token: stack.session({ org, email: 'ann@example.com' }) });
-    expect(closedView.body.you).toEqual({ canAnswer: false, reason: 'not_pending', answers: [] });
-  });
 });

@@ -116,12 +116,6 @@ export function heldFor(q: Knex | Knex.Transaction, held: HeldEvents | undefined
 }
 
 /**
- * Writes events in the caller's transaction. Each payload is checked against its
- * subject's schema (EVENT_DATA) first: an event that does not fit its contract is a bug,
- * and it fails the transaction instead of reaching consumers. Returns the envelopes as
- * they will be published.
- */
-/**
  * Events as they are stored in the outbox: each checked against its subject's contract
  * (a bug here must fail the write, not reach the consumers), with its id and time.
  */
@@ -157,21 +151,41 @@ export function toEnvelopes(events: NewEvent[]): EventEnvelope[] {
   });
 }
 
+/**
+ * The one outbox INSERT of the tree: every writer of events (a statement on its own, a
+ * CTE beside the change it describes) writes its rows with this text. (The decisions
+ * service's `open_decision` function, made by a migration, has the same INSERT inside.) `from` is a FROM list that yields one row per event, numbered `n` in the events'
+ * order, with the envelope as `element` (default `e`): typically
+ * `jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)`, with the change's CTE
+ * first when the events are written only if it changed a row. `lease` is the SQL for the
+ * seconds the rows are held (`HeldEvents`; null: not held, the relay takes them). The
+ * lease runs from the clock, not from the start of the transaction this may be in.
+ */
+export function outboxInsert(o: { from: string; lease: string; element?: string; where?: string }): string {
+  const e = o.element ?? 'e';
+  return `INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
+       SELECT ${e}->>'id', ${e}->>'type', ${e}->>'org', ${e}, clock_timestamp() + make_interval(secs => ${o.lease}::float8)
+         FROM ${o.from}${o.where ? `\n        WHERE ${o.where}` : ''} ORDER BY n`;
+}
+
+/** `outboxInsert` of a statement of its own: the events as one jsonb parameter, the lease as another (positional). */
+const ENQUEUE = outboxInsert({ from: 'jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n)', lease: '?' });
+
+/**
+ * Writes events in the caller's transaction. Each payload is checked against its
+ * subject's schema (EVENT_DATA) first: an event that does not fit its contract is a bug,
+ * and it fails the transaction instead of reaching consumers. Returns the envelopes as
+ * they will be published.
+ */
 export async function enqueueEvents(trx: Knex | Knex.Transaction, events: NewEvent[], opts: { heldFor?: number | null } = {}): Promise<EventEnvelope[]> {
   if (events.length === 0) return [];
   const envelopes = toEnvelopes(events);
-  // Held (`HeldEvents`): the writer publishes them itself once this commits. The lease runs
-  // from now, not from the start of the transaction this may be in.
+  // Held (`HeldEvents`): the writer publishes them itself once this commits.
   // One fixed text whatever the number of events: a
   // thousand timers firing together were a statement of 5,000 parameters, parsed and
   // planned anew (8–15 ms) for every batch size. Rows in the events' order (`seq`).
-  await trx
-    .raw(
-      `INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
-       SELECT e->>'id', e->>'type', e->>'org', e, clock_timestamp() + make_interval(secs => ?::float8)
-         FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n`,
-      [opts.heldFor ?? null, JSON.stringify(envelopes)],
-    );
+  // (The lease comes first in the text: `lease` precedes `from`.)
+  await trx.raw(ENQUEUE, [opts.heldFor ?? null, JSON.stringify(envelopes)]);
   return envelopes;
 }
 
@@ -193,10 +207,7 @@ export async function changeEachWithEvents<R extends { key: string } = { key: st
   const lease = heldFor(q, held);
   const r = await q.raw(
     `WITH c AS (:change),
-          o AS (INSERT INTO ${OUTBOX_TABLE} (id, subject, org, envelope, lease_until)
-                SELECT p->'e'->>'id', p->'e'->>'type', p->'e'->>'org', p->'e', now() + make_interval(secs => :heldFor::float8)
-                  FROM jsonb_array_elements(:pairs::jsonb) WITH ORDINALITY AS x(p, n)
-                 WHERE p->>'k' IN (SELECT key FROM c) ORDER BY n)
+          o AS (${outboxInsert({ from: 'jsonb_array_elements(:pairs::jsonb) WITH ORDINALITY AS x(p, n)', element: "(p->'e')", lease: ':heldFor', where: "p->>'k' IN (SELECT key FROM c)" })})
      SELECT * FROM c`,
     { change, pairs: JSON.stringify(pairs), heldFor: lease },
   );

@@ -13,7 +13,7 @@ export function approverStateConsumer(store: DecisionsStore) {
     filterSubject: 'evt.approver.>',
     handler: async (event: DomainEvent) => {
       if (event.type !== EVENT.approverDisabled && event.type !== EVENT.approverEnabled) return;
-      await store.applyApproverState(event.org, event.data.email, event.type === EVENT.approverDisabled, new Date(event.occurredAt));
+      await store.approverStates.apply(event.org, event.data.email, event.type === EVENT.approverDisabled, new Date(event.occurredAt));
     },
   };
 }

@@ -72,6 +72,7 @@ export function voterRefusal(approvers: string[], voter: { kind: 'person'; email
 }
 
 export type VoteRuling =
+  | { kind: 'refused'; why: string }
   | { kind: 'already_voted' }
   | { kind: 'expire' }
   | { kind: 'not_pending'; status: DecisionStatus }
@@ -80,16 +81,29 @@ export type VoteRuling =
   | { kind: 'record' };
 
 /**
- * What an approver's vote does, in this order. An earlier vote comes first, so a reviewer
- * whose reply was lost and who retries the vote that resolved the decision learns that it
- * counted (already_voted), not only that votes are closed. A vote past the deadline
- * expires the decision instead of counting.
+ * What a vote does, in this order: the one place its rules live (the store only checks
+ * that what it judged on still holds when it writes). A voter who may not vote is refused
+ * (an API key, someone not an approver, an approver disabled since the decision opened);
+ * the refusal is recorded. An earlier vote comes next, so a reviewer whose reply was lost
+ * and who retries the vote that resolved the decision learns that it counted
+ * (already_voted), not only that votes are closed. A vote past the deadline expires the
+ * decision instead of counting.
  */
 export function voteRuling(
-  d: { status: DecisionStatus; expiresAt: Date | null; requiresSignature: boolean; responseSpec: ResponseSpec | null },
-  ballot: { surface: string; choice: 'approve' | 'reject'; responseValue?: unknown; votedBefore: boolean },
+  d: { status: DecisionStatus; expiresAt: Date | null; requiresSignature: boolean; responseSpec: ResponseSpec | null; approvers: string[] },
+  ballot: {
+    voter: { kind: 'person'; email: string } | { kind: 'apiKey' };
+    /** The voter is an approver disabled since (a leaver): they no longer answer. */
+    voterDisabled: boolean;
+    surface: string;
+    choice: 'approve' | 'reject';
+    responseValue?: unknown;
+    votedBefore: boolean;
+  },
   now: Date,
 ): VoteRuling {
+  const refusal = voterRefusal(d.approvers, ballot.voter) ?? (ballot.voterDisabled ? 'a disabled approver' : null);
+  if (refusal) return { kind: 'refused', why: refusal };
   if (ballot.votedBefore) return { kind: 'already_voted' };
   if (isPastDeadline(d, now)) return { kind: 'expire' };
   if (d.status !== 'PENDING') return { kind: 'not_pending', status: d.status };

@@ -28,11 +28,11 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
   /** Can `email` answer `d` now (domain `answerOf`); null `email`: a key, which never can. */
   const answerFor = async (d: DecisionRow, email: string | null) => {
     const person = email === null ? null : email.toLowerCase();
-    const votedBefore = person !== null && d.approvers.includes(person) ? (await store.voteOf(d.id, person)) !== undefined : false;
+    const votedBefore = person !== null && d.approvers.includes(person) ? (await store.votes.voteOf(d.id, person)) !== undefined : false;
     return answerOf({ status: d.status, expiresAt: d.expires_at, approvers: d.approvers, requiresSignature: d.requires_signature }, person === null ? null : { email: person, votedBefore }, deps.clock.now());
   };
   const find = async (org: string, id: string): Promise<DecisionRow> => {
-    const d = await store.find(org, id);
+    const d = await store.decisions.find(org, id);
     if (!d) throw new AppError('not_found', 'decision not found');
     return d;
   };
@@ -52,18 +52,18 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
     },
 
     async workerList(org: string, q: { status?: DecisionStatus; limit: number }) {
-      return { decisions: withinPageBudget((await store.list(org, { status: q.status }, { limit: q.limit })).map(toView)) };
+      return { decisions: withinPageBudget((await store.decisions.list(org, { status: q.status }, { limit: q.limit })).map(toView)) };
     },
 
     /** `scope`: a reviewer's email, who sees only the decisions naming them (contracts/roles.ts). */
     async list(org: string, q: { status?: DecisionStatus; assignee?: string; workflowRef?: string; limit: number; offset: number }, scope?: string) {
       const filter = { status: q.status, assignee: q.assignee, workflowRef: q.workflowRef, approver: scope };
-      const [rows, total] = await Promise.all([store.list(org, filter, { limit: q.limit, offset: q.offset }), store.count(org, filter)]);
+      const [rows, total] = await Promise.all([store.decisions.list(org, filter, { limit: q.limit, offset: q.offset }), store.decisions.count(org, filter)]);
       return { decisions: withinPageBudget(rows.map(toView)), limit: q.limit, offset: q.offset, total };
     },
 
     async workflows(org: string, q: { assignee?: string }, scope?: string) {
-      return { workflows: await store.workflowSummaries(org, q.assignee, scope) };
+      return { workflows: await store.decisions.workflowSummaries(org, q.assignee, scope) };
     },
 
     /**
@@ -79,7 +79,7 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
     /** `person`: the signed-in person's email (null: a key), told whether they can answer (`you`). */
     async get(org: string, id: string, person: string | null) {
       const d = await find(org, id);
-      const [tally, timeline, evidence, you] = await Promise.all([store.tally(d), store.timelineOf(id), store.evidenceOf(id), answerFor(d, person)]);
+      const [tally, timeline, evidence, you] = await Promise.all([store.votes.tally(d), store.timeline.of(id), store.evidence.of(id), answerFor(d, person)]);
       return {
         ...toView(d),
         you,
@@ -91,34 +91,34 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
 
     async listEvidence(org: string, id: string) {
       await find(org, id);
-      return { evidence: (await store.evidenceOf(id)).map(evidenceView) };
+      return { evidence: (await store.evidence.of(id)).map(evidenceView) };
     },
 
     /** `GET /v1/usage/current`: the counter and limit the 402 quota_exceeded uses. */
     async usageCurrent(org: string, now: Date) {
       const period = quotaPeriod(now);
-      const [used, row] = await Promise.all([store.used(org, period), store.quotaRow(org)]);
+      const [used, row] = await Promise.all([store.quota.used(org, period), store.quota.row(org)]);
       const limit = row === undefined ? (deps.defaultMonthlyQuota ?? null) : row.limit;
       return { period, plan: row?.plan ?? 'default', decisions: { used, limit } };
     },
 
     async usageItems(org: string) {
-      return { items: await store.usageHistory(org, 24) };
+      return { items: await store.quota.usageHistory(org, 24) };
     },
 
     /** For the policies service: what is pending under each policy, and its last use. */
     async policyUsage(org: string, policyIds: string[]) {
-      const usage = await store.policyUsage(org, policyIds);
+      const usage = await store.decisions.policyUsage(org, policyIds);
       return { usage: usage.map((u) => ({ policyId: u.policyId, pending: u.pending, lastUsedAt: u.lastUsedAt?.toISOString() ?? null })) };
     },
 
     async byEnvelope(org: string, envelopeId: string) {
-      return { decisionIds: await store.byEnvelope(org, envelopeId) };
+      return { decisionIds: await store.decisions.byEnvelope(org, envelopeId) };
     },
 
     /** Billing sets the org's plan and quota; `plan: null` returns it to the deployment default. */
     async setPlan(org: string, plan: string | null, limit: number | null) {
-      await store.setPlan(org, plan, limit);
+      await store.quota.setPlan(org, plan, limit);
       return plan === null ? { org, plan: 'default', limit: deps.defaultMonthlyQuota ?? null } : { org, plan, limit };
     },
   };

@@ -19,12 +19,10 @@ export function createLifecycle(deps: { store: DecisionsStore; bus: Bus; clock: 
     async remind(org: string, id: string): Promise<boolean> {
       const now = clock.now();
       return store.transaction(async (tx) => {
-        const d = await tx.lock(org, id);
+        const d = await tx.decisions.lock(org, id);
         if (!d || d.status !== 'PENDING' || d.reminded_at) return false;
-        const to = remindRecipients(d.assignee_email, pendingVoters(d.approvers, await tx.voters(id)));
-        await tx.markReminded(id, now);
-        await tx.timeline(id, 'reminded', null, now, { to });
-        await tx.events([
+        const to = remindRecipients(d.assignee_email, pendingVoters(d.approvers, await tx.votes.voters(id)));
+        await tx.decisions.markReminded(d, now, { type: 'reminded', actor: null, at: now, data: { to } }, [
           {
             subject: EVENT.decisionReminded,
             org,
@@ -39,16 +37,19 @@ export function createLifecycle(deps: { store: DecisionsStore; bus: Bus; clock: 
     async remindMany(items: Array<{ org: string; id: string }>): Promise<number> {
       const now = clock.now();
       return store.transaction(async (tx) => {
-        const marked = await tx.markRemindedMany(items, now);
-        const sent = marked.map(({ row: d, voted }) => ({ d, to: remindRecipients(d.assignee_email, pendingVoters(d.approvers, voted)) }));
-        await tx.timelineMany(sent.map(({ d, to }) => ({ decisionId: d.id, type: 'reminded', actor: null, at: now, data: { to } })));
-        await tx.events(
-          sent.map(({ d, to }) => ({
-            subject: EVENT.decisionReminded,
-            org: d.org_id,
-            data: { decisionId: d.id, to, title: title(d), expiresAt: d.expires_at?.toISOString() ?? null, policy: policyRef(d), route: d.route },
-          })),
-        );
+        const marked = await tx.decisions.markRemindedMany(items, now, (d, voted) => {
+          const to = remindRecipients(d.assignee_email, pendingVoters(d.approvers, voted));
+          return {
+            entry: { type: 'reminded', actor: null, at: now, data: { to } },
+            events: [
+              {
+                subject: EVENT.decisionReminded,
+                org: d.org_id,
+                data: { decisionId: d.id, to, title: title(d), expiresAt: d.expires_at?.toISOString() ?? null, policy: policyRef(d), route: d.route },
+              },
+            ],
+          };
+        });
         return marked.length;
       });
     },
@@ -57,12 +58,17 @@ export function createLifecycle(deps: { store: DecisionsStore; bus: Bus; clock: 
     async escalate(org: string, id: string, step: number): Promise<boolean> {
       const now = clock.now();
       return store.transaction(async (tx) => {
-        const d = await tx.lock(org, id);
+        const d = await tx.decisions.lock(org, id);
         if (!d || d.status !== 'PENDING') return false;
-        if (await tx.hasEscalated(id, step)) return false;
-        const to = pendingVoters(d.approvers, await tx.voters(id));
-        await tx.timeline(id, 'escalated', null, now, { step, to });
-        await tx.events([{ subject: EVENT.decisionEscalated, org, data: { decisionId: id, step, to, title: title(d), policy: policyRef(d), route: d.route } }]);
+        if (await tx.timeline.hasEscalated(id, step)) return false;
+        const to = pendingVoters(d.approvers, await tx.votes.voters(id));
+        await tx.decisions.change({
+          id,
+          guard: { status: 'PENDING' },
+          set: {},
+          entries: [{ type: 'escalated', actor: null, at: now, data: { step, to } }],
+          events: [{ subject: EVENT.decisionEscalated, org, data: { decisionId: id, step, to, title: title(d), policy: policyRef(d), route: d.route } }],
+        });
         return true;
       });
     },
@@ -78,7 +84,7 @@ export function createLifecycle(deps: { store: DecisionsStore; bus: Bus; clock: 
       for (const { org, decisionDataDays } of orgs) {
         if (!decisionDataDays) continue;
         const cutoff = new Date(clock.now().getTime() - decisionDataDays * DAY_MS);
-        purged += await store.transaction((tx) => tx.purgeContent(org, cutoff, clock.now()));
+        purged += await store.transaction((tx) => tx.decisions.purgeContent(org, cutoff, clock.now()));
       }
       if (purged) deps.log.info({ purged }, 'retention purge done');
       return purged;
