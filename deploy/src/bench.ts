@@ -694,8 +694,9 @@ export async function main(): Promise<number> {
       await new Promise((r) => setTimeout(r, 2000));
       say(`latency: ${LATENCY_RATE} decisions a second for ${LATENCY_SECONDS} s, create → first notice, deciding vote → resume`);
       const probe = probeOf('m');
+      const own = process.cpuUsage();
       const run = await runOpenLoop(LATENCY_RATE, LATENCY_SECONDS, probe.op);
-      return latencyResult(LATENCY_RATE, LATENCY_SECONDS, run.n, run.errors, probe.samples);
+      return latencyResult(run, probe.samples, cpuMs(process.cpuUsage(own)) / run.n);
     };
     const latencyFailed = (l: LatencyResult | undefined) => (l ? l.errors > 0 || l.notify.missing > 0 || l.resume.missing > 0 : false);
     if (!PHASES.has('load')) {

@@ -176,23 +176,33 @@ export function latencyProbe(deps: {
   vote: (decisionId: string, which: 'first' | 'deciding') => Promise<void>;
   /** How long a notice or a resume may take before it counts as missing. */
   timeoutMs?: number;
-}): { op: (i: number) => Promise<void>; samples: { notify: number[]; resume: number[] } } {
+}): { op: (i: number) => Promise<void>; samples: LatencySamples } {
   const timeoutMs = deps.timeoutMs ?? 30_000;
-  const samples = { notify: [] as number[], resume: [] as number[] };
+  const samples: LatencySamples = { notify: [], resume: [], createAnswer: [], voteAnswer: [] };
   const op = async (i: number) => {
     const sent = performance.now();
     const id = await deps.create(i);
+    samples.createAnswer.push(performance.now() - sent);
     const mailed = await deps.mails.wait(id, timeoutMs);
     if (mailed === undefined) throw new Error(`decision ${id}: no notice reached the SMTP server within ${timeoutMs} ms`);
     samples.notify.push(mailed - sent);
     await deps.vote(id, 'first');
     const voted = performance.now();
     await deps.vote(id, 'deciding');
+    samples.voteAnswer.push(performance.now() - voted);
     const resumed = await deps.resumes.wait(id, timeoutMs);
     if (resumed === undefined) throw new Error(`decision ${id}: no resume reached the engine within ${timeoutMs} ms`);
     samples.resume.push(resumed - voted);
   };
   return { op, samples };
+}
+
+/** Each path's latencies (ms), and the answers to the requests that start them (where the time went: before the answer, or after it). */
+export interface LatencySamples {
+  notify: number[];
+  resume: number[];
+  createAnswer: number[];
+  voteAnswer: number[];
 }
 
 /** What the latency phase reports (and writes to latest.json as `latency`). */
@@ -206,17 +216,36 @@ export interface LatencyResult {
   notify: LatencySummary;
   /** deciding vote sent → resume received by the engine. */
   resume: LatencySummary;
+  /** The create's own answer, and the deciding vote's (ms from send to answer). */
+  createAnswer: LatencySummary;
+  voteAnswer: LatencySummary;
+  /** From the first decision's send until the last one's resume arrived (the offered time is `seconds`). */
+  wallMs: number;
+  /** The bench's own CPU a decision (its HTTP client, SMTP server and engine receiver; not the system's). */
+  benchCpuMs: number;
 }
 
-export function latencyResult(rate: number, seconds: number, decisions: number, errors: number, samples: { notify: number[]; resume: number[] }): LatencyResult {
-  return { rate, seconds, decisions, errors, notify: latencySummary(samples.notify, decisions), resume: latencySummary(samples.resume, decisions) };
+export function latencyResult(run: { rate: number; seconds: number; n: number; errors: number; wallMs: number }, samples: LatencySamples, benchCpuMs: number): LatencyResult {
+  const of = (xs: number[]) => latencySummary(xs, run.n);
+  return {
+    rate: run.rate,
+    seconds: run.seconds,
+    decisions: run.n,
+    errors: run.errors,
+    notify: of(samples.notify),
+    resume: of(samples.resume),
+    createAnswer: of(samples.createAnswer),
+    voteAnswer: of(samples.voteAnswer),
+    wallMs: run.wallMs,
+    benchCpuMs,
+  };
 }
 
 /** The report's lines for the latency phase. */
 export function latencyLines(r: LatencyResult): string[] {
   const f = (x: number) => x.toFixed(1);
-  const line = (name: string, s: LatencySummary) =>
-    `| ${name} | ${s.n} | ${s.missing} | ${f(s.p50)} | ${f(s.p99)} | ${f(s.max)} | ${s.met ? 'met' : 'not met'} |`;
+  const line = (name: string, s: LatencySummary, target = true) =>
+    `| ${name} | ${s.n} | ${s.missing} | ${f(s.p50)} | ${f(s.p99)} | ${f(s.max)} | ${target ? (s.met ? 'met' : 'not met') : '—'} |`;
   return [
     `end to end at ${r.rate} decisions a second for ${r.seconds} s (open loop; ${r.decisions} decisions under the bench policy, engine bundled; each one's approvers vote once its first notice is in; timestamps at the bench's own SMTP server and engine receiver, on the bench's clock; ${r.errors} failed):`,
     '',
@@ -224,6 +253,10 @@ export function latencyLines(r: LatencyResult): string[] {
     '|---|---|---|---|---|---|---|',
     line('create sent → first notice accepted by SMTP', r.notify),
     line('deciding vote sent → engine resume received', r.resume),
+    line('of which: the create answered', r.createAnswer, false),
+    line('of which: the deciding vote answered', r.voteAnswer, false),
+    '',
+    `the last resume arrived ${(r.wallMs / 1000).toFixed(1)} s after the first create was sent (${r.seconds} s offered); the bench's own CPU (client, SMTP server, engine receiver): ${r.benchCpuMs.toFixed(2)} ms a decision.`,
     '',
   ];
 }

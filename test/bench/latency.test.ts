@@ -110,12 +110,17 @@ describe('the bench: end-to-end latency', () => {
     expect(probe.samples.notify).toHaveLength(1);
     expect(probe.samples.resume).toHaveLength(1);
     expect(probe.samples.notify[0]).toBeGreaterThan(0);
+    // The create's answer is part of its path (a notice can only come after the decision exists).
+    expect(probe.samples.createAnswer).toHaveLength(2);
+    expect(probe.samples.voteAnswer).toHaveLength(1);
+    expect(probe.samples.createAnswer[0]).toBeLessThanOrEqual(probe.samples.notify[0]!);
 
-    const r = latencyResult(50, 10, 2, 1, probe.samples);
+    const r = latencyResult({ rate: 50, seconds: 10, n: 2, errors: 1, wallMs: 12_000 }, probe.samples, 1.5);
     expect(r.notify).toMatchObject({ n: 1, missing: 1, met: false });
     const text = latencyLines(r).join('\n');
     expect(text).toContain('| create sent → first notice accepted by SMTP | 1 | 1 |');
     expect(text).toContain('p99 < 300 ms');
     expect(text).toContain('not met');
+    expect(text).toContain('12.0 s after the first create was sent (10 s offered)');
   });
 });
