@@ -693,10 +693,23 @@ export async function main(): Promise<number> {
       await runOpenLoop(LATENCY_RATE, warmSeconds, probeOf('w').op);
       await new Promise((r) => setTimeout(r, 2000));
       say(`latency: ${LATENCY_RATE} decisions a second for ${LATENCY_SECONDS} s, create → first notice, deciding vote → resume`);
+      // Work as the load phases sample it, with the new notifier's process.
+      const workPool = new Pool({ connectionString: databaseUrl, max: 1, idleTimeoutMillis: 0 });
+      stops.push(() => workPool.end());
+      const workTargets: WorkTargets = {
+        services: Object.fromEntries([...procs.children].filter(([, c]) => c.pid).map(([name, c]) => [name, c.pid!])),
+        natsPid: nats.process.pid,
+        postmasterPid: Number(readFileSync(join(dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]),
+        pool: workPool,
+        database: 'bench',
+      };
       const probe = probeOf('m');
+      const workBefore = await sampleWork(workTargets);
       const own = process.cpuUsage();
       const run = await runOpenLoop(LATENCY_RATE, LATENCY_SECONDS, probe.op);
-      return latencyResult(run, probe.samples, cpuMs(process.cpuUsage(own)) / run.n);
+      const benchCpuMs = cpuMs(process.cpuUsage(own)) / run.n;
+      await new Promise((r) => setTimeout(r, 2000));
+      return { ...latencyResult(run, probe.samples, benchCpuMs), work: perOp(workBefore, await sampleWork(workTargets), run.n) };
     };
     const latencyFailed = (l: LatencyResult | undefined) => (l ? l.errors > 0 || l.notify.missing > 0 || l.resume.missing > 0 : false);
     if (!PHASES.has('load')) {

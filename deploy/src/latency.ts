@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
+import { workTable, type WorkPerOp } from './work';
 
 /**
  * The bench's end-to-end latency phase (`BENCH_PHASES=latency`): decisions created at a
@@ -223,6 +224,8 @@ export interface LatencyResult {
   wallMs: number;
   /** The bench's own CPU a decision (its HTTP client, SMTP server and engine receiver; not the system's). */
   benchCpuMs: number;
+  /** Work a decision, every process of the system (the measured run and the 2 s after it), when sampled. */
+  work?: WorkPerOp;
 }
 
 export function latencyResult(run: { rate: number; seconds: number; n: number; errors: number; wallMs: number }, samples: LatencySamples, benchCpuMs: number): LatencyResult {
@@ -258,5 +261,6 @@ export function latencyLines(r: LatencyResult): string[] {
     '',
     `the last resume arrived ${(r.wallMs / 1000).toFixed(1)} s after the first create was sent (${r.seconds} s offered); the bench's own CPU (client, SMTP server, engine receiver): ${r.benchCpuMs.toFixed(2)} ms a decision.`,
     '',
+    ...(r.work ? workTable(`a decision end to end at ${r.rate}/s (create, two notices sent by SMTP, two votes, the resume sent)`, r.work) : []),
   ];
 }
