@@ -16,6 +16,7 @@ import { provisionWhenReady } from './provision';
 import { consumerStallOf, interleavedPlan, perOp, perOpOver, sampleWork, workTable, type ConsumerStall, type Segment, type WorkPerOp, type WorkSpan, type WorkTargets } from './work';
 import { profilesIn, topFrames } from './profile';
 import { KeptAliveClient } from './http-client';
+import { latencyLines, latencyProbe, latencyResult, percentile, phasesFrom, startMailReceiver, startResumeReceiver, type LatencyResult } from './latency';
 
 /**
  * `npm run bench`: the whole system as separate processes on a private PostgreSQL and
@@ -42,6 +43,11 @@ const RATES = (process.env.BENCH_RATES ?? '25,100').split(',').map(Number).filte
 const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 10);
 /** Resolved decisions (with their votes, timers and deliveries) put in the database before the runs: nothing may scale with history. */
 const N_HISTORY = Number(process.env.BENCH_HISTORY ?? 0);
+/** Which phases run (BENCH_PHASES, comma-separated): `load` (everything above), `latency` (end to end, below); default both. */
+const PHASES = phasesFrom(process.env.BENCH_PHASES);
+/** The end-to-end latency phase: decisions a second, for how long (open loop). */
+const LATENCY_RATE = Number(process.env.BENCH_LATENCY_RATE ?? 50);
+const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 10);
 
 /**
  * A workflow engine for the cycle that resumes one (the bundled Standard Webhooks engine):
@@ -79,11 +85,6 @@ export interface LoadResult {
 
 function cpuMs(used: NodeJS.CpuUsage): number {
   return (used.user + used.system) / 1000;
-}
-
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
 /** A load's figures from its latencies (ms), its errors and its wall time. */
@@ -611,15 +612,20 @@ export async function main(): Promise<number> {
     // A consumer's pull the server refused or stopped answering (its events wait until the
     // pull is renewed): logged at warn by every service, always reported by the bench.
     const stalls: ConsumerStall[] = [];
+    // No SMTP_URL: the load phases' notices are planned skipped, as in every round before
+    // issue 43; the latency phase starts a notifier of its own that sends them (latencyPhase).
+    const serviceEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000', HTTP_MAX_CONNECTIONS_PER_IP: '100000', HTTP_MAX_CONNECTIONS: '100000', ENGINE_BUNDLED_URL: engine.url, ENGINE_BUNDLED_SECRET: 'whsec_' + randomBytes(24).toString('base64') };
+    delete serviceEnv.SMTP_URL;
+    const onLine = (name: string, _i: number, line: string) => {
+      const stall = consumerStallOf(name, line);
+      if (stall) stalls.push(stall);
+      if (stall || line.includes('"level":50') || line.includes('"level":60') || (process.env.BENCH_SHOW_WARN && line.includes('"level":40'))) say(`${name}: ${line.slice(0, 300)}`);
+    };
     const procs = launchServices({
       nodeArgs: (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.\${pid}.cpuprofile`] : []),
       natsUsers,
-      env: { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000', HTTP_MAX_CONNECTIONS_PER_IP: '100000', HTTP_MAX_CONNECTIONS: '100000', ENGINE_BUNDLED_URL: engine.url, ENGINE_BUNDLED_SECRET: 'whsec_' + randomBytes(24).toString('base64') },
-      onLine: (name, _i, line) => {
-        const stall = consumerStallOf(name, line);
-        if (stall) stalls.push(stall);
-        if (stall || line.includes('"level":50') || line.includes('"level":60') || (process.env.BENCH_SHOW_WARN && line.includes('"level":40'))) say(`${name}: ${line.slice(0, 300)}`);
-      },
+      env: serviceEnv,
+      onLine,
     });
     stops.push(() => procs.stop());
     stops.push(async () => {
@@ -646,6 +652,81 @@ export async function main(): Promise<number> {
     const b = signSessionToken(secret, { sub: 'usr_b', email: 'b@x.com', org });
     const { key } = await http(base, 'POST', '/v1/api-keys/', admin, { name: 'bench', roles: ['decisions:write', 'policies:write'] });
     await http(base, 'POST', '/v1/worker/policies', key, { key: 'bench', name: 'Bench', defaults: { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2 } });
+
+    /**
+     * End to end (issue 43): decisions at LATENCY_RATE a second under the bench's policy
+     * with the bundled engine; create → first notice accepted by an SMTP server in this
+     * process, deciding vote → resume received by an engine receiver in this process.
+     * The notifier is started again for it with SMTP_URL and ENGINE_BUNDLED_URL pointing at
+     * those receivers: the load phases' notices stay planned skipped (no SMTP), so their
+     * figures compare with every earlier round's. Run last, after every load phase.
+     */
+    const latencyPhase = async (): Promise<LatencyResult & { statements: StatementStats }> => {
+      const mail = await startMailReceiver();
+      stops.push(() => mail.stop());
+      const engineReceiver = await startResumeReceiver();
+      stops.push(() => engineReceiver.stop());
+      say(`latency: the notifier started again, sending mail to ${mail.url} and resumes to ${engineReceiver.url}`);
+      const old = procs.children.get('notifier');
+      if (old && old.exitCode === null && old.signalCode === null) {
+        const exited = new Promise((r) => old.once('exit', r));
+        old.kill('SIGTERM');
+        await exited;
+      }
+      const again = launchServices({ natsUsers, env: { ...serviceEnv, SMTP_URL: mail.url, ENGINE_BUNDLED_URL: engineReceiver.url }, onLine, only: ['notifier'] });
+      // In the bench's own map, so its stop and the signal handlers reach the new one too.
+      procs.children.set('notifier', again.children.get('notifier')!);
+      const healthy = await waitHealthy(base, 60_000);
+      if (!healthy.ok) throw new Error(`system not healthy after the notifier's restart: ${healthy.last}`);
+      const probeOf = (tag: string) =>
+        latencyProbe({
+          mails: mail.arrivals,
+          resumes: engineReceiver.arrivals,
+          create: async (i) =>
+            (await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `l${tag}-${i}`, stepRef: 's', policy: 'bench', engine: 'bundled', factsHash: factsHash({ l: tag, i }), context: { title: `Decision ${i}` } }))
+              .decisionId as string,
+          vote: async (id, which) => void (await http(base, 'POST', `/v1/decisions/${id}/decide`, which === 'first' ? a : b, { decision: 'approve' })),
+          // Missing means lost, not late: a system behind its load shows it in the latencies.
+          timeoutMs: 120_000,
+        });
+      const workPool = new Pool({ connectionString: databaseUrl, max: 1, idleTimeoutMillis: 0 });
+      stops.push(() => workPool.end());
+      // Warm: the new notifier's connections, caches and compiled code, at the same rate.
+      const warmSeconds = Math.min(5, LATENCY_SECONDS);
+      say(`latency: warm-up, ${LATENCY_RATE} decisions a second for ${warmSeconds} s`);
+      await runOpenLoop(LATENCY_RATE, warmSeconds, probeOf('w').op);
+      await new Promise((r) => setTimeout(r, 2000));
+      // Planner statistics as autovacuum keeps them (as before every load phase): on tables
+      // that grew from nothing in the warm-up, a plan made without them scans.
+      await workPool.query('ANALYZE');
+      await workPool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+      await workPool.query('SELECT pg_stat_statements_reset()');
+      say(`latency: ${LATENCY_RATE} decisions a second for ${LATENCY_SECONDS} s, create → first notice, deciding vote → resume`);
+      // Work as the load phases sample it, with the new notifier's process.
+      const workTargets: WorkTargets = {
+        services: Object.fromEntries([...procs.children].filter(([, c]) => c.pid).map(([name, c]) => [name, c.pid!])),
+        natsPid: nats.process.pid,
+        postmasterPid: Number(readFileSync(join(dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]),
+        pool: workPool,
+        database: 'bench',
+      };
+      const probe = probeOf('m');
+      const workBefore = await sampleWork(workTargets);
+      const own = process.cpuUsage();
+      const run = await runOpenLoop(LATENCY_RATE, LATENCY_SECONDS, probe.op);
+      const benchCpuMs = cpuMs(process.cpuUsage(own)) / run.n;
+      await new Promise((r) => setTimeout(r, 2000));
+      const work = perOp(workBefore, await sampleWork(workTargets), run.n);
+      return { ...latencyResult(run, probe.samples, benchCpuMs), work, statements: await statementsPerOp(workPool, run.n, 'time') };
+    };
+    const latencyFailed = (l: LatencyResult | undefined) => (l ? l.errors > 0 || l.notify.missing > 0 || l.resume.missing > 0 : false);
+    if (!PHASES.has('load')) {
+      const latency = await latencyPhase();
+      process.stdout.write(`${[`Approvals benchmark — ${new Date().toISOString()} — phases: latency, Node ${process.version}`, '', ...latencyLines(latency), ...statementTable('end to end', latency.statements, 'time')].join('\n')}\n`);
+      mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
+      writeFileSync(join(DATA_DIR, 'bench', 'latest.json'), JSON.stringify({ at: new Date().toISOString(), phases: [...PHASES], latency }, null, 2));
+      return latencyFailed(latency) ? 1 : 0;
+    }
 
     // The bench's own pools keep their connections for the whole run (`idleTimeoutMillis:
     // 0`; pg's default closes them after 10 s idle). A closing connection is a backend
@@ -959,6 +1040,8 @@ export async function main(): Promise<number> {
     const reminderWork = perOp(beforeReminders, await sampleWork(targets), N_EXPIRY);
     const reminderStatements = await statementsPerOp(statsPool, N_EXPIRY, 'time');
 
+    const latency = PHASES.has('latency') ? await latencyPhase() : undefined;
+
     const share = (r: PairedCreate) => r.system.load.throughput / r.floor.load.throughput;
     const segmentsOf = (r: Paired) => r.segments.map((x) => `${x.side} ${x.throughput.toFixed(0)}`).join(', ');
     const historyRow = (name: string, r: PairedCreate) => {
@@ -1038,6 +1121,7 @@ export async function main(): Promise<number> {
             ...(openLoop.at(-1)?.statements ? statementTable(`cycle at ${openLoop.at(-1)!.rate}/s, open loop`, openLoop.at(-1)!.statements!) : []),
           ]
         : []),
+      ...(latency ? [...latencyLines(latency), ...statementTable('end to end', latency.statements, 'time')] : []),
       ...workTable('at rest (nothing asked)', rest, 'second'),
       ...workTable('create', createWork),
       ...(beforeHistory ? workTable('create before the history (the same run)', beforeHistory.system.work) : []),
@@ -1092,9 +1176,9 @@ export async function main(): Promise<number> {
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), concurrency: CONCURRENCY, openLoop, restPerSecond: rest, createWork, createClientMs, cycleWork, cycleClientMs, timedCycleWork: timedWork, sysTimedCycle: sysTimed, timedResumes, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, segments: { create: createRun.segments, cycle: cycleRun.segments }, history: beforeHistory ? { decisions: N_HISTORY, createBefore: beforeHistory.system.load, floorCreateBefore: beforeHistory.floor.load, createWorkBefore: beforeHistory.system.work } : undefined, consumerStalls: stalls, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
+      JSON.stringify({ at: new Date().toISOString(), phases: [...PHASES], concurrency: CONCURRENCY, openLoop, latency, restPerSecond: rest, createWork, createClientMs, cycleWork, cycleClientMs, timedCycleWork: timedWork, sysTimedCycle: sysTimed, timedResumes, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, segments: { create: createRun.segments, cycle: cycleRun.segments }, history: beforeHistory ? { decisions: N_HISTORY, createBefore: beforeHistory.system.load, floorCreateBefore: beforeHistory.floor.load, createWorkBefore: beforeHistory.system.work } : undefined, consumerStalls: stalls, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
     );
-    return sysCreate.errors + sysCycle.errors + (beforeHistory?.system.load.errors ?? 0) + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 || remindLags.length < reminding.length || remindEarly > 0 ? 1 : 0;
+    return latencyFailed(latency) || sysCreate.errors + sysCycle.errors + (beforeHistory?.system.load.errors ?? 0) + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 || remindLags.length < reminding.length || remindEarly > 0 ? 1 : 0;
   } finally {
     for (const s of stops.reverse()) await s().catch((err) => say(`cleanup: ${(err as Error).message}`));
     rmSync(dir, { recursive: true, force: true });

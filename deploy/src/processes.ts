@@ -57,6 +57,8 @@ export function launchServices(opts: {
   envOf?: (service: string, replica: number) => NodeJS.ProcessEnv;
   /** Called each time a process starts (the first time and after each restart). */
   onStart?: (key: string, child: ChildProcess) => void;
+  /** Only these services (default: all six), e.g. one started again with other settings (the bench's latency phase). */
+  only?: readonly string[];
 }): ServiceProcesses {
   const replicas = Math.max(1, opts.replicas ?? 1);
   const children = new Map<string, ChildProcess>();
@@ -83,6 +85,7 @@ export function launchServices(opts: {
     });
   };
   SERVICE_NAMES.forEach((name, i) => {
+    if (opts.only && !opts.only.includes(name)) return;
     for (let r = 1; r <= replicas; r++) launch(name, i, r);
   });
 
