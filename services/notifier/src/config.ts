@@ -9,6 +9,12 @@ const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === 
 export const NotifierEnv = BaseServiceEnv.extend(SecretsEnv.shape).extend({
   SMTP_URL: z.string().regex(/^smtps?:\/\//, 'SMTP_URL must be an smtp:// or smtps:// URL').optional(),
   MAIL_FROM: z.string().min(3).default('Approvals <approvals@localhost>'),
+  /**
+   * SMTP connections kept open and reused (per replica): a mail no longer pays for a new
+   * connection and its greeting. 1 to 50; a pool of 0 is not offered (the URL's `pool=false`
+   * still turns it off).
+   */
+  SMTP_MAX_CONNECTIONS: z.coerce.number({ error: 'SMTP_MAX_CONNECTIONS must be a number' }).int('SMTP_MAX_CONNECTIONS must be an integer').min(1, 'SMTP_MAX_CONNECTIONS must be 1 to 50').max(50, 'SMTP_MAX_CONNECTIONS must be 1 to 50').default(5),
   /** Where "open in app" links point; defaults to PUBLIC_BASE_URL. */
   APP_BASE_URL: url('APP_BASE_URL'),
   AUTH_JWT_SECRET: z.string().optional(),

@@ -9,10 +9,22 @@ import { signStandardWebhook } from './standard-webhooks';
 type Of<C extends PersonMessage['channel']> = Extract<PersonMessage, { channel: C }>;
 const ready = () => null;
 
+/**
+ * The SMTP URL with nodemailer's pool on: connections are kept open and reused (at most
+ * `maxConnections`), so a mail no longer pays for a new connection and its greeting. The
+ * URL's own `pool` and `maxConnections` (nodemailer reads its options from the query) win.
+ */
+export function pooledSmtpUrl(smtpUrl: string, maxConnections: number): string {
+  const u = new URL(smtpUrl);
+  if (!u.searchParams.has('pool')) u.searchParams.set('pool', 'true');
+  if (!u.searchParams.has('maxConnections')) u.searchParams.set('maxConnections', String(maxConnections));
+  return u.toString();
+}
+
 /** The channels that reach people. Each sends the rendered message it is given, nothing more. */
 export function peopleProviders(config: NotifierConfig, deps: { outbound: Outbound; bus: Bus; people: PeopleStore; push: { fcm?: FcmSender; apns?: ApnsSender }; now?: () => Date }): ChannelProvider[] {
   let transport: Transporter | undefined;
-  const mailer = () => (transport ??= nodemailer.createTransport(config.SMTP_URL!));
+  const mailer = () => (transport ??= nodemailer.createTransport(pooledSmtpUrl(config.SMTP_URL!, config.SMTP_MAX_CONNECTIONS)));
   const nowSec = () => Math.floor((deps.now?.() ?? new Date()).getTime() / 1000);
 
   const email: ChannelProvider<Of<'email'>> = {
