@@ -32,6 +32,7 @@ export const ERROR_STATUS = {
   field_owned_by_policy: 422,
   approver_required: 422,
   artifact_required: 422,
+  facts_required: 422,
   context_contract_violation: 422,
   unsatisfiable_policy: 422,
   invalid_policy: 422,

@@ -286,4 +286,65 @@ describe('verify and consume', () => {
       expect((await consume(id, { consumer: 'refunds', ...full })).body).toMatchObject({ consumed: true, consumer: 'refunds' });
     });
   });
+
+  describe('a policy with requireFacts', () => {
+    const POLICY = 'refunds-strict';
+    beforeAll(async () => {
+      const res = await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key: POLICY, name: 'Refunds (facts required)', defaults: { approvers: [REVIEWER] }, requireFacts: true } });
+      expect(res.status).toBe(201);
+      expect(res.body.requireFacts).toBe(true);
+    });
+    const create = (body: Record<string, unknown>) => stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { engine: 'api', externalRunId: `run-${Math.random().toString(36).slice(2)}`, stepRef: 'refund', policy: POLICY, ...body } });
+
+    it('a create without factsHash answers 422 facts_required and opens nothing', async () => {
+      const res = await create({});
+      expectError(res, 422, 'facts_required', { policy: POLICY });
+      const inbox = await stack.http('GET', '/v1/worker/decisions?status=PENDING&limit=200', { token: apiKey });
+      expect(inbox.body.decisions.filter((d: { policy: string }) => d.policy === POLICY)).toEqual([]);
+    });
+
+    it('with factsHash: verify without it is {valid: false, reason: facts_required} (200); consume without it is 422; with it, as always', async () => {
+      const res = await create({ factsHash: HASH });
+      expect(res.status).toBe(201);
+      const id = res.body.decisionId as string;
+      // Before the verdict, too: the missing facts are the first thing said.
+      expect((await verify(id)).body).toEqual({ valid: false, reason: 'facts_required', decisionId: id, status: 'PENDING' });
+      expect((await decide(stack, reviewer, id, { decision: 'approve' })).body.status).toBe('APPROVED');
+
+      const bare = await verify(id, { stepRef: 'refund' });
+      expect(bare.status).toBe(200);
+      expect(bare.body).toEqual({ valid: false, reason: 'facts_required', decisionId: id, status: 'APPROVED' });
+      expect((await verify(id, { factsHash: OTHER_HASH })).body).toMatchObject({ valid: false, reason: 'facts_mismatch' });
+      expect((await verify(id, { factsHash: HASH })).body).toEqual({ valid: true, decisionId: id, status: 'APPROVED' });
+
+      const refused = await consume(id, { consumer: 'refunds' });
+      expectError(refused, 422, 'facts_required', { consumed: false, reason: 'facts_required' });
+      expect((await readDecision(stack, reviewer, id)).consumed).toBe(false);
+      const spent = await consume(id, { consumer: 'refunds', factsHash: HASH });
+      expect(spent.status).toBe(200);
+      expect(spent.body).toMatchObject({ consumed: true, consumer: 'refunds' });
+      // A retry without the facts is still told what is missing, not that it was consumed.
+      expectError(await consume(id, { consumer: 'refunds' }), 422, 'facts_required');
+      expect((await consume(id, { consumer: 'refunds', factsHash: HASH })).body).toMatchObject({ consumed: true, alreadyConsumed: true });
+    });
+
+    it('a decision keeps the option it was opened under: turning it off later changes nothing for it', async () => {
+      const id = (await create({ factsHash: HASH })).body.decisionId as string;
+      const off = await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key: POLICY, name: 'Refunds (facts required)', defaults: { approvers: [REVIEWER] } } });
+      expect(off.body).toMatchObject({ requireFacts: false });
+      expect((await decide(stack, reviewer, id, { decision: 'approve' })).body.status).toBe('APPROVED');
+      expectError(await consume(id, { consumer: 'refunds' }), 422, 'facts_required');
+      // A new decision under the changed policy opens without facts, and consumes as the spec says.
+      const loose = await create({});
+      expect(loose.status).toBe(201);
+      const put = await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key: POLICY, name: 'Refunds (facts required)', defaults: { approvers: [REVIEWER] }, requireFacts: true } });
+      expect(put.body.requireFacts).toBe(true);
+    });
+  });
+
+  it('without requireFacts, a consume without factsHash on a decision opened with one still consumes (the spec: only what is sent is compared)', async () => {
+    const id = await approvedDecision();
+    expect((await verify(id)).body).toEqual({ valid: true, decisionId: id, status: 'APPROVED' });
+    expect((await consume(id, { consumer: 'lenient' })).body).toMatchObject({ consumed: true });
+  });
 });

@@ -104,7 +104,7 @@ describe('a vote', () => {
 });
 
 describe('verify and consume', () => {
-  const approved = { status: 'APPROVED' as const, approvers: [], approvalsRequired: 1, rejectionsRequired: 1, factsHash: 'h', workflowRef: 'wf', stepRef: 's', consumedBy: null };
+  const approved = { status: 'APPROVED' as const, approvers: [], approvalsRequired: 1, rejectionsRequired: 1, factsHash: 'h', requireFacts: false, workflowRef: 'wf', stepRef: 's', consumedBy: null };
   it('compares only what the caller sends, and lets only the first consumer (and its retries) through', () => {
     expect(refusalOf(approved, {})).toBeNull();
     expect(refusalOf({ ...approved, status: 'PENDING' }, {})).toBe('not_approved');
@@ -113,6 +113,17 @@ describe('verify and consume', () => {
     expect(refusalOf(approved, { stepRef: 'other' })).toBe('step_mismatch');
     expect(refusalOf({ ...approved, consumedBy: 'svc-a' }, { consumer: 'svc-a' })).toBeNull();
     expect(refusalOf({ ...approved, consumedBy: 'svc-a' }, { consumer: 'svc-b' })).toBe('consumed');
+  });
+
+  it('under requireFacts, an action that names no facts is never authorized, whatever the state', () => {
+    const strict = { ...approved, requireFacts: true };
+    expect(refusalOf(strict, {})).toBe('facts_required');
+    expect(refusalOf(strict, { workflowRef: 'wf', stepRef: 's' })).toBe('facts_required');
+    expect(refusalOf({ ...strict, status: 'PENDING' }, {})).toBe('facts_required');
+    expect(refusalOf({ ...strict, consumedBy: 'svc-a' }, { consumer: 'svc-b' })).toBe('facts_required');
+    expect(refusalOf(strict, { factsHash: 'h' })).toBeNull();
+    expect(refusalOf(strict, { factsHash: 'other' })).toBe('facts_mismatch');
+    expect(refusalOf({ ...strict, status: 'PENDING' }, { factsHash: 'h' })).toBe('not_approved');
   });
 });
 

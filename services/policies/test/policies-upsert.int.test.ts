@@ -85,6 +85,7 @@ describe('policy upsert over HTTP', () => {
         timeoutSec: 3600,
         contextSchema: body.contextSchema,
         requiresSignature: false,
+        requireFacts: false,
         floor: body.floor,
         version: 1,
         versionId: expect.stringMatching(/^pv_/),
@@ -159,6 +160,36 @@ describe('policy upsert over HTTP', () => {
       expect(res.status).toBe(201);
       expect(res.body.requiresSignature).toBe(true);
       expect(res.body.contentHash).toBe(factsHash({ defaults: { approvers: [signer] }, requiresSignature: true }));
+    });
+  });
+
+  describe('requireFacts', () => {
+    it('is versioned and content-hashed with the rest: set, read back, merged by PUT, and unset again', async () => {
+      const key = uniqueKey('facts');
+      const base = { key, name: 'Refunds', defaults: { approvers: ['a@example.com'] } };
+      const plain = await post(base);
+      expect(plain.status).toBe(201);
+      expect(plain.body).toMatchObject({ version: 1, requireFacts: false, contentHash: factsHash({ defaults: { approvers: ['a@example.com'] } }) });
+
+      const strict = await post({ ...base, requireFacts: true });
+      expect(strict.status).toBe(200);
+      expect(strict.body).toMatchObject({ version: 2, requireFacts: true, contentHash: factsHash({ defaults: { approvers: ['a@example.com'] }, requireFacts: true }) });
+      expect(strict.body.contentHash).not.toBe(plain.body.contentHash);
+      expect((await get(key)).body).toMatchObject({ version: 2, requireFacts: true });
+      expect((await stack.http('GET', `/v1/worker/policies/${key}`, { token: apiKey })).body).toMatchObject({ version: 2, requireFacts: true });
+      const v2 = await stack.http('GET', `/v1/worker/policies/${key}/versions/2`, { token: apiKey });
+      expect(v2.body.definition).toMatchObject({ requireFacts: true });
+      const cmp = await stack.http('GET', `/v1/worker/policies/${key}/versions/compare?from=1&to=2`, { token: apiKey });
+      expect(JSON.stringify(cmp.body)).toContain('requireFacts');
+
+      // The same body again adds no version; a PUT of another field keeps the option.
+      expect((await post({ ...base, requireFacts: true })).body).toMatchObject({ version: 2, noop: true });
+      const put = await stack.http('PUT', `/v1/policies/${key}`, { token: editor, body: { timeoutSec: 600 } });
+      expect(put.body).toMatchObject({ version: 3, requireFacts: true, timeoutSec: 600 });
+      // false is stored as absent: the content hashes as it did before the option existed.
+      const off = await post({ ...base, requireFacts: false });
+      expect(off.body).toMatchObject({ version: 4, requireFacts: false, contentHash: plain.body.contentHash });
+      expectInvalid(await post({ ...base, requireFacts: 'yes' }), 'body.requireFacts');
     });
   });
 

@@ -2,6 +2,7 @@
 import { stat } from 'node:fs/promises';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ApprovalsClient, CLIENT_VERSION } from './client';
+import { ApprovalsError } from './errors';
 import { createApprovalsMcpServer } from './mcp';
 import { applyPolicies } from './policies-apply';
 
@@ -17,6 +18,8 @@ Environment:
 `;
 
 class UsageError extends Error {}
+/** A configuration the command cannot start with (exit 1, the message alone). */
+class StartError extends Error {}
 
 function clientFromEnv(command: string): ApprovalsClient {
   const missing = ['APPROVALS_URL', 'APPROVALS_API_KEY'].filter((v) => !process.env[v]);
@@ -34,8 +37,29 @@ function clientFromEnv(command: string): ApprovalsClient {
   }
 }
 
+/**
+ * One authenticated call before serving: an agent host starts `approvals mcp` and shows
+ * little of what it prints, so a wrong key or URL must end the process at once with a
+ * message, not surface later as a failing tool call.
+ */
+async function checkKey(client: ApprovalsClient): Promise<void> {
+  try {
+    await client.listDecisions({ limit: 1 }, { retry: false, timeoutMs: 15_000 });
+  } catch (err) {
+    if (!(err instanceof ApprovalsError)) throw err;
+    let why: string;
+    if (err.status === 401) why = `the API key in APPROVALS_API_KEY was refused (401 ${err.code}): check that it is a current key (ak_…) of your organisation`;
+    else if (err.status === 403) why = `the API key in APPROVALS_API_KEY may not use the worker API (403 ${err.code}): use an API key, not a session token`;
+    else if (err.status === 0) why = `cannot reach APPROVALS_URL ${client.baseUrl} (${err.message}): check the URL and that the service is running`;
+    else if (err.status === 404) why = `APPROVALS_URL ${client.baseUrl} does not look like the approvals API (404 on /v1/worker/decisions): check the URL`;
+    else why = `${client.baseUrl} answered ${err.status} ${err.code}: ${err.message}`;
+    throw new StartError(`approvals mcp: ${why}`);
+  }
+}
+
 async function runMcp(): Promise<void> {
   const client = clientFromEnv('mcp');
+  await checkKey(client);
   const server = createApprovalsMcpServer(client);
   const transport = new StdioServerTransport();
   let closing = false;
@@ -93,6 +117,11 @@ main(process.argv.slice(2)).then(
     if (err instanceof UsageError) {
       process.stderr.write(`${err.message}\n\n${USAGE}`);
       process.exitCode = 2;
+      return;
+    }
+    if (err instanceof StartError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exitCode = 1;
       return;
     }
     const e = err as NodeJS.ErrnoException;

@@ -119,7 +119,7 @@ export interface paths {
         put?: never;
         /**
          * Consume an approval exactly once
-         * @description A refusal answers 409 `{consumed: false, reason}` (404 for not_found) with the error fields `error` and `message`. API key (worker scope). Requires API key role `decisions:write`.
+         * @description A refusal answers 409 `{consumed: false, reason}` (404 for not_found) with the error fields `error` and `message`. On a decision whose policy has `requireFacts`, a consume without `factsHash` answers 422 `facts_required`. API key (worker scope). Requires API key role `decisions:write`.
          */
         post: operations["post_v1_worker_decisions_id_consume"];
         delete?: never;
@@ -2308,7 +2308,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Well-formed but refused by a rule: `approver_domain_not_allowed`, `approver_required`, `artifact_required`, `context_contract_violation`, `field_owned_by_policy`, `unknown_policy`, `unsatisfiable_policy` */
+            /** @description Well-formed but refused by a rule: `approver_domain_not_allowed`, `approver_required`, `artifact_required`, `context_contract_violation`, `facts_required`, `field_owned_by_policy`, `unknown_policy`, `unsatisfiable_policy` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2316,7 +2316,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        error?: "approver_domain_not_allowed" | "approver_required" | "artifact_required" | "context_contract_violation" | "field_owned_by_policy" | "unknown_policy" | "unsatisfiable_policy";
+                        error?: "approver_domain_not_allowed" | "approver_required" | "artifact_required" | "context_contract_violation" | "facts_required" | "field_owned_by_policy" | "unknown_policy" | "unsatisfiable_policy";
                     };
                 };
             };
@@ -2859,7 +2859,7 @@ export interface operations {
                     "application/json": {
                         valid: boolean;
                         /** @enum {string} */
-                        reason?: "not_found" | "not_approved" | "facts_mismatch" | "workflow_mismatch" | "step_mismatch" | "consumed";
+                        reason?: "not_found" | "not_approved" | "facts_required" | "facts_mismatch" | "workflow_mismatch" | "step_mismatch" | "consumed";
                         decisionId: string;
                         /** @enum {string} */
                         status?: "PENDING" | "APPROVED" | "REJECTED" | "EXPIRED" | "CANCELLED";
@@ -3066,6 +3066,18 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         error?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Well-formed but refused by a rule: `facts_required` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "facts_required";
                     };
                 };
             };
@@ -3439,6 +3451,7 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     requiresSignature?: boolean;
+                    requireFacts?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -3640,6 +3653,7 @@ export interface operations {
                                 [key: string]: unknown;
                             } | null;
                             requiresSignature: boolean;
+                            requireFacts: boolean;
                             floor: {
                                 field: string;
                                 op: string;
@@ -3786,6 +3800,7 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     requiresSignature?: boolean;
+                    requireFacts?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -3824,6 +3839,7 @@ export interface operations {
                             [key: string]: unknown;
                         } | null;
                         requiresSignature: boolean;
+                        requireFacts: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -3877,6 +3893,7 @@ export interface operations {
                             [key: string]: unknown;
                         } | null;
                         requiresSignature: boolean;
+                        requireFacts: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -4072,6 +4089,7 @@ export interface operations {
                             [key: string]: unknown;
                         } | null;
                         requiresSignature: boolean;
+                        requireFacts: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -4230,6 +4248,7 @@ export interface operations {
                                     [key: string]: unknown;
                                 } | null;
                                 requiresSignature?: boolean;
+                                requireFacts?: boolean;
                                 floor?: {
                                     field: string;
                                     op: string;
@@ -4515,6 +4534,7 @@ export interface operations {
                                 [key: string]: unknown;
                             } | null;
                             requiresSignature?: boolean;
+                            requireFacts?: boolean;
                             floor?: {
                                 field: string;
                                 op: string;
@@ -6138,6 +6158,7 @@ export interface operations {
                                 [key: string]: unknown;
                             } | null;
                             requiresSignature: boolean;
+                            requireFacts: boolean;
                             floor: {
                                 field: string;
                                 op: string;
@@ -6281,6 +6302,7 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     requiresSignature?: boolean;
+                    requireFacts?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -6319,6 +6341,7 @@ export interface operations {
                             [key: string]: unknown;
                         } | null;
                         requiresSignature: boolean;
+                        requireFacts: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -6372,6 +6395,7 @@ export interface operations {
                             [key: string]: unknown;
                         } | null;
                         requiresSignature: boolean;
+                        requireFacts: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -6561,6 +6585,7 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     requiresSignature?: boolean;
+                    requireFacts?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -6763,6 +6788,7 @@ export interface operations {
                             [key: string]: unknown;
                         } | null;
                         requiresSignature: boolean;
+                        requireFacts: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -6914,6 +6940,7 @@ export interface operations {
                         [key: string]: unknown;
                     } | null;
                     requiresSignature?: boolean;
+                    requireFacts?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -6952,6 +6979,7 @@ export interface operations {
                             [key: string]: unknown;
                         } | null;
                         requiresSignature: boolean;
+                        requireFacts: boolean;
                         floor: {
                             field: string;
                             op: string;

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ApprovalsClient } from '@approvals/client';
+import { ApprovalsClient, factsHash } from '@approvals/client';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 import { decide } from './helpers';
 
@@ -185,18 +185,50 @@ describe('approvals CLI', () => {
       expect(r.stdout).toBe('');
     });
 
-    it('lists the three tools, with a description on every input field', async () => {
+    it('refuses to start with a key the server refuses, or a URL nothing answers: a clear message and exit 1', async () => {
+      const badKey = await runCli(['mcp'], { APPROVALS_URL: stack.baseUrl, APPROVALS_API_KEY: 'ak_nope_nope' });
+      expect(badKey.code).toBe(1);
+      expect(badKey.stderr).toMatch(/^approvals mcp: the API key in APPROVALS_API_KEY was refused \(401/);
+      expect(badKey.stdout).toBe('');
+      const nobody = await runCli(['mcp'], { APPROVALS_URL: 'http://127.0.0.1:9', APPROVALS_API_KEY: apiKey });
+      expect(nobody.code).toBe(1);
+      expect(nobody.stderr).toMatch(/^approvals mcp: cannot reach APPROVALS_URL http:\/\/127\.0\.0\.1:9/);
+    });
+
+    it('lists the five tools, with a description on every input field, an output schema and annotations', async () => {
       const { tools } = await mcp.listTools();
-      expect(tools.map((t) => t.name).sort()).toEqual(['await_decision', 'check_decision', 'request_decision']);
+      expect(tools.map((t) => t.name).sort()).toEqual(['await_decision', 'check_decision', 'consume_decision', 'request_decision', 'verify_decision']);
       for (const t of tools) {
         expect(t.description!.length).toBeGreaterThan(80);
         expect(t.outputSchema).toBeDefined();
+        expect(t.annotations?.openWorldHint).toBe(false);
         const props = (t.inputSchema.properties ?? {}) as Record<string, { description?: string }>;
         for (const [name, p] of Object.entries(props)) expect({ tool: t.name, name, described: Boolean(p.description) }).toEqual({ tool: t.name, name, described: true });
       }
       const req = tools.find((t) => t.name === 'request_decision')!;
       expect(req.inputSchema.required?.slice().sort()).toEqual(['question', 'timeout_minutes', 'title']);
-      expect(Object.keys(req.inputSchema.properties!)).toEqual(expect.arrayContaining(['policy', 'approvers', 'context', 'run_id']));
+      expect(Object.keys(req.inputSchema.properties!)).toEqual(expect.arrayContaining(['policy', 'approvers', 'context', 'run_id', 'external_run_id', 'facts', 'facts_hash']));
+    });
+
+    it('facts over stdio: the hash is the client\'s factsHash; verify and consume spend the approval once', async () => {
+      const facts = { invoice: 'inv_7', amount: -0, lines: [{ sku: 'é', qty: 2 }] };
+      const opened = await call('request_decision', { title: 'Pay inv_7', question: 'Pay invoice inv_7?', timeout_minutes: 60, approvers: [REV], facts });
+      expect(opened.isError).toBeFalsy();
+      expect(opened.structuredContent).toMatchObject({ status: 'PENDING', facts_hash: factsHash(facts) });
+      const id = opened.structuredContent!.decision_id;
+      expect((await client.getDecision(id)).factsHash).toBe(factsHash(facts));
+      expect((await decide(stack, org, REV, id, 'approve')).status).toBe('APPROVED');
+      expect((await call('verify_decision', { decision_id: id, facts: { ...facts, amount: 1 } })).structuredContent).toMatchObject({ valid: false, reason: 'facts_mismatch' });
+      expect((await call('verify_decision', { decision_id: id, facts })).structuredContent).toMatchObject({ valid: true });
+      expect((await call('consume_decision', { decision_id: id, consumer: 'payer', facts })).structuredContent).toMatchObject({ consumed: true, consumer: 'payer' });
+      expect((await call('consume_decision', { decision_id: id, consumer: 'other', facts })).structuredContent).toMatchObject({ consumed: false, reason: 'consumed' });
+    });
+
+    it('an unknown argument is a tool error naming it, not dropped', async () => {
+      const res = await call('consume_decision', { decision_id: 'dec_x', consumer: 'c', fact: { a: 1 } });
+      expect(res.isError).toBe(true);
+      expect(res.content[0]!.text).toContain('fact');
+      expect(res.structuredContent).toBeUndefined();
     });
 
     it('request_decision → reviewer approves over HTTP → await_decision answers APPROVED; check_decision the same', async () => {

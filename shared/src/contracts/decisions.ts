@@ -249,7 +249,8 @@ export const ConsumeBody = z.strictObject({
   workflowRef: z.string().max(1000).optional(),
   stepRef: z.string().max(1000).optional(),
 });
-export const RefusalReason = z.enum(['not_found', 'not_approved', 'facts_mismatch', 'workflow_mismatch', 'step_mismatch', 'consumed']);
+/** `facts_required`: the decision's policy has requireFacts and no factsHash was sent (verify only; consume answers 422). */
+export const RefusalReason = z.enum(['not_found', 'not_approved', 'facts_required', 'facts_mismatch', 'workflow_mismatch', 'step_mismatch', 'consumed']);
 export type RefusalReason = z.infer<typeof RefusalReason>;
 export const VerifyReply = z.object({ valid: z.boolean(), reason: RefusalReason.optional(), decisionId: z.string(), status: DecisionStatus.optional() });
 export const ConsumeReply = z.object({

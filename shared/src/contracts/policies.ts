@@ -65,6 +65,8 @@ const policyBodyFields = {
   timeoutSec: PosInt().nullable().optional(),
   contextSchema: ContextSchemaInput.nullable().optional(),
   requiresSignature: z.boolean().optional(),
+  /** Every decision under the policy binds its facts: a create or consume without factsHash is 422 facts_required. */
+  requireFacts: z.boolean().optional(),
   floor: z.array(FloorCondition).max(50).nullable().optional(),
 };
 
@@ -89,6 +91,7 @@ export const PolicyUpdateBody = z.strictObject({
   timeoutSec: PosInt().nullable().optional(),
   contextSchema: ContextSchemaInput.nullable().optional(),
   requiresSignature: z.boolean().optional(),
+  requireFacts: z.boolean().optional(),
   floor: z.array(FloorCondition).max(50).nullable().optional(),
 });
 export type PolicyUpdateBody = z.infer<typeof PolicyUpdateBody>;
@@ -105,6 +108,8 @@ export const PolicyDefinition = z.object({
   timeoutSec: z.number().nullable().optional(),
   contextSchema: z.record(z.string(), z.unknown()).nullable().optional(),
   requiresSignature: z.boolean().optional(),
+  /** Present (true) only when set, so a definition without it hashes as before. */
+  requireFacts: z.boolean().optional(),
   floor: z.array(z.object({ field: z.string(), op: z.string(), value: z.unknown() })).nullable().optional(),
 });
 export type PolicyDefinition = z.infer<typeof PolicyDefinition>;
@@ -120,6 +125,7 @@ export const PolicyView = z.object({
   timeoutSec: z.number().nullable(),
   contextSchema: z.record(z.string(), z.unknown()).nullable(),
   requiresSignature: z.boolean(),
+  requireFacts: z.boolean(),
   floor: z.array(z.object({ field: z.string(), op: z.string(), value: z.unknown() })).nullable(),
   version: z.number(),
   versionId: z.string(),

@@ -7,6 +7,8 @@ export interface DecisionState {
   approvalsRequired: number;
   rejectionsRequired: number;
   factsHash: string | null;
+  /** Opened under a policy with requireFacts: an action must name its facts to be authorized. */
+  requireFacts: boolean;
   workflowRef: string | null;
   stepRef: string;
   consumedBy: string | null;
@@ -140,11 +142,17 @@ export function outcomeOf(t: Tally): 'APPROVED' | 'REJECTED' | null {
   return null;
 }
 
-/** Why an approval cannot authorize this action, or null when it can (verify and consume share this). */
+/**
+ * Why an approval cannot authorize this action, or null when it can (verify and consume
+ * share this). `facts_required` comes first: under a policy with requireFacts an action
+ * that does not name its facts is never authorized, whatever the decision's state, and
+ * consume answers it as a bad request (422) rather than a refusal.
+ */
 export function refusalOf(
   d: DecisionState,
   check: { factsHash?: string; workflowRef?: string; stepRef?: string; consumer?: string },
 ): RefusalReason | null {
+  if (d.requireFacts && check.factsHash === undefined) return 'facts_required';
   if (d.status !== 'APPROVED') return 'not_approved';
   // Only what the caller sends is compared (spec: "if sent and differs").
   if (check.factsHash !== undefined && check.factsHash !== d.factsHash) return 'facts_mismatch';

@@ -8,6 +8,8 @@ export interface Gate {
   rejectionsRequired: number;
   timeoutSec: number | null;
   requiresSignature: boolean;
+  /** The policy has requireFacts: the decision keeps it (verify and consume need the factsHash). */
+  requireFacts: boolean;
   route: DecisionRoute | null;
   policy: ResolveReply | null;
   reason: 'created' | 'floor';
@@ -46,6 +48,9 @@ export function policyGate(policy: ResolveReply, b: DecisionRequest): GateResult
   if (def.requiresSignature && !b.esign) {
     throw new AppError('artifact_required', `policy "${key}" requires a signed document: send esign.envelopeId`, { policy: key });
   }
+  if (def.requireFacts && b.factsHash === undefined) {
+    throw new AppError('facts_required', `policy "${key}" requires the facts of the action: send factsHash (the SHA-256 of their RFC 8785 canonical JSON)`, { policy: key });
+  }
   if (policy.pin && !policy.pin.matches) {
     throw new AppError('policy_version_mismatch', `policy "${key}" is at version ${policy.pin.current}, not ${policy.pin.requested}`, {
       policy: key,
@@ -64,6 +69,7 @@ export function policyGate(policy: ResolveReply, b: DecisionRequest): GateResult
     rejectionsRequired: def.defaults.rejectionsRequired ?? 1,
     timeoutSec: def.timeoutSec ?? null,
     requiresSignature: def.requiresSignature === true,
+    requireFacts: def.requireFacts === true,
     route: def.defaults.route ?? null,
     policy,
     reason,
@@ -104,6 +110,7 @@ export function adhocGate(b: DecisionRequest, resolved: ResolveAdhocReply): Gate
     rejectionsRequired: b.rejectionsRequired ?? 1,
     timeoutSec: b.timeoutSec ?? null,
     requiresSignature: false,
+    requireFacts: false,
     route: null,
     policy: null,
     reason: 'created',

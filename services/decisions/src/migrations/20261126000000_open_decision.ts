@@ -6,7 +6,7 @@ export const name = '20261126000000_open_decision';
 const JSON_COLUMNS = ['route', 'context', 'proposed_output', 'response_spec', 'esign'];
 
 /** The columns a create writes; the others keep their defaults. */
-const COLUMNS = [
+export const COLUMNS = [
   'id',
   'org_id',
   'external_run_id',
@@ -86,8 +86,13 @@ export const LATER_BY_KEY = `-- By the run's key: the unique index (org_id, exte
         RETURN jsonb_build_object('outcome', 'later');
       END IF;`;
 
-/** The function's text, with `outboxInsert` as the statement that writes the events and `laterCheck` as the check above (later migrations change only those). */
-export function openDecisionFunction(outboxInsert: string, laterCheck: string = LATER_BY_ROW): string {
+/**
+ * The function's text, with `outboxInsert` as the statement that writes the events,
+ * `laterCheck` as the check above and `columns` as the columns a create writes (later
+ * migrations change only those). `defaults`: columns added later, with the value written
+ * when a row from a release that does not send them yet comes in.
+ */
+export function openDecisionFunction(outboxInsert: string, laterCheck: string = LATER_BY_ROW, columns: string[] = COLUMNS, defaults: Record<string, string> = {}): string {
   return `
     CREATE OR REPLACE FUNCTION decisions.open_decision(p_row jsonb, p_entry jsonb, p_events jsonb, p_period text, p_shard smallint, p_default_limit int)
     RETURNS jsonb LANGUAGE plpgsql AS $fn$
@@ -104,8 +109,8 @@ export function openDecisionFunction(outboxInsert: string, laterCheck: string = 
       PERFORM pg_advisory_xact_lock(hashtext(r.org_id), hashtext(r.external_run_id));
       ${laterCheck}
 
-      INSERT INTO decisions.decisions (${COLUMNS.join(', ')})
-      VALUES (${COLUMNS.map((c) => (JSON_COLUMNS.includes(c) ? `nullif(p_row->'${c}', 'null'::jsonb)` : `r.${c}`)).join(', ')})
+      INSERT INTO decisions.decisions (${columns.join(', ')})
+      VALUES (${columns.map((c) => (JSON_COLUMNS.includes(c) ? `nullif(p_row->'${c}', 'null'::jsonb)` : c in defaults ? `coalesce(r.${c}, ${defaults[c]})` : `r.${c}`)).join(', ')})
       ON CONFLICT (org_id, external_run_id, step_ref) DO NOTHING
       RETURNING id INTO v_id;
       IF v_id IS NULL THEN

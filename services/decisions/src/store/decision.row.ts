@@ -28,6 +28,8 @@ export interface DecisionRow {
   response_spec: Record<string, unknown> | null;
   esign: Record<string, unknown> | null;
   facts_hash: string | null;
+  /** Opened under a policy with requireFacts: verify and consume need the factsHash. */
+  require_facts: boolean;
   exclusive: boolean;
   created_by: string | null;
   decided_by: string | null;
@@ -76,6 +78,7 @@ export const DECISION_COLUMNS = [
   'response_spec',
   'esign',
   'facts_hash',
+  'require_facts',
   'exclusive',
   'created_by',
   'decided_by',
@@ -137,6 +140,7 @@ export function toState(r: DecisionRow): DecisionState {
     approvalsRequired: r.approvals_required,
     rejectionsRequired: r.rejections_required,
     factsHash: r.facts_hash,
+    requireFacts: r.require_facts,
     workflowRef: r.workflow_ref,
     stepRef: r.step_ref,
     consumedBy: r.consumed_by,

@@ -91,7 +91,7 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
     fwd('post', '/v1/worker/decisions', 'worker', 'decisions', 'Open a decision', D.create, {
       ...DW,
       successStatus: 201,
-      errors: ['quota_exceeded', 'policy_version_mismatch', 'unknown_policy', 'field_owned_by_policy', 'approver_required', 'artifact_required', 'context_contract_violation', 'unsatisfiable_policy', 'approver_domain_not_allowed'],
+      errors: ['quota_exceeded', 'policy_version_mismatch', 'unknown_policy', 'field_owned_by_policy', 'approver_required', 'artifact_required', 'facts_required', 'context_contract_violation', 'unsatisfiable_policy', 'approver_domain_not_allowed'],
       otherStatuses: { 200: 'No approval needed (`reason: "not_required"`), or (externalRunId, stepRef) already has a decision (`reason: "existing"`)' },
       description:
         '201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision.',
@@ -106,8 +106,9 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
     fwd('get', '/v1/worker/decisions/{id}/verify', 'worker', 'decisions', 'Verify an approval against the action facts (read-only, always 200)', D.verify, DW),
     fwd('post', '/v1/worker/decisions/{id}/consume', 'worker', 'decisions', 'Consume an approval exactly once', D.consume, {
       ...DW,
-      errors: ['not_found', 'consume_refused'],
-      description: 'A refusal answers 409 `{consumed: false, reason}` (404 for not_found) with the error fields `error` and `message`.',
+      errors: ['not_found', 'consume_refused', 'facts_required'],
+      description:
+        'A refusal answers 409 `{consumed: false, reason}` (404 for not_found) with the error fields `error` and `message`. On a decision whose policy has `requireFacts`, a consume without `factsHash` answers 422 `facts_required`.',
     }),
     fwd('post', '/v1/worker/decisions/{id}/cancel', 'worker', 'decisions', 'Cancel a pending decision', D.cancel, { ...DW, errors: NOT_FOUND }),
     fwd('post', '/v1/worker/policies/check', 'worker', 'policies', 'Check that policy keys exist and are satisfiable', P.check),

@@ -98,6 +98,7 @@ export async function view(deps: PolicyDeps, policy: PolicyRow, version: Version
     timeoutSec: def.timeoutSec ?? null,
     contextSchema: def.contextSchema ?? null,
     requiresSignature: def.requiresSignature === true,
+    requireFacts: def.requireFacts === true,
     floor: def.floor ?? null,
     version: version.number,
     versionId: version.id,

@@ -22,6 +22,7 @@ export async function update(deps: PolicyDeps, req: { org: string; principal: Pr
       timeoutSec: b.timeoutSec !== undefined ? b.timeoutSec : cur.timeoutSec,
       contextSchema: b.contextSchema !== undefined ? b.contextSchema : cur.contextSchema,
       requiresSignature: b.requiresSignature !== undefined ? b.requiresSignature : cur.requiresSignature,
+      requireFacts: b.requireFacts !== undefined ? b.requireFacts : cur.requireFacts,
       floor: b.floor !== undefined ? b.floor : (cur.floor as never),
     });
     const out = await savePolicy(deps, { ...req, name: b.name, description: b.description, def, expectedVersion: policy.current_version }, 'update');

@@ -40,6 +40,10 @@ export async function consume(ctx: ActionContext, org: string, id: string, b: { 
   const result = (await attempt(false)) ?? (await attempt(true));
   if (!result) throw new AppError('internal', 'consume: the decision changed but shows no consumer');
   if ('reason' in result) {
+    // Not a refusal of this approval but a request without what its policy demands.
+    if (result.reason === 'facts_required') {
+      throw new AppError('facts_required', 'consume refused: the policy of this decision requires factsHash (the facts of the action)', { consumed: false, reason: 'facts_required' });
+    }
     const code = result.reason === 'not_found' ? 'not_found' : 'consume_refused';
     throw new AppError(code, `consume refused: ${result.reason}`, { consumed: false, reason: result.reason });
   }

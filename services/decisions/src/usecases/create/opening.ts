@@ -62,6 +62,7 @@ function rowOf(org: string, b: DecisionRequest, gate: Gate, createdBy: string, n
     response_spec: b.responseSpec || null,
     esign: b.esign || null,
     facts_hash: b.factsHash ?? null,
+    require_facts: gate.requireFacts,
     exclusive: b.exclusive === true,
     created_by: createdBy,
     created_at: now,
