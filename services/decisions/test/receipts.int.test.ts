@@ -87,7 +87,10 @@ describe('signed receipts', () => {
 
   it('a policy decision names the policy version; a vote without a note carries none; not consumed: no consumedBy', async () => {
     const admin = stack.session({ org, email: 'ada@receipts.example.com', role: 'admin' });
-    const p = await stack.http('POST', '/v1/policies/', { token: admin, body: { key: 'refunds-receipt', name: 'Refunds', defaults: { approvers: [REVIEWER, SECOND], approvalsRequired: 1 } } });
+    const p = await stack.http('POST', '/v1/policies/', {
+      token: admin,
+      body: { key: 'refunds-receipt', name: 'Refunds', defaults: { approvers: [REVIEWER, SECOND], approvalsRequired: 1 } },
+    });
     expect([200, 201]).toContain(p.status);
     const id = await openDecision(stack, apiKey, { policy: 'refunds-receipt' });
     expect((await decide(stack, stack.session({ org, email: SECOND }), id, { decision: 'reject' })).body.status).toBe('REJECTED');

@@ -85,7 +85,11 @@ export async function verifyReceipt(jws: string, opts: VerifyReceiptOptions): Pr
     throw toReceiptError(err);
   }
   const parsed = ReceiptPayloadSchema.safeParse(payload);
-  if (!parsed.success) throw new ReceiptVerificationError('malformed', `the receipt's payload is not a receipt: ${parsed.error.issues.map((i) => i.path.join('.') || 'payload').join(', ')}`);
+  if (!parsed.success)
+    throw new ReceiptVerificationError(
+      'malformed',
+      `the receipt's payload is not a receipt: ${parsed.error.issues.map((i) => i.path.join('.') || 'payload').join(', ')}`,
+    );
   if (opts.factsHash !== undefined && parsed.data.factsHash !== opts.factsHash.toLowerCase()) {
     throw new ReceiptVerificationError('facts_mismatch', `the receipt is for facts ${parsed.data.factsHash ?? '(none)'}, not ${opts.factsHash}`);
   }
@@ -94,13 +98,16 @@ export async function verifyReceipt(jws: string, opts: VerifyReceiptOptions): Pr
 
 function toReceiptError(err: unknown): ReceiptVerificationError {
   if (err instanceof ReceiptVerificationError) return err;
-  if (err instanceof joseErrors.JWSSignatureVerificationFailed) return new ReceiptVerificationError('invalid_signature', 'the receipt signature does not verify', err);
-  if (err instanceof joseErrors.JWKSNoMatchingKey) return new ReceiptVerificationError('unknown_key', 'the receipt was signed with a key not in the given keys', err);
+  if (err instanceof joseErrors.JWSSignatureVerificationFailed)
+    return new ReceiptVerificationError('invalid_signature', 'the receipt signature does not verify', err);
+  if (err instanceof joseErrors.JWKSNoMatchingKey)
+    return new ReceiptVerificationError('unknown_key', 'the receipt was signed with a key not in the given keys', err);
   if (err instanceof joseErrors.JWTClaimValidationFailed) {
     if (err.claim === 'iss') return new ReceiptVerificationError('wrong_issuer', `the receipt was issued by another deployment (${err.message})`, err);
     return new ReceiptVerificationError('malformed', `the receipt is not a receipt: ${err.message}`, err);
   }
-  if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid) return new ReceiptVerificationError('keys_unavailable', `the signing keys could not be fetched: ${err.message}`, err);
+  if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid)
+    return new ReceiptVerificationError('keys_unavailable', `the signing keys could not be fetched: ${err.message}`, err);
   if (err instanceof joseErrors.JOSEError) return new ReceiptVerificationError('malformed', `the receipt is not a valid JWS: ${err.message}`, err);
   return new ReceiptVerificationError('keys_unavailable', `the receipt could not be checked: ${(err as Error)?.message ?? String(err)}`, err);
 }

@@ -55,7 +55,13 @@ describe('client: receipts', () => {
     const { id, receipt } = await approvedReceipt();
     const jwks = (await stack.http('GET', '/.well-known/jwks.json')).body;
     const offline = await verifyReceipt(receipt, { jwks, factsHash: factsHash(FACTS) });
-    expect(offline).toMatchObject({ sub: id, org, status: 'APPROVED', factsHash: factsHash(FACTS), votes: [{ voter: REV, decision: 'approve', surface: 'inbox' }] });
+    expect(offline).toMatchObject({
+      sub: id,
+      org,
+      status: 'APPROVED',
+      factsHash: factsHash(FACTS),
+      votes: [{ voter: REV, decision: 'approve', surface: 'inbox' }],
+    });
     const online = await verifyReceipt(receipt, { jwksUrl: `${stack.baseUrl}/.well-known/jwks.json`, issuer: stack.env.PUBLIC_BASE_URL });
     expect(online).toEqual(offline);
   });

@@ -24,7 +24,8 @@ export interface ReceiptSigner {
 /** An Ed25519 private key from PKCS#8 PEM; `\n` written as two characters (an env file) is accepted. */
 export function parseReceiptSigningKey(pem: string): KeyObject {
   const text = pem.includes('\\n') && !pem.includes('\n') ? pem.replace(/\\n/g, '\n') : pem;
-  if (!/-----BEGIN PRIVATE KEY-----/.test(text)) throw new Error('RECEIPT_SIGNING_KEY must be a PKCS#8 PEM ("-----BEGIN PRIVATE KEY-----"), e.g. from `openssl genpkey -algorithm ed25519`');
+  if (!/-----BEGIN PRIVATE KEY-----/.test(text))
+    throw new Error('RECEIPT_SIGNING_KEY must be a PKCS#8 PEM ("-----BEGIN PRIVATE KEY-----"), e.g. from `openssl genpkey -algorithm ed25519`');
   let key: KeyObject;
   try {
     key = createPrivateKey({ key: text, format: 'pem' });
@@ -50,7 +51,8 @@ export function parseRetiredKeys(json: string | undefined): JWK[] {
     const jwk = k as JWK;
     if (!jwk || typeof jwk !== 'object') throw new Error(`RECEIPT_RETIRED_KEYS[${i}] is not a JWK object`);
     if ('d' in jwk) throw new Error(`RECEIPT_RETIRED_KEYS[${i}] holds private key material ("d"): give only the public key`);
-    if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string') throw new Error(`RECEIPT_RETIRED_KEYS[${i}] must be an Ed25519 public JWK ({"kty":"OKP","crv":"Ed25519","x":…})`);
+    if (jwk.kty !== 'OKP' || jwk.crv !== 'Ed25519' || typeof jwk.x !== 'string')
+      throw new Error(`RECEIPT_RETIRED_KEYS[${i}] must be an Ed25519 public JWK ({"kty":"OKP","crv":"Ed25519","x":…})`);
     return jwk;
   });
 }

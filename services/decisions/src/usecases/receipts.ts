@@ -8,12 +8,19 @@ import type { ReceiptSigner } from '../receipts/receipt-signer';
  * Signed receipts: the service that owns a decision's truth states it, signed with the
  * receipt key (receipts/receipt-signer.ts), so the gateway relays what it cannot forge.
  */
-export function createReceipts(deps: { store: DecisionsStore; current: (org: string, id: string) => Promise<DecisionRow>; signer: ReceiptSigner; clock: Clock; issuer: string }) {
+export function createReceipts(deps: {
+  store: DecisionsStore;
+  current: (org: string, id: string) => Promise<DecisionRow>;
+  signer: ReceiptSigner;
+  clock: Clock;
+  issuer: string;
+}) {
   return {
     async receipt(org: string, id: string): Promise<{ receipt: string }> {
       // Past its deadline a PENDING decision is expired first: its receipt says EXPIRED.
       const d = await deps.current(org, id);
-      if (d.status === 'PENDING') throw new AppError('not_resolved', 'the decision is still PENDING: a receipt is issued once it has ended', { status: d.status });
+      if (d.status === 'PENDING')
+        throw new AppError('not_resolved', 'the decision is still PENDING: a receipt is issued once it has ended', { status: d.status });
       if (deps.signer.kid === null) throw new AppError('receipts_not_configured', 'this deployment has no receipt signing key (RECEIPT_SIGNING_KEY)');
       const votes = await deps.store.votes.ofDecision(d.id);
       const ref = policyRef(d);
