@@ -153,4 +153,12 @@ describe('signed receipts', () => {
     // The old JWKS alone cannot vouch for a receipt of the new key.
     await expect(verifyWith(fresh, before)).rejects.toMatchObject({ code: 'ERR_JWKS_NO_MATCHING_KEY' });
   });
+
+  it('without a signing key: 409 receipts_not_configured, and the JWKS keeps the retired keys', async () => {
+    const listed = await jwks();
+    await stack.stopService('decisions');
+    await stack.startService('decisions', { RECEIPT_SIGNING_KEY: '', RECEIPT_RETIRED_KEYS: JSON.stringify(listed) });
+    expectError(await workerReceipt(await approved()), 409, 'receipts_not_configured');
+    expect((await jwks()).keys).toEqual(listed.keys);
+  });
 });
