@@ -18,6 +18,7 @@ cat > .env <<ENV
 POSTGRES_PASSWORD=$(rand 18 hex)
 AUTH_JWT_SECRET=$(rand 32 hex)
 SECRETS_KEY=$(rand 32 base64)
+RECEIPT_SIGNING_KEY=$(node -e "process.stdout.write(require('crypto').generateKeyPairSync('ed25519').privateKey.export({type:'pkcs8',format:'pem'}).replace(/\\n/g,'\\\\n'))")
 NATS_PASSWORD_GATEWAY=$(pw gateway)
 NATS_PASSWORD_DECISIONS=$(pw decisions)
 NATS_PASSWORD_POLICIES=$(pw policies)

@@ -5,7 +5,7 @@ import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { migrations } from '@approvals/gateway/dist/migrations/index';
 import { createAccessStore } from '@approvals/gateway/dist/store/access.store';
 import { createMembersStore, MEMBER_ROLES, type MemberRole } from '@approvals/gateway/dist/store/members.store';
-import { localJwtSecret, localNatsUsers, readRuntime } from './dev-env';
+import { localJwtSecret, localNatsUsers, readRuntime, rotateLocalReceiptKey } from './dev-env';
 
 const USAGE = `usage:
   npm run admin -- bootstrap --org <org id> --email <email> [--name <key name>]
@@ -22,7 +22,10 @@ const USAGE = `usage:
       prints the authorization block of a nats-server configuration: one user per service with
       its permissions (BUS_ROLES: JetStream use, its administration denied), and admin (which
       provisions JetStream); passwords from the JSON file (same shape as .data/nats-auth.json),
-      else .data/nats-auth.json (generated when missing)`;
+      else .data/nats-auth.json (generated when missing)
+  npm run admin -- receipt-key-rotate
+      local runs: a new receipt-signing key in .data/secrets.json becomes current at the next
+      npm start; the old one's public key stays in the JWKS as retired (docs/receipts.md)`;
 
 function parseArgs(argv: string[]): { cmd?: string; flags: Record<string, string> } {
   const [cmd, ...rest] = argv;
@@ -140,6 +143,11 @@ export async function main(argv: string[]): Promise<void> {
     } finally {
       await bus.close();
     }
+    return;
+  }
+  if (cmd === 'receipt-key-rotate') {
+    const { retired } = rotateLocalReceiptKey();
+    process.stdout.write(`${JSON.stringify({ rotated: true, retired, takesEffect: 'at the next npm start' }, null, 2)}\n`);
     return;
   }
   if (cmd === 'nats-config') {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { SERVICE_NAMES, createLogger } from '@approvals/shared';
 import { ensureDatabase, freePort, startEmbeddedPostgres, startNatsServer, type LocalNats } from '@approvals/shared/infra';
 import { startBalancer } from './balancer';
-import { DATA_DIR, localJwtSecret, localNatsUsers, localSecretsKey, portFree, RUNTIME_FILE, writeRuntime } from './dev-env';
+import { DATA_DIR, localJwtSecret, localNatsUsers, localReceiptKeys, localSecretsKey, portFree, RUNTIME_FILE, writeRuntime } from './dev-env';
 import { launchServices, waitHealthy } from './processes';
 import { provisionWhenReady } from './provision';
 
@@ -94,6 +94,7 @@ export async function main(): Promise<void> {
         JETSTREAM_REPLICAS: '3',
         AUTH_JWT_SECRET: localJwtSecret(),
         SECRETS_KEY: localSecretsKey(),
+        ...localReceiptKeys(),
         PUBLIC_BASE_URL: baseUrl,
         LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
       },

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, startNatsServer, waitForPort, type NatsUsers } from '@approvals/shared/infra';
@@ -106,6 +106,10 @@ function refuseIfRunning(pgDir: string): void {
 interface LocalSecrets {
   AUTH_JWT_SECRET?: string;
   SECRETS_KEY?: string;
+  /** The receipt-signing Ed25519 key (PKCS#8 PEM). */
+  RECEIPT_SIGNING_KEY?: string;
+  /** Retired receipt keys' public JWKs (a JSON array), kept in the JWKS after a rotation. */
+  RECEIPT_RETIRED_KEYS?: string;
 }
 
 const SECRETS_FILE = join(DATA_DIR, 'secrets.json');
@@ -134,6 +138,41 @@ export function localJwtSecret(): string {
 /** The key that encrypts stored secrets (model keys, chat tokens, signing keys): 32 random bytes. */
 export function localSecretsKey(): string {
   return localSecret('SECRETS_KEY', () => randomBytes(32).toString('base64'));
+}
+
+const newReceiptKey = () => generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+
+/**
+ * The receipt keys for a local run (docs/receipts.md): RECEIPT_SIGNING_KEY and
+ * RECEIPT_RETIRED_KEYS from the environment, else an Ed25519 key generated once into
+ * .data/secrets.json (kept across restarts, so receipts stay checkable) and the retired
+ * keys a local rotation left there.
+ */
+export function localReceiptKeys(): { RECEIPT_SIGNING_KEY: string; RECEIPT_RETIRED_KEYS: string } {
+  return {
+    RECEIPT_SIGNING_KEY: localSecret('RECEIPT_SIGNING_KEY', newReceiptKey),
+    RECEIPT_RETIRED_KEYS: process.env.RECEIPT_RETIRED_KEYS ?? readSecrets().RECEIPT_RETIRED_KEYS ?? '[]',
+  };
+}
+
+/**
+ * A local key rotation: a new signing key becomes current, the old one's public JWK is
+ * kept as retired (so receipts it signed still verify). Takes effect at the next start.
+ * Answers the retired key's public JWK.
+ */
+export function rotateLocalReceiptKey(): { retired: Record<string, unknown> | null } {
+  const secrets = readSecrets();
+  const retired = JSON.parse(secrets.RECEIPT_RETIRED_KEYS ?? '[]') as Array<Record<string, unknown>>;
+  let old: Record<string, unknown> | null = null;
+  if (secrets.RECEIPT_SIGNING_KEY) {
+    old = createPublicKey(createPrivateKey(secrets.RECEIPT_SIGNING_KEY)).export({ format: 'jwk' }) as Record<string, unknown>;
+    retired.unshift(old);
+  }
+  secrets.RECEIPT_SIGNING_KEY = newReceiptKey();
+  secrets.RECEIPT_RETIRED_KEYS = JSON.stringify(retired);
+  mkdirSync(DATA_DIR, { recursive: true });
+  writeFileSync(SECRETS_FILE, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  return { retired: old };
 }
 
 /** The embedded nats-server's users (a password per service), generated once into .data/nats-auth.json (0600). */

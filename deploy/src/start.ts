@@ -1,7 +1,7 @@
 import { rmSync } from 'node:fs';
 import { createLogger } from '@approvals/shared';
 import { launchServices, waitHealthy } from './processes';
-import { localJwtSecret, localSecretsKey, portFree, provideInfra, RUNTIME_FILE, writeRuntime } from './dev-env';
+import { localJwtSecret, localReceiptKeys, localSecretsKey, portFree, provideInfra, RUNTIME_FILE, writeRuntime } from './dev-env';
 import { jetstreamReplicasFromEnv, natsAdminAuthFromEnv, provisionWhenReady } from './provision';
 
 const COLORS = ['\x1b[36m', '\x1b[33m', '\x1b[35m', '\x1b[32m', '\x1b[34m', '\x1b[31m'];
@@ -58,6 +58,7 @@ export async function main(): Promise<void> {
     NATS_URL: infra.natsUrl,
     AUTH_JWT_SECRET: localJwtSecret(),
     SECRETS_KEY: localSecretsKey(),
+    ...localReceiptKeys(),
     PORT: String(port),
     PUBLIC_BASE_URL: baseUrl,
   };

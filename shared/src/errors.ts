@@ -26,6 +26,8 @@ export const ERROR_STATUS = {
   integration_not_configured: 409,
   engine_not_configured: 409,
   last_admin: 409,
+  not_resolved: 409,
+  receipts_not_configured: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,
   unknown_policy: 422,

@@ -81,6 +81,9 @@ export const SUBJECT = {
     policyUsage: 'svc.decisions.policy_usage',
     usageHistory: 'svc.decisions.usage_history',
     wait: 'svc.decisions.wait',
+    workerReceipt: 'svc.decisions.worker_receipt',
+    receipt: 'svc.decisions.receipt',
+    receiptKeys: 'svc.decisions.receipt_keys',
     echo: 'svc.decisions.echo',
   },
   workflows: {

@@ -1,5 +1,6 @@
 import { afterAll, describe, expect, it } from '@jest/globals';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { createPublicKey } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -211,7 +212,12 @@ describe('npm start (process level)', () => {
     const asNotifier = await connect({ servers: `nats://127.0.0.1:${s.env.EMBEDDED_NATS_PORT}`, user: 'notifier', pass: users.notifier.password, reconnect: false });
     await expect(asNotifier.request('svc.decisions.surface_vote', '{}', { timeout: 2000 })).rejects.toThrow(/Permission/i);
     await asNotifier.close();
-    expect(JSON.parse(readFileSync(join(s.dataDir, 'secrets.json'), 'utf8'))).toEqual({ AUTH_JWT_SECRET: expect.any(String), SECRETS_KEY: expect.any(String) });
+    const secrets = JSON.parse(readFileSync(join(s.dataDir, 'secrets.json'), 'utf8'));
+    expect(secrets).toEqual({ AUTH_JWT_SECRET: expect.any(String), SECRETS_KEY: expect.any(String), RECEIPT_SIGNING_KEY: expect.stringContaining('-----BEGIN PRIVATE KEY-----') });
+    // The receipt key npm start generated signs: its public key is the JWKS's (docs/receipts.md).
+    const receiptKeys = await get('/.well-known/jwks.json');
+    expect(receiptKeys.status).toBe(200);
+    expect(receiptKeys.body.keys.map((k: { x: string }) => k.x)).toEqual([createPublicKey(secrets.RECEIPT_SIGNING_KEY).export({ format: 'jwk' }).x]);
     expect(s.output()).not.toMatch(/embedded PostgreSQL/);
 
     // ---- bootstrap: one JSON line, the key works on a worker route

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { waitFor } from '@approvals/shared/testing';
+import { verifyReceipt } from '@approvals/client';
 import { signSessionToken } from '../../services/gateway/src/auth/jwt';
 import { startStack, type Stack } from '../helpers/stack';
 
@@ -126,6 +127,12 @@ describe('web app in Chromium', () => {
     const d = (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body;
     expect(d).toMatchObject({ status: 'APPROVED', decidedBy: REVIEWER, note: 'half now', responseValue: ['partial'] });
     await expect(page.getByRole('button', { name: 'Approve' }).count()).resolves.toBe(0);
+    // The resolved decision's signed receipt, downloaded from the page, checks against the JWKS.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download the signed receipt' }).click()]);
+    expect(download.suggestedFilename()).toBe(`receipt-${id}.jws`);
+    const jws = readFileSync((await download.path())!, 'utf8');
+    const jwks = (await stack.http('GET', '/.well-known/jwks.json')).body;
+    await expect(verifyReceipt(jws, { jwks })).resolves.toMatchObject({ sub: id, status: 'APPROVED', votes: [{ voter: REVIEWER, decision: 'approve', note: 'half now' }] });
     await ctx.close();
   });
 

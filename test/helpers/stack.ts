@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { SERVICE_NAMES, createLogger, type Clock, type RunningService, type ServiceName } from '@approvals/shared';
 import { createTestDatabase, startTestNats, type TestDatabase, type TestNats } from '@approvals/shared/testing';
 import { startGateway } from '../../services/gateway/src/app';
@@ -81,6 +81,8 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     NATS_URL: nats.url,
     AUTH_JWT_SECRET: secret,
     SECRETS_KEY: randomBytes(32).toString('base64'),
+    // A receipt-signing key of its own, as `npm start` generates one (docs/receipts.md).
+    RECEIPT_SIGNING_KEY: generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
     LOG_LEVEL: logLevel(),
     PORT: '0',
     HOST: '127.0.0.1',

@@ -14,6 +14,8 @@ import { registerDecisionHandlers } from './handlers/index';
 import { migrations } from './migrations/index';
 import { Waiters } from './handlers/waiters';
 import { ChatFollowers } from './usecases/chat-followers';
+import { createReceipts } from './usecases/receipts';
+import { createReceiptSigner } from './receipts/receipt-signer';
 
 export const DECISIONS_VERSION = '0.1.0';
 
@@ -42,11 +44,14 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       if (ctx.relay) ctx.relay.companions = (envelopes) => chat.companions(envelopes);
       const stops = [followChanges(ctx.bus, ctx.log, 'policies', [policies.cache]), followChanges(ctx.bus, ctx.log, 'surfaces', [chat])];
       const actions = createDecisionActions({ store, bus: ctx.bus, clock: ctx.clock, http, secrets: SecretBox.fromConfig(config) });
+      const signer = await createReceiptSigner({ signingKey: config.RECEIPT_SIGNING_KEY, retiredKeys: config.RECEIPT_RETIRED_KEYS });
+      if (signer.kid === null) ctx.log.warn('RECEIPT_SIGNING_KEY is not set: receipts are refused (409 receipts_not_configured)');
       registerDecisionHandlers(ctx.host, {
         create: createDecisionOpener({ store, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts, policies }),
         actions,
         reads: createDecisionReads({ store, actions, clock: ctx.clock, defaultMonthlyQuota: quota }),
         workflows: createWorkflows({ store: new WorkflowsStore(ctx.db), bus: ctx.bus }),
+        receipts: createReceipts({ store, current: actions.current, signer, clock: ctx.clock, issuer: config.PUBLIC_BASE_URL }),
         now: () => ctx.clock.now(),
         waiters,
       });

@@ -1,16 +1,21 @@
 #!/usr/bin/env node
-import { stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { ApprovalsClient, CLIENT_VERSION } from './client';
 import { ApprovalsError } from './errors';
 import { createApprovalsMcpServer } from './mcp';
 import { applyPolicies } from './policies-apply';
+import { verifyReceipt, ReceiptVerificationError } from './receipt';
 
 const USAGE = `approvals ${CLIENT_VERSION}
 
 Usage:
   approvals mcp                                  run the MCP server (agent tools) over stdio
   approvals policies apply <folder> [--dry-run]  preview, then upsert every *.json policy in <folder>
+  approvals receipt verify <file|-> [--jwks <url|file>] [--facts-hash <hex>]
+                                                 check a signed receipt (a JWS, or {"receipt": …});
+                                                 prints its payload; exit 1 when refused. Keys:
+                                                 --jwks, else $APPROVALS_URL/.well-known/jwks.json
 
 Environment:
   APPROVALS_URL      base URL of the approvals API (for example http://localhost:8080)
@@ -106,7 +111,51 @@ async function main(argv: string[]): Promise<number> {
     const result = await applyPolicies(client, folder, { dryRun });
     return result.ok ? 0 : 1;
   }
+  if (cmd === 'receipt' && rest[0] === 'verify') return receiptVerify(rest.slice(1));
   throw new UsageError(`approvals: unknown command "${argv.join(' ')}"`);
+}
+
+/** `approvals receipt verify <file|-> [--jwks <url|file>] [--facts-hash <hex>]`. */
+async function receiptVerify(args: string[]): Promise<number> {
+  const opts: Record<string, string> = {};
+  const positional: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i]!;
+    if (a === '--jwks' || a === '--facts-hash') {
+      const v = args[++i];
+      if (v === undefined) throw new UsageError(`approvals receipt verify: ${a} needs a value`);
+      opts[a] = v;
+    } else if (a.startsWith('-') && a !== '-') throw new UsageError(`approvals receipt verify: unknown option ${a}`);
+    else positional.push(a);
+  }
+  if (positional.length !== 1) throw new UsageError('approvals receipt verify: give one file holding the receipt, or - for standard input');
+  const source = positional[0]!;
+  const text = (source === '-' ? await readStdin() : await readFile(source, 'utf8')).trim();
+  // A saved answer of the receipt route (`{"receipt": …}`) or the bare JWS.
+  let jws = text;
+  if (text.startsWith('{')) {
+    const held = (JSON.parse(text) as { receipt?: unknown }).receipt;
+    if (typeof held !== 'string') throw new UsageError('approvals receipt verify: the JSON holds no "receipt" string');
+    jws = held;
+  }
+  const keys = opts['--jwks'] ?? (process.env.APPROVALS_URL ? new URL('/.well-known/jwks.json', process.env.APPROVALS_URL).toString() : undefined);
+  if (!keys) throw new UsageError('approvals receipt verify: give --jwks <url|file>, or set APPROVALS_URL');
+  const where = /^https?:\/\//i.test(keys) ? { jwksUrl: keys } : { jwks: JSON.parse(await readFile(keys, 'utf8')) as { keys: [] } };
+  try {
+    const payload = await verifyReceipt(jws, { ...where, factsHash: opts['--facts-hash'] });
+    process.stdout.write(`${JSON.stringify(payload, null, 2)}\n`);
+    return 0;
+  } catch (err) {
+    if (!(err instanceof ReceiptVerificationError)) throw err;
+    process.stderr.write(`approvals receipt verify: refused (${err.code}): ${err.message}\n`);
+    return 1;
+  }
+}
+
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of process.stdin) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 main(process.argv.slice(2)).then(

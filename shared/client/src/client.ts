@@ -225,6 +225,14 @@ export class ApprovalsClient {
   }
 
   /** `POST /v1/worker/decisions/{id}/cancel`: cancel a PENDING decision (a resolved one answers cancelled=false). */
+  /**
+   * The signed receipt of an ended decision: a compact JWS anyone can check offline with
+   * `verifyReceipt` and the deployment's `/.well-known/jwks.json`. PENDING: 409 `not_resolved`.
+   */
+  async receipt(id: string, opts: CallOptions = {}): Promise<string> {
+    return (await this.request<{ receipt: string }>('GET', `/v1/worker/decisions/${seg(id)}/receipt`, {}, opts)).body.receipt;
+  }
+
   async cancel(id: string, note?: string, opts: CallOptions = {}): Promise<CancelResult> {
     const res = await this.request<CancelResult>('POST', `/v1/worker/decisions/${seg(id)}/cancel`, note === undefined ? {} : { body: { note } }, opts);
     return res.body;

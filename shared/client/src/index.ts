@@ -10,5 +10,6 @@ export {
   type VerifyAndConsumeOptions,
 } from './await';
 export { createApprovalsMcpServer } from './mcp';
+export { verifyReceipt, ReceiptVerificationError, ReceiptPayloadSchema, RECEIPT_TYP, type ReceiptPayload, type ReceiptVote, type VerifyReceiptOptions } from './receipt';
 export { applyPolicies, type ApplyPoliciesOptions, type ApplyPoliciesResult, type ApplyPolicyOutcome } from './policies-apply';
 export type * from './types';

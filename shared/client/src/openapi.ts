@@ -128,6 +128,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/worker/decisions/{id}/receipt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed receipt of an ended decision (compact JWS, EdDSA; verify with /.well-known/jwks.json)
+         * @description Answers `{receipt}`: a compact JWS (`alg` EdDSA, `kid`, `typ` approval-receipt+jwt) whose payload is `{iss, sub, org, status, factsHash, policy, votes, requestedBy, createdAt, resolvedAt, consumedBy?, iat}` (docs/receipts.md). Check it offline with the keys of `/.well-known/jwks.json`. A PENDING decision: 409 `not_resolved`; a deployment without a signing key: 409 `receipts_not_configured`. API key (worker scope). Requires API key role `decisions:write`.
+         */
+        get: operations["get_v1_worker_decisions_id_receipt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/worker/decisions/{id}/cancel": {
         parameters: {
             query?: never;
@@ -370,6 +390,26 @@ export interface paths {
          * @description Signed-in session (JWT). Any signed-in role; a `reviewer` reaches only the decisions naming them (others 404).
          */
         post: operations["post_v1_decisions_id_evidence"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/decisions/{id}/receipt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The signed receipt of an ended decision (compact JWS, EdDSA; verify with /.well-known/jwks.json)
+         * @description Answers `{receipt}`: a compact JWS (`alg` EdDSA, `kid`, `typ` approval-receipt+jwt) whose payload is `{iss, sub, org, status, factsHash, policy, votes, requestedBy, createdAt, resolvedAt, consumedBy?, iat}` (docs/receipts.md). Check it offline with the keys of `/.well-known/jwks.json`. A PENDING decision: 409 `not_resolved`; a deployment without a signing key: 409 `receipts_not_configured`. Signed-in session (JWT). Any signed-in role; a `reviewer` reaches only the decisions naming them (others 404).
+         */
+        get: operations["get_v1_decisions_id_receipt"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1632,6 +1672,26 @@ export interface paths {
          * @description 200 only when PostgreSQL, NATS and every service answer, else 503 naming what is down. No authentication.
          */
         get: operations["get_health"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The public keys that check signed receipts (JWKS): the current key first, then retired ones
+         * @description Ed25519 keys (`kty` OKP, `alg` EdDSA) with their `kid` (the RFC 7638 thumbprint). A key retired by a rotation stays listed, so receipts it signed still verify. Content type `application/jwk-set+json`; cacheable for 5 minutes. No authentication.
+         */
+        get: operations["get_jwks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3078,6 +3138,135 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         error?: "facts_required";
+                    };
+                };
+            };
+            /** @description Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again): `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Unavailable right now: try again (`Retry-After`): `unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unavailable";
+                    };
+                };
+            };
+            /** @description No answer in time: try again: `timeout` */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "timeout";
+                    };
+                };
+            };
+            /** @description Any other error (500 `internal` carries an `errorId` that is also logged) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_v1_worker_decisions_id_receipt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        receipt: string;
+                    };
+                };
+            };
+            /** @description The request is malformed (`issues` names each problem): `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unauthorized";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "forbidden";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "not_found";
+                    };
+                };
+            };
+            /** @description Conflict with the current state: `not_resolved`, `receipts_not_configured` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "not_resolved" | "receipts_not_configured";
                     };
                 };
             };
@@ -5535,6 +5724,135 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         error?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again): `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Unavailable right now: try again (`Retry-After`): `unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unavailable";
+                    };
+                };
+            };
+            /** @description No answer in time: try again: `timeout` */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "timeout";
+                    };
+                };
+            };
+            /** @description Any other error (500 `internal` carries an `errorId` that is also logged) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_v1_decisions_id_receipt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        receipt: string;
+                    };
+                };
+            };
+            /** @description The request is malformed (`issues` names each problem): `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unauthorized";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "forbidden";
+                    };
+                };
+            };
+            /** @description Not found: `not_found` */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "not_found";
+                    };
+                };
+            };
+            /** @description Conflict with the current state: `not_resolved`, `receipts_not_configured` */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "not_resolved" | "receipts_not_configured";
                     };
                 };
             };
@@ -15271,6 +15589,39 @@ export interface operations {
                                 error?: string;
                             };
                         };
+                    };
+                };
+            };
+        };
+    };
+    get_jwks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key set */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/jwk-set+json": {
+                        keys: {
+                            /** @constant */
+                            kty: "OKP";
+                            /** @constant */
+                            crv: "Ed25519";
+                            x: string;
+                            kid: string;
+                            /** @constant */
+                            alg: "EdDSA";
+                            /** @constant */
+                            use: "sig";
+                        }[];
                     };
                 };
             };

@@ -24,7 +24,7 @@ describe('@approvals/client package', () => {
     expect(pkg).toMatchObject({ name: '@approvals/client', version: '0.1.0', main: 'dist/index.js', types: 'dist/index.d.ts', bin: { approvals: 'bin/approvals.js' } });
     expect(pkg.files).toEqual(expect.arrayContaining(['bin', 'dist']));
     expect(pkg.private).toBeUndefined();
-    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@modelcontextprotocol/sdk', 'canonicalize', 'zod']);
+    expect(Object.keys(pkg.dependencies).sort()).toEqual(['@modelcontextprotocol/sdk', 'canonicalize', 'jose', 'zod']);
   });
 
   it('runtime code imports only node builtins, its own files and declared dependencies (never @approvals/shared)', () => {

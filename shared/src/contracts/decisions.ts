@@ -405,6 +405,43 @@ export const PeekView = DecisionView.extend({
 });
 export type PeekView = z.infer<typeof PeekView>;
 
+/**
+ * A signed receipt's payload (proof-and-reach.md section 3): what anyone holding the
+ * receipt and the JWKS can check offline. Times are RFC 3339; `note` and `consumedBy`
+ * appear only when there is one.
+ */
+export const ReceiptVote = z.object({
+  voter: z.string(),
+  decision: z.enum(['approve', 'reject']),
+  surface: z.string(),
+  at: z.string(),
+  note: z.string().optional(),
+});
+export type ReceiptVote = z.infer<typeof ReceiptVote>;
+export const ReceiptPayload = z.object({
+  iss: z.string(),
+  sub: z.string(),
+  org: z.string(),
+  status: z.enum(['APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED']),
+  factsHash: z.string().nullable(),
+  policy: z.object({ key: z.string(), version: z.number().int(), versionId: z.string() }).nullable(),
+  votes: z.array(ReceiptVote),
+  requestedBy: z.string().nullable(),
+  createdAt: z.string(),
+  resolvedAt: z.string(),
+  consumedBy: z.string().optional(),
+  iat: z.number().int(),
+});
+export type ReceiptPayload = z.infer<typeof ReceiptPayload>;
+/** `GET …/receipt`: the compact JWS (EdDSA, `typ` approval-receipt+jwt). */
+export const ReceiptReply = z.object({ receipt: z.string() });
+/** An Ed25519 public key as a JWK (RFC 8037), with its `kid`. */
+export const ReceiptPublicJwk = z.object({ kty: z.literal('OKP'), crv: z.literal('Ed25519'), x: z.string(), kid: z.string(), alg: z.literal('EdDSA'), use: z.literal('sig') });
+export type ReceiptPublicJwk = z.infer<typeof ReceiptPublicJwk>;
+/** `GET /.well-known/jwks.json`: the current signing key first, then the retired ones. */
+export const ReceiptJwks = z.object({ keys: z.array(ReceiptPublicJwk) });
+export type ReceiptJwks = z.infer<typeof ReceiptJwks>;
+
 export const DecisionsEndpoints = {
   echo: endpoint(SUBJECT.decisions.echo, EchoRequest, EchoReply, READ),
   create: endpoint(SUBJECT.decisions.create, forwarded({ body: DecisionRequest }), CreateReply, RESENDABLE),
@@ -434,6 +471,12 @@ export const DecisionsEndpoints = {
   vote: endpoint(SUBJECT.decisions.vote, forwarded({ params: IdParams, body: DecideBody }), DecideReply),
   surfaceVote: endpoint(SUBJECT.decisions.surfaceVote, SurfaceVoteRequest, DecideReply),
   wait: endpoint(SUBJECT.decisions.wait, forwarded({ params: IdParams, query: WaitQuery }), DecisionView),
+  /** The signed receipt of an ended decision (API key); PENDING: 409 not_resolved. */
+  workerReceipt: endpoint(SUBJECT.decisions.workerReceipt, forwarded({ params: IdParams }), ReceiptReply, READ),
+  /** The same for a session (a reviewer only for decisions naming them). */
+  receipt: endpoint(SUBJECT.decisions.receipt, forwarded({ params: IdParams }), ReceiptReply, READ),
+  /** The receipt-signing public keys (`/.well-known/jwks.json`, no auth). */
+  receiptKeys: endpoint(SUBJECT.decisions.receiptKeys, z.object({}), ReceiptJwks, READ),
   /** Internal read for surfaces and the notifier (no principal): the record as read back. */
   peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string(), person: z.string().optional() }), PeekView, READ),
   /** The org's decisions carrying this signature envelope (`esign.envelopeId`), oldest first. */

@@ -2,6 +2,7 @@ import { AppError, DecisionsEndpoints, WorkflowsEndpoints, actorOf, decisionsSco
 import type { createDecisionActions, Voter } from '../usecases/decision-actions';
 import type { createDecisionReads, createWorkflows } from '../usecases/decision-reads';
 import type { createDecisionOpener } from '../usecases/create-decision';
+import type { createReceipts } from '../usecases/receipts';
 
 interface Parts {
   waiters: import('./waiters').Waiters;
@@ -9,6 +10,7 @@ interface Parts {
   actions: ReturnType<typeof createDecisionActions>;
   reads: ReturnType<typeof createDecisionReads>;
   workflows: ReturnType<typeof createWorkflows>;
+  receipts: ReturnType<typeof createReceipts>;
   now: () => Date;
 }
 
@@ -72,6 +74,12 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
       responseValue: r.responseValue,
     }),
   );
+  host.handle(E.workerReceipt, async (r) => x.receipts.receipt(r.org, r.params.id));
+  host.handle(E.receipt, async (r) => {
+    await visible(r);
+    return x.receipts.receipt(r.org, r.params.id);
+  });
+  host.handle(E.receiptKeys, async () => x.receipts.jwks());
   host.handle(E.peek, async (r) => x.reads.peek(r.org, r.id, r.person));
   host.handle(E.byEnvelope, async (r) => x.reads.byEnvelope(r.org, r.envelopeId));
   host.handle(E.policyUsage, async (r) => x.reads.policyUsage(r.org, r.policyIds));

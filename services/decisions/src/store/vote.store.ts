@@ -117,6 +117,11 @@ export class VoteStore {
     return this.s.q('votes').where({ decision_id: decisionId, voter }).first('choice', 'note', 'surface', 'response_value', 'created_at');
   }
 
+  /** Every vote on a decision, oldest first (a receipt lists them). */
+  ofDecision(decisionId: string): Promise<Array<{ voter: string; choice: 'approve' | 'reject'; surface: string; note: string | null; created_at: Date }>> {
+    return this.s.q('votes').where({ decision_id: decisionId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).select('voter', 'choice', 'surface', 'note', 'created_at');
+  }
+
   async voters(decisionId: string): Promise<string[]> {
     return this.s.q('votes').where({ decision_id: decisionId }).pluck('voter');
   }

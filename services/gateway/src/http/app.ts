@@ -17,6 +17,7 @@ import {
   extractFrom,
   newBrowserNonce,
   RawCallback,
+  DecisionsEndpoints,
   httpRequestSeconds,
   httpRequestsTotal,
   metricsRegistry,
@@ -181,6 +182,14 @@ export function createApp(deps: AppDeps) {
   });
   app.get('/openapi.json', (_req, res) => {
     res.json(openapi);
+  });
+  // The receipt-signing public keys (docs/receipts.md), from the service that signs:
+  // public, cacheable for a few minutes (a rotation keeps the old key listed as retired).
+  app.get('/.well-known/jwks.json', async (_req, res) => {
+    const jwks = await deps.bus.call(DecisionsEndpoints.receiptKeys, {});
+    res.setHeader('Cache-Control', 'public, max-age=300');
+    res.setHeader('Access-Control-Allow-Origin', '*');
+    res.type('application/jwk-set+json').send(JSON.stringify(jwks));
   });
   app.get('/docs', (_req, res) => {
     res.setHeader('Content-Security-Policy', "default-src 'none'; style-src 'unsafe-inline'");

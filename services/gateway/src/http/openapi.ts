@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BROWSER_BINDING_COOKIE, BROWSER_BINDING_PATH, ERROR_STATUS, escapeHtml, type ErrorCode, type SessionCapability } from '@approvals/shared';
+import { BROWSER_BINDING_COOKIE, BROWSER_BINDING_PATH, ERROR_STATUS, ReceiptJwks, escapeHtml, type ErrorCode, type SessionCapability } from '@approvals/shared';
 import type { RouteDef } from './route';
 import { buildRoutes } from './routes';
 
@@ -183,6 +183,18 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
         },
       ]),
     ),
+  };
+  // The receipt keys (docs/receipts.md): served by the app itself, public.
+  paths['/.well-known/jwks.json'] = {
+    get: {
+      tags: ['decisions'],
+      summary: 'The public keys that check signed receipts (JWKS): the current key first, then retired ones',
+      description: `Ed25519 keys (\`kty\` OKP, \`alg\` EdDSA) with their \`kid\` (the RFC 7638 thumbprint). A key retired by a rotation stays listed, so receipts it signed still verify. Content type \`application/jwk-set+json\`; cacheable for 5 minutes. ${SCOPE_TEXT.public}`,
+      operationId: 'get_jwks',
+      parameters: [],
+      security: [],
+      responses: { '200': { description: 'The key set', content: { 'application/jwk-set+json': { schema: jsonSchema(ReceiptJwks, 'output') } } } },
+    },
   };
   // MCP (Streamable HTTP, JSON-RPC 2.0): mounted beside the route table.
   paths['/mcp'] = {

@@ -79,6 +79,8 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
   // What a policy save is refused for (policies service), also answered by its preview.
   const POLICY_REFUSALS = ['invalid_policy', 'unsatisfiable_policy', 'approver_domain_not_allowed'] as const;
   const NOT_FOUND = ['not_found'] as const;
+  const RECEIPT_TEXT =
+    'Answers `{receipt}`: a compact JWS (`alg` EdDSA, `kid`, `typ` approval-receipt+jwt) whose payload is `{iss, sub, org, status, factsHash, policy, votes, requestedBy, createdAt, resolvedAt, consumedBy?, iat}` (docs/receipts.md). Check it offline with the keys of `/.well-known/jwks.json`. A PENDING decision: 409 `not_resolved`; a deployment without a signing key: 409 `receipts_not_configured`.';
 
   return [
     // ---- worker scope (API key)
@@ -110,6 +112,11 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
       description:
         'A refusal answers 409 `{consumed: false, reason}` (404 for not_found) with the error fields `error` and `message`. On a decision whose policy has `requireFacts`, a consume without `factsHash` answers 422 `facts_required`.',
     }),
+    fwd('get', '/v1/worker/decisions/{id}/receipt', 'worker', 'decisions', 'The signed receipt of an ended decision (compact JWS, EdDSA; verify with /.well-known/jwks.json)', D.workerReceipt, {
+      ...DW,
+      errors: ['not_found', 'not_resolved', 'receipts_not_configured'],
+      description: RECEIPT_TEXT,
+    }),
     fwd('post', '/v1/worker/decisions/{id}/cancel', 'worker', 'decisions', 'Cancel a pending decision', D.cancel, { ...DW, errors: NOT_FOUND }),
     fwd('post', '/v1/worker/policies/check', 'worker', 'policies', 'Check that policy keys exist and are satisfiable', P.check),
     fwd('post', '/v1/worker/policies/preview', 'worker', 'policies', 'Preview a policy upsert (writes nothing; refused for the same reasons a save is)', P.preview, {
@@ -137,6 +144,11 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
       needs: 'decide',
       errors: ['not_found', 'not_pending'],
       successStatus: 201,
+    }),
+    fwd('get', '/v1/decisions/{id}/receipt', 'session', 'decisions', 'The signed receipt of an ended decision (compact JWS, EdDSA; verify with /.well-known/jwks.json)', D.receipt, {
+      needs: 'decide',
+      errors: ['not_found', 'not_resolved', 'receipts_not_configured'],
+      description: RECEIPT_TEXT,
     }),
     fwd('get', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Evidence, oldest first', D.listEvidence, { needs: 'decide', errors: NOT_FOUND }),
     fwd('put', '/v1/decisions/{id}/output', 'session', 'decisions', "Save the reviewer's refined draft (the decision's approvers only: 403 not_an_approver)", D.saveOutput, { needs: 'decide', errors: ['not_found', 'not_an_approver', 'conflict', 'not_pending'] }),

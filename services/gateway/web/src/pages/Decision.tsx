@@ -122,6 +122,7 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
   const output = useAction();
   const refine = useAction();
   const addEvidence = useAction();
+  const receipt = useAction();
 
   if (d.error && !d.data) return <ErrorBox error={d.error} />;
   if (!d.data) return <Loading what="the decision" />;
@@ -141,6 +142,19 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
         ...(decision === 'approve' && answer !== undefined && spec.type !== 'approval' ? { responseValue: answer } : {}),
       });
       d.reload();
+    });
+
+  // The signed receipt (docs/receipts.md), saved as a file: the route takes the session's
+  // bearer token, so a plain link could not fetch it.
+  const downloadReceipt = () =>
+    receipt.run(async () => {
+      const r = await api<{ receipt: string }>('GET', `/v1/decisions/${encodeURIComponent(x.id)}/receipt`);
+      const url = URL.createObjectURL(new Blob([`${r.receipt}\n`], { type: 'application/jose' }));
+      const a = document.createElement('a');
+      a.href = url;
+      a.download = `receipt-${x.id}.jws`;
+      a.click();
+      setTimeout(() => URL.revokeObjectURL(url), 1000);
     });
 
   return (
@@ -177,6 +191,20 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
           </p>
           {x.note ? <p>Note: {x.note}</p> : null}
           {x.responseValue !== null && x.responseValue !== undefined ? <p>Answer: {JSON.stringify(x.responseValue)}</p> : null}
+          <p>
+            <a
+              href={`/v1/decisions/${encodeURIComponent(x.id)}/receipt`}
+              className="receipt"
+              onClick={(e) => {
+                e.preventDefault();
+                if (!receipt.busy) void downloadReceipt();
+              }}
+            >
+              Download the signed receipt
+            </a>{' '}
+            <small>(a JWS anyone can check offline against /.well-known/jwks.json)</small>
+          </p>
+          <ErrorBox error={receipt.error} />
         </section>
       ) : null}
 
