@@ -1,5 +1,17 @@
 import { readFileSync } from 'node:fs';
-import { Bus, createDb, createLogger, type Knex, type UserRole, dropDeadLetter, getDeadLetter, listDeadLetters, migrate, natsAuthorizationConfig, replayDeadLetter } from '@approvals/shared';
+import {
+  Bus,
+  createDb,
+  createLogger,
+  type Knex,
+  type UserRole,
+  dropDeadLetter,
+  getDeadLetter,
+  listDeadLetters,
+  migrate,
+  natsAuthorizationConfig,
+  replayDeadLetter,
+} from '@approvals/shared';
 import type { NatsUsers } from '@approvals/shared/infra';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { migrations } from '@approvals/gateway/dist/migrations/index';
@@ -67,7 +79,10 @@ async function withAccessDb(databaseUrl: string, work: (db: Knex) => Promise<voi
 
 /** Where the running system is reached (what npm start recorded), for sign-in links. */
 function appBaseUrl(): string {
-  return (process.env.APP_BASE_URL ?? process.env.PUBLIC_BASE_URL ?? readRuntime()?.baseUrl ?? `http://localhost:${process.env.PORT ?? 8080}`).replace(/\/$/, '');
+  return (process.env.APP_BASE_URL ?? process.env.PUBLIC_BASE_URL ?? readRuntime()?.baseUrl ?? `http://localhost:${process.env.PORT ?? 8080}`).replace(
+    /\/$/,
+    '',
+  );
 }
 
 export async function main(argv: string[]): Promise<void> {
@@ -122,13 +137,20 @@ export async function main(argv: string[]): Promise<void> {
     const natsUrl = process.env.NATS_URL ?? readRuntime()?.natsUrl;
     if (!natsUrl) throw new Error('no NATS: start the system with `npm start` first, or set NATS_URL');
     const admin = process.env.NATS_URL ? undefined : localNatsUsers().admin;
-    const bus = await Bus.connect({ url: natsUrl, name: 'admin-cli', log: createLogger('admin', 'silent'), auth: admin ? { user: admin.user, pass: admin.password } : undefined });
+    const bus = await Bus.connect({
+      url: natsUrl,
+      name: 'admin-cli',
+      log: createLogger('admin', 'silent'),
+      auth: admin ? { user: admin.user, pass: admin.password } : undefined,
+    });
     try {
       const seq = Number(arg);
       if (sub !== 'list' && !Number.isInteger(seq)) throw new Error(`dlq ${sub ?? ''} needs a sequence number\n${USAGE}`);
       if (sub === 'list') {
         for (const l of await listDeadLetters(bus, { durable: flags2.durable, limit: 1000 })) {
-          process.stdout.write(`${JSON.stringify({ seq: l.seq, durable: l.durable, subject: l.subject, eventId: l.eventId, reason: l.reason, error: l.error, at: l.at })}\n`);
+          process.stdout.write(
+            `${JSON.stringify({ seq: l.seq, durable: l.durable, subject: l.subject, eventId: l.eventId, reason: l.reason, error: l.error, at: l.at })}\n`,
+          );
         }
       } else if (sub === 'show') {
         const l = await getDeadLetter(bus, seq);
@@ -166,7 +188,11 @@ export async function main(argv: string[]): Promise<void> {
     try {
       // none: the row goes, and the org is back on the deployment default (DECISION_QUOTA_PER_MONTH).
       if (limit === null) await db('org_quotas').where({ org_id: org }).delete();
-      else await db('org_quotas').insert({ org_id: org, monthly_decision_limit: limit, plan: 'manual' }).onConflict('org_id').merge({ monthly_decision_limit: limit, plan: 'manual', updated_at: db.fn.now() });
+      else
+        await db('org_quotas')
+          .insert({ org_id: org, monthly_decision_limit: limit, plan: 'manual' })
+          .onConflict('org_id')
+          .merge({ monthly_decision_limit: limit, plan: 'manual', updated_at: db.fn.now() });
       process.stdout.write(`${JSON.stringify({ orgId: org, monthlyDecisionLimit: limit })}\n`);
     } finally {
       await db.destroy();

@@ -13,7 +13,19 @@ import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { DATA_DIR } from './dev-env';
 import { launchServices, waitHealthy } from './processes';
 import { provisionWhenReady } from './provision';
-import { consumerStallOf, interleavedPlan, perOp, perOpOver, sampleWork, workTable, type ConsumerStall, type Segment, type WorkPerOp, type WorkSpan, type WorkTargets } from './work';
+import {
+  consumerStallOf,
+  interleavedPlan,
+  perOp,
+  perOpOver,
+  sampleWork,
+  workTable,
+  type ConsumerStall,
+  type Segment,
+  type WorkPerOp,
+  type WorkSpan,
+  type WorkTargets,
+} from './work';
 import { profilesIn, topFrames } from './profile';
 import { KeptAliveClient } from './http-client';
 import { latencyLines, latencyProbe, latencyResult, percentile, phasesFrom, startMailReceiver, startResumeReceiver, type LatencyResult } from './latency';
@@ -39,7 +51,10 @@ const PROFILE = process.env.BENCH_PROFILE === '1';
  */
 const SAMPLE_WAITS = process.env.BENCH_WAITS === '1';
 /** Open-loop cycle rates (cycles a second, each for BENCH_RATE_SECONDS); empty to skip. */
-const RATES = (process.env.BENCH_RATES ?? '25,100').split(',').map(Number).filter((r) => r > 0);
+const RATES = (process.env.BENCH_RATES ?? '25,100')
+  .split(',')
+  .map(Number)
+  .filter((r) => r > 0);
 const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 10);
 /** Resolved decisions (with their votes, timers and deliveries) put in the database before the runs: nothing may scale with history. */
 const N_HISTORY = Number(process.env.BENCH_HISTORY ?? 0);
@@ -90,14 +105,27 @@ function cpuMs(used: NodeJS.CpuUsage): number {
 /** A load's figures from its latencies (ms), its errors and its wall time. */
 function loadResult(latencies: number[], errors: number, wallMs: number): LoadResult {
   const sorted = [...latencies].sort((a, b) => a - b);
-  return { n: sorted.length + errors, errors, wallMs, throughput: (sorted.length / wallMs) * 1000, p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99) };
+  return {
+    n: sorted.length + errors,
+    errors,
+    wallMs,
+    throughput: (sorted.length / wallMs) * 1000,
+    p50: percentile(sorted, 50),
+    p95: percentile(sorted, 95),
+    p99: percentile(sorted, 99),
+  };
 }
 
 /**
  * Runs `fn(i)` for i in [from, from + n) with `concurrency` workers; latency per call,
  * also appended to `latencies` when given (a workload run in segments).
  */
-export async function runLoad(n: number, concurrency: number, fn: (i: number) => Promise<void>, opts: { from?: number; latencies?: number[] } = {}): Promise<LoadResult> {
+export async function runLoad(
+  n: number,
+  concurrency: number,
+  fn: (i: number) => Promise<void>,
+  opts: { from?: number; latencies?: number[] } = {},
+): Promise<LoadResult> {
   const latencies: number[] = [];
   const from = opts.from ?? 0;
   let next = 0;
@@ -428,7 +456,10 @@ async function floorCreate(pool: Pool, id: string, run: string, hash: string) {
        VALUES ($1, 'org', $2, 's', 'PENDING', ARRAY['a@x.com','b@x.com'], 2, $3) ON CONFLICT DO NOTHING`,
       [id, run, hash],
     );
-    await c.query(`INSERT INTO bench_floor.outbox (id, subject, payload) VALUES ($1, 'evt.decision.created', $2)`, [`e${id}`, JSON.stringify({ decisionId: id })]);
+    await c.query(`INSERT INTO bench_floor.outbox (id, subject, payload) VALUES ($1, 'evt.decision.created', $2)`, [
+      `e${id}`,
+      JSON.stringify({ decisionId: id }),
+    ]);
     await c.query('COMMIT');
   } finally {
     c.release();
@@ -484,7 +515,8 @@ async function waitForCount(pool: Pool, sql: string, params: unknown[], n: numbe
 async function lagsOf(pool: Pool, sql: string, ids: string[], doneSql?: string): Promise<number[]> {
   const deadline = Date.now() + 120_000;
   if (doneSql) {
-    while (Date.now() < deadline && ((await pool.query(doneSql, [ids])).rows[0] as { n: number }).n < ids.length) await new Promise((res) => setTimeout(res, 500));
+    while (Date.now() < deadline && ((await pool.query(doneSql, [ids])).rows[0] as { n: number }).n < ids.length)
+      await new Promise((res) => setTimeout(res, 500));
   }
   for (;;) {
     const r = await pool.query(sql, [ids]);
@@ -557,7 +589,10 @@ function statementTable(name: string, stats: StatementStats, by: 'calls' | 'time
     '',
     '| per op | mean ms | plan ms | plans a call | sent by | statement |',
     '|---|---|---|---|---|---|',
-    ...rows.map((r) => `| ${r.perOp.toFixed(2)} | ${r.meanMs.toFixed(3)} | ${r.planMs.toFixed(3)} | ${r.plansPerCall.toFixed(2)} | ${r.topLevel ? 'client' : 'function/trigger'} | \`${r.query.slice(0, 140).replace(/\|/g, '\\|')}\` |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.perOp.toFixed(2)} | ${r.meanMs.toFixed(3)} | ${r.planMs.toFixed(3)} | ${r.plansPerCall.toFixed(2)} | ${r.topLevel ? 'client' : 'function/trigger'} | \`${r.query.slice(0, 140).replace(/\|/g, '\\|')}\` |`,
+    ),
     '',
     `Pages per operation, every statement sent (pg_stat_statements, counted as each ends): ${stats.pages.hit.toFixed(1)} found in the buffer pool, ${stats.pages.read.toFixed(2)} read in, ${stats.pages.dirtied.toFixed(1)} dirtied.`,
     '',
@@ -596,7 +631,11 @@ export async function main(): Promise<number> {
     const nats = await startNatsServer({ storeDir: join(dir, 'nats'), users: natsUsers });
     stops.push(() => nats.stop());
     // JetStream made by the admin user before the services start (they may not make it).
-    await provisionWhenReady({ url: nats.url, auth: { user: natsUsers.admin.user, pass: natsUsers.admin.password }, log: createLogger('bench-provision', 'silent') });
+    await provisionWhenReady({
+      url: nats.url,
+      auth: { user: natsUsers.admin.user, pass: natsUsers.admin.password },
+      log: createLogger('bench-provision', 'silent'),
+    });
     const databaseUrl = await ensureDatabase(pg.url, 'bench');
     const port = await freePort();
     const secret = randomBytes(24).toString('hex');
@@ -614,12 +653,27 @@ export async function main(): Promise<number> {
     const stalls: ConsumerStall[] = [];
     // No SMTP_URL: the load phases' notices are planned skipped, as in every round before
     // issue 43; the latency phase starts a notifier of its own that sends them (latencyPhase).
-    const serviceEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, NATS_URL: nats.url, AUTH_JWT_SECRET: secret, SECRETS_KEY: randomBytes(32).toString('base64'), PORT: String(port), LOG_LEVEL: 'warn', RATE_LIMIT_PER_KEY_PER_MIN: '100000000', RATE_LIMIT_PER_IP_PER_MIN: '100000000', HTTP_MAX_CONNECTIONS_PER_IP: '100000', HTTP_MAX_CONNECTIONS: '100000', ENGINE_BUNDLED_URL: engine.url, ENGINE_BUNDLED_SECRET: 'whsec_' + randomBytes(24).toString('base64') };
+    const serviceEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      NATS_URL: nats.url,
+      AUTH_JWT_SECRET: secret,
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+      PORT: String(port),
+      LOG_LEVEL: 'warn',
+      RATE_LIMIT_PER_KEY_PER_MIN: '100000000',
+      RATE_LIMIT_PER_IP_PER_MIN: '100000000',
+      HTTP_MAX_CONNECTIONS_PER_IP: '100000',
+      HTTP_MAX_CONNECTIONS: '100000',
+      ENGINE_BUNDLED_URL: engine.url,
+      ENGINE_BUNDLED_SECRET: 'whsec_' + randomBytes(24).toString('base64'),
+    };
     delete serviceEnv.SMTP_URL;
     const onLine = (name: string, _i: number, line: string) => {
       const stall = consumerStallOf(name, line);
       if (stall) stalls.push(stall);
-      if (stall || line.includes('"level":50') || line.includes('"level":60') || (process.env.BENCH_SHOW_WARN && line.includes('"level":40'))) say(`${name}: ${line.slice(0, 300)}`);
+      if (stall || line.includes('"level":50') || line.includes('"level":60') || (process.env.BENCH_SHOW_WARN && line.includes('"level":40')))
+        say(`${name}: ${line.slice(0, 300)}`);
     };
     const procs = launchServices({
       nodeArgs: (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.\${pid}.cpuprofile`] : []),
@@ -651,7 +705,11 @@ export async function main(): Promise<number> {
     const a = signSessionToken(secret, { sub: 'usr_a', email: 'a@x.com', org });
     const b = signSessionToken(secret, { sub: 'usr_b', email: 'b@x.com', org });
     const { key } = await http(base, 'POST', '/v1/api-keys/', admin, { name: 'bench', roles: ['decisions:write', 'policies:write'] });
-    await http(base, 'POST', '/v1/worker/policies', key, { key: 'bench', name: 'Bench', defaults: { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2 } });
+    await http(base, 'POST', '/v1/worker/policies', key, {
+      key: 'bench',
+      name: 'Bench',
+      defaults: { approvers: ['a@x.com', 'b@x.com'], approvalsRequired: 2 },
+    });
 
     /**
      * End to end (issue 43): decisions at LATENCY_RATE a second under the bench's policy
@@ -673,7 +731,12 @@ export async function main(): Promise<number> {
         old.kill('SIGTERM');
         await exited;
       }
-      const again = launchServices({ natsUsers, env: { ...serviceEnv, SMTP_URL: mail.url, ENGINE_BUNDLED_URL: engineReceiver.url }, onLine, only: ['notifier'] });
+      const again = launchServices({
+        natsUsers,
+        env: { ...serviceEnv, SMTP_URL: mail.url, ENGINE_BUNDLED_URL: engineReceiver.url },
+        onLine,
+        only: ['notifier'],
+      });
       // In the bench's own map, so its stop and the signal handlers reach the new one too.
       procs.children.set('notifier', again.children.get('notifier')!);
       const healthy = await waitHealthy(base, 60_000);
@@ -683,8 +746,16 @@ export async function main(): Promise<number> {
           mails: mail.arrivals,
           resumes: engineReceiver.arrivals,
           create: async (i) =>
-            (await http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `l${tag}-${i}`, stepRef: 's', policy: 'bench', engine: 'bundled', factsHash: factsHash({ l: tag, i }), context: { title: `Decision ${i}` } }))
-              .decisionId as string,
+            (
+              await http(base, 'POST', '/v1/worker/decisions', key, {
+                externalRunId: `l${tag}-${i}`,
+                stepRef: 's',
+                policy: 'bench',
+                engine: 'bundled',
+                factsHash: factsHash({ l: tag, i }),
+                context: { title: `Decision ${i}` },
+              })
+            ).decisionId as string,
           vote: async (id, which) => void (await http(base, 'POST', `/v1/decisions/${id}/decide`, which === 'first' ? a : b, { decision: 'approve' })),
           // Missing means lost, not late: a system behind its load shows it in the latencies.
           timeoutMs: 120_000,
@@ -722,7 +793,9 @@ export async function main(): Promise<number> {
     const latencyFailed = (l: LatencyResult | undefined) => (l ? l.errors > 0 || l.notify.missing > 0 || l.resume.missing > 0 : false);
     if (!PHASES.has('load')) {
       const latency = await latencyPhase();
-      process.stdout.write(`${[`Approvals benchmark — ${new Date().toISOString()} — phases: latency, Node ${process.version}`, '', ...latencyLines(latency), ...statementTable('end to end', latency.statements, 'time')].join('\n')}\n`);
+      process.stdout.write(
+        `${[`Approvals benchmark — ${new Date().toISOString()} — phases: latency, Node ${process.version}`, '', ...latencyLines(latency), ...statementTable('end to end', latency.statements, 'time')].join('\n')}\n`,
+      );
       mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
       writeFileSync(join(DATA_DIR, 'bench', 'latest.json'), JSON.stringify({ at: new Date().toISOString(), phases: [...PHASES], latency }, null, 2));
       return latencyFailed(latency) ? 1 : 0;
@@ -844,7 +917,9 @@ export async function main(): Promise<number> {
     const warmUp = async (tag: string, label?: string) => {
       say(`warm-up${label ? ` ${label}` : ''}`);
       const warmHits = engine.hits();
-      await runLoad(N_WARM, CONCURRENCY, (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm${tag}-${i}`, stepRef: 's', policy: 'bench' }));
+      await runLoad(N_WARM, CONCURRENCY, (i) =>
+        http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `warm${tag}-${i}`, stepRef: 's', policy: 'bench' }),
+      );
       await runLoad(N_WARM, CONCURRENCY, (i) => cycle(`warm${tag}-y-${i}`));
       await runLoad(N_WARM, CONCURRENCY, (i) => timedCycle(`warm${tag}-t-${i}`));
       await runLoad(N_WARM, CONCURRENCY, (i) => floorCreate(floorPool, `warm${tag}${i}`, `warm${tag}-${i}`, factsHash({ i })));
@@ -873,7 +948,14 @@ export async function main(): Promise<number> {
       const paired = await pairedRun(
         targets,
         N_CREATE,
-        (i) => http(base, 'POST', '/v1/worker/decisions', key, { externalRunId: `c${tag}-${i}`, stepRef: 's', policy: 'bench', factsHash: factsHash({ i }), context: { title: `Decision ${i}` } }),
+        (i) =>
+          http(base, 'POST', '/v1/worker/decisions', key, {
+            externalRunId: `c${tag}-${i}`,
+            stepRef: 's',
+            policy: 'bench',
+            factsHash: factsHash({ i }),
+            context: { title: `Decision ${i}` },
+          }),
         (i) => floorCreate(floorPool, `fc${tag}${i}`, `c${tag}-${i}`, factsHash({ i })),
       );
       return { ...paired, statements: await statementsPerOp(statsPool, N_CREATE), reads: readsOver(readsBefore, await readCounts(statsPool), N_CREATE) };
@@ -955,7 +1037,16 @@ export async function main(): Promise<number> {
       const sessionsOpened = (await sessions()) - sessionsBefore;
       await new Promise((r) => setTimeout(r, 2000));
       const work = perOp(workBefore, await sampleWork(targets), result.n);
-      openLoop.push({ ...result, steps: stepSummary(steps), slowest, waits, sessionsOpened, work, clientMs, statements: await statementsPerOp(statsPool, result.n) });
+      openLoop.push({
+        ...result,
+        steps: stepSummary(steps),
+        slowest,
+        waits,
+        sessionsOpened,
+        work,
+        clientMs,
+        statements: await statementsPerOp(statsPool, result.n),
+      });
     }
 
     say(`expiry: ${N_BACKGROUND_TIMERS} pending timers in the scheduler, ${N_EXPIRY} decisions expiring in the same second`);
@@ -993,7 +1084,12 @@ export async function main(): Promise<number> {
            FROM scheduler.timers t JOIN decisions.decisions d ON d.id = t.ref WHERE t.kind = 'expire' AND t.ref = ANY($1) AND t.fired_at IS NOT NULL`,
         [expiring],
       )
-    ).rows.map((r: { id: string; due: string; fired: string; resolved: string }) => ({ id: r.id, due: Number(r.due), fired: Number(r.fired), resolved: Number(r.resolved) }));
+    ).rows.map((r: { id: string; due: string; fired: string; resolved: string }) => ({
+      id: r.id,
+      due: Number(r.due),
+      fired: Number(r.fired),
+      resolved: Number(r.resolved),
+    }));
     const ascending = (xs: number[]) => xs.sort((x, y) => x - y);
     const fireLag = ascending(fired.map((t) => t.fired - t.due));
     const applyLag = ascending(fired.map((t) => t.resolved - t.fired));
@@ -1076,23 +1172,28 @@ export async function main(): Promise<number> {
             historyRow('before the history', beforeHistory),
             historyRow('with the history', createRun),
             '',
-            `create throughput with the history, as a share of the floor: ${(((share(createRun) / share(beforeHistory)) - 1) * 100).toFixed(1)}% against before it (raw ops/s: ${(((createRun.system.load.throughput / beforeHistory.system.load.throughput) - 1) * 100).toFixed(1)}%)`,
+            `create throughput with the history, as a share of the floor: ${((share(createRun) / share(beforeHistory) - 1) * 100).toFixed(1)}% against before it (raw ops/s: ${((createRun.system.load.throughput / beforeHistory.system.load.throughput - 1) * 100).toFixed(1)}%)`,
             '',
           ]
         : []),
       ...(openLoop.length
         ? [
-            'cycle at a fixed rate (open loop; latency from each cycle\'s scheduled start):',
+            "cycle at a fixed rate (open loop; latency from each cycle's scheduled start):",
             '',
             '| offered | achieved | errors | p50 ms | p95 ms | p99 ms | max ms |',
             '|---|---|---|---|---|---|---|',
-            ...openLoop.map((r) => `| ${r.rate}/s for ${r.seconds} s | ${r.throughput.toFixed(0)}/s | ${r.errors} | ${r.p50.toFixed(1)} | ${r.p95.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.max.toFixed(1)} |`),
+            ...openLoop.map(
+              (r) =>
+                `| ${r.rate}/s for ${r.seconds} s | ${r.throughput.toFixed(0)}/s | ${r.errors} | ${r.p50.toFixed(1)} | ${r.p95.toFixed(1)} | ${r.p99.toFixed(1)} | ${r.max.toFixed(1)} |`,
+            ),
             '',
             'each request of those cycles (ms, from its send to its answer):',
             '',
             `| offered | ${CYCLE_STEPS.map((s) => `${s} p50 / p99 / max`).join(' | ')} |`,
             `|---|${CYCLE_STEPS.map(() => '---').join('|')}|`,
-            ...openLoop.map((r) => `| ${r.rate}/s | ${(r.steps ?? []).map((s) => `${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} / ${s.max.toFixed(1)}`).join(' | ')} |`),
+            ...openLoop.map(
+              (r) => `| ${r.rate}/s | ${(r.steps ?? []).map((s) => `${s.p50.toFixed(1)} / ${s.p99.toFixed(1)} / ${s.max.toFixed(1)}`).join(' | ')} |`,
+            ),
             '',
             'the slowest requests of those cycles (step, ms, seconds into the phase when sent):',
             '',
@@ -1111,7 +1212,10 @@ export async function main(): Promise<number> {
             ...openLoop.flatMap((r) =>
               r.work
                 ? [
-                    ...workTable(`cycle at ${r.rate}/s, open loop (the phase and the 2 s after it; a cycle in the closed loop: ${cycleWork.totalCpuMsPerOp.toFixed(2)} ms)`, r.work),
+                    ...workTable(
+                      `cycle at ${r.rate}/s, open loop (the phase and the 2 s after it; a cycle in the closed loop: ${cycleWork.totalCpuMsPerOp.toFixed(2)} ms)`,
+                      r.work,
+                    ),
                     `the bench's HTTP client at ${r.rate}/s (not in the total): ${(r.clientMs ?? 0).toFixed(2)} ms a cycle; in the closed loop ${cycleClientMs.toFixed(2)} ms.`,
                     '',
                   ]
@@ -1129,9 +1233,9 @@ export async function main(): Promise<number> {
       `cycle with an expiry and an engine: the same with a timer armed and disarmed and the resume sent to an engine (${sysTimed.throughput.toFixed(0)}/s, p50 ${sysTimed.p50.toFixed(1)} ms, p99 ${sysTimed.p99.toFixed(1)} ms, ${sysTimed.errors} errors; the engine received ${timedResumes} of ${N_CYCLE} resumes; ${(timedWork.totalCpuMsPerOp / floorCycleWork.total).toFixed(1)} floors):`,
       '',
       ...workTable('cycle with an expiry and an engine', timedWork).slice(2),
-      'the floor in the same run — CPU per operation (PostgreSQL and the floor\'s client), the host\'s yardstick:',
+      "the floor in the same run — CPU per operation (PostgreSQL and the floor's client), the host's yardstick:",
       '',
-      '| | postgres | client | total | the system\'s total CPU, in floors | the bench\'s HTTP client with the system (not in its total) |',
+      "| | postgres | client | total | the system's total CPU, in floors | the bench's HTTP client with the system (not in its total) |",
       '|---|---|---|---|---|---|',
       `| create | ${floorCreateWork.postgres.toFixed(2)} ms | ${floorCreateWork.client.toFixed(2)} ms | ${floorCreateWork.total.toFixed(2)} ms | ${(createWork.totalCpuMsPerOp / floorCreateWork.total).toFixed(1)}× | ${createClientMs.toFixed(2)} ms |`,
       `| cycle | ${floorCycleWork.postgres.toFixed(2)} ms | ${floorCycleWork.client.toFixed(2)} ms | ${floorCycleWork.total.toFixed(2)} ms | ${(cycleWork.totalCpuMsPerOp / floorCycleWork.total).toFixed(1)}× | ${cycleClientMs.toFixed(2)} ms |`,
@@ -1139,7 +1243,9 @@ export async function main(): Promise<number> {
       ...statementTable('create', createStatements),
       ...statementTable('cycle', cycleStatements),
       ...statementTable('cycle with an expiry and an engine', timedStatements),
-      ...(beforeHistory ? [...statementTable('create before the history', beforeHistory.statements), ...readsTable('create before the history', beforeHistory.reads)] : []),
+      ...(beforeHistory
+        ? [...statementTable('create before the history', beforeHistory.statements), ...readsTable('create before the history', beforeHistory.reads)]
+        : []),
       ...readsTable('create', createRun.reads),
       'updates (after the cycle run), and the share that were HOT (no new index entries):',
       '',
@@ -1169,16 +1275,63 @@ export async function main(): Promise<number> {
       await new Promise((r) => setTimeout(r, 500));
       lines.push('', 'CPU profiles (self time, the whole run), top frames per service:', '');
       for (const [name, file] of Object.entries(profilesIn(profileDir))) {
-        lines.push(`${name}:`, ...topFrames(file).map((f) => `  ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.selfMs.toFixed(0).padStart(6)} ms  ${f.frame}`), '');
+        lines.push(
+          `${name}:`,
+          ...topFrames(file).map((f) => `  ${(f.share * 100).toFixed(1).padStart(5)}%  ${f.selfMs.toFixed(0).padStart(6)} ms  ${f.frame}`),
+          '',
+        );
       }
     }
     process.stdout.write(`${lines.join('\n')}\n`);
     mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
     writeFileSync(
       join(DATA_DIR, 'bench', 'latest.json'),
-      JSON.stringify({ at: new Date().toISOString(), phases: [...PHASES], concurrency: CONCURRENCY, openLoop, latency, restPerSecond: rest, createWork, createClientMs, cycleWork, cycleClientMs, timedCycleWork: timedWork, sysTimedCycle: sysTimed, timedResumes, sysCreate, floorCreate: floorCreateR, floorCreateWork, sysCycle, floorCycle: floorCycleR, floorCycleWork, segments: { create: createRun.segments, cycle: cycleRun.segments }, history: beforeHistory ? { decisions: N_HISTORY, createBefore: beforeHistory.system.load, floorCreateBefore: beforeHistory.floor.load, createWorkBefore: beforeHistory.system.work } : undefined, consumerStalls: stalls, expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early }, reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly } }, null, 2),
+      JSON.stringify(
+        {
+          at: new Date().toISOString(),
+          phases: [...PHASES],
+          concurrency: CONCURRENCY,
+          openLoop,
+          latency,
+          restPerSecond: rest,
+          createWork,
+          createClientMs,
+          cycleWork,
+          cycleClientMs,
+          timedCycleWork: timedWork,
+          sysTimedCycle: sysTimed,
+          timedResumes,
+          sysCreate,
+          floorCreate: floorCreateR,
+          floorCreateWork,
+          sysCycle,
+          floorCycle: floorCycleR,
+          floorCycleWork,
+          segments: { create: createRun.segments, cycle: cycleRun.segments },
+          history: beforeHistory
+            ? {
+                decisions: N_HISTORY,
+                createBefore: beforeHistory.system.load,
+                floorCreateBefore: beforeHistory.floor.load,
+                createWorkBefore: beforeHistory.system.work,
+              }
+            : undefined,
+          consumerStalls: stalls,
+          expiryLagMs: { n: lags.length, pendingTimers: N_BACKGROUND_TIMERS, p50: percentile(lags, 50), p99: percentile(lags, 99), early },
+          reminderLagMs: { n: remindLags.length, p50: percentile(remindLags, 50), p99: percentile(remindLags, 99), early: remindEarly },
+        },
+        null,
+        2,
+      ),
     );
-    return latencyFailed(latency) || sysCreate.errors + sysCycle.errors + (beforeHistory?.system.load.errors ?? 0) + openLoop.reduce((n, r) => n + r.errors, 0) > 0 || lags.length < expiring.length || early > 0 || remindLags.length < reminding.length || remindEarly > 0 ? 1 : 0;
+    return latencyFailed(latency) ||
+      sysCreate.errors + sysCycle.errors + (beforeHistory?.system.load.errors ?? 0) + openLoop.reduce((n, r) => n + r.errors, 0) > 0 ||
+      lags.length < expiring.length ||
+      early > 0 ||
+      remindLags.length < reminding.length ||
+      remindEarly > 0
+      ? 1
+      : 0;
   } finally {
     for (const s of stops.reverse()) await s().catch((err) => say(`cleanup: ${(err as Error).message}`));
     rmSync(dir, { recursive: true, force: true });

@@ -7,7 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { SERVICE_NAMES, SUBJECT, createLogger, factsHash } from '@approvals/shared';
-import { ensureDatabase, freePort, generateNatsUsers, startEmbeddedPostgres, startNatsServer, type LocalNats, type LocalPostgres } from '@approvals/shared/infra';
+import {
+  ensureDatabase,
+  freePort,
+  generateNatsUsers,
+  startEmbeddedPostgres,
+  startNatsServer,
+  type LocalNats,
+  type LocalPostgres,
+} from '@approvals/shared/infra';
 import { signSessionToken } from '@approvals/gateway/dist/auth/jwt';
 import { ROOT } from './dev-env';
 import { SERVICE_NODE_FLAGS, launchServices, waitHealthy, type ServiceProcesses } from './processes';
@@ -130,7 +138,9 @@ async function retrying(fn: () => Promise<{ status: number; body: any }>, deadli
 /** The gateway's count of creates resent because the decisions replica holding them fell silent. */
 async function silentCreateResends(base: string): Promise<number> {
   const text = await (await fetch(`${base}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith('approvals_bus_resends_total{') && l.includes(`subject="${SUBJECT.decisions.create}"`) && l.includes('reason="silent"'));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith('approvals_bus_resends_total{') && l.includes(`subject="${SUBJECT.decisions.create}"`) && l.includes('reason="silent"'));
   return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
 }
 
@@ -152,7 +162,14 @@ interface Failover {
  * "Timeouts and resends"): how long after the kill the last create is answered says how
  * long a caller waits for that.
  */
-async function measureFailover(opts: { base: string; apiKey: string; org: string; databaseUrl: string; env: NodeJS.ProcessEnv; procs: ServiceProcesses }): Promise<Failover> {
+async function measureFailover(opts: {
+  base: string;
+  apiKey: string;
+  org: string;
+  databaseUrl: string;
+  env: NodeJS.ProcessEnv;
+  procs: ServiceProcesses;
+}): Promise<Failover> {
   // Each held create holds one of its replica's pooled connections (DB_POOL_MAX, 10): fewer
   // than that, so all are in flight even if one replica takes them all.
   const n = 8;
@@ -166,7 +183,10 @@ async function measureFailover(opts: { base: string; apiKey: string; org: string
   await db.connect();
   try {
     for (let ready = false; !ready; await sleep(200)) {
-      ready = await fetch(`http://127.0.0.1:${metricsPort}/readyz`).then((r) => r.status === 200, () => false);
+      ready = await fetch(`http://127.0.0.1:${metricsPort}/readyz`).then(
+        (r) => r.status === 200,
+        () => false,
+      );
       if (extra.exitCode !== null) throw new Error('the second decisions replica exited');
     }
     const resentBefore = await silentCreateResends(opts.base);
@@ -222,7 +242,11 @@ export async function main(args: string[]): Promise<number> {
     stops.push(() => nats.stop());
     // JetStream made by the admin user before the services start (they may not make it); on
     // file, it is there again when the killed nats-server comes back.
-    await provisionWhenReady({ url: nats.url, auth: { user: natsUsers.admin.user, pass: natsUsers.admin.password }, log: createLogger('chaos-provision', 'silent') });
+    await provisionWhenReady({
+      url: nats.url,
+      auth: { user: natsUsers.admin.user, pass: natsUsers.admin.password },
+      log: createLogger('chaos-provision', 'silent'),
+    });
     const engine = await engineReceiver();
     stops.push(() => engine.close());
 
@@ -261,7 +285,14 @@ export async function main(args: string[]): Promise<number> {
       const flow: Flow = { run: `chaos-${i}`, acknowledged: false, voted: false };
       flows.push(flow);
       const facts = { order: `ord_${i}`, amount: i };
-      const body = { externalRunId: flow.run, stepRef: 'pay', engine: 'engineA', approvers: ['rev@chaos.test'], factsHash: factsHash(facts), context: { title: `Flow ${i}` } };
+      const body = {
+        externalRunId: flow.run,
+        stepRef: 'pay',
+        engine: 'engineA',
+        approvers: ['rev@chaos.test'],
+        factsHash: factsHash(facts),
+        context: { title: `Flow ${i}` },
+      };
       const open = await retrying(() => call(base, 'POST', '/v1/worker/decisions', apiKey, body), 60_000);
       if (open.status !== 201 && open.status !== 200) {
         flow.error = `create ${open.status}`;
@@ -277,13 +308,19 @@ export async function main(args: string[]): Promise<number> {
       }
       flow.voted = true;
       const consumer = `worker-${i}`;
-      const consume = await retrying(() => call(base, 'POST', `/v1/worker/decisions/${flow.decisionId}/consume`, apiKey, { consumer, factsHash: factsHash(facts) }), 60_000);
+      const consume = await retrying(
+        () => call(base, 'POST', `/v1/worker/decisions/${flow.decisionId}/consume`, apiKey, { consumer, factsHash: factsHash(facts) }),
+        60_000,
+      );
       if (consume.status === 200 && consume.body?.consumed) flow.consumedBy = consumer;
       else {
         flow.error = `consume ${consume.status} ${consume.body?.reason ?? consume.body?.error ?? ''}`;
         return;
       }
-      const second = await retrying(() => call(base, 'POST', `/v1/worker/decisions/${flow.decisionId}/consume`, apiKey, { consumer: `intruder-${i}`, factsHash: factsHash(facts) }), 60_000);
+      const second = await retrying(
+        () => call(base, 'POST', `/v1/worker/decisions/${flow.decisionId}/consume`, apiKey, { consumer: `intruder-${i}`, factsHash: factsHash(facts) }),
+        60_000,
+      );
       flow.secondConsumer = second.status === 409 && second.body?.reason === 'consumed' ? 'refused' : second.body?.consumed === true ? 'consumed' : 'error';
     };
 
@@ -351,9 +388,8 @@ export async function main(args: string[]): Promise<number> {
     let doubledRuns = 0;
     try {
       stored = new Set((await db.query<{ id: string }>(`SELECT id FROM decisions.decisions WHERE org_id = $1`, [org])).rows.map((r) => r.id));
-      doubledRuns = (
-        await db.query(`SELECT external_run_id, step_ref FROM decisions.decisions WHERE org_id = $1 GROUP BY 1, 2 HAVING count(*) > 1`, [org])
-      ).rowCount ?? 0;
+      doubledRuns =
+        (await db.query(`SELECT external_run_id, step_ref FROM decisions.decisions WHERE org_id = $1 GROUP BY 1, 2 HAVING count(*) > 1`, [org])).rowCount ?? 0;
     } finally {
       await db.end();
     }
@@ -403,7 +439,9 @@ export async function main(args: string[]): Promise<number> {
         '',
         '| killed (SIGKILL) | at | healthy again after |',
         '|---|---|---|',
-        ...figures.faults.map((f) => `| ${f.killed} | t+${f.atSec} s | ${f.healthyAgainMs === null ? 'not within 60 s' : `${(f.healthyAgainMs / 1000).toFixed(1)} s`} |`),
+        ...figures.faults.map(
+          (f) => `| ${f.killed} | t+${f.atSec} s | ${f.healthyAgainMs === null ? 'not within 60 s' : `${(f.healthyAgainMs / 1000).toFixed(1)} s`} |`,
+        ),
         '',
         '| a create in flight on a killed decisions replica (two replicas, SIGKILL of one) | value |',
         '|---|---|',
@@ -418,7 +456,8 @@ export async function main(args: string[]): Promise<number> {
       ].join('\n'),
     );
     for (const f of flows.filter((x) => x.error).slice(0, 10)) say(`unfinished ${f.run}: ${f.error}`);
-    const failedOver = failover.answered === failover.inFlight && failover.decisionsPerStep.length === failover.inFlight && failover.decisionsPerStep.every((c) => c === 1);
+    const failedOver =
+      failover.answered === failover.inFlight && failover.decisionsPerStep.length === failover.inFlight && failover.decisionsPerStep.every((c) => c === 1);
     return figures.lost > 0 || doubled > 0 || resumed.length < approved.length || !failedOver ? 1 : 0;
   } finally {
     for (const s of stops.reverse()) await s().catch(() => undefined);

@@ -35,7 +35,8 @@ export async function main(): Promise<void> {
   for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
   const port = Number(process.env.PORT ?? 8080);
   const replicas = Number(process.env.CLUSTER_REPLICAS ?? 2);
-  if (!(await portFree(port))) throw new Error(`port ${port} is already in use (\`npm start\` or another cluster?): stop that, or choose another port with PORT=…`);
+  if (!(await portFree(port)))
+    throw new Error(`port ${port} is already in use (\`npm start\` or another cluster?): stop that, or choose another port with PORT=…`);
   mkdirSync(CLUSTER_DIR, { recursive: true });
   if (typeof process.getuid === 'function' && process.getuid() === 0) {
     // As root, PostgreSQL runs as `postgres`, which must be able to enter the folders.
@@ -75,7 +76,13 @@ export async function main(): Promise<void> {
     const natsUrl = servers.map((s) => s.url).join(',');
     // The streams, the bucket and the durables at 3 replicas, made by the admin user once the
     // cluster's JetStream answers, before the twelve processes start (they may not make them).
-    await provisionWhenReady({ url: natsUrl, auth: { user: users.admin.user, pass: users.admin.password }, replicas: 3, log: createLogger('cluster', 'silent'), timeoutMs: 60_000 });
+    await provisionWhenReady({
+      url: natsUrl,
+      auth: { user: users.admin.user, pass: users.admin.password },
+      replicas: 3,
+      log: createLogger('cluster', 'silent'),
+      timeoutMs: 60_000,
+    });
 
     const gatewayPorts: number[] = [];
     const metricsPorts = new Map<string, number>();

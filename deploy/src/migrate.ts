@@ -23,7 +23,8 @@ export async function main(): Promise<void> {
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error('DATABASE_URL is required');
   const natsUrl = process.env.NATS_URL;
-  if (!natsUrl) throw new Error('NATS_URL is required: the migrate step also provisions JetStream (with NATS_ADMIN_USER/NATS_ADMIN_PASSWORD or NATS_ADMIN_CREDS)');
+  if (!natsUrl)
+    throw new Error('NATS_URL is required: the migrate step also provisions JetStream (with NATS_ADMIN_USER/NATS_ADMIN_PASSWORD or NATS_ADMIN_CREDS)');
   const replicas = jetstreamReplicasFromEnv();
   const log = createLogger('migrate', process.env.LOG_LEVEL ?? 'info');
   for (const { service, schema } of SCHEMAS) {

@@ -68,7 +68,10 @@ export function launchServices(opts: {
     const user = opts.natsUsers?.[name as ServiceName];
     const key = replicas === 1 ? name : `${name}-${replica}`;
     const env = { ...opts.env, ...(user ? { NATS_USER: user.user, NATS_PASSWORD: user.password } : {}), ...(opts.envOf?.(name, replica) ?? {}) };
-    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...(opts.nodeArgs?.(name) ?? []), join(ROOT, 'services', name, 'dist', 'main.js')], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...(opts.nodeArgs?.(name) ?? []), join(ROOT, 'services', name, 'dist', 'main.js')], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     children.set(key, child);
     opts.onStart?.(key, child);
     for (const stream of [child.stdout!, child.stderr!]) {

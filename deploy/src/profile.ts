@@ -41,6 +41,9 @@ export function topFrames(file: string, n = 8): Array<{ frame: string; selfMs: n
 /** The newest profile of each service in `dir` (files `<service>.<pid>….cpuprofile`). */
 export function profilesIn(dir: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const f of readdirSync(dir).filter((x) => x.endsWith('.cpuprofile')).sort()) out[f.split('.')[0]!] = join(dir, f);
+  for (const f of readdirSync(dir)
+    .filter((x) => x.endsWith('.cpuprofile'))
+    .sort())
+    out[f.split('.')[0]!] = join(dir, f);
   return out;
 }

@@ -38,8 +38,14 @@ export async function provisionWhenReady(opts: { url: string; auth?: NatsAuth; r
     } catch (err) {
       // A durable found with another subject: a mistake in the declarations, not a wait.
       if (err instanceof JetStreamNotProvisioned) throw err;
-      const refused = err instanceof AuthorizationError || err instanceof PermissionViolationError || /authorization|permissions violation/i.test(String((err as Error)?.message));
-      if (refused) throw new Error(`JetStream provisioning refused: ${(err as Error).message} (it runs as an administrative NATS user: NATS_ADMIN_USER/NATS_ADMIN_PASSWORD or NATS_ADMIN_CREDS)`);
+      const refused =
+        err instanceof AuthorizationError ||
+        err instanceof PermissionViolationError ||
+        /authorization|permissions violation/i.test(String((err as Error)?.message));
+      if (refused)
+        throw new Error(
+          `JetStream provisioning refused: ${(err as Error).message} (it runs as an administrative NATS user: NATS_ADMIN_USER/NATS_ADMIN_PASSWORD or NATS_ADMIN_CREDS)`,
+        );
       if (Date.now() > deadline) throw new Error(`JetStream could not be provisioned: ${(err as Error)?.message ?? String(err)}`);
       opts.log.warn({ attempt, err: (err as Error)?.message }, 'JetStream not available yet; provisioning again shortly');
       await new Promise((r) => setTimeout(r, 500));

@@ -10,7 +10,9 @@ import type { Pool } from 'pg';
 /** Linux clock ticks per second (USER_HZ); 100 on every common kernel. */
 const TICKS_PER_SEC = 100;
 
-function statOf(pid: number): { ppid: number; minorFaults: number; childMinorFaults: number; cpuTicks: number; sysTicks: number; childTicks: number; childSysTicks: number } | null {
+function statOf(
+  pid: number,
+): { ppid: number; minorFaults: number; childMinorFaults: number; cpuTicks: number; sysTicks: number; childTicks: number; childSysTicks: number } | null {
   try {
     const s = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) is in parentheses and may hold spaces: split after it.
@@ -239,7 +241,22 @@ export type WorkSpan = [before: WorkSample, after: WorkSample];
 
 /** The work of several spans added up (a workload run in segments, with other work between them). */
 function spanTotal(spans: WorkSpan[]): WorkSample {
-  const total: WorkSample = { cpuMs: {}, ioCalls: 0, wakeups: 0, runDelayMs: 0, sysMs: 0, xacts: 0, tuplesRead: 0, tuplesWritten: 0, pgBackgroundMs: 0, walBytes: 0, walFpi: 0, blocksRead: 0, blocksHit: 0, pgMinorFaults: 0 };
+  const total: WorkSample = {
+    cpuMs: {},
+    ioCalls: 0,
+    wakeups: 0,
+    runDelayMs: 0,
+    sysMs: 0,
+    xacts: 0,
+    tuplesRead: 0,
+    tuplesWritten: 0,
+    pgBackgroundMs: 0,
+    walBytes: 0,
+    walFpi: 0,
+    blocksRead: 0,
+    blocksHit: 0,
+    pgMinorFaults: 0,
+  };
   for (const [before, after] of spans) {
     for (const name of Object.keys(after.cpuMs)) total.cpuMs[name] = (total.cpuMs[name] ?? 0) + after.cpuMs[name]! - (before.cpuMs[name] ?? 0);
     for (const k of Object.keys(total) as Array<keyof WorkSample>) {

@@ -44,8 +44,18 @@ export const BaseServiceEnv = z.object({
    * (default DB_POOL_MAX: a fixed pool) opened at start and kept; one above the minimum
    * closes after DB_POOL_IDLE_TIMEOUT_MS unused (docs/operations.md "Database connections").
    */
-  DB_POOL_MAX: z.coerce.number({ error: 'DB_POOL_MAX must be a number' }).int('DB_POOL_MAX must be an integer').min(1, 'DB_POOL_MAX must be 1 to 100').max(100, 'DB_POOL_MAX must be 1 to 100').default(POOL_DEFAULTS.max),
-  DB_POOL_MIN: z.coerce.number({ error: 'DB_POOL_MIN must be a number' }).int('DB_POOL_MIN must be an integer').min(0, 'DB_POOL_MIN must be 0 to 100').max(100, 'DB_POOL_MIN must be 0 to 100').optional(),
+  DB_POOL_MAX: z.coerce
+    .number({ error: 'DB_POOL_MAX must be a number' })
+    .int('DB_POOL_MAX must be an integer')
+    .min(1, 'DB_POOL_MAX must be 1 to 100')
+    .max(100, 'DB_POOL_MAX must be 1 to 100')
+    .default(POOL_DEFAULTS.max),
+  DB_POOL_MIN: z.coerce
+    .number({ error: 'DB_POOL_MIN must be a number' })
+    .int('DB_POOL_MIN must be an integer')
+    .min(0, 'DB_POOL_MIN must be 0 to 100')
+    .max(100, 'DB_POOL_MIN must be 0 to 100')
+    .optional(),
   DB_POOL_IDLE_TIMEOUT_MS: z.coerce
     .number({ error: 'DB_POOL_IDLE_TIMEOUT_MS must be a number' })
     .int('DB_POOL_IDLE_TIMEOUT_MS must be an integer')
@@ -53,7 +63,12 @@ export const BaseServiceEnv = z.object({
     .max(86_400_000, 'DB_POOL_IDLE_TIMEOUT_MS must be 1000 to 86400000')
     .default(POOL_DEFAULTS.idleTimeoutMs),
   /** Replicas of the JetStream streams and bucket a service provisions when it runs without NATS credentials (3 on a cluster). */
-  JETSTREAM_REPLICAS: z.coerce.number({ error: 'JETSTREAM_REPLICAS must be a number' }).int().min(1, 'JETSTREAM_REPLICAS must be 1 to 5').max(5, 'JETSTREAM_REPLICAS must be 1 to 5').default(1),
+  JETSTREAM_REPLICAS: z.coerce
+    .number({ error: 'JETSTREAM_REPLICAS must be a number' })
+    .int()
+    .min(1, 'JETSTREAM_REPLICAS must be 1 to 5')
+    .max(5, 'JETSTREAM_REPLICAS must be 1 to 5')
+    .default(1),
   /**
    * Port of the service's metrics and probe endpoint (`/metrics`, `/livez`, `/readyz`);
    * unset: none (the gateway always serves `/metrics` and `/health` on its own port).
@@ -115,12 +130,15 @@ export function poolSettings(env: Pick<BaseServiceEnv, 'DB_POOL_MIN' | 'DB_POOL_
 }
 
 /** Reads a boolean-ish env var ("true"/"1"/"false"/"0"). */
-export const envBool = z
-  .enum(['true', 'false', '1', '0'])
-  .transform((v) => v === 'true' || v === '1');
+export const envBool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 const intEnv = (name: string, def: number, min: number, max: number) =>
-  z.coerce.number({ error: `${name} must be a number` }).int(`${name} must be an integer`).min(min, `${name} must be >= ${min}`).max(max, `${name} must be <= ${max}`).default(def);
+  z.coerce
+    .number({ error: `${name} must be a number` })
+    .int(`${name} must be an integer`)
+    .min(min, `${name} must be >= ${min}`)
+    .max(max, `${name} must be <= ${max}`)
+    .default(def);
 
 /** Knobs of the contract engine (policies and decisions services). */
 export const ContractEngineEnv = z.object({
@@ -130,7 +148,12 @@ export const ContractEngineEnv = z.object({
   CONTRACT_MEMORY_MB: intEnv('CONTRACT_MEMORY_MB', 128, 16, 4096),
   CONTRACT_ORG_QUEUE: intEnv('CONTRACT_ORG_QUEUE', 8, 1, 10_000),
   /** Unset: all threads but one (at least 1). */
-  CONTRACT_ORG_THREADS: z.coerce.number({ error: 'CONTRACT_ORG_THREADS must be a number' }).int('CONTRACT_ORG_THREADS must be an integer').min(1, 'CONTRACT_ORG_THREADS must be >= 1').max(64, 'CONTRACT_ORG_THREADS must be <= 64').optional(),
+  CONTRACT_ORG_THREADS: z.coerce
+    .number({ error: 'CONTRACT_ORG_THREADS must be a number' })
+    .int('CONTRACT_ORG_THREADS must be an integer')
+    .min(1, 'CONTRACT_ORG_THREADS must be >= 1')
+    .max(64, 'CONTRACT_ORG_THREADS must be <= 64')
+    .optional(),
   CONTRACT_ORG_MS_PER_SEC: intEnv('CONTRACT_ORG_MS_PER_SEC', 500, 1, 64_000),
   CONTRACT_ORG_BURST_MS: intEnv('CONTRACT_ORG_BURST_MS', 5000, 1, 3_600_000),
 });
@@ -150,7 +173,11 @@ export function contractEngineOptions(c: ContractEngineEnv) {
 }
 
 /** The NATS credentials a service connects with, from its environment. */
-export function natsAuthFromEnv(env: { NATS_USER?: string; NATS_PASSWORD?: string; NATS_CREDS?: string }): { user?: string; pass?: string; credsFile?: string } | undefined {
+export function natsAuthFromEnv(env: {
+  NATS_USER?: string;
+  NATS_PASSWORD?: string;
+  NATS_CREDS?: string;
+}): { user?: string; pass?: string; credsFile?: string } | undefined {
   if (env.NATS_CREDS) return { credsFile: env.NATS_CREDS };
   if (env.NATS_USER) return { user: env.NATS_USER, pass: env.NATS_PASSWORD };
   return undefined;
@@ -175,7 +202,11 @@ export const SecretsEnv = z.object({
     .optional()
     .refine((v) => {
       try {
-        for (const k of (v ?? '').split(',').map((s) => s.trim()).filter(Boolean)) parseSecretsKey(k);
+        for (const k of (v ?? '')
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean))
+          parseSecretsKey(k);
         return true;
       } catch {
         return false;

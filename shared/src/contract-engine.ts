@@ -201,7 +201,8 @@ export class ContractEngine {
     try {
       r = await this.run(org, { op: 'check', key, schema, data: plainValues(data) }, this.checkBudgetMs);
     } catch (err) {
-      if (err instanceof TaskFailed) throw new ContractUnavailable(`checking context.data against the contract ${err.message} (the contract is too expensive for this data)`);
+      if (err instanceof TaskFailed)
+        throw new ContractUnavailable(`checking context.data against the contract ${err.message} (the contract is too expensive for this data)`);
       throw err;
     }
     if (r.op !== 'check') throw new ContractUnavailable('unexpected answer from the contract engine');
@@ -228,7 +229,9 @@ export class ContractEngine {
     const share = this.shareOf(org);
     if (!exempt && share <= 0) {
       const retryAfter = Math.max(1, Math.ceil((-share + 1) / this.orgMsPerSec));
-      return Promise.reject(new AppError('rate_limited', `this organisation has used its share of contract-check time; retry in ${retryAfter} s`, { retryAfter }));
+      return Promise.reject(
+        new AppError('rate_limited', `this organisation has used its share of contract-check time; retry in ${retryAfter} s`, { retryAfter }),
+      );
     }
     if (this.waiting >= (this.opts.maxQueue ?? 256)) {
       return Promise.reject(new AppError('unavailable', 'the contract engine is busy; retry shortly', { retryAfter: 1 }));

@@ -17,10 +17,7 @@ export type ContractTask = (
 
 export type ContractError = Pick<ErrorObject, 'instancePath' | 'keyword' | 'params' | 'message'>;
 
-export type ContractTaskResult =
-  | { op: 'validate'; problem: string | null }
-  | { op: 'check'; errors: ContractError[] }
-  | { op: 'check'; unusable: string };
+export type ContractTaskResult = { op: 'validate'; problem: string | null } | { op: 'check'; errors: ContractError[] } | { op: 'check'; unusable: string };
 
 /** This thread's id (Linux), 0 where the system does not say. */
 const TID = ownThreadId();

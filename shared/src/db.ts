@@ -129,7 +129,10 @@ function compileStatement(q: Knex, sql: string, bindings: readonly unknown[] | R
   const named = !Array.isArray(bindings);
   const names = named ? Object.keys(bindings) : (bindings as readonly unknown[]).map((_, i) => String(i));
   const marked = named ? Object.fromEntries(names.map((n) => [n, MARK + n])) : names.map((n) => MARK + n);
-  const native = q.raw(sql, marked as never).toSQL().toNative();
+  const native = q
+    .raw(sql, marked as never)
+    .toSQL()
+    .toNative();
   // An identifier binding leaves its marker in the text (and takes no position).
   if (native.sql.includes(MARK)) throw new Error(`sendPrepared: a binding is written into the text (an identifier), not sent as a value: ${sql.slice(0, 120)}`);
   return { text: native.sql, order: named ? native.bindings.map((b) => String(b).slice(MARK.length)) : null };
@@ -176,7 +179,10 @@ export async function sendPrepared<R = Record<string, unknown>>(
   const conn = await client.acquireConnection();
   try {
     const name = preparedName(compiled.text);
-    return (await conn.query(name === undefined ? { text: compiled.text, values } : { text: compiled.text, values, name })) as { rows: R[]; rowCount: number | null };
+    return (await conn.query(name === undefined ? { text: compiled.text, values } : { text: compiled.text, values, name })) as {
+      rows: R[];
+      rowCount: number | null;
+    };
   } finally {
     await client.releaseConnection(conn);
   }
@@ -242,5 +248,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (/^08/.test(code) || code === '57P01' || code === '57P02' || code === '57P03' || code === '53300') return true;
   if (e.name === 'KnexTimeoutError') return true;
   const message = typeof e.message === 'string' ? e.message : '';
-  return /Connection terminated|connection timeout|Client has encountered a connection error|terminating connection|the database system is (starting up|shutting down|in recovery)|Timeout acquiring a connection/i.test(message);
+  return /Connection terminated|connection timeout|Client has encountered a connection error|terminating connection|the database system is (starting up|shutting down|in recovery)|Timeout acquiring a connection/i.test(
+    message,
+  );
 }

@@ -188,7 +188,9 @@ export const METRICS_UNAUTHORIZED = { error: 'unauthorized', message: '/metrics 
  * Docker's health check call them without credentials. It listens on 127.0.0.1 unless
  * told otherwise, so nothing off the host reaches it by default.
  */
-export async function startMetricsServer(opts: MetricsEndpoint & { ready: () => Promise<boolean> }): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+export async function startMetricsServer(
+  opts: MetricsEndpoint & { ready: () => Promise<boolean> },
+): Promise<{ server: Server; port: number; close(): Promise<void> }> {
   const server = createServer((req, res) => {
     void (async () => {
       const path = (req.url ?? '/').split('?')[0];

@@ -99,7 +99,9 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     await warmPool(db);
     const anonymous = !natsAuth && !/^[a-z]+:\/\/[^@/]+@/i.test(natsUrl);
     if (anonymous) {
-      log.warn('connecting to NATS without credentials: any client that reaches the server can act as this service (set NATS_USER/NATS_PASSWORD or NATS_CREDS)');
+      log.warn(
+        'connecting to NATS without credentials: any client that reaches the server can act as this service (set NATS_USER/NATS_PASSWORD or NATS_CREDS)',
+      );
     }
     bus = await Bus.connect({ url: natsUrl, name: opts.name, log, auth: natsAuth });
     // With its own NATS user a service may not make streams or consumers: they are
@@ -108,7 +110,13 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
     if (anonymous) await provisionJetStream(bus, { log, replicas: config.JETSTREAM_REPLICAS });
     else await requireProvisioned(bus);
     collectProcessMetrics();
-    const host = await ServiceHost.create({ bus, name: opts.name, version: opts.version, log, announcesChangesAs: opts.announcesChanges ? opts.name : undefined });
+    const host = await ServiceHost.create({
+      bus,
+      name: opts.name,
+      version: opts.version,
+      log,
+      announcesChangesAs: opts.announcesChanges ? opts.name : undefined,
+    });
     host.handle(EchoEndpoints[opts.name], async (req) => {
       if (req.delayMs) await new Promise((r) => setTimeout(r, req.delayMs));
       return { message: req.message, instance: host.instanceId };
@@ -153,7 +161,14 @@ export async function startService(opts: ServiceOptions): Promise<RunningService
         : await startMetricsServer({
             ...metricsAt,
             // Ready: taking work (not stopping), connected to NATS, and the database answers.
-            ready: async () => !stopping && !bus!.nc.isClosed() && !bus!.nc.isDraining() && (await db.raw('SELECT 1').then(() => true, () => false)),
+            ready: async () =>
+              !stopping &&
+              !bus!.nc.isClosed() &&
+              !bus!.nc.isDraining() &&
+              (await db.raw('SELECT 1').then(
+                () => true,
+                () => false,
+              )),
           });
     if (metrics) log.info({ port: metrics.port, host: metricsAt?.host ?? '127.0.0.1', token: Boolean(metricsAt?.token) }, 'metrics and probes listening');
     log.info({ instance: host.instanceId }, `${opts.name} started`);
@@ -198,8 +213,11 @@ function registerServiceGauges(s: { name: ServiceName; schema: string; db: Knex;
     // Both outbox gauges from one query per scrape.
     const backlog = perScrape(
       async () =>
-        (await s.db.raw(`SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS age FROM ?? WHERE sent_at IS NULL`, [`${s.schema}.outbox`]))
-          .rows[0] as { n: number; age: number },
+        (
+          await s.db.raw(`SELECT count(*)::int AS n, coalesce(extract(epoch FROM now() - min(created_at)), 0)::float AS age FROM ?? WHERE sent_at IS NULL`, [
+            `${s.schema}.outbox`,
+          ])
+        ).rows[0] as { n: number; age: number },
     );
     scrapedGauge({
       name: 'approvals_outbox_backlog',
@@ -226,7 +244,12 @@ function registerServiceGauges(s: { name: ServiceName; schema: string; db: Knex;
       ['approvals_consumer_redelivered', 'Events of a durable consumer delivered more than once and still unacknowledged', 'num_redelivered'],
     ] as const;
     for (const [name, help, field] of gauges) {
-      scrapedGauge({ name, help, labelNames: ['durable'] as const, read: async () => (await infos()).map(({ d, info }) => ({ labels: { durable: d }, value: info[field] })) });
+      scrapedGauge({
+        name,
+        help,
+        labelNames: ['durable'] as const,
+        read: async () => (await infos()).map(({ d, info }) => ({ labels: { durable: d }, value: info[field] })),
+      });
     }
   }
   scrapedGauge({

@@ -20,7 +20,11 @@ export class SecretBox {
 
   /** From `SECRETS_KEY` (32 bytes, base64 or hex) and comma-separated `SECRETS_KEY_PREVIOUS`. */
   static fromConfig(c: { SECRETS_KEY: string; SECRETS_KEY_PREVIOUS?: string }): SecretBox {
-    const previous = (c.SECRETS_KEY_PREVIOUS ?? '').split(',').map((s) => s.trim()).filter(Boolean).map(parseSecretsKey);
+    const previous = (c.SECRETS_KEY_PREVIOUS ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .map(parseSecretsKey);
     return new SecretBox(parseSecretsKey(c.SECRETS_KEY), previous);
   }
 

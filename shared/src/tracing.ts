@@ -1,4 +1,15 @@
-import { context, propagation, trace, INVALID_SPAN_CONTEXT, SpanKind, SpanStatusCode, ROOT_CONTEXT, type Context, type Span, type Link } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  trace,
+  INVALID_SPAN_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  ROOT_CONTEXT,
+  type Context,
+  type Span,
+  type Link,
+} from '@opentelemetry/api';
 
 /**
  * Distributed traces (OpenTelemetry), off by default. With the standard variables set

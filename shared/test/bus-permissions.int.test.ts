@@ -53,7 +53,13 @@ describe('the bus: per-service NATS users and permissions', () => {
   });
 
   const as = async (name: keyof NatsUsers): Promise<Bus> => {
-    const bus = await Bus.connect({ url: stack.nats.serviceUrl, name: `as-${name}`, log, auth: { user: users[name].user, pass: users[name].password }, requestTimeoutMs: 2000 });
+    const bus = await Bus.connect({
+      url: stack.nats.serviceUrl,
+      name: `as-${name}`,
+      log,
+      auth: { user: users[name].user, pass: users[name].password },
+      requestTimeoutMs: 2000,
+    });
     opened.push(bus);
     return bus;
   };
@@ -111,7 +117,7 @@ describe('the bus: per-service NATS users and permissions', () => {
     await expect(drain('_INBOX.>')).resolves.toMatch(/Permissions Violation for Subscription/);
   });
 
-  it("a service answers only those who may ask it: it cannot publish into the inbox of a service that never calls it", async () => {
+  it('a service answers only those who may ask it: it cannot publish into the inbox of a service that never calls it', async () => {
     // The scheduler calls nothing: no service's inbox is the scheduler's to write to, but
     // the gateway's (its health check pings every service).
     const scheduler = await as('scheduler');
@@ -122,7 +128,13 @@ describe('the bus: per-service NATS users and permissions', () => {
   });
 
   it("every service answers the operators' tools: the admin with its own inbox prefix, and a plain client's default inbox", async () => {
-    const admin = await Bus.connect({ url: stack.nats.serviceUrl, name: 'as-admin', log, auth: { user: users.admin.user, pass: users.admin.password }, requestTimeoutMs: 2000 });
+    const admin = await Bus.connect({
+      url: stack.nats.serviceUrl,
+      name: 'as-admin',
+      log,
+      auth: { user: users.admin.user, pass: users.admin.password },
+      requestTimeoutMs: 2000,
+    });
     opened.push(admin);
     const raw: NatsConnection = await connect({ servers: stack.nats.serviceUrl, user: users.admin.user, pass: users.admin.password, reconnect: false });
     opened.push({ close: () => raw.close() });
@@ -157,7 +169,12 @@ describe('the bus: per-service NATS users and permissions', () => {
     // Its own: the gateway's health check pings every service, the gateway too.
     expect(decisions).toContain(`${inboxPrefixOf(users.decisions.user)}.>`);
     expect(decisions).toContain(`${inboxPrefixOf(users.admin.user)}.>`);
-    expect(natsPermissionsOf('scheduler', users).publish.allow.filter((s) => s.includes('INBOX'))).toEqual([`${inboxPrefixOf(users.gateway.user)}.>`, `${inboxPrefixOf(users.scheduler.user)}.>`, `${inboxPrefixOf(users.admin.user)}.>`, '_INBOX.>']);
+    expect(natsPermissionsOf('scheduler', users).publish.allow.filter((s) => s.includes('INBOX'))).toEqual([
+      `${inboxPrefixOf(users.gateway.user)}.>`,
+      `${inboxPrefixOf(users.scheduler.user)}.>`,
+      `${inboxPrefixOf(users.admin.user)}.>`,
+      '_INBOX.>',
+    ]);
     // nats-server 2.9 remembers, per connection, the reply subject of every message it
     // delivers to a user with allow_responses, and walks them all on each delivery past
     // 4,096: the generated configuration must not ask for it.
@@ -188,56 +205,107 @@ describe('the bus: per-service NATS users and permissions', () => {
     /** A durable of another service than `name`: the one it would re-filter to read every event. */
     const othersDurable = (name: ServiceName) => Object.keys(DURABLE_SUBJECT).find((d) => !d.startsWith(`${name}-`))!;
 
-    it.each([...SERVICE_NAMES])("with %s's credentials: no stream update, delete or purge; no consumer made, re-filtered or deleted; the bucket neither emptied nor deleted", async (name) => {
-      const bus = await as(name);
-      const jsm = await bus.jsm();
-      const admin = await as('admin');
-      const before = await (await admin.jsm()).streams.info(STREAM_EVENTS);
-      const other = othersDurable(name);
+    it.each([...SERVICE_NAMES])(
+      "with %s's credentials: no stream update, delete or purge; no consumer made, re-filtered or deleted; the bucket neither emptied nor deleted",
+      async (name) => {
+        const bus = await as(name);
+        const jsm = await bus.jsm();
+        const admin = await as('admin');
+        const before = await (await admin.jsm()).streams.info(STREAM_EVENTS);
+        const other = othersDurable(name);
 
-      // The EVENTS stream (and DEADLETTER): dropping unconsumed events.
-      await denied(jsm.streams.update(STREAM_EVENTS, { max_msgs: 1 }), `${js}.STREAM.UPDATE.${STREAM_EVENTS}`);
-      await denied(jsm.streams.delete(STREAM_EVENTS), `${js}.STREAM.DELETE.${STREAM_EVENTS}`);
-      await denied(jsm.streams.purge(STREAM_EVENTS), `${js}.STREAM.PURGE.${STREAM_EVENTS}`);
-      await denied(jsm.streams.deleteMessage(STREAM_EVENTS, 1), `${js}.STREAM.MSG.DELETE.${STREAM_EVENTS}`);
-      await denied(jsm.streams.delete(STREAM_DEADLETTER), `${js}.STREAM.DELETE.${STREAM_DEADLETTER}`);
-      await denied(jsm.streams.add({ name: 'SHADOW', subjects: ['shadow.>'] }), `${js}.STREAM.CREATE.SHADOW`);
-      // Another service's durable re-filtered to every event (what the client sends for a
-      // create or an update on nats-server 2.9, and the older durable form), a new durable
-      // or an ephemeral consumer over every event, and its own durable re-filtered too.
-      await denied(jsm.consumers.add(STREAM_EVENTS, { durable_name: other, filter_subject: 'evt.>', ack_policy: AckPolicy.Explicit }), `${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${other}.evt.>`);
-      await denied(bus.nc.request(`${js}.CONSUMER.DURABLE.CREATE.${STREAM_EVENTS}.${other}`, JSON.stringify({ stream_name: STREAM_EVENTS, config: { durable_name: other, filter_subject: 'evt.>', ack_policy: 'explicit' } }), { timeout: 2000 }), `${js}.CONSUMER.DURABLE.CREATE.${STREAM_EVENTS}.${other}`);
-      await denied(jsm.consumers.add(STREAM_EVENTS, { durable_name: `${name}-everything`, filter_subject: 'evt.>', ack_policy: AckPolicy.Explicit }), `${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${name}-everything.evt.>`);
-      await denied(bus.nc.request(`${js}.CONSUMER.CREATE.${STREAM_EVENTS}`, JSON.stringify({ stream_name: STREAM_EVENTS, config: { filter_subject: 'evt.>', ack_policy: 'none', deliver_subject: `${inboxPrefixOf(users[name].user)}.x` } }), { timeout: 2000 }), `${js}.CONSUMER.CREATE.${STREAM_EVENTS}`);
-      for (const own of durablesOf(name)) {
-        await denied(bus.nc.request(`${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${own}.evt.>`, JSON.stringify({ stream_name: STREAM_EVENTS, config: { durable_name: own, filter_subject: 'evt.>', ack_policy: 'explicit' } }), { timeout: 2000 }), `${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${own}.evt.>`);
-      }
-      // Another service's durable: neither deleted nor pulled from; its own not deleted either.
-      await denied(jsm.consumers.delete(STREAM_EVENTS, other), `${js}.CONSUMER.DELETE.${STREAM_EVENTS}.${other}`);
-      for (const own of durablesOf(name)) await denied(jsm.consumers.delete(STREAM_EVENTS, own), `${js}.CONSUMER.DELETE.${STREAM_EVENTS}.${own}`);
-      await denied(bus.nc.request(`${js}.CONSUMER.MSG.NEXT.${STREAM_EVENTS}.${other}`, JSON.stringify({ batch: 1, expires: 1_000_000_000 }), { timeout: 2000 }), `${js}.CONSUMER.MSG.NEXT.${STREAM_EVENTS}.${other}`);
-      // The large-body bucket: neither emptied, changed nor deleted (its objects are another matter, below).
-      await denied(jsm.streams.purge(LARGE_BUCKET_STREAM), `${js}.STREAM.PURGE.${LARGE_BUCKET_STREAM}`);
-      await denied(jsm.streams.delete(LARGE_BUCKET_STREAM), `${js}.STREAM.DELETE.${LARGE_BUCKET_STREAM}`);
-      await denied(jsm.streams.update(LARGE_BUCKET_STREAM, { max_age: 1_000_000_000 }), `${js}.STREAM.UPDATE.${LARGE_BUCKET_STREAM}`);
-      await denied((await new Objm(bus.js).open('bus-large')).destroy(), `${js}.STREAM.DELETE.${LARGE_BUCKET_STREAM}`);
-      // Reading an object is a consumer of that object's chunks alone: one over the whole
-      // bucket (every body in transit) is refused, by permission or by the server, which
-      // holds the create to the filter its subject names.
-      const inbox = `${inboxPrefixOf(users[name].user)}.objects`;
-      await denied(bus.nc.request(`${js}.CONSUMER.CREATE.${LARGE_BUCKET_STREAM}`, JSON.stringify({ stream_name: LARGE_BUCKET_STREAM, config: { deliver_subject: inbox, ack_policy: 'none' } }), { timeout: 2000 }), `${js}.CONSUMER.CREATE.${LARGE_BUCKET_STREAM}`);
-      const whole = await bus.nc.request(`${js}.CONSUMER.CREATE.${LARGE_BUCKET_STREAM}.all_1.$O.bus-large.C.x`, JSON.stringify({ stream_name: LARGE_BUCKET_STREAM, config: { name: 'all_1', filter_subject: '$O.bus-large.>', deliver_subject: inbox, ack_policy: 'none' } }), { timeout: 2000 });
-      expect(whole.json<{ error?: { err_code: number } }>().error?.err_code).toBe(10131); // "did not match filtered subject from create subject"
+        // The EVENTS stream (and DEADLETTER): dropping unconsumed events.
+        await denied(jsm.streams.update(STREAM_EVENTS, { max_msgs: 1 }), `${js}.STREAM.UPDATE.${STREAM_EVENTS}`);
+        await denied(jsm.streams.delete(STREAM_EVENTS), `${js}.STREAM.DELETE.${STREAM_EVENTS}`);
+        await denied(jsm.streams.purge(STREAM_EVENTS), `${js}.STREAM.PURGE.${STREAM_EVENTS}`);
+        await denied(jsm.streams.deleteMessage(STREAM_EVENTS, 1), `${js}.STREAM.MSG.DELETE.${STREAM_EVENTS}`);
+        await denied(jsm.streams.delete(STREAM_DEADLETTER), `${js}.STREAM.DELETE.${STREAM_DEADLETTER}`);
+        await denied(jsm.streams.add({ name: 'SHADOW', subjects: ['shadow.>'] }), `${js}.STREAM.CREATE.SHADOW`);
+        // Another service's durable re-filtered to every event (what the client sends for a
+        // create or an update on nats-server 2.9, and the older durable form), a new durable
+        // or an ephemeral consumer over every event, and its own durable re-filtered too.
+        await denied(
+          jsm.consumers.add(STREAM_EVENTS, { durable_name: other, filter_subject: 'evt.>', ack_policy: AckPolicy.Explicit }),
+          `${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${other}.evt.>`,
+        );
+        await denied(
+          bus.nc.request(
+            `${js}.CONSUMER.DURABLE.CREATE.${STREAM_EVENTS}.${other}`,
+            JSON.stringify({ stream_name: STREAM_EVENTS, config: { durable_name: other, filter_subject: 'evt.>', ack_policy: 'explicit' } }),
+            { timeout: 2000 },
+          ),
+          `${js}.CONSUMER.DURABLE.CREATE.${STREAM_EVENTS}.${other}`,
+        );
+        await denied(
+          jsm.consumers.add(STREAM_EVENTS, { durable_name: `${name}-everything`, filter_subject: 'evt.>', ack_policy: AckPolicy.Explicit }),
+          `${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${name}-everything.evt.>`,
+        );
+        await denied(
+          bus.nc.request(
+            `${js}.CONSUMER.CREATE.${STREAM_EVENTS}`,
+            JSON.stringify({
+              stream_name: STREAM_EVENTS,
+              config: { filter_subject: 'evt.>', ack_policy: 'none', deliver_subject: `${inboxPrefixOf(users[name].user)}.x` },
+            }),
+            { timeout: 2000 },
+          ),
+          `${js}.CONSUMER.CREATE.${STREAM_EVENTS}`,
+        );
+        for (const own of durablesOf(name)) {
+          await denied(
+            bus.nc.request(
+              `${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${own}.evt.>`,
+              JSON.stringify({ stream_name: STREAM_EVENTS, config: { durable_name: own, filter_subject: 'evt.>', ack_policy: 'explicit' } }),
+              { timeout: 2000 },
+            ),
+            `${js}.CONSUMER.CREATE.${STREAM_EVENTS}.${own}.evt.>`,
+          );
+        }
+        // Another service's durable: neither deleted nor pulled from; its own not deleted either.
+        await denied(jsm.consumers.delete(STREAM_EVENTS, other), `${js}.CONSUMER.DELETE.${STREAM_EVENTS}.${other}`);
+        for (const own of durablesOf(name)) await denied(jsm.consumers.delete(STREAM_EVENTS, own), `${js}.CONSUMER.DELETE.${STREAM_EVENTS}.${own}`);
+        await denied(
+          bus.nc.request(`${js}.CONSUMER.MSG.NEXT.${STREAM_EVENTS}.${other}`, JSON.stringify({ batch: 1, expires: 1_000_000_000 }), { timeout: 2000 }),
+          `${js}.CONSUMER.MSG.NEXT.${STREAM_EVENTS}.${other}`,
+        );
+        // The large-body bucket: neither emptied, changed nor deleted (its objects are another matter, below).
+        await denied(jsm.streams.purge(LARGE_BUCKET_STREAM), `${js}.STREAM.PURGE.${LARGE_BUCKET_STREAM}`);
+        await denied(jsm.streams.delete(LARGE_BUCKET_STREAM), `${js}.STREAM.DELETE.${LARGE_BUCKET_STREAM}`);
+        await denied(jsm.streams.update(LARGE_BUCKET_STREAM, { max_age: 1_000_000_000 }), `${js}.STREAM.UPDATE.${LARGE_BUCKET_STREAM}`);
+        await denied((await new Objm(bus.js).open('bus-large')).destroy(), `${js}.STREAM.DELETE.${LARGE_BUCKET_STREAM}`);
+        // Reading an object is a consumer of that object's chunks alone: one over the whole
+        // bucket (every body in transit) is refused, by permission or by the server, which
+        // holds the create to the filter its subject names.
+        const inbox = `${inboxPrefixOf(users[name].user)}.objects`;
+        await denied(
+          bus.nc.request(
+            `${js}.CONSUMER.CREATE.${LARGE_BUCKET_STREAM}`,
+            JSON.stringify({ stream_name: LARGE_BUCKET_STREAM, config: { deliver_subject: inbox, ack_policy: 'none' } }),
+            { timeout: 2000 },
+          ),
+          `${js}.CONSUMER.CREATE.${LARGE_BUCKET_STREAM}`,
+        );
+        const whole = await bus.nc.request(
+          `${js}.CONSUMER.CREATE.${LARGE_BUCKET_STREAM}.all_1.$O.bus-large.C.x`,
+          JSON.stringify({
+            stream_name: LARGE_BUCKET_STREAM,
+            config: { name: 'all_1', filter_subject: '$O.bus-large.>', deliver_subject: inbox, ack_policy: 'none' },
+          }),
+          { timeout: 2000 },
+        );
+        expect(whole.json<{ error?: { err_code: number } }>().error?.err_code).toBe(10131); // "did not match filtered subject from create subject"
 
-      // Nothing changed: the stream as it was, every durable on its own subject, the bucket there.
-      const ajsm = await admin.jsm();
-      const after = await ajsm.streams.info(STREAM_EVENTS);
-      expect(after.config).toEqual(before.config);
-      expect(after.state.messages).toBeGreaterThanOrEqual(before.state.messages);
-      for (const [durable, subject] of Object.entries(DURABLE_SUBJECT)) expect((await ajsm.consumers.info(STREAM_EVENTS, durable)).config.filter_subject).toBe(subject);
-      await expect(ajsm.consumers.info(STREAM_EVENTS, `${name}-everything`)).rejects.toThrow(/consumer not found/);
-      await expect(ajsm.streams.info(LARGE_BUCKET_STREAM)).resolves.toBeDefined();
-    });
+        // Nothing changed: the stream as it was, every durable on its own subject, the bucket there.
+        const ajsm = await admin.jsm();
+        const after = await ajsm.streams.info(STREAM_EVENTS);
+        expect(after.config).toEqual(before.config);
+        expect(after.state.messages).toBeGreaterThanOrEqual(before.state.messages);
+        for (const [durable, subject] of Object.entries(DURABLE_SUBJECT))
+          expect((await ajsm.consumers.info(STREAM_EVENTS, durable)).config.filter_subject).toBe(subject);
+        await expect(ajsm.consumers.info(STREAM_EVENTS, `${name}-everything`)).rejects.toThrow(/consumer not found/);
+        await expect(ajsm.streams.info(LARGE_BUCKET_STREAM)).resolves.toBeDefined();
+      },
+    );
 
     it("a service's normal work still goes: it publishes its events through JetStream, pulls and acks its own durable, and carries large bodies both ways", async () => {
       // The decisions service publishes what the scheduler's durable takes (acknowledged by the stream).
@@ -270,7 +338,8 @@ describe('the bus: per-service NATS users and permissions', () => {
       for (const name of SERVICE_NAMES) {
         const p = natsPermissionsOf(name, users);
         expect(p.publish.deny).toEqual(expect.arrayContaining([...JETSTREAM_ADMIN_SUBJECTS]));
-        for (const grant of p.publish.allow) expect(JETSTREAM_ADMIN_SUBJECTS.filter((d) => subjectsOverlap(d, grant) && grant.startsWith('$JS.API'))).toEqual([]);
+        for (const grant of p.publish.allow)
+          expect(JETSTREAM_ADMIN_SUBJECTS.filter((d) => subjectsOverlap(d, grant) && grant.startsWith('$JS.API'))).toEqual([]);
       }
       expect(conf).toContain('"$JS.API.STREAM.PURGE.>"');
     });

@@ -24,7 +24,9 @@ describe('the bus: requests answered, timed out and unserved', () => {
   it('requests and replies made across turns still go out and come back', async () => {
     const sub = receiver.nc.subscribe('test.echo', { callback: (_err, m) => setImmediate(() => m.respond(m.data)) });
     await receiver.nc.flush();
-    const answers = await Promise.all(Array.from({ length: 20 }, (_, i) => sender.nc.request('test.echo', String(i), { timeout: 5000 }).then((m) => new TextDecoder().decode(m.data))));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => sender.nc.request('test.echo', String(i), { timeout: 5000 }).then((m) => new TextDecoder().decode(m.data))),
+    );
     expect(answers).toEqual(Array.from({ length: 20 }, (_, i) => String(i)));
     sub.unsubscribe();
   });
@@ -35,7 +37,9 @@ describe('the bus: requests answered, timed out and unserved', () => {
     const sub = receiver.nc.subscribe('test.quiet', { callback: (_err, m) => m.respond(m.data) });
     await receiver.nc.flush();
     const before = timers();
-    const answers = await Promise.all(Array.from({ length: 200 }, (_, i) => sender.nc.request('test.quiet', String(i), { timeout: 60_000 }).then((m) => new TextDecoder().decode(m.data))));
+    const answers = await Promise.all(
+      Array.from({ length: 200 }, (_, i) => sender.nc.request('test.quiet', String(i), { timeout: 60_000 }).then((m) => new TextDecoder().decode(m.data))),
+    );
     expect(answers).toEqual(Array.from({ length: 200 }, (_, i) => String(i)));
     // Nothing left waiting: no request in the inbox's table, none of the 60 s timers.
     expect(mux.reqs.size).toBe(0);

@@ -378,10 +378,13 @@ describe('EventConsumer (real JetStream)', () => {
     });
     const first = await publish(subject, { n: 1 });
     const second = await publish(subject, { n: 2 });
-    const parked = await waitFor(async () => {
-      const l = await listDeadLetters(bus, { durable });
-      return l.length === 2 ? l : null;
-    }, { what: 'two parked' });
+    const parked = await waitFor(
+      async () => {
+        const l = await listDeadLetters(bus, { durable });
+        return l.length === 2 ? l : null;
+      },
+      { what: 'two parked' },
+    );
     expect(parked.map((p) => p.eventId)).toEqual([first.id, second.id]);
     broken = false; // the fix is deployed
     await replayDeadLetter(bus, parked[0]!.seq);
@@ -508,7 +511,8 @@ describe('EventConsumer (real JetStream)', () => {
     const { subject, durable } = fresh();
     const handledAt = new Map<string, number>();
     const c = await startConsumer({ durable, filterSubject: subject, handler: async (e) => void handledAt.set(e.id, performance.now()) });
-    const lost = async () => (await consumerStallsTotal.get()).values.filter((v) => v.labels.durable === durable && v.labels.kind === 'pull_lost').reduce((n, v) => n + v.value, 0);
+    const lost = async () =>
+      (await consumerStallsTotal.get()).values.filter((v) => v.labels.durable === durable && v.labels.kind === 'pull_lost').reduce((n, v) => n + v.value, 0);
     // At rest, through two of the pull's renewals (2 s each), nothing is taken for lost.
     await new Promise((r) => setTimeout(r, 4_500));
     expect(await lost()).toBe(0);

@@ -40,7 +40,10 @@ describe('ContractEngine: contracts run off the main thread, bounded in time and
     const nested = await engine.validate('o1', { type: 'object', properties: { list: { type: 'array', items: { type: 'string', pattern: '^(a|a)*b$' } } } });
     expect(nested.problem).toMatch(/\^\(a\|a\)\*b\$.*catastrophic backtracking/);
     for (const pattern of ['^[a-z]+$', '^([a-z0-9]+\\.)*[a-z]+$', '^\\d{3}-\\d{4}$', '^[A-Z]{2}[0-9]{2}(?:[ ]?[0-9A-Z]{4}){3,7}$', '^\\p{L}+$']) {
-      expect({ pattern, v: await engine.validate('o1', { type: 'object', properties: { s: { type: 'string', pattern } } }) }).toEqual({ pattern, v: { problem: null, tooExpensive: false } });
+      expect({ pattern, v: await engine.validate('o1', { type: 'object', properties: { s: { type: 'string', pattern } } }) }).toEqual({
+        pattern,
+        v: { problem: null, tooExpensive: false },
+      });
     }
   });
 
@@ -135,11 +138,20 @@ describe('ContractEngine: contracts run off the main thread, bounded in time and
     }
   }, 60_000);
 
-  it("fair share of time: an org past its share waits behind other orgs, then gets 429 with the seconds until its share is back", async () => {
+  it('fair share of time: an org past its share waits behind other orgs, then gets 429 with the seconds until its share is back', async () => {
     const clock = new ManualClock(); // frozen: shares refill only when the test says
     // A share of 1 ms: any check that ran puts an org past it.
     // Waits are not the subject here: long enough for a slow machine to replace a thread.
-    const one = new ContractEngine({ threads: 1, checkBudgetMs: 1000, memoryMb: 64, perOrgQueue: 8, orgMsPerSec: 100, orgBurstMs: 1, clock, maxWaitMs: 60_000 });
+    const one = new ContractEngine({
+      threads: 1,
+      checkBudgetMs: 1000,
+      memoryMb: 64,
+      perOrgQueue: 8,
+      orgMsPerSec: 100,
+      orgBurstMs: 1,
+      clock,
+      maxWaitMs: 60_000,
+    });
     try {
       await waitFor(() => one.threadsReady() === 1, { what: 'the thread up', timeoutMs: 30_000 });
       const order: string[] = [];

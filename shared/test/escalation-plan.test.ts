@@ -34,7 +34,12 @@ describe('the escalation plan (computed by decisions, carried in evt.decision.cr
   });
 
   it('arms one escalation step per further channel, before the expiry', () => {
-    const t = planTimers({ ...created, expiresAt: '2026-11-22T00:10:00.000Z', timeoutSec: 600, route: { channels: ['chatA', 'email', 'sms'], strategy: 'escalate', escalateAfterSec: 120 } });
+    const t = planTimers({
+      ...created,
+      expiresAt: '2026-11-22T00:10:00.000Z',
+      timeoutSec: 600,
+      route: { channels: ['chatA', 'email', 'sms'], strategy: 'escalate', escalateAfterSec: 120 },
+    });
     // The route's channel each step moves to; each person is reached on their next channel of the route.
     expect(t.filter((x) => x.kind === 'escalate').map((x) => [x.step, x.dueAt.toISOString(), x.channel])).toEqual([
       [1, '2026-11-22T00:02:00.000Z', 'email'],

@@ -52,11 +52,19 @@ describe('JetStream provisioning', () => {
   };
 
   /** A service (the scheduler's name and user) that consumes its durable, on a database of the test's. */
-  const scheduler = (natsAuth?: { user: string; pass: string }, consume: { durable: string; filterSubject: string } = { durable: DURABLE.schedulerDecisionTimers, filterSubject: EVENT.decisionTimers }) =>
+  const scheduler = (
+    natsAuth?: { user: string; pass: string },
+    consume: { durable: string; filterSubject: string } = { durable: DURABLE.schedulerDecisionTimers, filterSubject: EVENT.decisionTimers },
+  ) =>
     startService({
       name: 'scheduler',
       version: '0.0.0-test',
-      config: BaseServiceEnv.parse({ DATABASE_URL: pg.url, NATS_URL: natsAuth ? nats!.serviceUrl : nats!.url, NATS_USER: natsAuth?.user, NATS_PASSWORD: natsAuth?.pass }),
+      config: BaseServiceEnv.parse({
+        DATABASE_URL: pg.url,
+        NATS_URL: natsAuth ? nats!.serviceUrl : nats!.url,
+        NATS_USER: natsAuth?.user,
+        NATS_PASSWORD: natsAuth?.pass,
+      }),
       schema: `pv_${randomBytes(4).toString('hex')}`,
       migrations: [],
       log,
@@ -128,7 +136,7 @@ describe('JetStream provisioning', () => {
     }
   });
 
-  it('brings a durable\'s settings up to date, replaces a bucket an earlier build made in memory, and refuses to re-filter a durable', async () => {
+  it("brings a durable's settings up to date, replaces a bucket an earlier build made in memory, and refuses to re-filter a durable", async () => {
     nats = await startTestNats({ provision: false });
     const bus = await admin();
     const jsm = await bus.jsm();
@@ -152,7 +160,9 @@ describe('JetStream provisioning', () => {
 
   it('a service with its own credentials makes nothing: it stops at start naming the stream or durable that is missing', async () => {
     nats = await startTestNats({ provision: false });
-    await expect(scheduler(schedulerUser())).rejects.toThrow(new RegExp(`stream ${STREAM_EVENTS} does not exist: JetStream is provisioned before the services start`));
+    await expect(scheduler(schedulerUser())).rejects.toThrow(
+      new RegExp(`stream ${STREAM_EVENTS} does not exist: JetStream is provisioned before the services start`),
+    );
     const bus = await admin();
     await provisionJetStream(bus, { log, durables: [] });
     await expect(scheduler(schedulerUser())).rejects.toThrow(`the durable consumer ${DURABLE.schedulerDecisionTimers} does not exist on ${STREAM_EVENTS}`);
@@ -166,7 +176,15 @@ describe('JetStream provisioning', () => {
     nats = await startTestNats({ provision: false });
     const child = spawn(process.execPath, [join(ROOT, 'services', 'scheduler', 'dist', 'main.js')], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', DATABASE_URL: pg.url, NATS_URL: nats.serviceUrl, NATS_USER: nats.users!.scheduler.user, NATS_PASSWORD: nats.users!.scheduler.password, LOG_LEVEL: 'info' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '/tmp',
+        DATABASE_URL: pg.url,
+        NATS_URL: nats.serviceUrl,
+        NATS_USER: nats.users!.scheduler.user,
+        NATS_PASSWORD: nats.users!.scheduler.password,
+        LOG_LEVEL: 'info',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let out = '';
@@ -179,7 +197,9 @@ describe('JetStream provisioning', () => {
       .filter(Boolean)
       .map((l) => JSON.parse(l) as { level: number; msg: string })
       .find((l) => l.level === 60);
-    expect(fatal?.msg).toMatch(/the JetStream stream EVENTS does not exist: JetStream is provisioned before the services start, by an administrative NATS user: `<image> migrate`/);
+    expect(fatal?.msg).toMatch(
+      /the JetStream stream EVENTS does not exist: JetStream is provisioned before the services start, by an administrative NATS user: `<image> migrate`/,
+    );
   });
 
   it('a service declares only its own durables, with the subject DURABLE_SUBJECT gives them', async () => {
@@ -187,7 +207,9 @@ describe('JetStream provisioning', () => {
     await expect(scheduler(schedulerUser(), { durable: DURABLE.schedulerDecisionTimers, filterSubject: 'evt.>' })).rejects.toThrow(
       `scheduler consumes ${DURABLE.schedulerDecisionTimers} with evt.>, declared in DURABLE_SUBJECT with ${EVENT.decisionTimers}`,
     );
-    await expect(scheduler(schedulerUser(), { durable: DURABLE.notifierDecisionCreated, filterSubject: EVENT.decisionCreated })).rejects.toThrow(/not one of its durables/);
+    await expect(scheduler(schedulerUser(), { durable: DURABLE.notifierDecisionCreated, filterSubject: EVENT.decisionCreated })).rejects.toThrow(
+      /not one of its durables/,
+    );
   });
 
   it('anonymous (a bare nats-server in development), a service provisions JetStream itself at start', async () => {

@@ -18,8 +18,14 @@ describe('redactUrl: the one redaction of URLs in logs', () => {
     ['/app/callback?code=oauth-code&state=oauth-state', '/app/callback?code=[redacted]&state=[redacted]'],
     ['/mcp?access_token=at-secret', '/mcp?access_token=[redacted]'],
     ['https://hooks.example.com/in?id_token=a&refresh_token=b&page=2', 'https://hooks.example.com/in?id_token=[redacted]&refresh_token=[redacted]&page=2'],
-    ['https://s3.example.com/o?X-Amz-Credential=c&X-Amz-Signature=s&X-Amz-Expires=60', 'https://s3.example.com/o?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]&X-Amz-Expires=60'],
-    ['/x?api_key=k&apiKey=k&client_secret=s&password=p&sig=s&session=s', '/x?api_key=[redacted]&apiKey=[redacted]&client_secret=[redacted]&password=[redacted]&sig=[redacted]&session=[redacted]'],
+    [
+      'https://s3.example.com/o?X-Amz-Credential=c&X-Amz-Signature=s&X-Amz-Expires=60',
+      'https://s3.example.com/o?X-Amz-Credential=[redacted]&X-Amz-Signature=[redacted]&X-Amz-Expires=60',
+    ],
+    [
+      '/x?api_key=k&apiKey=k&client_secret=s&password=p&sig=s&session=s',
+      '/x?api_key=[redacted]&apiKey=[redacted]&client_secret=[redacted]&password=[redacted]&sig=[redacted]&session=[redacted]',
+    ],
     ['/x?access%5Ftoken=escaped', '/x?access%5Ftoken=[redacted]'],
     ['https://app.example.com/cb#access_token=frag&token_type=bearer', 'https://app.example.com/cb#access_token=[redacted]&token_type=[redacted]'],
     ['https://user:hunter2@example.com/path?ok=1', 'https://user:[redacted]@example.com/path?ok=1'],

@@ -12,7 +12,8 @@ function listen(host: string, handler: Parameters<typeof createServer>[1]): Prom
   return new Promise((resolve) => server.listen(0, host, () => resolve({ server, port: (server.address() as AddressInfo).port, hits })));
 }
 const close = (s?: Server) => new Promise<void>((r) => (s ? s.close(() => r()) : r()));
-const guarded = (resolve?: Resolver, allowed = '') => createOutboundClient({ guard: { allowPrivate: false, allowed: parseCidrs(allowed) }, resolve, timeoutMs: 2000 });
+const guarded = (resolve?: Resolver, allowed = '') =>
+  createOutboundClient({ guard: { allowPrivate: false, allowed: parseCidrs(allowed) }, resolve, timeoutMs: 2000 });
 
 describe('addresses: never this host or a private network unless allowed', () => {
   it.each([
@@ -151,17 +152,22 @@ describe('the outbound client', () => {
   });
 
   it('a host with one public and one private record is refused (the private one could be picked)', async () => {
-    const http = guarded(async () => [
-      { address: '127.0.0.2', family: 4 },
-      { address: '127.0.0.1', family: 4 },
-    ], '127.0.0.2/32');
+    const http = guarded(
+      async () => [
+        { address: '127.0.0.2', family: 4 },
+        { address: '127.0.0.1', family: 4 },
+      ],
+      '127.0.0.2/32',
+    );
     await expect(http.send(`http://two.example.test:${outside.port}/ok`)).rejects.toMatchObject({ kind: 'blocked' });
     await http.close();
   });
 
   it('never follows a redirect: a 307 from an allowed host to loopback is a failed attempt and loopback sees nothing', async () => {
     const http = guarded(undefined, '127.0.0.2/32');
-    const err = (await http.send(`http://127.0.0.2:${outside.port}/redirect`, { method: 'POST', body: '{"secret":1}' }).catch((e: unknown) => e)) as OutboundError;
+    const err = (await http
+      .send(`http://127.0.0.2:${outside.port}/redirect`, { method: 'POST', body: '{"secret":1}' })
+      .catch((e: unknown) => e)) as OutboundError;
     expect(err).toBeInstanceOf(OutboundError);
     expect(err).toMatchObject({ kind: 'redirect', status: 307, permanent: false });
     expect(err.message).toMatch(/redirect refused/);

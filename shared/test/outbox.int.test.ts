@@ -127,7 +127,13 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
       await trx('widgets').insert({ id: `w_${randomBytes(6).toString('hex')}`, name: 'kept' });
       return enqueueEvents(trx, [{ subject, org: 'org_b', data: { widget: 'kept', nested: { n: 2 } }, occurredAt }]);
     });
-    expect(env).toEqual({ id: expect.stringMatching(/^evt_/), type: subject, org: 'org_b', occurredAt: occurredAt.toISOString(), data: { widget: 'kept', nested: { n: 2 } } });
+    expect(env).toEqual({
+      id: expect.stringMatching(/^evt_/),
+      type: subject,
+      org: 'org_b',
+      occurredAt: occurredAt.toISOString(),
+      data: { widget: 'kept', nested: { n: 2 } },
+    });
 
     const relay = newRelay();
     expect(await relay.relayBatch()).toBe(1);
@@ -319,7 +325,11 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
 
   /** Events written as a statement of their own (no transaction), held for `secs`. */
   const writeHeld = (subject: string, n: number, secs: number) =>
-    enqueueEvents(db, Array.from({ length: n }, (_, i) => ({ subject, org: 'org_a', data: { i } })), { heldFor: secs });
+    enqueueEvents(
+      db,
+      Array.from({ length: n }, (_, i) => ({ subject, org: 'org_a', data: { i } })),
+      { heldFor: secs },
+    );
 
   it('held events wake no relay, and no relay takes them; their writer publishes them once committed, each once, and deletes them', async () => {
     const seen = await listen();
@@ -426,11 +436,20 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     const subject = freshSubject();
     const kept = await commitEvents(subject, 3);
     // As a relay of the earlier version left them: published, marked sent, kept.
-    await db(OUTBOX_TABLE).whereIn('id', kept.map((e) => e.id)).update({ sent_at: db.fn.now() });
+    await db(OUTBOX_TABLE)
+      .whereIn(
+        'id',
+        kept.map((e) => e.id),
+      )
+      .update({ sent_at: db.fn.now() });
     const waiting = await commitEvents(freshSubject(), 1); // committed, not yet published
     const relay = newRelay();
     expect(await relay.cleanup()).toEqual({ deleted: 3, more: false });
-    expect(await db(OUTBOX_TABLE).whereIn('id', [...kept.map((e) => e.id), waiting[0]!.id]).pluck('id')).toEqual([waiting[0]!.id]);
+    expect(
+      await db(OUTBOX_TABLE)
+        .whereIn('id', [...kept.map((e) => e.id), waiting[0]!.id])
+        .pluck('id'),
+    ).toEqual([waiting[0]!.id]);
     // The unsent one is still the relay's to publish.
     expect(await relay.relayBatch()).toBeGreaterThanOrEqual(1);
     expect(await countOnStream(subject)).toBe(0);
@@ -443,7 +462,9 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
       `INSERT INTO ?? (id, subject, org, envelope, sent_at) SELECT 'evt_legacy_' || lpad(g::text, 6, '0'), 'evt.test.legacy', 'org_a', '{}'::jsonb, now() FROM generate_series(1, 12000) g`,
       [OUTBOX_TABLE],
     );
-    await db(OUTBOX_TABLE).where({ id: 'evt_legacy_006000' }).update({ sent_at: null, lease_until: db.raw("now() + interval '1 hour'") });
+    await db(OUTBOX_TABLE)
+      .where({ id: 'evt_legacy_006000' })
+      .update({ sent_at: null, lease_until: db.raw("now() + interval '1 hour'") });
     const relay = newRelay();
     // No time to spare: one statement a run.
     expect(await relay.cleanup(0)).toEqual({ deleted: 5000, more: true });
@@ -480,7 +501,11 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
       expect((await messagesOnStream(subject)).map((m) => m.msgId)).toEqual(ids);
       // One companion per event of org_a, once each, under the id derived from its event's.
       const mine = (await messagesOnStream(side)).filter((m) => ids.includes(m.envelope.data.of as string));
-      expect(mine).toEqual(envs.slice(0, 2).map((e) => ({ msgId: `${e.id}:c`, envelope: { id: `${e.id}:c`, type: side, org: 'org_a', occurredAt: e.occurredAt, data: { of: e.id } } })));
+      expect(mine).toEqual(
+        envs
+          .slice(0, 2)
+          .map((e) => ({ msgId: `${e.id}:c`, envelope: { id: `${e.id}:c`, type: side, org: 'org_a', occurredAt: e.occurredAt, data: { of: e.id } } })),
+      );
     });
 
     it('held events go out with their companions, before they are deleted', async () => {

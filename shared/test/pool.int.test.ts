@@ -24,7 +24,9 @@ describe('the database pool', () => {
 
   /** This database's client backends, other than the checker's own. */
   async function backends(): Promise<number> {
-    const r = await admin.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`);
+    const r = await admin.query(
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+    );
     return r.rows[0].n as number;
   }
   async function until(check: () => Promise<boolean>, ms: number): Promise<boolean> {
@@ -103,7 +105,9 @@ describe('the database pool', () => {
     expect(() => poolSettings(loadConfig(BaseServiceEnv, env))).toThrow(/DB_POOL_MIN: must not exceed DB_POOL_MAX \(12 > 4\)/);
     expect(() => loadConfig(BaseServiceEnv, { DATABASE_URL: tdb.url, DB_POOL_MAX: 'many' })).toThrow(/DB_POOL_MAX must be a number/);
     expect(() => loadConfig(BaseServiceEnv, { DATABASE_URL: tdb.url, DB_POOL_MAX: '0' })).toThrow(/DB_POOL_MAX must be 1 to 100/);
-    expect(() => loadConfig(BaseServiceEnv, { DATABASE_URL: tdb.url, DB_POOL_IDLE_TIMEOUT_MS: '10' })).toThrow(/DB_POOL_IDLE_TIMEOUT_MS must be 1000 to 86400000/);
+    expect(() => loadConfig(BaseServiceEnv, { DATABASE_URL: tdb.url, DB_POOL_IDLE_TIMEOUT_MS: '10' })).toThrow(
+      /DB_POOL_IDLE_TIMEOUT_MS must be 1000 to 86400000/,
+    );
     expect(poolSettings(loadConfig(BaseServiceEnv, { ...env, DB_POOL_MIN: '4' }))).toEqual({ min: 4, max: 4, idleTimeoutMs: 60_000 });
   });
 

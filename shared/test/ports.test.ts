@@ -19,5 +19,4 @@ describe('freePort', () => {
       await new Promise<void>((resolve) => srv.close(() => resolve()));
     }
   });
-
 });

@@ -16,7 +16,7 @@ describe('SecretBox: secrets sealed at rest (AES-256-GCM)', () => {
     expect(box.open(a, 'llm-api-key:org_a')).toBe('sk-live-123');
   });
 
-  it('binds a value to its context: it does not open as another org\'s or another field\'s', () => {
+  it("binds a value to its context: it does not open as another org's or another field's", () => {
     const box = new SecretBox(key());
     const sealed = box.seal('secret', 'llm-api-key:org_a');
     expect(() => box.open(sealed, 'llm-api-key:org_b')).toThrow(SecretBoxError);

@@ -41,9 +41,14 @@ describe('sendPrepared', () => {
     expect((await sendPrepared(db, positional, [['x', 'y', 'nope'], 2])).rows).toEqual([{ id: 'y', a: 2 }]);
     expect((await sendPrepared(db, positional, [['x', 'y'], 0])).rows).toEqual((await db.raw(positional, [['x', 'y'], 0])).rows);
     // A null value, and a name bound twice.
-    expect((await sendPrepared(db, 'SELECT :v::int IS NULL AS none, coalesce(:v::int, :w) AS pick', { v: null, w: 9 })).rows).toEqual([{ none: true, pick: 9 }]);
+    expect((await sendPrepared(db, 'SELECT :v::int IS NULL AS none, coalesce(:v::int, :w) AS pick', { v: null, w: 9 })).rows).toEqual([
+      { none: true, pick: 9 },
+    ]);
 
-    const statements = (await db.raw('SELECT name, statement FROM pg_prepared_statements ORDER BY statement')).rows as Array<{ name: string; statement: string }>;
+    const statements = (await db.raw('SELECT name, statement FROM pg_prepared_statements ORDER BY statement')).rows as Array<{
+      name: string;
+      statement: string;
+    }>;
     const positionalText = 'SELECT id, a FROM items WHERE id = ANY($1::text[]) AND a >= $2 ORDER BY id';
     expect(statements).toContainEqual({ name: preparedName(positionalText), statement: positionalText });
     expect(statements.some((s) => s.statement.startsWith('INSERT INTO items (id, a, at, tags, doc) VALUES ($1, $2, $3, $4, $5::jsonb)'))).toBe(true);

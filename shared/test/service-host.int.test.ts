@@ -33,7 +33,11 @@ const StrictEndpoint = endpoint('svc.scheduler.test_strict', z.object({ count: z
 const LooseStrictEndpoint = endpoint(StrictEndpoint.subject, z.unknown(), z.unknown());
 const NobodyEndpoint = endpoint('svc.nobody.echo', z.object({}), z.object({}));
 /** Echoes a big string back `times` times: replies far over NATS's 1 MiB max_payload. */
-const BigEndpoint = endpoint('svc.scheduler.test_big', z.object({ text: z.string(), times: z.number().int() }), z.object({ parts: z.array(z.string()), length: z.number() }));
+const BigEndpoint = endpoint(
+  'svc.scheduler.test_big',
+  z.object({ text: z.string(), times: z.number().int() }),
+  z.object({ parts: z.array(z.string()), length: z.number() }),
+);
 
 function setupTestEndpoints(ctx: ServiceContext) {
   ctx.host.handle(FailEndpoint, async (req) => {
@@ -127,7 +131,9 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
 
   /** Resends of the echo endpoint so far, by reason. */
   const resends = async (reason: string) =>
-    (await busResendsTotal.get()).values.filter((v) => v.labels.subject === EchoEndpoints.scheduler.subject && v.labels.reason === reason).reduce((n, v) => n + v.value, 0);
+    (await busResendsTotal.get()).values
+      .filter((v) => v.labels.subject === EchoEndpoints.scheduler.subject && v.labels.reason === reason)
+      .reduce((n, v) => n + v.value, 0);
 
   it('a replica killed holding resendable requests goes silent: they are resent then, not when the wait runs out, and the survivor answers', async () => {
     const schema = freshSchema();
@@ -135,7 +141,9 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
     const before = { silent: await resends('silent'), timeout: await resends('timeout') };
     // Each is worked on for twice the silence that gives a dead replica away, and the caller
     // would wait ten times that for an answer.
-    const idem = Array.from({ length: 12 }, (_, i) => client.call(EchoEndpoints.scheduler, { message: `s${i}`, delayMs: 2 * SILENCE_MS }, { timeoutMs: 20 * SILENCE_MS }));
+    const idem = Array.from({ length: 12 }, (_, i) =>
+      client.call(EchoEndpoints.scheduler, { message: `s${i}`, delayMs: 2 * SILENCE_MS }, { timeoutMs: 20 * SILENCE_MS }),
+    );
     await new Promise((r) => setTimeout(r, 300));
     // Killed as SIGKILL would: its connection goes without draining, nothing more leaves it.
     await a.ctx.bus.nc.close();
@@ -157,19 +165,23 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
     await Promise.all([start(schema), start(schema)]);
     const total = async () => (await resends('silent')) + (await resends('timeout')) + (await resends('no_responders'));
     const before = await total();
-    const slow = await Promise.all(Array.from({ length: 6 }, (_, i) => client.call(EchoEndpoints.scheduler, { message: `w${i}`, delayMs: 2 * SILENCE_MS }, { timeoutMs: 20 * SILENCE_MS })));
+    const slow = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => client.call(EchoEndpoints.scheduler, { message: `w${i}`, delayMs: 2 * SILENCE_MS }, { timeoutMs: 20 * SILENCE_MS })),
+    );
     expect(slow.map((r) => r.message)).toEqual(['w0', 'w1', 'w2', 'w3', 'w4', 'w5']);
     expect(await total()).toBe(before);
 
     // Slower than the caller's wait, yet alive: the caller gives up once (504 at the gateway)
     // instead of doubling the work of a replica that is only slow.
-    const late = await client.call(EchoEndpoints.scheduler, { message: 'late', delayMs: 4 * SILENCE_MS }, { timeoutMs: 2 * SILENCE_MS }).catch((e: unknown) => e);
+    const late = await client
+      .call(EchoEndpoints.scheduler, { message: 'late', delayMs: 4 * SILENCE_MS }, { timeoutMs: 2 * SILENCE_MS })
+      .catch((e: unknown) => e);
     expect(late).toBeInstanceOf(AppError);
     expect(late).toMatchObject({ code: 'timeout' });
     expect(await total()).toBe(before);
   });
 
-  it('after a resend, an error answer from the silent first holder does not hide the resend\'s success', async () => {
+  it("after a resend, an error answer from the silent first holder does not hide the resend's success", async () => {
     const b = await start(freshSchema());
     // A: a member of the same queue group that says nothing while it holds a request (a
     // stalled replica), leaves the group when it gets one, and answers with a transient
@@ -192,7 +204,8 @@ describe('startService + ServiceHost request/reply (real NATS and Postgres)', ()
     await client.nc.flush();
     // Until one request lands on A (the group picks a member at random).
     let reply: { message: string; instance: string } | undefined;
-    for (let i = 0; held === 0; i++) reply = await client.call(EchoEndpoints.scheduler, { message: `r${i}`, delayMs: 2 * SILENCE_MS }, { timeoutMs: 20 * SILENCE_MS });
+    for (let i = 0; held === 0; i++)
+      reply = await client.call(EchoEndpoints.scheduler, { message: `r${i}`, delayMs: 2 * SILENCE_MS }, { timeoutMs: 20 * SILENCE_MS });
     expect(reply).toMatchObject({ instance: b.ctx.host.instanceId });
     expect((await resends('silent')) - before).toBe(1);
   });

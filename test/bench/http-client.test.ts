@@ -6,7 +6,10 @@ import { KeptAliveClient } from '../../deploy/src/http-client';
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
 
 /** A node:http server answering with `handler`, counting the connections it accepted. */
-async function serve(handler: Handler, opts: { keepAliveTimeout?: number } = {}): Promise<{ server: Server; port: number; accepted: () => number; sockets: Set<Socket> }> {
+async function serve(
+  handler: Handler,
+  opts: { keepAliveTimeout?: number } = {},
+): Promise<{ server: Server; port: number; accepted: () => number; sockets: Set<Socket> }> {
   let accepted = 0;
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
@@ -45,15 +48,26 @@ describe('the bench: its HTTP client', () => {
     for (const c of cleanups.splice(0).reverse()) await c();
   });
   const track = (s: { server: Server; sockets: Set<Socket> }, client: KeptAliveClient) => {
-    cleanups.push(() => new Promise<void>((r) => {
-      for (const sock of s.sockets) sock.destroy();
-      s.server.close(() => r());
-    }));
+    cleanups.push(
+      () =>
+        new Promise<void>((r) => {
+          for (const sock of s.sockets) sock.destroy();
+          s.server.close(() => r());
+        }),
+    );
     cleanups.push(() => client.close());
   };
 
   it('sends the method, path, headers and body, and reads status and body; requests one after the other share one connection', async () => {
-    const s = await serve((req, body, res) => json(res, req.url === '/missing' ? 404 : 201, { method: req.method, url: req.url, auth: req.headers.authorization, type: req.headers['content-type'], body }));
+    const s = await serve((req, body, res) =>
+      json(res, req.url === '/missing' ? 404 : 201, {
+        method: req.method,
+        url: req.url,
+        auth: req.headers.authorization,
+        type: req.headers['content-type'],
+        body,
+      }),
+    );
     const client = new KeptAliveClient('127.0.0.1', s.port);
     track(s, client);
 

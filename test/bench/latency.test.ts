@@ -69,12 +69,18 @@ describe('the bench: end-to-end latency', () => {
     const engine = await startResumeReceiver();
     try {
       const before = performance.now();
-      await nodemailer.createTransport(mail.url).sendMail({ from: 'a@x.com', to: 'b@x.com', subject: 's', text: 't', headers: { 'X-Approvals-Decision': 'dec_mail' } });
+      await nodemailer
+        .createTransport(mail.url)
+        .sendMail({ from: 'a@x.com', to: 'b@x.com', subject: 's', text: 't', headers: { 'X-Approvals-Decision': 'dec_mail' } });
       const mailed = await mail.arrivals.wait('dec_mail', 5000);
       expect(mailed).toBeGreaterThanOrEqual(before);
       expect(mailed).toBeLessThanOrEqual(performance.now());
 
-      const res = await fetch(engine.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ type: 'decision.resolved', data: { decisionId: 'dec_resume' } }) });
+      const res = await fetch(engine.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ type: 'decision.resolved', data: { decisionId: 'dec_resume' } }),
+      });
       expect(res.status).toBe(200);
       const resumed = await engine.arrivals.wait('dec_resume', 5000);
       expect(resumed).toBeGreaterThanOrEqual(before);

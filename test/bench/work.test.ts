@@ -3,7 +3,22 @@ import { consumerStallOf, interleavedPlan, perOp, perOpOver, type WorkSample } f
 
 /** A sample with every counter at `v` (CPU per process at `v` too), for arithmetic checks. */
 function sample(v: number, cpu: Record<string, number> = { postgres: v, gateway: v }): WorkSample {
-  return { cpuMs: cpu, ioCalls: v, wakeups: v, runDelayMs: v, sysMs: v, xacts: v, tuplesRead: v, tuplesWritten: v, pgBackgroundMs: v, walBytes: v * 1024, walFpi: v, blocksRead: v, blocksHit: v, pgMinorFaults: v };
+  return {
+    cpuMs: cpu,
+    ioCalls: v,
+    wakeups: v,
+    runDelayMs: v,
+    sysMs: v,
+    xacts: v,
+    tuplesRead: v,
+    tuplesWritten: v,
+    pgBackgroundMs: v,
+    walBytes: v * 1024,
+    walFpi: v,
+    blocksRead: v,
+    blocksHit: v,
+    pgMinorFaults: v,
+  };
 }
 
 describe('the bench: work over segments', () => {
@@ -60,9 +75,27 @@ describe('the bench: work over segments', () => {
 
   it("reads a consumer stall from a service's log line, and nothing from other lines", () => {
     const at = Date.parse('2026-11-27T08:00:00.000Z');
-    const line = JSON.stringify({ level: 40, time: at, svc: 'decisions', durable: 'decisions-timer-expire', notice: { type: 'heartbeats_missed', count: 2 }, msg: 'event consumer: the server refused or stopped answering its pull; events wait until it pulls again' });
-    expect(consumerStallOf('decisions', line)).toEqual({ service: 'decisions', durable: 'decisions-timer-expire', kind: 'heartbeats_missed', at: '2026-11-27T08:00:00.000Z' });
-    const lost = JSON.stringify({ level: 40, time: at, durable: 'decisions-timer-remind', notice: { type: 'pull_lost', expiresMs: 2000 }, msg: 'event consumer: its pull went unanswered past its expiry (nats-server before 2.9.16 drops some without a word); pulled again' });
+    const line = JSON.stringify({
+      level: 40,
+      time: at,
+      svc: 'decisions',
+      durable: 'decisions-timer-expire',
+      notice: { type: 'heartbeats_missed', count: 2 },
+      msg: 'event consumer: the server refused or stopped answering its pull; events wait until it pulls again',
+    });
+    expect(consumerStallOf('decisions', line)).toEqual({
+      service: 'decisions',
+      durable: 'decisions-timer-expire',
+      kind: 'heartbeats_missed',
+      at: '2026-11-27T08:00:00.000Z',
+    });
+    const lost = JSON.stringify({
+      level: 40,
+      time: at,
+      durable: 'decisions-timer-remind',
+      notice: { type: 'pull_lost', expiresMs: 2000 },
+      msg: 'event consumer: its pull went unanswered past its expiry (nats-server before 2.9.16 drops some without a word); pulled again',
+    });
     expect(consumerStallOf('decisions', lost)).toMatchObject({ durable: 'decisions-timer-remind', kind: 'pull_lost' });
     expect(consumerStallOf('decisions', JSON.stringify({ level: 40, msg: 'event handler failed; will redeliver' }))).toBeUndefined();
     // A line cut short is still counted, with what is unknown marked.

@@ -51,7 +51,11 @@ describe('caches across replicas: a change holds from the next request, wherever
     const key = `cached-${seq}`;
     const save = (approvers: string[]) => stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key, name: 'Cached', defaults: { approvers } } });
     const createMany = (n: number) =>
-      Promise.all(Array.from({ length: n }, () => stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: runId(), stepRef: 's', policy: key } })));
+      Promise.all(
+        Array.from({ length: n }, () =>
+          stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: runId(), stepRef: 's', policy: key } }),
+        ),
+      );
 
     expect((await save(['a@example.com'])).status).toBe(201);
     // Enough creates that both replicas resolve (and cache) version 1.
@@ -72,7 +76,10 @@ describe('caches across replicas: a change holds from the next request, wherever
     const createMany = (n: number) =>
       Promise.all(
         Array.from({ length: n }, () =>
-          stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: runId(), stepRef: 's', approvers: ['stays@example.com', 'leaver@example.com'] } }),
+          stack.http('POST', '/v1/worker/decisions', {
+            token: apiKey,
+            body: { externalRunId: runId(), stepRef: 's', approvers: ['stays@example.com', 'leaver@example.com'] },
+          }),
         ),
       );
     for (const r of await createMany(8)) expect(r.status).toBe(201);
@@ -89,10 +96,15 @@ describe('caches across replicas: a change holds from the next request, wherever
   it('a policy archived through the API is unknown to the next create; a repeat still answers its first decision', async () => {
     const { apiKey, admin } = await stack.newOrg();
     const key = `archived-${seq}`;
-    expect((await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key, name: 'Archived', defaults: { approvers: ['a@example.com'] } } })).status).toBe(201);
+    expect(
+      (await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key, name: 'Archived', defaults: { approvers: ['a@example.com'] } } })).status,
+    ).toBe(201);
     const first = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: 'kept-run', stepRef: 's', policy: key } });
     expect(first.status).toBe(201);
-    for (let i = 0; i < 6; i++) expect((await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: runId(), stepRef: 's', policy: key } })).status).toBe(201);
+    for (let i = 0; i < 6; i++)
+      expect((await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: runId(), stepRef: 's', policy: key } })).status).toBe(
+        201,
+      );
 
     expect((await stack.http('DELETE', `/v1/policies/${key}?force=true`, { token: admin })).status).toBe(200);
     for (let i = 0; i < 4; i++) {

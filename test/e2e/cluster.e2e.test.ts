@@ -135,7 +135,15 @@ describe('the cluster under load and faults', () => {
       const payload = body === undefined ? undefined : JSON.stringify(body);
       const req = httpRequest(
         `${base}${path}`,
-        { method, agent: false, timeout: 15_000, headers: { authorization: `Bearer ${token}`, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) } },
+        {
+          method,
+          agent: false,
+          timeout: 15_000,
+          headers: {
+            authorization: `Bearer ${token}`,
+            ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+          },
+        },
         (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
@@ -172,7 +180,13 @@ describe('the cluster under load and faults', () => {
     const org = `org_cluster_${Date.now().toString(36)}`;
     const admin = jwt.sign({ sub: 'usr_admin', email: 'admin@cluster.test', org, role: 'admin' }, secret(), { expiresIn: 3600 });
     const reviewer = jwt.sign({ sub: 'usr_rev', email: 'rev@cluster.test', org }, secret(), { expiresIn: 3600 });
-    const key = (await until('api key', () => call('POST', '/v1/api-keys/', admin, { name: 'load', roles: ['decisions:write', 'policies:write'] }), (s) => s === 201)).body.key as string;
+    const key = (
+      await until(
+        'api key',
+        () => call('POST', '/v1/api-keys/', admin, { name: 'load', roles: ['decisions:write', 'policies:write'] }),
+        (s) => s === 201,
+      )
+    ).body.key as string;
 
     const acknowledged = new Set<string>();
     const consumed = new Set<string>();
@@ -184,22 +198,61 @@ describe('the cluster under load and faults', () => {
     // decision that waits indefinitely never reaches the scheduler).
     const cycle = async () => {
       const runId = `run-${++seq}`;
-      const created = await until('create', () => call('POST', '/v1/worker/decisions', key, { externalRunId: runId, stepRef: 's', approvers: ['rev@cluster.test'], engine: 'engineA', factsHash: 'a'.repeat(64), timeoutSec: 3600 }), (s) => s === 201 || s === 200);
+      const created = await until(
+        'create',
+        () =>
+          call('POST', '/v1/worker/decisions', key, {
+            externalRunId: runId,
+            stepRef: 's',
+            approvers: ['rev@cluster.test'],
+            engine: 'engineA',
+            factsHash: 'a'.repeat(64),
+            timeoutSec: 3600,
+          }),
+        (s) => s === 201 || s === 200,
+      );
       const id = created.body.decisionId as string;
       acknowledged.add(id);
-      await until('vote', () => call('POST', `/v1/decisions/${id}/decide`, reviewer, { decision: 'approve' }), (s, b) => s === 200 || (s === 409 && b?.error === 'already_voted'));
-      await until('verify', () => call('GET', `/v1/worker/decisions/${id}/verify?factsHash=${'a'.repeat(64)}`, key), (s, b) => s === 200 && b.valid === true);
-      await until('consume', () => call('POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'load', factsHash: 'a'.repeat(64) }), (s) => s === 200);
+      await until(
+        'vote',
+        () => call('POST', `/v1/decisions/${id}/decide`, reviewer, { decision: 'approve' }),
+        (s, b) => s === 200 || (s === 409 && b?.error === 'already_voted'),
+      );
+      await until(
+        'verify',
+        () => call('GET', `/v1/worker/decisions/${id}/verify?factsHash=${'a'.repeat(64)}`, key),
+        (s, b) => s === 200 && b.valid === true,
+      );
+      await until(
+        'consume',
+        () => call('POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'load', factsHash: 'a'.repeat(64) }),
+        (s) => s === 200,
+      );
       consumed.add(id);
       // The session's policy list: policies answers it, asking decisions for the usage.
-      await until('policies', () => call('GET', '/v1/policies/', admin), (s) => s === 200);
+      await until(
+        'policies',
+        () => call('GET', '/v1/policies/', admin),
+        (s) => s === 200,
+      );
       // The surfaces service hears of decisions only for orgs with a chat installation: its
       // replicas' work here is the integration view (answered or refused, it is counted).
       await call('GET', '/v1/integrations/chatA', admin);
     };
     const expiry = async () => {
       const runId = `exp-${++seq}`;
-      const created = await until('create expiring', () => call('POST', '/v1/worker/decisions', key, { externalRunId: runId, stepRef: 's', approvers: ['nobody@cluster.test'], engine: 'engineA', timeoutSec: 2 }), (s) => s === 201 || s === 200);
+      const created = await until(
+        'create expiring',
+        () =>
+          call('POST', '/v1/worker/decisions', key, {
+            externalRunId: runId,
+            stepRef: 's',
+            approvers: ['nobody@cluster.test'],
+            engine: 'engineA',
+            timeoutSec: 2,
+          }),
+        (s) => s === 201 || s === 200,
+      );
       acknowledged.add(created.body.decisionId);
       expiring.add(created.body.decisionId);
     };
@@ -240,7 +293,11 @@ describe('the cluster under load and faults', () => {
           })
           .end(),
       );
-    await waitFor(async () => (await Promise.all(info.replicas.map((r) => ready(r.metricsPort)))).every(Boolean), { timeoutMs: 60_000, intervalMs: 500, what: 'every replica ready again' });
+    await waitFor(async () => (await Promise.all(info.replicas.map((r) => ready(r.metricsPort)))).every(Boolean), {
+      timeoutMs: 60_000,
+      intervalMs: 500,
+      what: 'every replica ready again',
+    });
     await sleep(4000);
     running = false;
     await Promise.all(loops);
@@ -258,7 +315,11 @@ describe('the cluster under load and faults', () => {
     );
 
     // Every acknowledged decision is there, resolved once.
-    const rows = (await pg.query(`SELECT id, status, consumed_at FROM decisions.decisions WHERE id = ANY($1)`, [ids])).rows as Array<{ id: string; status: string; consumed_at: Date | null }>;
+    const rows = (await pg.query(`SELECT id, status, consumed_at FROM decisions.decisions WHERE id = ANY($1)`, [ids])).rows as Array<{
+      id: string;
+      status: string;
+      consumed_at: Date | null;
+    }>;
     expect(rows).toHaveLength(ids.length);
     for (const r of rows) expect([r.id, r.status]).toEqual([r.id, expiring.has(r.id) ? 'EXPIRED' : 'APPROVED']);
     for (const id of consumed) expect(rows.find((r) => r.id === id)!.consumed_at).not.toBeNull();
@@ -288,7 +349,8 @@ describe('the cluster under load and faults', () => {
     const timers = await pg.query(`SELECT t.id, t.ref, t.fired_at FROM scheduler.timers t WHERE t.kind = 'expire' AND t.ref = ANY($1)`, [[...expiring]]);
     expect(timers.rows).toHaveLength(expiring.size);
     const timerEvents = countBy(events, 'evt.timer.expire_due', 'timerId');
-    for (const t of timers.rows as Array<{ id: string; ref: string; fired_at: Date | null }>) expect([t.ref, t.fired_at !== null, timerEvents.get(t.id)]).toEqual([t.ref, true, 1]);
+    for (const t of timers.rows as Array<{ id: string; ref: string; fired_at: Date | null }>)
+      expect([t.ref, t.fired_at !== null, timerEvents.get(t.id)]).toEqual([t.ref, true, 1]);
 
     // Both replicas of every service did some of the work (the killed ones after their restart too).
     const metric = async (port: number, name: string, match: string) => {
@@ -317,7 +379,14 @@ describe('the cluster under load and faults', () => {
     const seen: Record<string, number> = {};
     for (const r of info.replicas) seen[r.key] = await metric(r.metricsPort, ...work[r.service]!);
     const idle = info.replicas.filter((r) => !(seen[r.key]! > 0)).map((r) => r.key);
-    if (idle.length) process.stderr.write(`work per replica: ${JSON.stringify(seen)}\n${output.split('\n').filter((l) => /exited|error|warn/i.test(l)).slice(-40).join('\n')}\n`);
+    if (idle.length)
+      process.stderr.write(
+        `work per replica: ${JSON.stringify(seen)}\n${output
+          .split('\n')
+          .filter((l) => /exited|error|warn/i.test(l))
+          .slice(-40)
+          .join('\n')}\n`,
+      );
     expect(idle).toEqual([]);
   }, 240_000);
 
@@ -325,7 +394,13 @@ describe('the cluster under load and faults', () => {
     const org = `org_rolling_${Date.now().toString(36)}`;
     const admin = jwt.sign({ sub: 'usr_admin', email: 'admin@rolling.test', org, role: 'admin' }, secret(), { expiresIn: 3600 });
     const reviewer = jwt.sign({ sub: 'usr_rev', email: 'rev@rolling.test', org }, secret(), { expiresIn: 3600 });
-    const key = (await until('api key', () => call('POST', '/v1/api-keys/', admin, { name: 'load', roles: ['decisions:write'] }), (s) => s === 201)).body.key as string;
+    const key = (
+      await until(
+        'api key',
+        () => call('POST', '/v1/api-keys/', admin, { name: 'load', roles: ['decisions:write'] }),
+        (s) => s === 201,
+      )
+    ).body.key as string;
     const file = join(dataDir, 'cluster', 'cluster.json');
     const current = () => JSON.parse(readFileSync(file, 'utf8')) as ClusterInfo;
     const ready = async (port: number) =>
@@ -338,7 +413,10 @@ describe('the cluster under load and faults', () => {
           .end(),
       );
     // Every replica up and ready before the restarts begin (test one killed some).
-    await waitFor(async () => (await Promise.all(current().replicas.map((r) => ready(r.metricsPort)))).every(Boolean), { timeoutMs: 60_000, what: 'every replica ready' });
+    await waitFor(async () => (await Promise.all(current().replicas.map((r) => ready(r.metricsPort)))).every(Boolean), {
+      timeoutMs: 60_000,
+      what: 'every replica ready',
+    });
 
     const made = new Set<string>();
     const done = new Set<string>();
@@ -348,11 +426,23 @@ describe('the cluster under load and faults', () => {
     const loops = Array.from({ length: 3 }, async () => {
       while (running) {
         const runId = `roll-${++n}`;
-        const created = await until('create', () => call('POST', '/v1/worker/decisions', key, { externalRunId: runId, stepRef: 's', approvers: ['rev@rolling.test'], factsHash: 'b'.repeat(64) }), (s) => s === 201 || s === 200);
+        const created = await until(
+          'create',
+          () => call('POST', '/v1/worker/decisions', key, { externalRunId: runId, stepRef: 's', approvers: ['rev@rolling.test'], factsHash: 'b'.repeat(64) }),
+          (s) => s === 201 || s === 200,
+        );
         const id = created.body.decisionId as string;
         made.add(id);
-        await until('vote', () => call('POST', `/v1/decisions/${id}/decide`, reviewer, { decision: 'approve' }), (s, b) => s === 200 || (s === 409 && b?.error === 'already_voted'));
-        await until('consume', () => call('POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'roll', factsHash: 'b'.repeat(64) }), (s) => s === 200);
+        await until(
+          'vote',
+          () => call('POST', `/v1/decisions/${id}/decide`, reviewer, { decision: 'approve' }),
+          (s, b) => s === 200 || (s === 409 && b?.error === 'already_voted'),
+        );
+        await until(
+          'consume',
+          () => call('POST', `/v1/worker/decisions/${id}/consume`, key, { consumer: 'roll', factsHash: 'b'.repeat(64) }),
+          (s) => s === 200,
+        );
         done.add(id);
       }
     });
@@ -379,7 +469,9 @@ describe('the cluster under load and faults', () => {
     // No 5xx and no cut connection at any point: draining replicas finished what they held.
     const failures = answers.filter((s) => s === 0 || s >= 500);
     expect({ answers: answers.length, failures }).toEqual({ answers: answers.length, failures: [] });
-    const rows = await pg.query(`SELECT count(*)::int AS n FROM decisions.decisions WHERE id = ANY($1) AND status = 'APPROVED' AND consumed_at IS NOT NULL`, [[...made]]);
+    const rows = await pg.query(`SELECT count(*)::int AS n FROM decisions.decisions WHERE id = ANY($1) AND status = 'APPROVED' AND consumed_at IS NOT NULL`, [
+      [...made],
+    ]);
     expect(rows.rows[0].n).toBe(made.size);
   }, 240_000);
 });

@@ -43,8 +43,17 @@ describe('database outage: 503 with Retry-After, and the client retries through 
 
   /** An APPROVED decision bound to `facts`. */
   async function approved(facts: unknown, stepRef: string) {
-    const { decisionId } = await client.createDecision({ externalRunId: `run-${stepRef}`, stepRef, engine: 'api', approvers: [approver], factsHash: factsHash(facts) });
-    const vote = await stack.http('POST', `/v1/decisions/${decisionId}/decide`, { token: stack.session({ org, email: approver }), body: { decision: 'approve' } });
+    const { decisionId } = await client.createDecision({
+      externalRunId: `run-${stepRef}`,
+      stepRef,
+      engine: 'api',
+      approvers: [approver],
+      factsHash: factsHash(facts),
+    });
+    const vote = await stack.http('POST', `/v1/decisions/${decisionId}/decide`, {
+      token: stack.session({ org, email: approver }),
+      body: { decision: 'approve' },
+    });
     expect(vote.status).toBe(200);
     return decisionId!;
   }
@@ -68,7 +77,13 @@ describe('database outage: 503 with Retry-After, and the client retries through 
 
       // Calls made during the outage: they wait it out instead of failing.
       const consuming = verifyAndConsume(client, id, { consumer: 'refund-worker', facts });
-      const waiting = awaitApproval(client, { externalRunId: 'run-await', stepRef: 'await-through-outage', approvers: [approver], engine: 'api', pollSeconds: 2 });
+      const waiting = awaitApproval(client, {
+        externalRunId: 'run-await',
+        stepRef: 'await-through-outage',
+        approvers: [approver],
+        engine: 'api',
+        pollSeconds: 2,
+      });
       let settled = false;
       void Promise.allSettled([consuming]).then(() => (settled = true));
       await new Promise((r) => setTimeout(r, 1500));
@@ -79,11 +94,17 @@ describe('database outage: 503 with Retry-After, and the client retries through 
       await expect(consuming).resolves.toMatchObject({ consumed: true, decisionId: id, consumer: 'refund-worker' });
 
       // The awaited decision exists now; approve it and the wait returns the verdict.
-      const opened = await waitFor(async () => {
-        const list = await stack.http('GET', '/v1/worker/decisions?status=PENDING', { token: apiKey });
-        return list.status === 200 && list.body.decisions.find((d: { stepRef: string }) => d.stepRef === 'await-through-outage');
-      }, { timeoutMs: 30_000, what: 'the awaited decision' });
-      const vote = await stack.http('POST', `/v1/decisions/${opened.id}/decide`, { token: stack.session({ org, email: approver }), body: { decision: 'approve' } });
+      const opened = await waitFor(
+        async () => {
+          const list = await stack.http('GET', '/v1/worker/decisions?status=PENDING', { token: apiKey });
+          return list.status === 200 && list.body.decisions.find((d: { stepRef: string }) => d.stepRef === 'await-through-outage');
+        },
+        { timeoutMs: 30_000, what: 'the awaited decision' },
+      );
+      const vote = await stack.http('POST', `/v1/decisions/${opened.id}/decide`, {
+        token: stack.session({ org, email: approver }),
+        body: { decision: 'approve' },
+      });
       expect(vote.status).toBe(200);
       await expect(waiting).resolves.toMatchObject({ approved: true, decidedBy: approver });
     } finally {

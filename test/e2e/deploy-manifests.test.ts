@@ -58,7 +58,10 @@ describe('deployment artifacts', () => {
           expect(() => new model(doc).validate()).not.toThrow();
           validated++;
         } else {
-          expect({ file, apiVersion: doc.apiVersion, kind: doc.kind }).toMatchObject({ apiVersion: expect.stringMatching(/^postgresql\.cnpg\.io\//), kind: expect.any(String) });
+          expect({ file, apiVersion: doc.apiVersion, kind: doc.kind }).toMatchObject({
+            apiVersion: expect.stringMatching(/^postgresql\.cnpg\.io\//),
+            kind: expect.any(String),
+          });
           expect(doc.metadata?.name).toEqual(expect.any(String));
         }
       }
@@ -102,7 +105,9 @@ describe('deployment artifacts', () => {
     expect(docsOf('secrets.example.yaml').find((d) => d.metadata.name === 'approvals-nats')!.stringData.admin).toEqual(expect.any(String));
     // Only the Job: no service runs as the admin.
     for (const s of SERVICE_NAMES) {
-      const env = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `approvals-${s}`)!.spec.template.spec.containers[0].env as Array<{ name: string }>;
+      const env = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `approvals-${s}`)!.spec.template.spec.containers[0].env as Array<{
+        name: string;
+      }>;
       expect(env.map((e) => e.name)).not.toContain('NATS_ADMIN_PASSWORD');
     }
   });
@@ -162,7 +167,11 @@ describe('deployment artifacts', () => {
     }
     expect(Object.keys(compose.services).filter((k) => k.startsWith('nats-'))).toEqual(['nats-1', 'nats-2', 'nats-3']);
     // `migrate` provisions JetStream as the admin user once the NATS servers are up, before any service starts.
-    expect(compose.services.migrate.environment).toMatchObject({ NATS_ADMIN_USER: 'admin', NATS_ADMIN_PASSWORD: '${NATS_PASSWORD_ADMIN}', JETSTREAM_REPLICAS: '3' });
+    expect(compose.services.migrate.environment).toMatchObject({
+      NATS_ADMIN_USER: 'admin',
+      NATS_ADMIN_PASSWORD: '${NATS_PASSWORD_ADMIN}',
+      JETSTREAM_REPLICAS: '3',
+    });
     expect(Object.keys(compose.services.migrate.depends_on)).toEqual(expect.arrayContaining(['postgres', 'nats-1', 'nats-2', 'nats-3']));
     for (const s of SERVICE_NAMES) {
       expect(compose.services[s].depends_on.migrate).toEqual({ condition: 'service_completed_successfully' });
@@ -184,7 +193,11 @@ describe('deployment artifacts', () => {
 
   it("the services' Node flags are taken by this Node and start the young generation at 16 MB", () => {
     const newSpaceMb = (flags: readonly string[]) => {
-      const run = spawnSync(process.execPath, [...flags, '-e', "process.stdout.write(String(require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 1048576))"], { encoding: 'utf8', timeout: 30_000 });
+      const run = spawnSync(
+        process.execPath,
+        [...flags, '-e', "process.stdout.write(String(require('v8').getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size / 1048576))"],
+        { encoding: 'utf8', timeout: 30_000 },
+      );
       expect(run.stderr).toBe('');
       expect(run.status).toBe(0);
       return Number(run.stdout);
@@ -204,7 +217,10 @@ describe('deployment artifacts', () => {
     for (const f of sources.flatMap(walk)) for (const m of readFileSync(f, 'utf8').matchAll(/'(approvals_[a-z_]+)'/g)) exported.add(m[1]!);
     const known = (name: string) => exported.has(name) || exported.has(name.replace(/_(bucket|count|sum)$/, ''));
 
-    const rules = parseYaml(read('deploy', 'observability', 'alerts.yaml')).groups.flatMap((g: { rules: unknown[] }) => g.rules) as Array<{ alert: string; expr: string }>;
+    const rules = parseYaml(read('deploy', 'observability', 'alerts.yaml')).groups.flatMap((g: { rules: unknown[] }) => g.rules) as Array<{
+      alert: string;
+      expr: string;
+    }>;
     expect(rules.length).toBeGreaterThanOrEqual(10);
     const dashboard = JSON.parse(read('deploy', 'observability', 'grafana-dashboard.json'));
     const exprs = [...rules.map((r) => r.expr), ...dashboard.panels.flatMap((p: { targets: Array<{ expr: string }> }) => p.targets.map((t) => t.expr))];
@@ -221,11 +237,19 @@ describe('deployment artifacts', () => {
       const entry = join(ROOT, 'deploy', 'docker', 'entrypoint.js');
       const env = { ...process.env, DATABASE_URL: db.url, NATS_URL: nats.serviceUrl, LOG_LEVEL: 'silent' };
       // As a service's user: JetStream administration is refused, and it says which user it takes.
-      const refused = spawnSync(process.execPath, [entry, 'migrate'], { env: { ...env, NATS_ADMIN_USER: nats.users!.scheduler.user, NATS_ADMIN_PASSWORD: nats.users!.scheduler.password }, encoding: 'utf8', timeout: 60_000 });
+      const refused = spawnSync(process.execPath, [entry, 'migrate'], {
+        env: { ...env, NATS_ADMIN_USER: nats.users!.scheduler.user, NATS_ADMIN_PASSWORD: nats.users!.scheduler.password },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       expect(refused.status).toBe(1);
       expect(refused.stderr).toMatch(/JetStream provisioning refused: .*Permissions Violation.*NATS_ADMIN_USER/);
       // As the image's ENTRYPOINT runs it: this Node takes the services' flags.
-      const run = spawnSync(process.execPath, [...SERVICE_NODE_FLAGS, entry, 'migrate'], { env: { ...env, NATS_ADMIN_USER: admin.user, NATS_ADMIN_PASSWORD: admin.password }, encoding: 'utf8', timeout: 60_000 });
+      const run = spawnSync(process.execPath, [...SERVICE_NODE_FLAGS, entry, 'migrate'], {
+        env: { ...env, NATS_ADMIN_USER: admin.user, NATS_ADMIN_PASSWORD: admin.password },
+        encoding: 'utf8',
+        timeout: 60_000,
+      });
       expect({ status: run.status, stderr: run.stderr }).toEqual({ status: 0, stderr: '' });
       const bus = await Bus.connect({ url: nats.url, name: 'migrate-check', log: createLogger('t', 'silent') });
       try {
@@ -237,7 +261,11 @@ describe('deployment artifacts', () => {
       }
       const pg = new Client({ connectionString: db.url });
       await pg.connect();
-      const schemas = (await pg.query(`SELECT schema_name FROM information_schema.schemata WHERE schema_name = ANY($1) ORDER BY 1`, [['access', 'decisions', 'notifier', 'policies', 'scheduler', 'surfaces']])).rows.map((r) => r.schema_name);
+      const schemas = (
+        await pg.query(`SELECT schema_name FROM information_schema.schemata WHERE schema_name = ANY($1) ORDER BY 1`, [
+          ['access', 'decisions', 'notifier', 'policies', 'scheduler', 'surfaces'],
+        ])
+      ).rows.map((r) => r.schema_name);
       await pg.end();
       expect(schemas).toEqual(['access', 'decisions', 'notifier', 'policies', 'scheduler', 'surfaces']);
       const bad = spawnSync(process.execPath, [entry, 'nope'], { encoding: 'utf8' });

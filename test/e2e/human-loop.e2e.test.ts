@@ -68,9 +68,17 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
       body: { key: 'refunds', name: 'Refunds', defaults: { approvers: ['ann@example.com', 'bob@example.com'], approvalsRequired: 1 } },
     });
     expect(res.status).toBe(201);
-    const id = await open({ externalRunId: 'run-mail', stepRef: 'approve-refund', policy: 'refunds', context: { title: 'Refund order 1042', prompt: 'Refund 120 EUR?', blocks: [{ kind: 'text', text: 'Customer asked twice' }] } });
+    const id = await open({
+      externalRunId: 'run-mail',
+      stepRef: 'approve-refund',
+      policy: 'refunds',
+      context: { title: 'Refund order 1042', prompt: 'Refund 120 EUR?', blocks: [{ kind: 'text', text: 'Customer asked twice' }] },
+    });
 
-    const [annMail] = await waitFor(() => (mailsTo('ann@example.com', 'Refund order 1042').length ? mailsTo('ann@example.com', 'Refund order 1042') : null), { timeoutMs: 15_000, what: 'mail to ann' });
+    const [annMail] = await waitFor(() => (mailsTo('ann@example.com', 'Refund order 1042').length ? mailsTo('ann@example.com', 'Refund order 1042') : null), {
+      timeoutMs: 15_000,
+      what: 'mail to ann',
+    });
     await waitFor(() => mailsTo('bob@example.com', 'Refund order 1042').length === 1, { timeoutMs: 15_000, what: 'mail to bob' });
     expect(annMail.subject).toContain('Refund order 1042');
     expect(annMail.body).toContain('Customer asked twice');
@@ -85,7 +93,10 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
     expect((await read(id)).status).toBe('PENDING');
 
     const token = new URL(links.approve!).searchParams.get('token')!;
-    const confirm = await stack.http('POST', local(links.approve!), { rawBody: `token=${encodeURIComponent(token)}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+    const confirm = await stack.http('POST', local(links.approve!), {
+      rawBody: `token=${encodeURIComponent(token)}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
     expect(confirm.status).toBe(200);
     const d = await read(id);
     expect(d.status).toBe('APPROVED');
@@ -96,7 +107,15 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
     expect(resume.body).toMatchObject({
       name: 'approval/decision.resolved',
       id: expect.any(String),
-      data: { decisionId: id, externalRunId: 'run-mail', stepRef: 'approve-refund', status: 'APPROVED', approved: true, decidedBy: 'ann@example.com', policyVersion: 1 },
+      data: {
+        decisionId: id,
+        externalRunId: 'run-mail',
+        stepRef: 'approve-refund',
+        status: 'APPROVED',
+        approved: true,
+        decidedBy: 'ann@example.com',
+        policyVersion: 1,
+      },
     });
     await new Promise((r) => setTimeout(r, 1000));
     expect(resumesFor(id)).toHaveLength(1);
@@ -106,10 +125,16 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
     const admin = stack.session({ org, email: 'admin@example.com', role: 'admin' });
     const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: 'henry@example.com' } });
     expect(reg.status).toBe(201);
-    const verified = await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { channel: 'email', endpoint: 'henry.private@example.com' } });
+    const verified = await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, {
+      token: admin,
+      body: { channel: 'email', endpoint: 'henry.private@example.com' },
+    });
     expect(verified.status).toBe(200);
     const id = await open({ externalRunId: 'run-other-mailbox', stepRef: 's', approvers: ['henry@example.com'], context: { title: 'Other mailbox' } });
-    const [mail] = await waitFor(() => (mailsTo('henry.private@example.com', 'Other mailbox').length ? mailsTo('henry.private@example.com', 'Other mailbox') : null), { timeoutMs: 15_000, what: 'mail to the private mailbox' });
+    const [mail] = await waitFor(
+      () => (mailsTo('henry.private@example.com', 'Other mailbox').length ? mailsTo('henry.private@example.com', 'Other mailbox') : null),
+      { timeoutMs: 15_000, what: 'mail to the private mailbox' },
+    );
     expect(actionLinks(mail)).toEqual({});
     expect(mail.body).toContain(`/app/decisions/${id}`);
     expect(await read(id)).toMatchObject({ status: 'PENDING' });
@@ -121,17 +146,30 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
 
   it('a 4 s timeout reminds at 3 s and expires at 4 s, never earlier, and resumes with approved: false', async () => {
     const t0 = Date.now();
-    const id = await open({ externalRunId: 'run-timeout', stepRef: 's', approvers: ['cat@example.com'], assigneeEmail: 'cat@example.com', timeoutSec: 4, context: { title: 'Timeout case' } });
+    const id = await open({
+      externalRunId: 'run-timeout',
+      stepRef: 's',
+      approvers: ['cat@example.com'],
+      assigneeEmail: 'cat@example.com',
+      timeoutSec: 4,
+      context: { title: 'Timeout case' },
+    });
     const created = new Date((await read(id)).createdAt).getTime();
 
-    const reminder = await waitFor(() => smtp.mails.find((m: Mail) => m.to.includes('cat@example.com') && m.subject.startsWith('Reminder')), { timeoutMs: 10_000, what: 'reminder mail' });
+    const reminder = await waitFor(() => smtp.mails.find((m: Mail) => m.to.includes('cat@example.com') && m.subject.startsWith('Reminder')), {
+      timeoutMs: 10_000,
+      what: 'reminder mail',
+    });
     // Never early; how late on a busy machine is the bench's business (docs/performance.md).
     expect(reminder.receivedAt - created).toBeGreaterThanOrEqual(2900);
 
-    const expired = await waitFor(async () => {
-      const d = await read(id);
-      return d.status === 'EXPIRED' ? d : null;
-    }, { timeoutMs: 10_000, what: 'EXPIRED' });
+    const expired = await waitFor(
+      async () => {
+        const d = await read(id);
+        return d.status === 'EXPIRED' ? d : null;
+      },
+      { timeoutMs: 10_000, what: 'EXPIRED' },
+    );
     const lag = new Date(expired.resolvedAt).getTime() - new Date(expired.expiresAt).getTime();
     expect(lag).toBeGreaterThanOrEqual(0); // never early
     expect(Date.now() - t0).toBeGreaterThanOrEqual(4000);
@@ -143,11 +181,16 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
     expect(full.body.timeline.filter((t: { type: string }) => t.type === 'reminded')).toHaveLength(1);
     expect(full.body.timeline.filter((t: { type: string }) => t.type === 'expired')).toHaveLength(1);
     // the first notice and the reminder went out by email: both are on the timeline
-    await waitFor(async () => {
-      const again = await stack.http('GET', `/v1/decisions/${id}`, { token: session });
-      const sent = again.body.timeline.filter((t: { type: string }) => t.type === 'notified').map((t: { kind: string; channel: string; to: string }) => `${t.kind}:${t.channel}:${t.to}`);
-      return sent.sort().join() === 'notify:email:cat@example.com,remind:email:cat@example.com';
-    }, { timeoutMs: 10_000, what: 'notified entries for the notice and the reminder' });
+    await waitFor(
+      async () => {
+        const again = await stack.http('GET', `/v1/decisions/${id}`, { token: session });
+        const sent = again.body.timeline
+          .filter((t: { type: string }) => t.type === 'notified')
+          .map((t: { kind: string; channel: string; to: string }) => `${t.kind}:${t.channel}:${t.to}`);
+        return sent.sort().join() === 'notify:email:cat@example.com,remind:email:cat@example.com';
+      },
+      { timeoutMs: 10_000, what: 'notified entries for the notice and the reminder' },
+    );
   });
 
   it('two scheduler replicas fire each timer once', async () => {
@@ -163,7 +206,9 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
     });
     try {
       await stack.startService('scheduler', { SCHEDULER_POLL_MS: '50' });
-      const ids = await Promise.all(Array.from({ length: 20 }, (_, i) => open({ externalRunId: `run-replicas-${i}`, stepRef: 's', approvers: ['dan@example.com'], timeoutSec: 2 })));
+      const ids = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => open({ externalRunId: `run-replicas-${i}`, stepRef: 's', approvers: ['dan@example.com'], timeoutSec: 2 })),
+      );
       await waitFor(async () => (await Promise.all(ids.map(read))).every((d) => d.status === 'EXPIRED'), { timeoutMs: 20_000, what: 'all expired' });
       await waitFor(() => ids.every((id) => resumesFor(id).length >= 1), { timeoutMs: 15_000, what: 'all resumes' });
       await new Promise((r) => setTimeout(r, 1000));
@@ -189,7 +234,16 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
     // A real notifier process, so it can really be killed (SIGKILL: no graceful anything).
     const main = join(__dirname, '..', '..', 'services', 'notifier', 'dist', 'main.js');
     const child: ChildProcess = spawn(process.execPath, [main], {
-      env: { ...process.env, ...stack.env, SMTP_URL: smtp.url, ENGINE_A_URL: engine.url, ENGINE_A_EVENT_KEY: 'test-key', DELIVERY_POLL_MS: '100', DELIVERY_LEASE_SEC: '2', LOG_LEVEL: 'silent' },
+      env: {
+        ...process.env,
+        ...stack.env,
+        SMTP_URL: smtp.url,
+        ENGINE_A_URL: engine.url,
+        ENGINE_A_EVENT_KEY: 'test-key',
+        DELIVERY_POLL_MS: '100',
+        DELIVERY_LEASE_SEC: '2',
+        LOG_LEVEL: 'silent',
+      },
       stdio: 'ignore',
     });
     const exited = new Promise((resolve) => child.once('exit', resolve));

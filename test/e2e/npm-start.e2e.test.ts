@@ -68,7 +68,14 @@ const launched: Started[] = [];
 async function launch(extraEnv: Record<string, string>, sharedDataDir?: string, viaNpm = false): Promise<Started> {
   const dataDir = sharedDataDir ?? mkdtempSync(join(tmpdir(), 'approvals-npm-start-'));
   const [port, natsPort] = await distinctFreePorts(2);
-  const env: NodeJS.ProcessEnv = { ...process.env, APPROVALS_DATA_DIR: dataDir, PORT: String(port), EMBEDDED_NATS_PORT: String(natsPort), LOG_LEVEL: 'warn', ...extraEnv };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    APPROVALS_DATA_DIR: dataDir,
+    PORT: String(port),
+    EMBEDDED_NATS_PORT: String(natsPort),
+    LOG_LEVEL: 'warn',
+    ...extraEnv,
+  };
   for (const k of ['NATS_URL', 'AUTH_JWT_SECRET', 'PUBLIC_BASE_URL', 'NODE_ENV', 'GOGC', 'GOMAXPROCS']) delete env[k]; // jest sets NODE_ENV; a user's shell does not (GOGC, GOMAXPROCS: the embedded NATS's defaults are checked)
   if (!extraEnv.DATABASE_URL) delete env.DATABASE_URL;
   // detached: its own process group, so afterAll can kill the supervisor, the services and nats-server at once.
@@ -140,7 +147,12 @@ async function interruptAndCheck(s: Started, target: 'process' | 'group', signal
   expect(s.output()).toMatch(/\[start\] stopped/);
   if (signal !== 'SIGINT') expect(s.output()).toContain(`${signal}: stopping services`);
   // nothing listens any more: fetch itself fails
-  expect(await http(s.baseUrl, 'GET', '/health').then((r) => r.status, (err: Error) => err.name)).toBe('TypeError');
+  expect(
+    await http(s.baseUrl, 'GET', '/health').then(
+      (r) => r.status,
+      (err: Error) => err.name,
+    ),
+  ).toBe('TypeError');
   // the services and nats-server (same process group) are gone too
   await waitFor(() => !processGroupAlive(s.pid), { timeoutMs: 5000, what: 'every process of npm start to exit' });
   expect(existsSync(join(s.dataDir, 'runtime.json'))).toBe(false);
@@ -179,11 +191,16 @@ describe('npm start (process level)', () => {
      */
     const admin = (args: string[]) =>
       new Promise<string>((resolve, reject) => {
-        execFile(process.execPath, [ADMIN, ...args], { cwd: ROOT, env: { ...s.env, ADMIN_SKIP_BUILD: '1' }, encoding: 'utf8', timeout: 30_000 }, (err, stdout, stderr) => {
-          if (err) return reject(new Error(`admin ${args.join(' ')} exited ${err.code ?? err.signal}: ${stderr}`));
-          const lines = stdout.trim().split('\n');
-          resolve(lines[lines.length - 1]!);
-        });
+        execFile(
+          process.execPath,
+          [ADMIN, ...args],
+          { cwd: ROOT, env: { ...s.env, ADMIN_SKIP_BUILD: '1' }, encoding: 'utf8', timeout: 30_000 },
+          (err, stdout, stderr) => {
+            if (err) return reject(new Error(`admin ${args.join(' ')} exited ${err.code ?? err.signal}: ${stderr}`));
+            const lines = stdout.trim().split('\n');
+            resolve(lines[lines.length - 1]!);
+          },
+        );
       });
 
     // ---- up: /health 200 with every service, and the base URL printed
@@ -191,7 +208,16 @@ describe('npm start (process level)', () => {
     // each service is its own process, run with the services' Node flags (no memory reducer)
     const group = processesOf(s.pid);
     const serviceArgv = group.map((p) => p.argv).filter((argv) => argv.some((a) => a.endsWith(join('dist', 'main.js'))));
-    expect(serviceArgv.map((argv) => argv.find((a) => a.endsWith(join('dist', 'main.js')))!.split('/').at(-3)).sort()).toEqual([...SERVICES].sort());
+    expect(
+      serviceArgv
+        .map((argv) =>
+          argv
+            .find((a) => a.endsWith(join('dist', 'main.js')))!
+            .split('/')
+            .at(-3),
+        )
+        .sort(),
+    ).toEqual([...SERVICES].sort());
     for (const argv of serviceArgv) expect(argv.slice(1, 1 + SERVICE_NODE_FLAGS.length)).toEqual(SERVICE_NODE_FLAGS);
     // and the embedded nats-server with its collector's target and one Go processor
     const natsServer = group.filter((p) => p.argv[0]?.endsWith('nats-server'));
@@ -209,11 +235,20 @@ describe('npm start (process level)', () => {
     const users = JSON.parse(readFileSync(join(s.dataDir, 'nats-auth.json'), 'utf8'));
     expect(Object.keys(users).sort()).toEqual(['admin', ...SERVICES].sort());
     await expect(connect({ servers: `nats://127.0.0.1:${s.env.EMBEDDED_NATS_PORT}`, reconnect: false })).rejects.toThrow(/Authorization/i);
-    const asNotifier = await connect({ servers: `nats://127.0.0.1:${s.env.EMBEDDED_NATS_PORT}`, user: 'notifier', pass: users.notifier.password, reconnect: false });
+    const asNotifier = await connect({
+      servers: `nats://127.0.0.1:${s.env.EMBEDDED_NATS_PORT}`,
+      user: 'notifier',
+      pass: users.notifier.password,
+      reconnect: false,
+    });
     await expect(asNotifier.request('svc.decisions.surface_vote', '{}', { timeout: 2000 })).rejects.toThrow(/Permission/i);
     await asNotifier.close();
     const secrets = JSON.parse(readFileSync(join(s.dataDir, 'secrets.json'), 'utf8'));
-    expect(secrets).toEqual({ AUTH_JWT_SECRET: expect.any(String), SECRETS_KEY: expect.any(String), RECEIPT_SIGNING_KEY: expect.stringContaining('-----BEGIN PRIVATE KEY-----') });
+    expect(secrets).toEqual({
+      AUTH_JWT_SECRET: expect.any(String),
+      SECRETS_KEY: expect.any(String),
+      RECEIPT_SIGNING_KEY: expect.stringContaining('-----BEGIN PRIVATE KEY-----'),
+    });
     // The receipt key npm start generated signs: its public key is the JWKS's (docs/receipts.md).
     const receiptKeys = await get('/.well-known/jwks.json');
     expect(receiptKeys.status).toBe(200);
@@ -222,7 +257,12 @@ describe('npm start (process level)', () => {
 
     // ---- bootstrap: one JSON line, the key works on a worker route
     const boot = JSON.parse(await admin(['bootstrap', '--org', 'e2e-org', '--email', 'admin@e2e.test']));
-    expect(boot).toEqual({ orgId: 'e2e-org', sessionToken: expect.any(String), apiKey: expect.stringMatching(/^ak_/), signInUrl: `http://localhost:${s.port}/app/login#token=${boot.sessionToken}` });
+    expect(boot).toEqual({
+      orgId: 'e2e-org',
+      sessionToken: expect.any(String),
+      apiKey: expect.stringMatching(/^ak_/),
+      signInUrl: `http://localhost:${s.port}/app/login#token=${boot.sessionToken}`,
+    });
     // The web app is served by the same process, built by npm start.
     const appPage = await fetch(`http://localhost:${s.port}/app/`);
     expect(appPage.status).toBe(200);
@@ -236,7 +276,11 @@ describe('npm start (process level)', () => {
 
     // a context contract is checked by the built decisions process (in its worker threads)
     const post = async (path: string, body: unknown) => {
-      const res = await fetch(`${s.baseUrl}${path}`, { method: 'POST', headers: { authorization: `Bearer ${boot.apiKey}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(`${s.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${boot.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       return { status: res.status, body: (await res.json()) as any };
     };
     const policy = await post('/v1/worker/policies', {
@@ -248,7 +292,13 @@ describe('npm start (process level)', () => {
     expect(policy.status).toBe(201);
     const refused = await post('/v1/worker/decisions', { engine: 'api', externalRunId: 'r1', stepRef: 's', policy: 'refunds', context: { data: {} } });
     expect(refused).toEqual({ status: 422, body: expect.objectContaining({ error: 'context_contract_violation', violations: ['amount: is required'] }) });
-    const opened = await post('/v1/worker/decisions', { engine: 'api', externalRunId: 'r1', stepRef: 's', policy: 'refunds', context: { data: { amount: 12 } } });
+    const opened = await post('/v1/worker/decisions', {
+      engine: 'api',
+      externalRunId: 'r1',
+      stepRef: 's',
+      policy: 'refunds',
+      context: { data: { amount: 12 } },
+    });
     expect(opened.status).toBe(201);
 
     // ---- session: an admin token
@@ -296,7 +346,10 @@ describe('npm start (process level)', () => {
     const killed = postmasterPid();
     process.kill(killed, 'SIGKILL');
     await waitFor(() => s.output().includes(`embedded PostgreSQL (pid ${killed}) stopped; restarting it in `), { timeoutMs: 10_000, what: 'the stop noticed' });
-    const restarted = await waitFor(() => /embedded PostgreSQL restarted \(pid (\d+)\)/.exec(s.output()), { timeoutMs: 90_000, what: 'PostgreSQL started again' });
+    const restarted = await waitFor(() => /embedded PostgreSQL restarted \(pid (\d+)\)/.exec(s.output()), {
+      timeoutMs: 90_000,
+      what: 'PostgreSQL started again',
+    });
     expect(Number(restarted[1])).not.toBe(killed);
     expect(postmasterPid()).toBe(Number(restarted[1]));
     const health = await waitFor(

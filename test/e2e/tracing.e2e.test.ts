@@ -62,7 +62,7 @@ describe('distributed traces', () => {
   const traceOf = (traceId: string) => spans.filter((s) => s.traceId === traceId);
   const names = (traceId: string) => traceOf(traceId).map((s) => s.name);
 
-  it('a create continues the caller\'s trace: gateway → decisions → policies → outbox → notifier', async () => {
+  it("a create continues the caller's trace: gateway → decisions → policies → outbox → notifier", async () => {
     const { apiKey } = await stack.newOrg();
     const traceId = '4bf92f3577b34da6a3ce929d0e0e4736';
     const res = await stack.http('POST', '/v1/worker/decisions', {
@@ -71,10 +71,18 @@ describe('distributed traces', () => {
       body: { externalRunId: 'trace-run', stepRef: 's', approvers: ['a@example.com'], engine: 'engineA' },
     });
     expect(res.status).toBe(201);
-    await waitFor(() => names(traceId).some((n) => n.startsWith('notifier-decision-created')), { timeoutMs: 15_000, what: `the notifier's span in ${JSON.stringify(names(traceId))}` });
+    await waitFor(() => names(traceId).some((n) => n.startsWith('notifier-decision-created')), {
+      timeoutMs: 15_000,
+      what: `the notifier's span in ${JSON.stringify(names(traceId))}`,
+    });
     const got = names(traceId);
     expect(got).toEqual(
-      expect.arrayContaining(['POST /v1/worker/decisions', 'svc.decisions.create', 'svc.policies.resolve_adhoc', 'notifier-decision-created evt.decision.created']),
+      expect.arrayContaining([
+        'POST /v1/worker/decisions',
+        'svc.decisions.create',
+        'svc.policies.resolve_adhoc',
+        'notifier-decision-created evt.decision.created',
+      ]),
     );
     // Spans nest: the service's span is a child of the gateway's bus request.
     const byId = new Map(traceOf(traceId).map((s) => [s.spanId, s]));
@@ -82,9 +90,12 @@ describe('distributed traces', () => {
     expect(create).toBeDefined();
   });
 
-  it('a vote\'s trace reaches the engine: the resume is sent with its traceparent', async () => {
+  it("a vote's trace reaches the engine: the resume is sent with its traceparent", async () => {
     const { apiKey, org } = await stack.newOrg();
-    const created = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: 'trace-vote', stepRef: 's', approvers: ['a@example.com'], engine: 'engineA' } });
+    const created = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { externalRunId: 'trace-vote', stepRef: 's', approvers: ['a@example.com'], engine: 'engineA' },
+    });
     const traceId = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
     const vote = await stack.http('POST', `/v1/decisions/${created.body.decisionId}/decide`, {
       token: stack.session({ org, email: 'a@example.com' }),
@@ -92,10 +103,18 @@ describe('distributed traces', () => {
       body: { decision: 'approve' },
     });
     expect(vote.status).toBe(200);
-    const resume = await waitFor(() => engine.requests.find((r) => r.body?.data?.decisionId === created.body.decisionId), { timeoutMs: 15_000, what: 'the resume' });
+    const resume = await waitFor(() => engine.requests.find((r) => r.body?.data?.decisionId === created.body.decisionId), {
+      timeoutMs: 15_000,
+      what: 'the resume',
+    });
     expect(String(resume!.headers.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-01$`));
-    await waitFor(() => names(traceId).includes('deliver resume engineA'), { timeoutMs: 15_000, what: `the delivery span in ${JSON.stringify(names(traceId))}` });
-    expect(names(traceId)).toEqual(expect.arrayContaining(['POST /v1/decisions/:id/decide', 'notifier-decision-resolved evt.decision.resolved', 'deliver resume engineA']));
+    await waitFor(() => names(traceId).includes('deliver resume engineA'), {
+      timeoutMs: 15_000,
+      what: `the delivery span in ${JSON.stringify(names(traceId))}`,
+    });
+    expect(names(traceId)).toEqual(
+      expect.arrayContaining(['POST /v1/decisions/:id/decide', 'notifier-decision-resolved evt.decision.resolved', 'deliver resume engineA']),
+    );
   });
 
   it('log lines written inside a traced operation carry its trace and span ids', async () => {

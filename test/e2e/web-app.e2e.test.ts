@@ -34,7 +34,9 @@ describe('web app in Chromium', () => {
       req.on('end', () => {
         const body = JSON.parse(raw || '{}') as { messages?: Array<{ content: string }> };
         const feedback = body.messages?.at(-1)?.content.split('Feedback:\n')[1] ?? '';
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ choices: [{ message: { content: `Dear customer, (revised: ${feedback.trim()})` } }] }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ choices: [{ message: { content: `Dear customer, (revised: ${feedback.trim()})` } }] }));
       });
     });
     await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
@@ -42,7 +44,16 @@ describe('web app in Chromium', () => {
     ({ org, admin, apiKey } = await stack.newOrg());
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   });
   afterAll(async () => {
@@ -73,7 +84,14 @@ describe('web app in Chromium', () => {
           title: `Refund order ${run}`,
           prompt: 'Refund the customer?',
           blocks: [
-            { kind: 'fields', title: 'Order', fields: [{ label: 'Amount', value: '$40.00' }, { label: 'Customer', value: 'ACME Corp' }] },
+            {
+              kind: 'fields',
+              title: 'Order',
+              fields: [
+                { label: 'Amount', value: '$40.00' },
+                { label: 'Customer', value: 'ACME Corp' },
+              ],
+            },
             { kind: 'tool_call', tool: 'stripe.refund', args: { amount: 4000 } },
             { kind: 'diff', before: 'status: paid', after: 'status: refunded' },
           ],
@@ -107,7 +125,13 @@ describe('web app in Chromium', () => {
 
   it('reviewer: inbox → decision → choose an answer → Approve; the API shows APPROVED with the answer', async () => {
     const id = await openDecision('web-1', {
-      responseSpec: { type: 'select', options: [{ id: 'full', label: 'Full refund' }, { id: 'partial', label: 'Partial refund' }] },
+      responseSpec: {
+        type: 'select',
+        options: [
+          { id: 'full', label: 'Full refund' },
+          { id: 'partial', label: 'Partial refund' },
+        ],
+      },
     });
     const { page, ctx } = await open(stack.session({ org, email: REVIEWER }));
     await page.getByRole('link', { name: 'Refund order web-1' }).click();
@@ -132,18 +156,32 @@ describe('web app in Chromium', () => {
     expect(download.suggestedFilename()).toBe(`receipt-${id}.jws`);
     const jws = readFileSync((await download.path())!, 'utf8');
     const jwks = (await stack.http('GET', '/.well-known/jwks.json')).body;
-    await expect(verifyReceipt(jws, { jwks })).resolves.toMatchObject({ sub: id, status: 'APPROVED', votes: [{ voter: REVIEWER, decision: 'approve', note: 'half now' }] });
+    await expect(verifyReceipt(jws, { jwks })).resolves.toMatchObject({
+      sub: id,
+      status: 'APPROVED',
+      votes: [{ voter: REVIEWER, decision: 'approve', note: 'half now' }],
+    });
     await ctx.close();
   });
 
   it('reviewer: edits and saves the draft, then refines it with the model', async () => {
-    expect((await stack.http('PUT', '/v1/settings/llm', { token: admin, body: { baseUrl: `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`, model: 'stand-in' } })).status).toBe(200);
+    expect(
+      (
+        await stack.http('PUT', '/v1/settings/llm', {
+          token: admin,
+          body: { baseUrl: `http://127.0.0.1:${(model.address() as AddressInfo).port}/v1`, model: 'stand-in' },
+        })
+      ).status,
+    ).toBe(200);
     const id = await openDecision('web-2', { proposedOutput: { title: 'Reply', content: 'Dear customer, no.' } });
     const { page, ctx } = await open(stack.session({ org, email: REVIEWER }), `/app/decisions/${id}`);
     const draft = page.getByLabel('Draft text');
     await draft.fill('Dear customer, yes.');
     await page.getByRole('button', { name: 'Save draft' }).click();
-    await waitFor(async () => (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body.refinedOutput?.content === 'Dear customer, yes.' || null, { what: 'draft saved' });
+    await waitFor(
+      async () => (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body.refinedOutput?.content === 'Dear customer, yes.' || null,
+      { what: 'draft saved' },
+    );
     await page.getByLabel('Feedback for the model').fill('be warmer');
     await page.getByRole('button', { name: 'Refine with the model' }).click();
     await waitFor(async () => ((await draft.inputValue()).includes('revised: be warmer') ? true : null), { what: 'the refined draft in the editor' });
@@ -181,8 +219,17 @@ describe('web app in Chromium', () => {
 
   it('operator: policy version history and a side-by-side compare', async () => {
     const key = `web-policy-${Date.now()}`;
-    expect((await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'Refunds', defaults: { approvers: ['a@example.com'] } } })).status).toBe(201);
-    expect((await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'Refunds', defaults: { approvers: ['a@example.com', 'b@example.com'] }, timeoutSec: 3600 } })).status).toBe(200);
+    expect(
+      (await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'Refunds', defaults: { approvers: ['a@example.com'] } } })).status,
+    ).toBe(201);
+    expect(
+      (
+        await stack.http('POST', '/v1/policies/', {
+          token: admin,
+          body: { key, name: 'Refunds', defaults: { approvers: ['a@example.com', 'b@example.com'] }, timeoutSec: 3600 },
+        })
+      ).status,
+    ).toBe(200);
     const { page, ctx } = await open(admin, '/app/policies');
     await page.getByRole('link', { name: 'Refunds' }).first().click();
     await page.getByRole('button', { name: 'Compare v1 with v2' }).click();
@@ -211,7 +258,7 @@ describe('web app in Chromium', () => {
     await ctx.close();
   });
 
-  it("My chat accounts: a person sees each chat provider and the state of each of their channels; the nav marks that page, not Settings", async () => {
+  it('My chat accounts: a person sees each chat provider and the state of each of their channels; the nav marks that page, not Settings', async () => {
     const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: REVIEWER, channels: [{ channel: 'sms', endpoint: '+15550177' }] } });
     expect([200, 201]).toContain(reg.status);
     // The member list decides a session's role: make the reviewer an admin there first.

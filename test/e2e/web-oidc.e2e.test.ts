@@ -25,7 +25,9 @@ describe('web app: OIDC sign-in', () => {
   function idToken(): string {
     const now = Math.floor(Date.now() / 1000);
     const header = b64url(JSON.stringify({ alg: 'RS256', typ: 'JWT', kid: 'k1' }));
-    const payload = b64url(JSON.stringify({ iss: issuer, aud: clientId, sub: 'user_oidc_1', email: 'olive@example.com', org, role: 'member', iat: now, exp: now + 600 }));
+    const payload = b64url(
+      JSON.stringify({ iss: issuer, aud: clientId, sub: 'user_oidc_1', email: 'olive@example.com', org, role: 'member', iat: now, exp: now + 600 }),
+    );
     const sig = createSign('RSA-SHA256').update(`${header}.${payload}`).sign(privateKey);
     return `${header}.${payload}.${b64url(sig)}`;
   }
@@ -33,7 +35,11 @@ describe('web app: OIDC sign-in', () => {
   beforeAll(async () => {
     idp = createServer((req, res) => {
       const url = new URL(req.url ?? '/', issuer);
-      const cors = { 'access-control-allow-origin': '*', 'access-control-allow-headers': 'content-type, authorization, dpop', 'access-control-allow-methods': 'GET, POST' };
+      const cors = {
+        'access-control-allow-origin': '*',
+        'access-control-allow-headers': 'content-type, authorization, dpop',
+        'access-control-allow-methods': 'GET, POST',
+      };
       if (req.method === 'OPTIONS') return void res.writeHead(204, cors).end();
       if (url.pathname === '/.well-known/openid-configuration') {
         return void res.writeHead(200, { 'content-type': 'application/json', ...cors }).end(
@@ -50,7 +56,9 @@ describe('web app: OIDC sign-in', () => {
         );
       }
       if (url.pathname === '/jwks') {
-        return void res.writeHead(200, { 'content-type': 'application/json', ...cors }).end(JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
+        return void res
+          .writeHead(200, { 'content-type': 'application/json', ...cors })
+          .end(JSON.stringify({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'k1', alg: 'RS256', use: 'sig' }] }));
       }
       if (url.pathname === '/authorize') {
         // The person "signs in" at once: back to the app with a code bound to the PKCE challenge.
@@ -69,10 +77,20 @@ describe('web app: OIDC sign-in', () => {
           const form = Object.fromEntries(new URLSearchParams(raw));
           grants.push(form);
           const c = codes.get(form.code ?? '');
-          const ok = c && c.redirectUri === form.redirect_uri && b64url(createHash('sha256').update(form.code_verifier ?? '').digest()) === c.challenge && form.client_id === clientId;
+          const ok =
+            c &&
+            c.redirectUri === form.redirect_uri &&
+            b64url(
+              createHash('sha256')
+                .update(form.code_verifier ?? '')
+                .digest(),
+            ) === c.challenge &&
+            form.client_id === clientId;
           if (!ok) return void res.writeHead(400, { 'content-type': 'application/json', ...cors }).end(JSON.stringify({ error: 'invalid_grant' }));
           codes.delete(form.code!);
-          res.writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store', ...cors }).end(JSON.stringify({ access_token: 'at', token_type: 'Bearer', expires_in: 600, id_token: idToken() }));
+          res
+            .writeHead(200, { 'content-type': 'application/json', 'cache-control': 'no-store', ...cors })
+            .end(JSON.stringify({ access_token: 'at', token_type: 'Bearer', expires_in: 600, id_token: idToken() }));
         });
         return;
       }
@@ -86,7 +104,10 @@ describe('web app: OIDC sign-in', () => {
       env: { AUTH_OIDC_ISSUER: issuer, AUTH_OIDC_CLIENT_ID: clientId, AUTH_JWKS_URL: `${issuer}/jwks`, AUTH_JWT_ISSUER: issuer, AUTH_JWT_AUDIENCE: clientId },
     });
     ({ org } = await stack.newOrg());
-    browser = await chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'] });
+    browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
+    });
   });
   afterAll(async () => {
     await browser?.close();

@@ -113,7 +113,20 @@ export async function startSlackStandIn(opts: { team?: { id: string; name: strin
             })
           : reply({ ok: false, error: 'invalid_code' });
       case 'auth.test':
-        return reply(authed ? { ok: true, url: 'https://acme.slack.com/', team: team.name, team_id: team.id, user: 'approvals', user_id: 'U_BOT', bot_id: 'B_APPROVALS', is_enterprise_install: false } : { ok: false, error: 'invalid_auth' });
+        return reply(
+          authed
+            ? {
+                ok: true,
+                url: 'https://acme.slack.com/',
+                team: team.name,
+                team_id: team.id,
+                user: 'approvals',
+                user_id: 'U_BOT',
+                bot_id: 'B_APPROVALS',
+                is_enterprise_install: false,
+              }
+            : { ok: false, error: 'invalid_auth' },
+        );
       case 'chat.postMessage':
         if (!authed) return reply({ ok: false, error: 'not_authed' });
         ts += 1;
@@ -214,11 +227,15 @@ export async function startDiscordStandIn(): Promise<DiscordStandIn> {
     const channel = path.match(/^\/channels\/([^/]+)$/);
     if (channel && req.method === 'GET') {
       const g = channels.get(channel[1]!);
-      return g ? reply(200, { id: channel[1], guild_id: g, type: 0, name: channel[1]!.toLowerCase() }) : reply(404, { message: 'Unknown Channel', code: 10003 });
+      return g
+        ? reply(200, { id: channel[1], guild_id: g, type: 0, name: channel[1]!.toLowerCase() })
+        : reply(404, { message: 'Unknown Channel', code: 10003 });
     }
     const member = path.match(/^\/guilds\/([^/]+)\/members\/([^/]+)$/);
     if (member && req.method === 'GET') {
-      return member[1] === guild.id && members.has(member[2]!) ? reply(200, { user: { id: member[2] }, roles: [] }) : reply(404, { message: 'Unknown Member', code: 10007 });
+      return member[1] === guild.id && members.has(member[2]!)
+        ? reply(200, { user: { id: member[2] }, roles: [] })
+        : reply(404, { message: 'Unknown Member', code: 10007 });
     }
     if (path === '/users/@me/channels' && req.method === 'POST') return reply(200, { id: `DM_${body.recipient_id}`, type: 1 });
     const msg = path.match(/^\/channels\/([^/]+)\/messages(?:\/([^/]+))?$/);

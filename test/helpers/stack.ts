@@ -50,7 +50,11 @@ export interface Stack {
   /** A fresh org with an admin session and an API key (created through the HTTP API). */
   newOrg(opts?: { roles?: string[]; org?: string }): Promise<{ org: string; admin: string; apiKey: string; keyId: string; adminEmail: string }>;
   /** `baseUrl` targets another gateway replica (default: the first gateway). */
-  http<T = any>(method: string, path: string, opts?: { token?: string; body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; baseUrl?: string }): Promise<HttpResult<T>>;
+  http<T = any>(
+    method: string,
+    path: string,
+    opts?: { token?: string; body?: unknown; rawBody?: string | Buffer; headers?: Record<string, string>; baseUrl?: string },
+  ): Promise<HttpResult<T>>;
 }
 
 type Starter = (env: Record<string, string>, clock?: Clock) => Promise<RunningService & { url?: string }>;

@@ -30,7 +30,9 @@ export async function startSmtp(): Promise<{ url: string; mails: Mail[]; stop():
       stream.on('end', () => {
         const raw = Buffer.concat(chunks).toString('utf8');
         const subjectLine = /^Subject: (.*(?:\r?\n[ \t].*)*)/m.exec(raw)?.[1] ?? '';
-        const subject = subjectLine.replace(/\r?\n[ \t]/g, ' ').replace(/=\?UTF-8\?Q\?(.*?)\?=/gi, (_, q: string) => decodeQuotedPrintable(q.replace(/_/g, ' ')));
+        const subject = subjectLine
+          .replace(/\r?\n[ \t]/g, ' ')
+          .replace(/=\?UTF-8\?Q\?(.*?)\?=/gi, (_, q: string) => decodeQuotedPrintable(q.replace(/_/g, ' ')));
         mails.push({
           from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
           to: session.envelope.rcptTo.map((r) => r.address),
@@ -61,7 +63,9 @@ export interface Recorded {
  * An HTTP server that records requests and answers 200 (or what `respond` says), for
  * engine and webhook receivers.
  */
-export async function startRecorder(respond?: (r: Recorded, res: ServerResponse) => boolean | Promise<boolean>): Promise<{ url: string; requests: Recorded[]; server: Server; stop(): Promise<void> }> {
+export async function startRecorder(
+  respond?: (r: Recorded, res: ServerResponse) => boolean | Promise<boolean>,
+): Promise<{ url: string; requests: Recorded[]; server: Server; stop(): Promise<void> }> {
   const requests: Recorded[] = [];
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];

@@ -8,7 +8,8 @@ import { join } from 'node:path';
  * `npm run format` fixes what it can; `npm run lint` is this test's check from a shell.
  */
 const ROOT = join(__dirname, '..', '..');
-const run = (bin: string, args: string[]) => spawnSync(process.execPath, [join(ROOT, 'node_modules', bin), ...args], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+const run = (bin: string, args: string[]) =>
+  spawnSync(process.execPath, [join(ROOT, 'node_modules', bin), ...args], { cwd: ROOT, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
 
 describe('lint and format', () => {
   it('eslint finds no problem', () => {

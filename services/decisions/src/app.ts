@@ -1,4 +1,17 @@
-import { contractBacklogGauge, CachedCalls, ContractEngine, SecretBox, followChanges, contractEngineOptions, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import {
+  contractBacklogGauge,
+  CachedCalls,
+  ContractEngine,
+  SecretBox,
+  followChanges,
+  contractEngineOptions,
+  createOutboundClient,
+  outboundGuard,
+  startService,
+  type Clock,
+  type Logger,
+  type RunningService,
+} from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
 import { notificationSentConsumer, notificationSkippedConsumer } from './consumers/notification-sent.consumer';

@@ -19,14 +19,16 @@ const checkedBy = (parse: (v: string) => unknown) =>
       }),
   );
 
-export const DecisionsEnv = BaseServiceEnv.extend(ContractEngineEnv.shape).extend(SecretsEnv.shape).extend({
-  /** Default monthly decision quota per org; unset means unlimited. Per-org overrides live in decisions.org_quotas. */
-  /** The Ed25519 key that signs receipts (PKCS#8 PEM); unset: receipts are refused (docs/receipts.md). */
-  RECEIPT_SIGNING_KEY: checkedBy(parseReceiptSigningKey),
-  /** Retired receipt keys' public JWKs (a JSON array or JWKS), kept in the JWKS so old receipts verify. */
-  RECEIPT_RETIRED_KEYS: checkedBy(parseRetiredKeys),
-  DECISION_QUOTA_PER_MONTH: z.coerce.number({ error: 'DECISION_QUOTA_PER_MONTH must be a number' }).int().positive().optional(),
-});
+export const DecisionsEnv = BaseServiceEnv.extend(ContractEngineEnv.shape)
+  .extend(SecretsEnv.shape)
+  .extend({
+    /** Default monthly decision quota per org; unset means unlimited. Per-org overrides live in decisions.org_quotas. */
+    /** The Ed25519 key that signs receipts (PKCS#8 PEM); unset: receipts are refused (docs/receipts.md). */
+    RECEIPT_SIGNING_KEY: checkedBy(parseReceiptSigningKey),
+    /** Retired receipt keys' public JWKs (a JSON array or JWKS), kept in the JWKS so old receipts verify. */
+    RECEIPT_RETIRED_KEYS: checkedBy(parseRetiredKeys),
+    DECISION_QUOTA_PER_MONTH: z.coerce.number({ error: 'DECISION_QUOTA_PER_MONTH must be a number' }).int().positive().optional(),
+  });
 export type DecisionsConfig = z.infer<typeof DecisionsEnv>;
 
 export function decisionsConfigFromEnv(env: Record<string, string | undefined> = process.env): DecisionsConfig {

@@ -42,7 +42,9 @@ describe('migration 20261204000000: the unused GIN index on approvers', () => {
       const plans: string[] = [];
       for (const { sql, bindings } of sent) {
         const order = [...sql.matchAll(/\$(\d+)/g)].map((m) => bindings[Number(m[1]) - 1]);
-        plans.push(JSON.stringify((await tx.raw(`EXPLAIN (COSTS OFF, FORMAT JSON) ${sql.replace(/\$\d+/g, '?')}`, order as Knex.RawBinding[])).rows[0]['QUERY PLAN']));
+        plans.push(
+          JSON.stringify((await tx.raw(`EXPLAIN (COSTS OFF, FORMAT JSON) ${sql.replace(/\$\d+/g, '?')}`, order as Knex.RawBinding[])).rows[0]['QUERY PLAN']),
+        );
       }
       return plans;
     });

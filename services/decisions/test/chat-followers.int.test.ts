@@ -27,7 +27,13 @@ describe('chat followers (the decisions service)', () => {
     });
     await surfaces.nc.flush();
   };
-  const event = (type: string, org: string, n = 1): EventEnvelope => ({ id: `evt_${org}_${type}_${n}`, type, org, occurredAt: '2026-11-26T10:00:00.000Z', data: { decisionId: `dec_${n}` } });
+  const event = (type: string, org: string, n = 1): EventEnvelope => ({
+    id: `evt_${org}_${type}_${n}`,
+    type,
+    org,
+    occurredAt: '2026-11-26T10:00:00.000Z',
+    data: { decisionId: `dec_${n}` },
+  });
   const askedAbout = (org: string) => asked.filter((o) => o === org).length;
 
   beforeAll(async () => {
@@ -52,7 +58,13 @@ describe('chat followers (the decisions service)', () => {
     expect(followers.follows('org_plain')).toBe(true);
     await waitFor(() => followers.follows('org_plain') === false, { what: 'the answer kept' });
     expect(askedAbout('org_plain')).toBe(1);
-    expect(followers.companions([event(EVENT.decisionCreated, 'org_plain', 2), event(EVENT.decisionVoteRecorded, 'org_plain', 2), event(EVENT.decisionResolved, 'org_plain', 2)])).toEqual([]);
+    expect(
+      followers.companions([
+        event(EVENT.decisionCreated, 'org_plain', 2),
+        event(EVENT.decisionVoteRecorded, 'org_plain', 2),
+        event(EVENT.decisionResolved, 'org_plain', 2),
+      ]),
+    ).toEqual([]);
     expect(askedAbout('org_plain')).toBe(1);
   });
 
@@ -60,7 +72,14 @@ describe('chat followers (the decisions service)', () => {
     installed.add('org_chat');
     followers.follows('org_chat');
     await waitFor(() => askedAbout('org_chat') === 1 && followers.size >= 2, { what: 'org_chat known' });
-    const envs = [EVENT.decisionCreated, EVENT.decisionVoteRecorded, EVENT.decisionConsumed, EVENT.decisionResolved, EVENT.decisionCancelled, EVENT.decisionEvidenceAdded].map((t) => event(t, 'org_chat', 7));
+    const envs = [
+      EVENT.decisionCreated,
+      EVENT.decisionVoteRecorded,
+      EVENT.decisionConsumed,
+      EVENT.decisionResolved,
+      EVENT.decisionCancelled,
+      EVENT.decisionEvidenceAdded,
+    ].map((t) => event(t, 'org_chat', 7));
     envs[0]!.traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
     const out = followers.companions(envs);
     expect(out.map((e) => e.data.event)).toEqual([EVENT.decisionCreated, EVENT.decisionVoteRecorded, EVENT.decisionResolved, EVENT.decisionCancelled]);

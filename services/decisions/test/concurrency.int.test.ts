@@ -68,7 +68,13 @@ describe('decisions under concurrency', () => {
     // "Events"); the deciding vote's event and the verdict, written in one statement, are
     // published together, in that order (another vote's relayed event may land between).
     const all = await stream.forDecision(stack, id);
-    expect(all.map((m) => m.subject).sort()).toEqual(['evt.decision.created', 'evt.decision.resolved', 'evt.decision.vote_recorded', 'evt.decision.vote_recorded', 'evt.decision.vote_recorded']);
+    expect(all.map((m) => m.subject).sort()).toEqual([
+      'evt.decision.created',
+      'evt.decision.resolved',
+      'evt.decision.vote_recorded',
+      'evt.decision.vote_recorded',
+      'evt.decision.vote_recorded',
+    ]);
     const votes = all.filter((m) => m.subject === 'evt.decision.vote_recorded');
     // Each vote's event carries the tally it made (filled in by the statement that counted it).
     expect(votes.map((m) => m.envelope.data.tally as { approvals: number }).sort((a, b) => a.approvals - b.approvals)).toEqual(
@@ -80,11 +86,23 @@ describe('decisions under concurrency', () => {
     const voters = votes.map((m) => m.envelope.data.voter as string);
     expect(new Set(voters).size).toBe(3);
     for (const v of voters) expect(reviewers).toContain(v);
-    expect(all[verdict]!.envelope.data).toMatchObject({ status: 'APPROVED', decidedBy: d.decidedBy, note: null, resolvedAt: d.resolvedAt, responseValue: null, externalRunId: d.externalRunId, stepRef: d.stepRef });
+    expect(all[verdict]!.envelope.data).toMatchObject({
+      status: 'APPROVED',
+      decidedBy: d.decidedBy,
+      note: null,
+      resolvedAt: d.resolvedAt,
+      responseValue: null,
+      externalRunId: d.externalRunId,
+      stepRef: d.stepRef,
+    });
     // Consumed once: the flag, one timeline entry and one event, after the verdict.
     expect((await consume(id, 'after-quorum')).status).toBe(200);
     const after = await readDecision(stack, session(reviewers[0]), id);
-    expect({ consumed: after.consumed, consumedBy: after.consumedBy, last: after.timeline.at(-1).type }).toEqual({ consumed: true, consumedBy: 'after-quorum', last: 'consumed' });
+    expect({ consumed: after.consumed, consumedBy: after.consumedBy, last: after.timeline.at(-1).type }).toEqual({
+      consumed: true,
+      consumedBy: 'after-quorum',
+      last: 'consumed',
+    });
     const subjects = (await stream.forDecision(stack, id)).map((m) => m.subject);
     expect(subjects.at(-1)).toBe('evt.decision.consumed');
     expect(subjects.filter((s) => s === 'evt.decision.consumed')).toHaveLength(1);
@@ -199,17 +217,27 @@ describe('decisions under concurrency', () => {
     // decision in both. Their deadlines are moved into the past here (their timers stay an
     // hour away), so only these bursts act on them.
     const store = new DecisionsStore(db);
-    const ids = await Promise.all(Array.from({ length: 40 }, (_, i) => openDecision(stack, apiKey, { approvers: [`burst${i}@race.example.com`], timeoutSec: 3600 })));
+    const ids = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => openDecision(stack, apiKey, { approvers: [`burst${i}@race.example.com`], timeoutSec: 3600 })),
+    );
     const items = ids.map((id) => ({ org, id }));
     const backwards = [...items].reverse();
     const now = new Date();
     const noEntry = () => ({ entry: { type: 'reminded', actor: null, at: now, data: {} }, events: [] });
 
-    const reminded = await Promise.all([store.transaction((tx) => tx.decisions.markRemindedMany(items, now, noEntry)), store.transaction((tx) => tx.decisions.markRemindedMany(backwards, now, noEntry))]);
+    const reminded = await Promise.all([
+      store.transaction((tx) => tx.decisions.markRemindedMany(items, now, noEntry)),
+      store.transaction((tx) => tx.decisions.markRemindedMany(backwards, now, noEntry)),
+    ]);
     expect(reminded[0].length + reminded[1].length).toBe(40);
 
-    await db('decisions').whereIn('id', ids).update({ expires_at: new Date(now.getTime() - 1000) });
-    const expired = await Promise.all([store.transaction((tx) => tx.decisions.expireDue(items, now)), store.transaction((tx) => tx.decisions.expireDue(backwards, now))]);
+    await db('decisions')
+      .whereIn('id', ids)
+      .update({ expires_at: new Date(now.getTime() - 1000) });
+    const expired = await Promise.all([
+      store.transaction((tx) => tx.decisions.expireDue(items, now)),
+      store.transaction((tx) => tx.decisions.expireDue(backwards, now)),
+    ]);
     expect(expired[0].expired.length + expired[1].expired.length).toBe(40);
     expect([...expired[0].notDue, ...expired[1].notDue]).toEqual([]);
 
@@ -219,12 +247,14 @@ describe('decisions under concurrency', () => {
     expect(expiredEntries.map((e) => e.decision_id).sort()).toEqual([...ids].sort());
     // One verdict on the stream for each.
     for (const id of ids) {
-      const events = await waitFor(async () => {
-        const found = await stream.forDecision(stack, id, 'evt.decision.resolved');
-        return found.length > 0 ? found : undefined;
-      }, { what: `the verdict of ${id} on the stream` });
+      const events = await waitFor(
+        async () => {
+          const found = await stream.forDecision(stack, id, 'evt.decision.resolved');
+          return found.length > 0 ? found : undefined;
+        },
+        { what: `the verdict of ${id} on the stream` },
+      );
       expect(events).toHaveLength(1);
     }
   });
 });
-

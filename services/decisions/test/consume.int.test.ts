@@ -107,7 +107,11 @@ describe('verify and consume', () => {
       const id = await approvedDecision();
       for (const factsHash of [HASH.toUpperCase(), 'abc', '', 'x'.repeat(1000)]) {
         const res = await verify(id, { factsHash });
-        expect({ factsHash, status: res.status, body: res.body }).toEqual({ factsHash, status: 200, body: { valid: false, reason: 'facts_mismatch', decisionId: id, status: 'APPROVED' } });
+        expect({ factsHash, status: res.status, body: res.body }).toEqual({
+          factsHash,
+          status: 200,
+          body: { valid: false, reason: 'facts_mismatch', decisionId: id, status: 'APPROVED' },
+        });
       }
       const long = `dec_${'x'.repeat(500)}`;
       expect((await verify(long)).body).toEqual({ valid: false, reason: 'not_found', decisionId: long });
@@ -290,11 +294,18 @@ describe('verify and consume', () => {
   describe('a policy with requireFacts', () => {
     const POLICY = 'refunds-strict';
     beforeAll(async () => {
-      const res = await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key: POLICY, name: 'Refunds (facts required)', defaults: { approvers: [REVIEWER] }, requireFacts: true } });
+      const res = await stack.http('POST', '/v1/worker/policies', {
+        token: apiKey,
+        body: { key: POLICY, name: 'Refunds (facts required)', defaults: { approvers: [REVIEWER] }, requireFacts: true },
+      });
       expect(res.status).toBe(201);
       expect(res.body.requireFacts).toBe(true);
     });
-    const create = (body: Record<string, unknown>) => stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { engine: 'api', externalRunId: `run-${Math.random().toString(36).slice(2)}`, stepRef: 'refund', policy: POLICY, ...body } });
+    const create = (body: Record<string, unknown>) =>
+      stack.http('POST', '/v1/worker/decisions', {
+        token: apiKey,
+        body: { engine: 'api', externalRunId: `run-${Math.random().toString(36).slice(2)}`, stepRef: 'refund', policy: POLICY, ...body },
+      });
 
     it('a create without factsHash answers 422 facts_required and opens nothing', async () => {
       const res = await create({});
@@ -330,14 +341,20 @@ describe('verify and consume', () => {
 
     it('a decision keeps the option it was opened under: turning it off later changes nothing for it', async () => {
       const id = (await create({ factsHash: HASH })).body.decisionId as string;
-      const off = await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key: POLICY, name: 'Refunds (facts required)', defaults: { approvers: [REVIEWER] } } });
+      const off = await stack.http('POST', '/v1/worker/policies', {
+        token: apiKey,
+        body: { key: POLICY, name: 'Refunds (facts required)', defaults: { approvers: [REVIEWER] } },
+      });
       expect(off.body).toMatchObject({ requireFacts: false });
       expect((await decide(stack, reviewer, id, { decision: 'approve' })).body.status).toBe('APPROVED');
       expectError(await consume(id, { consumer: 'refunds' }), 422, 'facts_required');
       // A new decision under the changed policy opens without facts, and consumes as the spec says.
       const loose = await create({});
       expect(loose.status).toBe(201);
-      const put = await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key: POLICY, name: 'Refunds (facts required)', defaults: { approvers: [REVIEWER] }, requireFacts: true } });
+      const put = await stack.http('POST', '/v1/worker/policies', {
+        token: apiKey,
+        body: { key: POLICY, name: 'Refunds (facts required)', defaults: { approvers: [REVIEWER] }, requireFacts: true },
+      });
       expect(put.body.requireFacts).toBe(true);
     });
   });

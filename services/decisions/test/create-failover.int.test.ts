@@ -31,7 +31,9 @@ describe('a create in flight on a killed decisions replica', () => {
   });
 
   const silentResends = async () =>
-    (await busResendsTotal.get()).values.filter((v) => v.labels.subject === SUBJECT.decisions.create && v.labels.reason === 'silent').reduce((n, v) => n + v.value, 0);
+    (await busResendsTotal.get()).values
+      .filter((v) => v.labels.subject === SUBJECT.decisions.create && v.labels.reason === 'silent')
+      .reduce((n, v) => n + v.value, 0);
 
   it('is resent to the other replica once the killed one falls silent: answered 201, one decision for the run and step', async () => {
     const { apiKey, org } = await stack.newOrg();
@@ -43,9 +45,12 @@ describe('a create in flight on a killed decisions replica', () => {
     await db.query('SELECT pg_advisory_lock(hashtext($1), hashtext($2))', [org, run]);
     const created = stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: run, stepRef: 'pay', approvers: ['a@example.com'] } });
     // A, the only replica yet, holds it: its session waits for the lock.
-    const held = await waitFor(async () => (await db.query<{ pid: number }>(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rows[0]?.pid, {
-      what: 'the create waiting in replica A',
-    });
+    const held = await waitFor(
+      async () => (await db.query<{ pid: number }>(`SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`)).rows[0]?.pid,
+      {
+        what: 'the create waiting in replica A',
+      },
+    );
 
     // B comes up while A works on it (A says so: the gateway keeps waiting), then A dies.
     const b = await stack.startService('decisions');

@@ -69,7 +69,10 @@ describe('a vote', () => {
 
   it('refuses first whoever may not vote: an API key, a non-approver, an approver disabled since', () => {
     expect(voteRuling(open(), ballot({ voter: { kind: 'apiKey' }, votedBefore: true }), clock.now())).toEqual({ kind: 'refused', why: 'API keys cannot vote' });
-    expect(voteRuling(open(), ballot({ voter: { kind: 'person', email: 'b@x.com' } }), clock.now())).toEqual({ kind: 'refused', why: 'not an approver of this decision' });
+    expect(voteRuling(open(), ballot({ voter: { kind: 'person', email: 'b@x.com' } }), clock.now())).toEqual({
+      kind: 'refused',
+      why: 'not an approver of this decision',
+    });
     expect(voteRuling(open({ status: 'APPROVED' }), ballot({ voterDisabled: true }), clock.now())).toEqual({ kind: 'refused', why: 'a disabled approver' });
   });
 
@@ -104,7 +107,17 @@ describe('a vote', () => {
 });
 
 describe('verify and consume', () => {
-  const approved = { status: 'APPROVED' as const, approvers: [], approvalsRequired: 1, rejectionsRequired: 1, factsHash: 'h', requireFacts: false, workflowRef: 'wf', stepRef: 's', consumedBy: null };
+  const approved = {
+    status: 'APPROVED' as const,
+    approvers: [],
+    approvalsRequired: 1,
+    rejectionsRequired: 1,
+    factsHash: 'h',
+    requireFacts: false,
+    workflowRef: 'wf',
+    stepRef: 's',
+    consumedBy: null,
+  };
   it('compares only what the caller sends, and lets only the first consumer (and its retries) through', () => {
     expect(refusalOf(approved, {})).toBeNull();
     expect(refusalOf({ ...approved, status: 'PENDING' }, {})).toBe('not_approved');
@@ -174,7 +187,14 @@ describe('the creation gate', () => {
   const req = (over: Partial<DecisionRequest> = {}) => ({ externalRunId: 'run', stepRef: 's', engine: 'api', policy: 'deploy', ...over }) as DecisionRequest;
 
   it('fixes approvers (without the disabled), quorum, timeout and reason from the policy', () => {
-    expect(policyGate(policy(), req())).toMatchObject({ approvers: ['a@x.com'], approvalsRequired: 1, rejectionsRequired: 1, timeoutSec: 600, reason: 'created', requiresSignature: false });
+    expect(policyGate(policy(), req())).toMatchObject({
+      approvers: ['a@x.com'],
+      approvalsRequired: 1,
+      rejectionsRequired: 1,
+      timeoutSec: 600,
+      reason: 'created',
+      requiresSignature: false,
+    });
   });
 
   it('refuses, in order: owned fields, no approvers, an assignee who cannot answer, unsatisfiable, missing signature, a stale pin', () => {
@@ -186,7 +206,9 @@ describe('the creation gate', () => {
     expect(codeOf(() => policyGate(policy({ pin: { requested: 2, current: 3, matches: false } }), req()))).toBe('policy_version_mismatch');
     expect(codeOf(() => policyGate(policy({ pin: { requested: 3, current: 3, matches: true } }), req()))).toBeUndefined();
     // Order: an unsatisfiable policy is reported before the stale pin.
-    expect(codeOf(() => policyGate(policy({ satisfiable: false, problems: ['p'], pin: { requested: 2, current: 3, matches: false } }), req()))).toBe('unsatisfiable_policy');
+    expect(codeOf(() => policyGate(policy({ satisfiable: false, problems: ['p'], pin: { requested: 2, current: 3, matches: false } }), req()))).toBe(
+      'unsatisfiable_policy',
+    );
   });
 
   it('required: false opens nothing unless a floor rule matches', () => {
@@ -204,7 +226,9 @@ describe('the creation gate', () => {
     expect(adhocGate(b, ok)).toMatchObject({ approvers: ['a@x.com'], policy: null, requiresSignature: false });
     expect(codeOf(() => adhocGate({ ...b, assigneeEmail: 'b@x.com' }, ok))).toBe('approver_required');
     expect(codeOf(() => adhocGate(b, { ...ok, approvers: [] }))).toBe('approver_required');
-    expect(codeOf(() => adhocGate(b, { ...ok, satisfiable: false, problems: ['x'], field: 'approvalsRequired', required: 2, available: 1 }))).toBe('unsatisfiable_policy');
+    expect(codeOf(() => adhocGate(b, { ...ok, satisfiable: false, problems: ['x'], field: 'approvalsRequired', required: 2, available: 1 }))).toBe(
+      'unsatisfiable_policy',
+    );
     expect(adhocGate({ ...b, required: false }, ok)).toBe('not_required');
   });
 });

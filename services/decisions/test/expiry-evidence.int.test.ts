@@ -130,7 +130,7 @@ describe('expiry, evidence and events', () => {
       expect(countType(p, 'expired')).toBe(0);
     });
 
-    it('a burst of timers (applied in batches) expires each due decision once; a voted one, another org\'s and a not-yet-due one are left as they are', async () => {
+    it("a burst of timers (applied in batches) expires each due decision once; a voted one, another org's and a not-yet-due one are left as they are", async () => {
       const due = await Promise.all(Array.from({ length: 40 }, () => openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1 })));
       const voted = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 1 });
       const early = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 4 });
@@ -168,7 +168,9 @@ describe('expiry, evidence and events', () => {
     });
 
     it('a burst of reminder timers (applied in batches) reminds each PENDING decision once, only those yet to vote; a resolved one, and one whose timer names another org, are not reminded', async () => {
-      const pending = await Promise.all(Array.from({ length: 30 }, () => openDecision(stack, apiKey, { approvers: [A, B], approvalsRequired: 2, timeoutSec: 600 })));
+      const pending = await Promise.all(
+        Array.from({ length: 30 }, () => openDecision(stack, apiKey, { approvers: [A, B], approvalsRequired: 2, timeoutSec: 600 })),
+      );
       const resolved = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 600 });
       const foreign = await openDecision(stack, apiKey, { approvers: [A], timeoutSec: 600 });
       expect((await decide(stack, a, resolved, { decision: 'approve' })).body.status).toBe('APPROVED');
@@ -233,9 +235,15 @@ describe('expiry, evidence and events', () => {
       expect((await stack.http('POST', `/v1/decisions/${id}/evidence`, { token: a, body: { kind: 'note', body: 'in time' } })).status).toBe(201);
       await untilPast((await readDecision(stack, a, id)).expiresAt);
 
-      expectError(await stack.http('POST', `/v1/decisions/${id}/evidence`, { token: a, body: { kind: 'note', body: 'too late' } }), 409, 'not_pending', { status: 'EXPIRED' });
-      expectError(await stack.http('PUT', `/v1/decisions/${id}/output`, { token: a, body: { content: 'too late' } }), 409, 'not_pending', { status: 'EXPIRED' });
-      expectError(await stack.http('POST', `/v1/decisions/${id}/refine`, { token: a, body: { feedback: 'too late' } }), 409, 'not_pending', { status: 'EXPIRED' });
+      expectError(await stack.http('POST', `/v1/decisions/${id}/evidence`, { token: a, body: { kind: 'note', body: 'too late' } }), 409, 'not_pending', {
+        status: 'EXPIRED',
+      });
+      expectError(await stack.http('PUT', `/v1/decisions/${id}/output`, { token: a, body: { content: 'too late' } }), 409, 'not_pending', {
+        status: 'EXPIRED',
+      });
+      expectError(await stack.http('POST', `/v1/decisions/${id}/refine`, { token: a, body: { feedback: 'too late' } }), 409, 'not_pending', {
+        status: 'EXPIRED',
+      });
 
       const d = await readDecision(stack, a, id);
       expect({ status: d.status, refinedOutput: d.refinedOutput, output: d.output }).toEqual({ status: 'EXPIRED', refinedOutput: null, output: proposed });
@@ -276,7 +284,11 @@ describe('expiry, evidence and events', () => {
       // a link reviewers may click is http(s), never javascript: or data:
       for (const sourceUrl of ['javascript:alert(1)', 'data:text/html,<b>x</b>', 'tickets.example.com/42']) {
         const bad = await add(id, { kind: 'link', sourceUrl });
-        expect({ sourceUrl, status: bad.status, issues: bad.body.issues }).toEqual({ sourceUrl, status: 400, issues: [{ path: 'body.sourceUrl', message: 'must be an http(s) URL' }] });
+        expect({ sourceUrl, status: bad.status, issues: bad.body.issues }).toEqual({
+          sourceUrl,
+          status: 400,
+          issues: [{ path: 'body.sourceUrl', message: 'must be an http(s) URL' }],
+        });
       }
       const link = { kind: 'link', title: 'Ticket', sourceUrl: 'https://tickets.example.com/42', sourceRef: { id: 42 } };
       const second = await add(id, link);
@@ -342,7 +354,13 @@ describe('expiry, evidence and events', () => {
         'evt.decision.consumed',
       ]);
       for (const e of events) {
-        expect(e.envelope).toEqual({ id: expect.any(String), type: e.subject, org, occurredAt: expect.stringMatching(ISO), data: expect.objectContaining({ decisionId: id }) });
+        expect(e.envelope).toEqual({
+          id: expect.any(String),
+          type: e.subject,
+          org,
+          occurredAt: expect.stringMatching(ISO),
+          data: expect.objectContaining({ decisionId: id }),
+        });
         expect(e.msgId).toBe(e.envelope.id);
       }
       expect(new Set(events.map((e) => e.envelope.id)).size).toBe(events.length);

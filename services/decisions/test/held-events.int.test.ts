@@ -46,7 +46,8 @@ describe('events published by their writer once committed', () => {
     await waitFor(async () => (await left()) === 0, { what: 'the events published and deleted' });
     const published = await stream.forDecision(stack, id);
     const subjects = published.map((m) => m.subject);
-    for (const subject of ['evt.decision.created', 'evt.decision.resolved', 'evt.decision.consumed']) expect([subject, subjects.filter((x) => x === subject).length]).toEqual([subject, 1]);
+    for (const subject of ['evt.decision.created', 'evt.decision.resolved', 'evt.decision.consumed'])
+      expect([subject, subjects.filter((x) => x === subject).length]).toEqual([subject, 1]);
     // Each message under its own event id (the Nats-Msg-Id the duplicate window keys on).
     expect(new Set(published.map((m) => m.msgId)).size).toBe(published.length);
     // The relay was never woken for them (a notification would have arrived by now).
@@ -59,9 +60,12 @@ describe('events published by their writer once committed', () => {
     const id = await openDecision(stack, apiKey, { approvers: ['a@example.com'], approvalsRequired: 1 });
     const cancelled = await stack.http('POST', `/v1/worker/decisions/${id}/cancel`, { token: apiKey, body: { note: 'held' } });
     expect(cancelled.status).toBe(200);
-    await waitFor(async () => (await pg.query(`SELECT count(*)::int AS n FROM decisions.outbox WHERE envelope->'data'->>'decisionId' = $1`, [id])).rows[0].n === 0, {
-      what: 'the cancelled event published and deleted',
-    });
+    await waitFor(
+      async () => (await pg.query(`SELECT count(*)::int AS n FROM decisions.outbox WHERE envelope->'data'->>'decisionId' = $1`, [id])).rows[0].n === 0,
+      {
+        what: 'the cancelled event published and deleted',
+      },
+    );
     const published = await stream.forDecision(stack, id);
     expect(published.filter((m) => m.subject === 'evt.decision.cancelled')).toHaveLength(1);
     await new Promise((r) => setTimeout(r, 200));

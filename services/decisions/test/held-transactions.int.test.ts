@@ -22,7 +22,12 @@ describe('events of a transaction, published by their writer after the commit', 
       published.push({ ids: envelopes.map((e) => e.id) });
     },
   };
-  const event = (n: string) => ({ subject: EVENT.decisionVoteRefused, org: 'org_h', data: { decisionId: `dec_${n}`, actor: 'a@example.com', choice: 'approve', reason: 'not_an_approver', policy: null } }) as never;
+  const event = (n: string) =>
+    ({
+      subject: EVENT.decisionVoteRefused,
+      org: 'org_h',
+      data: { decisionId: `dec_${n}`, actor: 'a@example.com', choice: 'approve', reason: 'not_an_approver', policy: null },
+    }) as never;
 
   beforeAll(async () => {
     pg = await createTestDatabase('heldtx');
@@ -87,7 +92,7 @@ describe('events of a transaction, published by their writer after the commit', 
     expect(Number((await db('outbox').whereRaw(`envelope->'data'->>'decisionId' = 'dec_inner-failed'`).count<{ n: string }[]>('* as n'))[0]!.n)).toBe(0);
   });
 
-  it('a store without a holder leaves a transaction\'s events to the relay (no lease)', async () => {
+  it("a store without a holder leaves a transaction's events to the relay (no lease)", async () => {
     const store = new DecisionsStore(db);
     let id = '';
     await store.transaction(async (tx) => {

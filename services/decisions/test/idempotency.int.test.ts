@@ -163,9 +163,13 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
 
   it('without a configured quota, usage counts the month and reports limit null', async () => {
     const fresh = await stack.newOrg();
-    for (const step of ['a', 'b']) expect((await create({ externalRunId: run('usage'), stepRef: step, approvers: ['a@example.com'] }, fresh.apiKey)).status).toBe(201);
+    for (const step of ['a', 'b'])
+      expect((await create({ externalRunId: run('usage'), stepRef: step, approvers: ['a@example.com'] }, fresh.apiKey)).status).toBe(201);
     const res = await stack.http('GET', '/v1/usage/current', { token: fresh.admin });
-    expect({ status: res.status, body: res.body }).toEqual({ status: 200, body: { period: new Date().toISOString().slice(0, 7), plan: 'default', decisions: { used: 2, limit: null } } });
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 200,
+      body: { period: new Date().toISOString().slice(0, 7), plan: 'default', decisions: { used: 2, limit: null } },
+    });
   });
 
   describe('exclusive', () => {
@@ -209,7 +213,9 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
     it('10 concurrent exclusive creates on one run with different stepRefs leave exactly one PENDING, the newest', async () => {
       const externalRunId = run('excl-race');
       const results = await Promise.all(
-        Array.from({ length: 10 }, (_, i) => create({ externalRunId, stepRef: `step-${i}`, workflowRef: externalRunId, approvers: ['alice@example.com'], exclusive: true })),
+        Array.from({ length: 10 }, (_, i) =>
+          create({ externalRunId, stepRef: `step-${i}`, workflowRef: externalRunId, approvers: ['alice@example.com'], exclusive: true }),
+        ),
       );
       expect(results.map((r) => r.status)).toEqual(Array(10).fill(201));
       const ids = results.map((r) => r.body.decisionId as string);
@@ -236,7 +242,13 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
       const externalRunId = run('mixed-race');
       const results = await Promise.all(
         Array.from({ length: 16 }, (_, i) =>
-          create({ externalRunId, stepRef: `step-${i}`, workflowRef: externalRunId, approvers: ['alice@example.com'], ...(i % 3 === 0 ? { exclusive: true } : {}) }),
+          create({
+            externalRunId,
+            stepRef: `step-${i}`,
+            workflowRef: externalRunId,
+            approvers: ['alice@example.com'],
+            ...(i % 3 === 0 ? { exclusive: true } : {}),
+          }),
         ),
       );
       expect(results.map((r) => r.status)).toEqual(Array(16).fill(201));
@@ -283,7 +295,21 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
         expect(before.events).toBe(0);
         await pg.query('BEGIN');
         const stale = new Date(firstAt - 1000).toISOString();
-        const row = { id: `dec_stale_${externalRunId}`, org_id: org, external_run_id: externalRunId, step_ref: 'b', engine: 'api', status: 'PENDING', reason: 'created', approvers: ['alice@example.com'], approvals_required: 1, rejections_required: 1, requires_signature: false, exclusive: false, created_at: stale };
+        const row = {
+          id: `dec_stale_${externalRunId}`,
+          org_id: org,
+          external_run_id: externalRunId,
+          step_ref: 'b',
+          engine: 'api',
+          status: 'PENDING',
+          reason: 'created',
+          approvers: ['alice@example.com'],
+          approvals_required: 1,
+          rejections_required: 1,
+          requires_signature: false,
+          exclusive: false,
+          created_at: stale,
+        };
         const res = await pg.query('SELECT decisions.open_decision($1::jsonb, $2::jsonb, $3::jsonb, $4, 0::smallint, NULL::int) AS r', [
           JSON.stringify(row),
           JSON.stringify({ type: 'created', actor: 'test', data: {} }),
@@ -308,8 +334,12 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
   // with statistics and without: the run's unique index, looked up by the run's key. (Its
   // cost figure is not asserted: it follows the statistics, which autovacuum may refresh
   // at any moment on a shared database.)
-  it('the check for a later create on the run has one generic plan, a lookup of the run\'s key on its unique index, with and without statistics', async () => {
-    const check = /IF EXISTS \((SELECT 1 FROM decisions\.decisions d[\s\S]*?)\) THEN/.exec(LATER_BY_KEY)![1]!.replaceAll('r.org_id', '$1').replaceAll('r.external_run_id', '$2').replaceAll('r.created_at', '$3');
+  it("the check for a later create on the run has one generic plan, a lookup of the run's key on its unique index, with and without statistics", async () => {
+    const check = /IF EXISTS \((SELECT 1 FROM decisions\.decisions d[\s\S]*?)\) THEN/
+      .exec(LATER_BY_KEY)![1]!
+      .replaceAll('r.org_id', '$1')
+      .replaceAll('r.external_run_id', '$2')
+      .replaceAll('r.created_at', '$3');
     const pg = new Client({ connectionString: stack.db.url });
     await pg.connect();
     try {
@@ -351,7 +381,12 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
     it('later policy edits and archiving do not change it, and its original approvers still settle it', async () => {
       const key = `fixed-${Date.now().toString(36)}`;
       const upsert = (body: Record<string, unknown>) => stack.http('POST', '/v1/worker/policies', { token: apiKey, body });
-      const v1 = await upsert({ key, name: 'Fixed', timeoutSec: 3600, defaults: { approvers: ['alice@example.com', 'bob@example.com'], approvalsRequired: 2 } });
+      const v1 = await upsert({
+        key,
+        name: 'Fixed',
+        timeoutSec: 3600,
+        defaults: { approvers: ['alice@example.com', 'bob@example.com'], approvalsRequired: 2 },
+      });
       expect(v1.status).toBe(201);
       expect(v1.body).toMatchObject({ version: 1 });
 
@@ -404,7 +439,12 @@ describe('idempotency, exclusive and what a decision fixes at creation', () => {
         status: 200,
         body: { recorded: true, decisionId: id, status: 'APPROVED', tally: { approvals: 2, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 } },
       });
-      expect((await workerGet(id)).body).toMatchObject({ status: 'APPROVED', decidedBy: 'bob@example.com', policyVersion: 1, policyVersionId: v1.body.versionId });
+      expect((await workerGet(id)).body).toMatchObject({
+        status: 'APPROVED',
+        decidedBy: 'bob@example.com',
+        policyVersion: 1,
+        policyVersionId: v1.body.versionId,
+      });
     });
   });
 });
@@ -413,7 +453,11 @@ describe('monthly decision quota', () => {
   let stack: Stack;
 
   beforeAll(async () => {
-    stack = await startStack({ label: 'decquota', services: ['gateway', 'policies', 'decisions'], serviceEnv: { decisions: { DECISION_QUOTA_PER_MONTH: '3' } } });
+    stack = await startStack({
+      label: 'decquota',
+      services: ['gateway', 'policies', 'decisions'],
+      serviceEnv: { decisions: { DECISION_QUOTA_PER_MONTH: '3' } },
+    });
   });
   afterAll(async () => {
     await stack?.stop();
@@ -430,7 +474,10 @@ describe('monthly decision quota', () => {
     const runId = run('quota');
     // Refusals and "not required" do not count.
     expect((await create(apiKey, { externalRunId: runId, stepRef: 'x' })).status).toBe(422);
-    expect((await create(apiKey, { externalRunId: runId, stepRef: 'x', approvers: ['a@example.com'], required: false })).body).toEqual({ approvalNeeded: false, reason: 'not_required' });
+    expect((await create(apiKey, { externalRunId: runId, stepRef: 'x', approvers: ['a@example.com'], required: false })).body).toEqual({
+      approvalNeeded: false,
+      reason: 'not_required',
+    });
 
     const made: HttpResult[] = [];
     for (const step of ['s1', 's2', 's3']) made.push(await create(apiKey, { externalRunId: runId, stepRef: step, approvers: ['a@example.com'] }));
@@ -460,7 +507,9 @@ describe('monthly decision quota', () => {
   it('concurrent creates cannot overrun the quota: 6 at once give exactly three 201 and three 402', async () => {
     const { apiKey, admin } = await stack.newOrg();
     const runId = run('quota-race');
-    const results = await Promise.all(Array.from({ length: 6 }, (_, i) => create(apiKey, { externalRunId: `${runId}-${i}`, stepRef: 's', approvers: ['a@example.com'] })));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => create(apiKey, { externalRunId: `${runId}-${i}`, stepRef: 's', approvers: ['a@example.com'] })),
+    );
     expect(results.map((r) => r.status).sort()).toEqual([201, 201, 201, 402, 402, 402]);
     for (const r of results.filter((x) => x.status === 402)) expectError(r, 402, { error: 'quota_exceeded', used: 3, limit: 3 });
     const usage = await stack.http('GET', '/v1/usage/current', { token: admin });
@@ -493,7 +542,9 @@ describe('monthly decision quota', () => {
       // An operator's "no limit" for this org (npm run admin -- quota --limit none is the default; this is unlimited).
       await pg.query(`INSERT INTO decisions.org_quotas (org_id, monthly_decision_limit, plan) VALUES ($1, NULL, 'manual')`, [org]);
       const runId = run('unlimited');
-      const made = await Promise.all(Array.from({ length: 24 }, (_, i) => create(apiKey, { externalRunId: `${runId}-${i}`, stepRef: 's', approvers: ['a@example.com'] })));
+      const made = await Promise.all(
+        Array.from({ length: 24 }, (_, i) => create(apiKey, { externalRunId: `${runId}-${i}`, stepRef: 's', approvers: ['a@example.com'] })),
+      );
       expect(made.map((r) => r.status)).toEqual(made.map(() => 201));
       const shards = await pg.query(`SELECT count(*)::int AS n, sum(decisions)::int AS total FROM decisions.usage_counters WHERE org_id = $1`, [org]);
       expect(shards.rows[0].total).toBe(24);
@@ -503,7 +554,9 @@ describe('monthly decision quota', () => {
 
       // A limit of 26: of 5 concurrent creates, exactly 2 fit, whatever shard the 24 are on.
       await pg.query(`UPDATE decisions.org_quotas SET monthly_decision_limit = 26 WHERE org_id = $1`, [org]);
-      const more = await Promise.all(Array.from({ length: 5 }, (_, i) => create(apiKey, { externalRunId: `${runId}-more-${i}`, stepRef: 's', approvers: ['a@example.com'] })));
+      const more = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => create(apiKey, { externalRunId: `${runId}-more-${i}`, stepRef: 's', approvers: ['a@example.com'] })),
+      );
       expect(more.map((r) => r.status).sort()).toEqual([201, 201, 402, 402, 402]);
       for (const r of more.filter((x) => x.status === 402)) expectError(r, 402, { error: 'quota_exceeded', used: 26, limit: 26 });
       const history = await stack.http('GET', '/v1/usage/', { token: admin });

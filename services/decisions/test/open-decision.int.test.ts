@@ -79,7 +79,13 @@ describe('opening a decision: request schema and policy gate', () => {
         aiReasoning: 'The customer was double charged.',
         blocks: [
           { kind: 'text', text: 'plain text', title: 'Summary' },
-          { kind: 'fields', fields: [{ label: 'Amount', value: '120 EUR' }, { label: 'Customer', value: 'ACME' }] },
+          {
+            kind: 'fields',
+            fields: [
+              { label: 'Amount', value: '120 EUR' },
+              { label: 'Customer', value: 'ACME' },
+            ],
+          },
           { kind: 'tool_call', tool: 'refund', args: { orderId: 42, nested: { a: [1, 2] } } },
           { kind: 'diff', before: 'old', after: 'new', title: 'Change' },
           { kind: 'ai_output', model: 'gpt-x', prompt: 'why?', output: 'because', costUsd: 0.012, tokens: 345 },
@@ -122,7 +128,17 @@ describe('opening a decision: request schema and policy gate', () => {
       await expectCreated(adHoc({ responseSpec: { type: 'approval' } }));
       await expectCreated(adHoc({ responseSpec: { type: 'text' } }));
       await expectCreated(
-        adHoc({ responseSpec: { type: 'select', options: [{ id: 'a', label: 'A', description: 'first' }, { id: 'b', label: 'B' }], min: 0, max: 2 } }),
+        adHoc({
+          responseSpec: {
+            type: 'select',
+            options: [
+              { id: 'a', label: 'A', description: 'first' },
+              { id: 'b', label: 'B' },
+            ],
+            min: 0,
+            max: 2,
+          },
+        }),
       );
       for (const engine of ['bundled', 'engineA', 'engineB', 'trigger', 'mcp', 'api']) {
         const id = await expectCreated(adHoc({ engine }));
@@ -151,12 +167,26 @@ describe('opening a decision: request schema and policy gate', () => {
     it('refuses unknown fields inside context, a block, proposedOutput, responseSpec and esign', async () => {
       expectInvalid(await create(adHoc({ context: { title: 't', subtitle: 'x' } })), 'body.context', /subtitle/);
       expectInvalid(await create(adHoc({ context: { blocks: [{ kind: 'text', text: 't', colour: 'red' }] } })), 'body.context.blocks.0', /colour/);
-      expectInvalid(await create(adHoc({ context: { blocks: [{ kind: 'fields', fields: [{ label: 'a', value: 'b', unit: 'c' }] }] } })), 'body.context.blocks.0.fields.0', /unit/);
+      expectInvalid(
+        await create(adHoc({ context: { blocks: [{ kind: 'fields', fields: [{ label: 'a', value: 'b', unit: 'c' }] }] } })),
+        'body.context.blocks.0.fields.0',
+        /unit/,
+      );
       expectInvalid(await create(adHoc({ proposedOutput: { content: 'c', author: 'me' } })), 'body.proposedOutput', /author/);
       expectInvalid(await create(adHoc({ responseSpec: { type: 'approval', label: 'ok' } })), 'body.responseSpec', /label/);
       expectInvalid(await create(adHoc({ responseSpec: { type: 'text', maxLength: 10 } })), 'body.responseSpec', /maxLength/);
       expectInvalid(
-        await create(adHoc({ responseSpec: { type: 'select', options: [{ id: 'a', label: 'A', icon: 'x' }, { id: 'b', label: 'B' }] } })),
+        await create(
+          adHoc({
+            responseSpec: {
+              type: 'select',
+              options: [
+                { id: 'a', label: 'A', icon: 'x' },
+                { id: 'b', label: 'B' },
+              ],
+            },
+          }),
+        ),
         'body.responseSpec.options.0',
         /icon/,
       );
@@ -193,8 +223,18 @@ describe('opening a decision: request schema and policy gate', () => {
         block({ kind: 'fields', fields: [{ label: 'l', value: s(2001) }] }),
         'body.context.blocks.0.fields.0.value',
       ],
-      ['diff before 8000', block({ kind: 'diff', before: s(8000), after: 'a' }), block({ kind: 'diff', before: s(8001), after: 'a' }), 'body.context.blocks.0.before'],
-      ['diff after 8000', block({ kind: 'diff', before: 'b', after: s(8000) }), block({ kind: 'diff', before: 'b', after: s(8001) }), 'body.context.blocks.0.after'],
+      [
+        'diff before 8000',
+        block({ kind: 'diff', before: s(8000), after: 'a' }),
+        block({ kind: 'diff', before: s(8001), after: 'a' }),
+        'body.context.blocks.0.before',
+      ],
+      [
+        'diff after 8000',
+        block({ kind: 'diff', before: 'b', after: s(8000) }),
+        block({ kind: 'diff', before: 'b', after: s(8001) }),
+        'body.context.blocks.0.after',
+      ],
       [
         'ai_output prompt 8000',
         block({ kind: 'ai_output', prompt: s(8000), output: 'o' }),
@@ -202,11 +242,26 @@ describe('opening a decision: request schema and policy gate', () => {
         'body.context.blocks.0.prompt',
       ],
       ['ai_output output 8000', block({ kind: 'ai_output', output: s(8000) }), block({ kind: 'ai_output', output: s(8001) }), 'body.context.blocks.0.output'],
-      ['proposedOutput.title 200', { proposedOutput: { title: s(200), content: 'c' } }, { proposedOutput: { title: s(201), content: 'c' } }, 'body.proposedOutput.title'],
+      [
+        'proposedOutput.title 200',
+        { proposedOutput: { title: s(200), content: 'c' } },
+        { proposedOutput: { title: s(201), content: 'c' } },
+        'body.proposedOutput.title',
+      ],
       ['proposedOutput.content 50000', { proposedOutput: { content: s(50000) } }, { proposedOutput: { content: s(50001) } }, 'body.proposedOutput.content'],
       ['select options 20', options(20), options(21), 'body.responseSpec.options'],
-      ['select option id 100', options(2, (i) => ({ id: i === 0 ? s(100) : 'b' })), options(2, (i) => ({ id: i === 0 ? s(101) : 'b' })), 'body.responseSpec.options.0.id'],
-      ['select option label 200', options(2, () => ({ label: s(200) })), options(2, (i) => ({ label: i === 1 ? s(201) : 'A' })), 'body.responseSpec.options.1.label'],
+      [
+        'select option id 100',
+        options(2, (i) => ({ id: i === 0 ? s(100) : 'b' })),
+        options(2, (i) => ({ id: i === 0 ? s(101) : 'b' })),
+        'body.responseSpec.options.0.id',
+      ],
+      [
+        'select option label 200',
+        options(2, () => ({ label: s(200) })),
+        options(2, (i) => ({ label: i === 1 ? s(201) : 'A' })),
+        'body.responseSpec.options.1.label',
+      ],
       [
         'select option description 500',
         options(2, () => ({ description: s(500) })),
@@ -288,7 +343,11 @@ describe('opening a decision: request schema and policy gate', () => {
     });
 
     it('a body that is not a JSON object is 400', async () => {
-      const res = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, rawBody: '{"externalRunId":', headers: { 'content-type': 'application/json' } });
+      const res = await stack.http('POST', '/v1/worker/decisions', {
+        token: apiKey,
+        rawBody: '{"externalRunId":',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(res.status).toBe(400);
       expect(res.body).toEqual({ error: 'invalid_request', message: expect.any(String), issues: [{ path: 'body', message: expect.any(String) }] });
       expectInvalid(await create([] as never), 'body');
@@ -320,7 +379,14 @@ describe('opening a decision: request schema and policy gate', () => {
     });
 
     it('unknown policy is decided before anything else the request gets wrong', async () => {
-      const res = await create({ externalRunId: run(), stepRef: 's', policy: 'missing-too', approvers: ['x@example.com'], timeoutSec: 5, assigneeEmail: 'nobody@example.com' });
+      const res = await create({
+        externalRunId: run(),
+        stepRef: 's',
+        policy: 'missing-too',
+        approvers: ['x@example.com'],
+        timeoutSec: 5,
+        assigneeEmail: 'nobody@example.com',
+      });
       expectError(res, 422, { error: 'unknown_policy', policy: 'missing-too' });
     });
 
@@ -361,18 +427,37 @@ describe('opening a decision: request schema and policy gate', () => {
         expect(saved.body.message).not.toMatch(/Maximum call stack/);
       }
       // patterns a ReDoS analyser flags are refused at save too, naming them
-      const redos = await upsertPolicy({ key: 'slow-pattern', name: 'slow', defaults: { approvers: [approver] }, contextSchema: { type: 'object', properties: { code: { type: 'string', pattern: '^(a|a)*b$' } } } });
+      const redos = await upsertPolicy({
+        key: 'slow-pattern',
+        name: 'slow',
+        defaults: { approvers: [approver] },
+        contextSchema: { type: 'object', properties: { code: { type: 'string', pattern: '^(a|a)*b$' } } },
+      });
       expect(redos.status).toBe(400);
       expect(redos.body.issues).toEqual([{ path: 'body.contextSchema', message: expect.stringMatching(/\^\(a\|a\)\*b\$.*catastrophic backtracking/) }]);
       // a contract fine for small data but too expensive for some data: refused within the budget
-      const slow = await upsertPolicy({ key: 'slow-contract', name: 'slow', defaults: { approvers: [approver] }, contextSchema: { type: 'object', properties: { rows: { type: 'array', uniqueItems: true } } } });
+      const slow = await upsertPolicy({
+        key: 'slow-contract',
+        name: 'slow',
+        defaults: { approvers: [approver] },
+        contextSchema: { type: 'object', properties: { rows: { type: 'array', uniqueItems: true } } },
+      });
       expect(slow.status).toBe(201);
       const ok = await create({ externalRunId: run(), stepRef: 's', policy: 'slow-contract', context: { data: { rows: [[1], [2]] } } });
       expect(ok.status).toBe(201);
-      const cut = await create({ externalRunId: run('slow'), stepRef: 's', policy: 'slow-contract', context: { data: { rows: Array.from({ length: 45_000 }, (_, i) => [i]) } } });
+      const cut = await create({
+        externalRunId: run('slow'),
+        stepRef: 's',
+        policy: 'slow-contract',
+        context: { data: { rows: Array.from({ length: 45_000 }, (_, i) => [i]) } },
+      });
       expectError(cut, 422, { error: 'context_contract_violation', policy: 'slow-contract', violations: [expect.stringMatching(/took longer than \d+ ms/)] });
       const mismatch = await create({ externalRunId: run(), stepRef: 's', policy: 'slow-contract', context: { data: { rows: [[1], [1]] } } });
-      expectError(mismatch, 422, { error: 'context_contract_violation', policy: 'slow-contract', violations: [expect.stringMatching(/^rows: must NOT have duplicate items/)] });
+      expectError(mismatch, 422, {
+        error: 'context_contract_violation',
+        policy: 'slow-contract',
+        violations: [expect.stringMatching(/^rows: must NOT have duplicate items/)],
+      });
     });
 
     it('context contract is checked before the fields owned by the policy', async () => {
@@ -382,7 +467,11 @@ describe('opening a decision: request schema and policy gate', () => {
 
     it('a plain number and an enriched {value, src} number both satisfy the contract', async () => {
       const plain = await create({ externalRunId: run(), stepRef: 's', policy: contractKey, context: { data: { amount: 5 } } });
-      expect({ status: plain.status, reason: plain.body.reason, policyVersion: plain.body.policyVersion }).toEqual({ status: 201, reason: 'created', policyVersion: 1 });
+      expect({ status: plain.status, reason: plain.body.reason, policyVersion: plain.body.policyVersion }).toEqual({
+        status: 201,
+        reason: 'created',
+        policyVersion: 1,
+      });
       const enriched = await create({ externalRunId: run(), stepRef: 's', policy: contractKey, context: { data: { amount: { value: 5, src: 'crm' } } } });
       expect(enriched.status).toBe(201);
       const got = await sessionGet(enriched.body.decisionId);
@@ -415,7 +504,13 @@ describe('opening a decision: request schema and policy gate', () => {
       expect(res.body.message).toContain('stranger@example.com');
       await expectNothingStored(externalRunId, 's');
 
-      const ok = await create({ externalRunId: run(), stepRef: 's', policy: contractKey, assigneeEmail: 'Quinn@Example.COM', context: { data: { amount: 1 } } });
+      const ok = await create({
+        externalRunId: run(),
+        stepRef: 's',
+        policy: contractKey,
+        assigneeEmail: 'Quinn@Example.COM',
+        context: { data: { amount: 1 } },
+      });
       expect(ok.status).toBe(201);
       expect((await workerGet(ok.body.decisionId)).body).toMatchObject({ assigneeEmail: 'quinn@example.com', approvers: [approver, 'quinn@example.com'] });
     });
@@ -429,7 +524,10 @@ describe('opening a decision: request schema and policy gate', () => {
       await expectNothingStored(externalRunId, 's');
       // saved as a draft, but check and the policy view say no decision can open under it
       const check = await stack.http('POST', '/v1/worker/policies/check', { token: apiKey, body: { keys: ['empty-one'] } });
-      expect(check.body).toEqual({ ok: false, results: [{ key: 'empty-one', status: 'unsatisfiable', reason: expect.stringMatching(/names no approvers/), approversToVerify: [] }] });
+      expect(check.body).toEqual({
+        ok: false,
+        results: [{ key: 'empty-one', status: 'unsatisfiable', reason: expect.stringMatching(/names no approvers/), approversToVerify: [] }],
+      });
       const view = await stack.http('GET', '/v1/policies/empty-one', { token: admin });
       expect(view.body.warnings).toEqual([{ code: 'no_approvers', message: expect.stringMatching(/approver_required/) }]);
     });
@@ -482,7 +580,11 @@ describe('opening a decision: request schema and policy gate', () => {
         policyVersion: 2,
         policyVersionId: v2.body.versionId,
       });
-      expect((await workerGet(current.body.decisionId)).body).toMatchObject({ policyVersion: 2, policyVersionId: v2.body.versionId, approvers: [approver, 'rae@example.com'] });
+      expect((await workerGet(current.body.decisionId)).body).toMatchObject({
+        policyVersion: 2,
+        policyVersionId: v2.body.versionId,
+        approvers: [approver, 'rae@example.com'],
+      });
 
       const unpinned = await create({ externalRunId: run(), stepRef: 's', policy: key });
       expect(unpinned.body.policyVersion).toBe(2);
@@ -501,13 +603,21 @@ describe('opening a decision: request schema and policy gate', () => {
     it('required:false still checks owned fields and approvers (the gate runs first)', async () => {
       const owned = await create({ externalRunId: run(), stepRef: 's', policy: contractKey, required: false, timeoutSec: 5, context: { data: { amount: 1 } } });
       expectError(owned, 422, { error: 'field_owned_by_policy', policy: contractKey, fields: ['timeoutSec'] });
-      expectError(await create({ externalRunId: run(), stepRef: 's', policy: 'empty-one', required: false }), 422, { error: 'approver_required', policy: 'empty-one' });
+      expectError(await create({ externalRunId: run(), stepRef: 's', policy: 'empty-one', required: false }), 422, {
+        error: 'approver_required',
+        policy: 'empty-one',
+      });
     });
 
     describe('legacy floor', () => {
       const floorKey = `floor-${Date.now().toString(36)}`;
       beforeAll(async () => {
-        const res = await upsertPolicy({ key: floorKey, name: 'Floor', defaults: { approvers: [approver] }, floor: [{ field: 'amount', op: 'gt', value: 1000 }] });
+        const res = await upsertPolicy({
+          key: floorKey,
+          name: 'Floor',
+          defaults: { approvers: [approver] },
+          floor: [{ field: 'amount', op: 'gt', value: 1000 }],
+        });
         expect(res.status).toBe(201);
       });
 
@@ -531,7 +641,13 @@ describe('opening a decision: request schema and policy gate', () => {
       });
 
       it('an enriched value is seen as its plain value by the floor', async () => {
-        const res = await create({ externalRunId: run('floor'), stepRef: 's', policy: floorKey, required: false, context: { data: { amount: { value: 2000, src: 'erp' } } } });
+        const res = await create({
+          externalRunId: run('floor'),
+          stepRef: 's',
+          policy: floorKey,
+          required: false,
+          context: { data: { amount: { value: 2000, src: 'erp' } } },
+        });
         expect({ status: res.status, reason: res.body.reason }).toEqual({ status: 201, reason: 'floor' });
       });
 
@@ -555,18 +671,36 @@ describe('opening a decision: request schema and policy gate', () => {
     it('approvers alone, assigneeEmail alone, or both: the approver set is their union; quorum defaults to 1', async () => {
       const a = await expectCreated({ externalRunId: run('adhoc'), stepRef: 's', approvers: ['Ann@Example.com', 'bob@example.com'] });
       const ga = await sessionGet(a);
-      expect(ga.body).toMatchObject({ approvers: ['ann@example.com', 'bob@example.com'], assigneeEmail: null, policy: null, policyVersion: null, policyVersionId: null });
+      expect(ga.body).toMatchObject({
+        approvers: ['ann@example.com', 'bob@example.com'],
+        assigneeEmail: null,
+        policy: null,
+        policyVersion: null,
+        policyVersionId: null,
+      });
       expect(ga.body.tally).toEqual({ approvals: 0, rejections: 0, approvalsRequired: 1, rejectionsRequired: 1 });
 
       const b = await expectCreated({ externalRunId: run('adhoc'), stepRef: 's', assigneeEmail: 'cy@example.com' });
       expect((await sessionGet(b)).body).toMatchObject({ approvers: ['cy@example.com'], assigneeEmail: 'cy@example.com' });
 
-      const c = await expectCreated({ externalRunId: run('adhoc'), stepRef: 's', approvers: ['ann@example.com'], assigneeEmail: 'dee@example.com', approvalsRequired: 2, rejectionsRequired: 2 });
+      const c = await expectCreated({
+        externalRunId: run('adhoc'),
+        stepRef: 's',
+        approvers: ['ann@example.com'],
+        assigneeEmail: 'dee@example.com',
+        approvalsRequired: 2,
+        rejectionsRequired: 2,
+      });
       const gc = await sessionGet(c);
       expect(gc.body).toMatchObject({ approvers: ['ann@example.com', 'dee@example.com'], assigneeEmail: 'dee@example.com' });
       expect(gc.body.tally).toEqual({ approvals: 0, rejections: 0, approvalsRequired: 2, rejectionsRequired: 2 });
 
-      const dup = await expectCreated({ externalRunId: run('adhoc'), stepRef: 's', approvers: ['ann@example.com', 'ANN@example.com'], assigneeEmail: 'ann@example.com' });
+      const dup = await expectCreated({
+        externalRunId: run('adhoc'),
+        stepRef: 's',
+        approvers: ['ann@example.com', 'ANN@example.com'],
+        assigneeEmail: 'ann@example.com',
+      });
       expect((await sessionGet(dup)).body.approvers).toEqual(['ann@example.com']);
     });
 
@@ -594,7 +728,10 @@ describe('opening a decision: request schema and policy gate', () => {
       expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/disable`, { token: admin })).status).toBe(200);
 
       const alone = run('zoe-alone');
-      expectError(await create({ externalRunId: alone, stepRef: 's', approvers: ['zoe@example.com'] }), 422, { error: 'approver_required', message: expect.stringMatching(/disabled/) });
+      expectError(await create({ externalRunId: alone, stepRef: 's', approvers: ['zoe@example.com'] }), 422, {
+        error: 'approver_required',
+        message: expect.stringMatching(/disabled/),
+      });
       await expectNothingStored(alone, 's');
       expectError(await create({ externalRunId: run(), stepRef: 's', approvers: ['zoe@example.com', 'amy@example.com'], approvalsRequired: 2 }), 422, {
         error: 'unsatisfiable_policy',
@@ -602,13 +739,18 @@ describe('opening a decision: request schema and policy gate', () => {
         available: 1,
         field: 'approvalsRequired',
       });
-      expectError(await create({ externalRunId: run(), stepRef: 's', approvers: ['amy@example.com'], assigneeEmail: 'zoe@example.com' }), 422, { error: 'approver_required', message: expect.stringMatching(/zoe@example.com is a disabled approver/) });
+      expectError(await create({ externalRunId: run(), stepRef: 's', approvers: ['amy@example.com'], assigneeEmail: 'zoe@example.com' }), 422, {
+        error: 'approver_required',
+        message: expect.stringMatching(/zoe@example.com is a disabled approver/),
+      });
 
       const mixed = await create({ externalRunId: run(), stepRef: 's', approvers: ['zoe@example.com', 'amy@example.com'] });
       expect(mixed.status).toBe(201);
       expect((await workerGet(mixed.body.decisionId)).body.approvers).toEqual(['amy@example.com']);
       const zoe = stack.session({ org: orgId, email: 'zoe@example.com' });
-      expectError(await stack.http('POST', `/v1/decisions/${mixed.body.decisionId}/decide`, { token: zoe, body: { decision: 'approve' } }), 403, { error: 'not_an_approver' });
+      expectError(await stack.http('POST', `/v1/decisions/${mixed.body.decisionId}/decide`, { token: zoe, body: { decision: 'approve' } }), 403, {
+        error: 'not_an_approver',
+      });
 
       // under a policy, a disabled approver cannot be the assignee either
       expect((await upsertPolicy({ key: 'with-zoe', name: 'with zoe', defaults: { approvers: ['amy@example.com', 'zoe@example.com'] } })).status).toBe(201);

@@ -37,7 +37,16 @@ describe('optimistic vote', () => {
 
   /** The verdict's columns, as a deciding vote sets them. */
   const verdict = (voter: string) => ({ status: 'APPROVED', decided_by: voter, note: null, response_value: null, resolved_at: at() });
-  const vote = (voter: string) => ({ id: `vote_test_${++n}`, voter, voterRef: null, surface: 'inbox', choice: 'approve' as const, note: null, responseValue: undefined, at: at() });
+  const vote = (voter: string) => ({
+    id: `vote_test_${++n}`,
+    voter,
+    voterRef: null,
+    surface: 'inbox',
+    choice: 'approve' as const,
+    note: null,
+    responseValue: undefined,
+    at: at(),
+  });
 
   it('a vote read before another vote came in writes nothing; through the API it is read again and counted', async () => {
     const [a, b] = emails(2);
@@ -54,7 +63,12 @@ describe('optimistic vote', () => {
 
     // Through the API, a's vote is read again: it is the second approval and decides.
     const r = await decide(stack, session(a), id, { decision: 'approve' });
-    expect(r.body).toEqual({ recorded: true, decisionId: id, status: 'APPROVED', tally: { approvals: 2, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 } });
+    expect(r.body).toEqual({
+      recorded: true,
+      decisionId: id,
+      status: 'APPROVED',
+      tally: { approvals: 2, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 },
+    });
   });
 
   it('a verdict read before the draft changed writes nothing; the verdict that holds carries the new draft', async () => {
@@ -91,7 +105,13 @@ describe('optimistic vote', () => {
       const counting = new DecisionsStore(db);
       const readForVote = counting.votes.readForVote.bind(counting.votes);
       counting.votes.readForVote = (...args: Parameters<DecisionsStore['votes']['readForVote']>) => (reads++, readForVote(...args));
-      const actions = createDecisionActions({ store: counting, bus: undefined as never, clock: { now: () => new Date() }, http: undefined as never, secrets: undefined as never });
+      const actions = createDecisionActions({
+        store: counting,
+        bus: undefined as never,
+        clock: { now: () => new Date() },
+        http: undefined as never,
+        secrets: undefined as never,
+      });
       const person = (email: string) => ({ kind: 'person' as const, email, ref: null, surface: 'inbox' });
 
       const [a, b, c, d] = emails(4);
@@ -116,7 +136,12 @@ describe('optimistic vote', () => {
       const id = await openDecision(stack, apiKey, { approvers: [a, b], approvalsRequired: 2 });
       expect((await decide(stack, session(a), id, { decision: 'approve' })).body.tally.approvals).toBe(1);
       const r = await decide(stack, session(b), id, { decision: 'approve' });
-      expect(r.body).toEqual({ recorded: true, decisionId: id, status: 'APPROVED', tally: { approvals: 2, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 } });
+      expect(r.body).toEqual({
+        recorded: true,
+        decisionId: id,
+        status: 'APPROVED',
+        tally: { approvals: 2, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 },
+      });
       const d = await readDecision(stack, session(a), id);
       expect({ status: d.status, votes: countType(d, 'vote'), resolved: countType(d, 'resolved') }).toEqual({ status: 'APPROVED', votes: 2, resolved: 1 });
     });
@@ -130,7 +155,12 @@ describe('optimistic vote', () => {
       expect(await store.votes.cast(seen.d, vote(c), null, entries(c), [])).toBe(true);
       // b's vote is the third approval: judged on the state a's vote left it would be the second.
       const r = await decide(stack, session(b), id, { decision: 'approve' });
-      expect(r.body).toEqual({ recorded: true, decisionId: id, status: 'APPROVED', tally: { approvals: 3, rejections: 0, approvalsRequired: 3, rejectionsRequired: 1 } });
+      expect(r.body).toEqual({
+        recorded: true,
+        decisionId: id,
+        status: 'APPROVED',
+        tally: { approvals: 3, rejections: 0, approvalsRequired: 3, rejectionsRequired: 1 },
+      });
     });
 
     it('a voter disabled in between is refused, and the vote is not counted', async () => {
@@ -139,14 +169,28 @@ describe('optimistic vote', () => {
       expect((await decide(stack, session(a), id, { decision: 'approve' })).body.status).toBe('PENDING');
       await store.approverStates.apply(org, b, true, at());
       const r = await decide(stack, session(b), id, { decision: 'approve' });
-      expect({ status: r.status, error: r.body.error, message: r.body.message }).toEqual({ status: 403, error: 'not_an_approver', message: expect.stringMatching(/disabled approver/) });
+      expect({ status: r.status, error: r.body.error, message: r.body.message }).toEqual({
+        status: 403,
+        error: 'not_an_approver',
+        message: expect.stringMatching(/disabled approver/),
+      });
       const d = await readDecision(stack, session(a), id);
-      expect({ status: d.status, approvals: d.tally.approvals, refused: countType(d, 'vote_refused') }).toEqual({ status: 'PENDING', approvals: 1, refused: 1 });
+      expect({ status: d.status, approvals: d.tally.approvals, refused: countType(d, 'vote_refused') }).toEqual({
+        status: 'PENDING',
+        approvals: 1,
+        refused: 1,
+      });
     });
 
     it('an earlier voter voting again is told already_voted, even with a value the kept state would refuse', async () => {
       const [a, b, c] = emails(3);
-      const select = { type: 'select', options: [{ id: 'ship', label: 'Ship it' }, { id: 'hold', label: 'Hold' }] };
+      const select = {
+        type: 'select',
+        options: [
+          { id: 'ship', label: 'Ship it' },
+          { id: 'hold', label: 'Hold' },
+        ],
+      };
       const id = await openDecision(stack, apiKey, { approvers: [a, b, c], approvalsRequired: 3, responseSpec: select });
       expect((await decide(stack, session(b), id, { decision: 'approve', responseValue: ['ship'] })).body.status).toBe('PENDING');
       // a's vote leaves the state kept here; b's earlier vote is counted in it, not known by name.

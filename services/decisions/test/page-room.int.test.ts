@@ -44,17 +44,22 @@ describe('page room for HOT updates', () => {
 
   it('a vote that decides nothing is a HOT update of the decision row', async () => {
     const hotOf = async () => {
-      const r = await pg.query(`SELECT n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot FROM pg_stat_user_tables WHERE schemaname = 'decisions' AND relname = 'decisions'`);
+      const r = await pg.query(
+        `SELECT n_tup_upd::int AS upd, n_tup_hot_upd::int AS hot FROM pg_stat_user_tables WHERE schemaname = 'decisions' AND relname = 'decisions'`,
+      );
       return r.rows[0] as { upd: number; hot: number };
     };
     const id = await openDecision(stack, apiKey, { approvers: ['a@example.com', 'b@example.com'], approvalsRequired: 2 });
     const before = await hotOf();
     expect((await decide(stack, stack.session({ org, email: 'a@example.com' }), id, { decision: 'approve' })).body.status).toBe('PENDING');
     // Statistics reach the shared counters within a second of the transaction.
-    const afterVote = await waitFor(async () => {
-      const now = await hotOf();
-      return now.upd > before.upd ? now : undefined;
-    }, { what: 'the vote counted in the statistics' });
+    const afterVote = await waitFor(
+      async () => {
+        const now = await hotOf();
+        return now.upd > before.upd ? now : undefined;
+      },
+      { what: 'the vote counted in the statistics' },
+    );
     expect(afterVote.hot - before.hot).toBe(afterVote.upd - before.upd);
   });
 });

@@ -40,7 +40,8 @@ describe('policy usage answered by the decisions service', () => {
     expect(res.status).toBe(201);
     return res.body.decisionId;
   };
-  const createdAt = async (id: string) => ((await pg.query('SELECT created_at FROM decisions.decisions WHERE id = $1', [id])).rows[0].created_at as Date).toISOString();
+  const createdAt = async (id: string) =>
+    ((await pg.query('SELECT created_at FROM decisions.decisions WHERE id = $1', [id])).rows[0].created_at as Date).toISOString();
 
   it('answers pending and last use per policy id: once per id, unknown ids unused, other orgs not counted', async () => {
     const p = await policy('usage-p');
@@ -66,7 +67,9 @@ describe('policy usage answered by the decisions service', () => {
 
   it(`refuses more than ${POLICY_USAGE_MAX} ids a request, and the policies service asks in parts of that size`, async () => {
     const ids = Array.from({ length: POLICY_USAGE_MAX + 1 }, (_, i) => `pol_many_${i}`);
-    await expect(bus.call(DecisionsEndpoints.policyUsage, { org, policyIds: ids })).rejects.toMatchObject({ code: 'invalid_request' } satisfies Partial<AppError>);
+    await expect(bus.call(DecisionsEndpoints.policyUsage, { org, policyIds: ids })).rejects.toMatchObject({
+      code: 'invalid_request',
+    } satisfies Partial<AppError>);
 
     const p = await policy('usage-many');
     await open('usage-many');

@@ -62,7 +62,14 @@ describe('reading decisions', () => {
     it('a PENDING decision with a proposed output: output is the proposed output, nothing decided yet', async () => {
       const proposedOutput = { title: 'Draft', format: 'text', content: 'Dear customer' };
       const externalRunId = run('poll');
-      const id = await created({ externalRunId, stepRef: 'reply', workflowRef: 'wf-poll', approvers: ['alice@example.com'], proposedOutput, engine: 'trigger' });
+      const id = await created({
+        externalRunId,
+        stepRef: 'reply',
+        workflowRef: 'wf-poll',
+        approvers: ['alice@example.com'],
+        proposedOutput,
+        engine: 'trigger',
+      });
       const res = await stack.http('GET', `/v1/worker/decisions/${id}`, { token: apiKey });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
@@ -99,7 +106,13 @@ describe('reading decisions', () => {
 
     it('after a refinement and an approval with a select answer: status, decidedBy, note, responseValue, refinedOutput, output', async () => {
       const proposedOutput = { title: 'Draft', format: 'markdown', content: 'v1' };
-      const responseSpec = { type: 'select', options: [{ id: 'refund', label: 'Refund' }, { id: 'credit', label: 'Credit' }] };
+      const responseSpec = {
+        type: 'select',
+        options: [
+          { id: 'refund', label: 'Refund' },
+          { id: 'credit', label: 'Credit' },
+        ],
+      };
       const id = await created({ externalRunId: run('poll'), stepRef: 's', approvers: ['alice@example.com'], proposedOutput, responseSpec });
       const refined = { content: 'v2 by the reviewer', title: 'Final', format: 'markdown' };
       const save = await stack.http('PUT', `/v1/decisions/${id}/output`, { token: stack.session({ org, email: 'alice@example.com' }), body: refined });
@@ -128,7 +141,14 @@ describe('reading decisions', () => {
       const vote = await decide(id, 'bob@example.com', { decision: 'reject', note: 'too risky', responseValue: 'see ticket 7' });
       expect(vote.body).toMatchObject({ recorded: true, status: 'REJECTED' });
       const res = await stack.http('GET', `/v1/worker/decisions/${id}`, { token: apiKey });
-      expect(res.body).toMatchObject({ status: 'REJECTED', decidedBy: 'bob@example.com', note: 'too risky', responseValue: 'see ticket 7', refinedOutput: null, output: null });
+      expect(res.body).toMatchObject({
+        status: 'REJECTED',
+        decidedBy: 'bob@example.com',
+        note: 'too risky',
+        responseValue: 'see ticket 7',
+        refinedOutput: null,
+        output: null,
+      });
     });
 
     it('an unknown id is 404 not_found; an id over 100 characters is 400', async () => {
@@ -145,7 +165,10 @@ describe('reading decisions', () => {
     beforeAll(async () => {
       ({ apiKey: inboxKey, org: inboxOrg } = await stack.newOrg());
       for (let i = 0; i < 5; i++) ids.push(await created({ externalRunId: run('inbox'), stepRef: 's', approvers: ['alice@example.com'] }, inboxKey));
-      const vote = await stack.http('POST', `/v1/decisions/${ids[1]}/decide`, { token: stack.session({ org: inboxOrg, email: 'alice@example.com' }), body: { decision: 'approve' } });
+      const vote = await stack.http('POST', `/v1/decisions/${ids[1]}/decide`, {
+        token: stack.session({ org: inboxOrg, email: 'alice@example.com' }),
+        body: { decision: 'approve' },
+      });
       expect(vote.body.status).toBe('APPROVED');
       const cancel = await stack.http('POST', `/v1/worker/decisions/${ids[3]}/cancel`, { token: inboxKey, body: { note: 'not needed' } });
       expect(cancel.body).toMatchObject({ cancelled: true, status: 'CANCELLED' });
@@ -202,8 +225,8 @@ describe('reading decisions', () => {
               n === 54
                 ? { externalRunId: 'list-none', stepRef: 's', approvers: ['dee@example.com'] }
                 : n % 2 === 0
-                ? { externalRunId: `list-${n}`, stepRef: 's', workflowRef: 'wf-a', assigneeEmail: 'ann@example.com' }
-                : { externalRunId: `list-${n}`, stepRef: 's', workflowRef: 'wf-b', approvers: ['bob@example.com', 'cy@example.com'] };
+                  ? { externalRunId: `list-${n}`, stepRef: 's', workflowRef: 'wf-a', assigneeEmail: 'ann@example.com' }
+                  : { externalRunId: `list-${n}`, stepRef: 's', workflowRef: 'wf-b', approvers: ['bob@example.com', 'cy@example.com'] };
             return created(body, listKey);
           }),
         );
@@ -216,11 +239,18 @@ describe('reading decisions', () => {
     it('default page size 50, newest first, total of all matches', async () => {
       const res = await stack.http('GET', '/v1/decisions/', { token: listAdmin });
       expect(res.status).toBe(200);
-      expect({ limit: res.body.limit, offset: res.body.offset, total: res.body.total, n: res.body.decisions.length }).toEqual({ limit: 50, offset: 0, total: 55, n: 50 });
+      expect({ limit: res.body.limit, offset: res.body.offset, total: res.body.total, n: res.body.decisions.length }).toEqual({
+        limit: 50,
+        offset: 0,
+        total: 55,
+        n: 50,
+      });
       expectNewestFirst(res.body.decisions);
       expect(res.body.decisions.map((d: { id: string }) => d.id)).toEqual(all.slice(0, 50));
       const none = await stack.http('GET', '/v1/decisions/?assignee=dee@example.com', { token: listAdmin });
-      expect(none.body.decisions.map((d: { externalRunId: string; workflowRef: string | null }) => [d.externalRunId, d.workflowRef])).toEqual([['list-none', null]]);
+      expect(none.body.decisions.map((d: { externalRunId: string; workflowRef: string | null }) => [d.externalRunId, d.workflowRef])).toEqual([
+        ['list-none', null],
+      ]);
     });
 
     it('limit and offset page through the same order', async () => {
@@ -292,7 +322,11 @@ describe('reading decisions', () => {
       const key = `read-${Date.now().toString(36)}`;
       const pol = await stack.http('POST', '/v1/worker/policies', {
         token: apiKey,
-        body: { key, name: 'Read', defaults: { approvers: ['alice@example.com', 'bob@example.com', 'cy@example.com'], approvalsRequired: 2, rejectionsRequired: 2 } },
+        body: {
+          key,
+          name: 'Read',
+          defaults: { approvers: ['alice@example.com', 'bob@example.com', 'cy@example.com'], approvalsRequired: 2, rejectionsRequired: 2 },
+        },
       });
       expect(pol.status).toBe(201);
       const externalRunId = run('get');
@@ -463,12 +497,22 @@ describe('workflow definitions', () => {
     expectInvalid(await register({ id: 'graph', steps: [{ id: 'a' }, { id: 'a' }] }), 'body.steps.1.id');
     expectInvalid(await register({ id: 'graph', steps: [{ id: 'a', dependsOn: ['ghost'] }] }), 'body.steps.0.dependsOn.0');
     expectInvalid(await register({ id: 'graph', steps: [{ id: 'a', dependsOn: ['a'] }] }), 'body.steps.0.dependsOn.0');
-    const cycle = await register({ id: 'graph', steps: [{ id: 'a', dependsOn: ['c'] }, { id: 'b', dependsOn: ['a'] }, { id: 'c', dependsOn: ['b'] }] });
+    const cycle = await register({
+      id: 'graph',
+      steps: [
+        { id: 'a', dependsOn: ['c'] },
+        { id: 'b', dependsOn: ['a'] },
+        { id: 'c', dependsOn: ['b'] },
+      ],
+    });
     expectInvalid(cycle, 'body.steps');
     expect(cycle.body.message).toMatch(/cycle: (a → c → b → a|c → b → a → c|b → a → c → b)/);
     expect((await stack.http('GET', '/v1/workflows/graph', { token: admin })).status).toBe(404);
     // a diamond is not a cycle
-    const diamond = await register({ id: 'graph', steps: [{ id: 'a' }, { id: 'b', dependsOn: ['a'] }, { id: 'c', dependsOn: ['a'] }, { id: 'd', dependsOn: ['b', 'c'] }] });
+    const diamond = await register({
+      id: 'graph',
+      steps: [{ id: 'a' }, { id: 'b', dependsOn: ['a'] }, { id: 'c', dependsOn: ['a'] }, { id: 'd', dependsOn: ['b', 'c'] }],
+    });
     expect(diamond.status).toBe(200);
   });
 
@@ -486,7 +530,16 @@ describe('workflow definitions', () => {
     const dash = await stack.http('POST', '/v1/workflows/', { token: admin, body: { id: 'from-dashboard', steps: [{ id: 'x' }] } });
     expect({ status: dash.status, body: dash.body }).toEqual({ status: 200, body: { id: 'from-dashboard', version: 1, created: true } });
     const list = await stack.http('GET', '/v1/workflows/', { token: admin });
-    expect(list.body.workflows.map((w: { id: string }) => w.id)).toEqual(['big-version', 'from-dashboard', 'graph', 'refunds', 'wf-bundled', 'wf-engineA', 'wf-engineB', 'wf-trigger']);
+    expect(list.body.workflows.map((w: { id: string }) => w.id)).toEqual([
+      'big-version',
+      'from-dashboard',
+      'graph',
+      'refunds',
+      'wf-bundled',
+      'wf-engineA',
+      'wf-engineB',
+      'wf-trigger',
+    ]);
   });
 
   it('refuses a bad definition with 400', async () => {
@@ -522,5 +575,4 @@ describe('workflow definitions', () => {
     expect({ status: mine.status, body: mine.body }).toEqual({ status: 200, body: { id: 'refunds', version: 1, created: true } });
     expect((await stack.http('GET', '/v1/workflows/refunds', { token: admin })).body.steps).toEqual([{ id: 'a' }]);
   });
-
 });

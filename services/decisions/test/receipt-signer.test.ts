@@ -32,7 +32,19 @@ describe('receipt keys', () => {
     expect(a.kid).toBe(b.kid);
     const next = await createReceiptSigner({ signingKey: ed25519(), retiredKeys: JSON.stringify({ keys: [...a.jwks().keys, ...a.jwks().keys] }) });
     expect(next.jwks().keys.map((k) => k.kid)).toEqual([next.kid, a.kid]);
-    const jws = await a.sign({ iss: 'x', sub: 'dec_1', org: 'o', status: 'APPROVED', factsHash: null, policy: null, votes: [], requestedBy: null, createdAt: 't', resolvedAt: 't', iat: 1 });
+    const jws = await a.sign({
+      iss: 'x',
+      sub: 'dec_1',
+      org: 'o',
+      status: 'APPROVED',
+      factsHash: null,
+      policy: null,
+      votes: [],
+      requestedBy: null,
+      createdAt: 't',
+      resolvedAt: 't',
+      iat: 1,
+    });
     await expect(jwtVerify(jws, createLocalJWKSet(next.jwks()), { algorithms: ['EdDSA'] })).resolves.toMatchObject({ protectedHeader: { kid: a.kid } });
   });
 

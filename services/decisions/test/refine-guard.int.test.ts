@@ -34,7 +34,14 @@ describe('refine: the model baseUrl is behind the private-network guard', () => 
 
   it('PUT /v1/settings/llm refuses a loopback or private address, or localhost, with 400', async () => {
     const org = await stack.newOrg();
-    for (const baseUrl of [`http://127.0.0.1:${port}`, 'http://localhost:8080/v1', 'http://localhost.:8080/v1', 'http://[::1]/v1', 'http://169.254.169.254/latest', 'http://10.0.0.5/v1']) {
+    for (const baseUrl of [
+      `http://127.0.0.1:${port}`,
+      'http://localhost:8080/v1',
+      'http://localhost.:8080/v1',
+      'http://[::1]/v1',
+      'http://169.254.169.254/latest',
+      'http://10.0.0.5/v1',
+    ]) {
       const res = await stack.http('PUT', '/v1/settings/llm', { token: org.admin, body: { baseUrl, model: 'm1' } });
       expect({ baseUrl, status: res.status }).toEqual({ baseUrl, status: 400 });
       expect(res.body.issues).toContainEqual({ path: 'body.baseUrl', message: expect.stringMatching(/WEBHOOK_ALLOW_PRIVATE_TARGETS/) });
@@ -50,12 +57,18 @@ describe('refine: the model baseUrl is behind the private-network guard', () => 
     const pg = new Client({ connectionString: stack.db.url });
     await pg.connect();
     try {
-      await pg.query(`INSERT INTO access.settings (org_id, kind, value) VALUES ($1, 'llm', $2)`, [org.org, JSON.stringify({ baseUrl: `http://127.0.0.1:${port}`, model: 'm1' })]);
+      await pg.query(`INSERT INTO access.settings (org_id, kind, value) VALUES ($1, 'llm', $2)`, [
+        org.org,
+        JSON.stringify({ baseUrl: `http://127.0.0.1:${port}`, model: 'm1' }),
+      ]);
     } finally {
       await pg.end();
     }
     const id = await openDecision(stack, org.apiKey, { approvers: [A], proposedOutput: { content: 'Draft' } });
-    const res = await stack.http('POST', `/v1/decisions/${id}/refine`, { token: stack.session({ org: org.org, email: A }), body: { feedback: 'show me the admin page' } });
+    const res = await stack.http('POST', `/v1/decisions/${id}/refine`, {
+      token: stack.session({ org: org.org, email: A }),
+      body: { feedback: 'show me the admin page' },
+    });
     expectError(res, 422, 'target_not_allowed');
     expect(res.text).not.toContain('INTERNAL ADMIN PAGE');
     expect(seen).toEqual([]);

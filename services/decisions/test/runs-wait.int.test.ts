@@ -25,7 +25,10 @@ describe('long-poll wait and workflow runs', () => {
   });
 
   const open = async (run: string) => {
-    const r = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { engine: 'api', externalRunId: run, stepRef: 's', approvers: ['w@example.com'] } });
+    const r = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { engine: 'api', externalRunId: run, stepRef: 's', approvers: ['w@example.com'] },
+    });
     expect(r.status).toBe(201);
     return r.body.decisionId as string;
   };
@@ -35,7 +38,14 @@ describe('long-poll wait and workflow runs', () => {
       const id = await open('run-wait-1');
       const waiting = stack.http('GET', `/v1/worker/decisions/${id}/wait?timeoutSec=30`, { token: apiKey });
       await new Promise((r) => setTimeout(r, 500));
-      expect((await stack.http('POST', `/v1/decisions/${id}/decide`, { token: stack.session({ org, email: 'w@example.com' }), body: { decision: 'approve', note: 'go' } })).status).toBe(200);
+      expect(
+        (
+          await stack.http('POST', `/v1/decisions/${id}/decide`, {
+            token: stack.session({ org, email: 'w@example.com' }),
+            body: { decision: 'approve', note: 'go' },
+          })
+        ).status,
+      ).toBe(200);
       const res = await waiting;
       expect(res.status).toBe(200);
       // APPROVED (not PENDING) is the answer of a wait that ended on the resolution, not on its 30 s.
@@ -66,16 +76,26 @@ describe('long-poll wait and workflow runs', () => {
   describe('POST /v1/runs/', () => {
     it('fires the engineA event for a registered workflow, once per idempotency key', async () => {
       expect((await stack.http('POST', '/v1/worker/register', { token: apiKey, body: { id: 'onboarding', steps: [{ id: 'a' }] } })).status).toBe(200);
-      const first = await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'onboarding', input: { user: 'u1' }, idempotencyKey: 'idem-1' } });
+      const first = await stack.http('POST', '/v1/runs/', {
+        token: apiKey,
+        body: { workflowId: 'onboarding', input: { user: 'u1' }, idempotencyKey: 'idem-1' },
+      });
       expect(first.status).toBe(202);
       expect(first.body).toMatchObject({ runId: expect.stringMatching(/^run_/), workflowId: 'onboarding' });
-      const again = await stack.http('POST', '/v1/runs/', { token: admin, body: { workflowId: 'onboarding', input: { user: 'u1' }, idempotencyKey: 'idem-1' } });
+      const again = await stack.http('POST', '/v1/runs/', {
+        token: admin,
+        body: { workflowId: 'onboarding', input: { user: 'u1' }, idempotencyKey: 'idem-1' },
+      });
       expect(again.status).toBe(202);
       expect(again.body.runId).toBe(first.body.runId);
 
       const req = await waitFor(() => engine.requests.find((r) => r.body?.data?.runId === first.body.runId), { what: 'engineA run event' });
       expect(req.path).toBe('/e/k1');
-      expect(req.body).toEqual({ name: 'approval/run.requested', id: expect.any(String), data: { workflowId: 'onboarding', runId: first.body.runId, input: { user: 'u1' }, timeoutSec: null } });
+      expect(req.body).toEqual({
+        name: 'approval/run.requested',
+        id: expect.any(String),
+        data: { workflowId: 'onboarding', runId: first.body.runId, input: { user: 'u1' }, timeoutSec: null },
+      });
       await new Promise((r) => setTimeout(r, 500));
       expect(engine.requests.filter((r) => r.body?.data?.runId === first.body.runId)).toHaveLength(1);
     });
@@ -85,24 +105,34 @@ describe('long-poll wait and workflow runs', () => {
       expect(timed.status).toBe(202);
       const req = await waitFor(() => engine.requests.find((r) => r.body?.data?.runId === timed.body.runId), { what: 'timed run event' });
       expect(req.body.data.timeoutSec).toBe(90);
-      expect((await stack.http('POST', '/v1/worker/register', { token: apiKey, body: { id: 'on-trigger', engine: 'trigger', steps: [{ id: 'a' }] } })).status).toBe(200);
+      expect(
+        (await stack.http('POST', '/v1/worker/register', { token: apiKey, body: { id: 'on-trigger', engine: 'trigger', steps: [{ id: 'a' }] } })).status,
+      ).toBe(200);
       const refused = await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'on-trigger', input: {} } });
       expect(refused.status).toBe(409);
       expect(refused.body).toMatchObject({ error: 'engine_not_configured', engine: 'trigger' });
     });
 
     it('concurrent requests with one key start one run', async () => {
-      const all = await Promise.all(Array.from({ length: 8 }, () => stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'onboarding', idempotencyKey: 'idem-race' } })));
+      const all = await Promise.all(
+        Array.from({ length: 8 }, () => stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'onboarding', idempotencyKey: 'idem-race' } })),
+      );
       expect(all.every((r) => r.status === 202)).toBe(true);
       expect(new Set(all.map((r) => r.body.runId)).size).toBe(1);
     });
 
     it('refuses a key reused for a different request with 409 idempotency_key_reused, starting nothing', async () => {
       expect((await stack.http('POST', '/v1/worker/register', { token: apiKey, body: { id: 'offboarding', steps: [{ id: 'a' }] } })).status).toBe(200);
-      const first = await stack.http('POST', '/v1/runs/', { token: apiKey, body: { workflowId: 'onboarding', input: { user: 'u2', n: 1 }, idempotencyKey: 'idem-reuse' } });
+      const first = await stack.http('POST', '/v1/runs/', {
+        token: apiKey,
+        body: { workflowId: 'onboarding', input: { user: 'u2', n: 1 }, idempotencyKey: 'idem-reuse' },
+      });
       expect(first.status).toBe(202);
       // key order does not matter: the same input is the same request
-      const same = await stack.http('POST', '/v1/runs/', { token: apiKey, body: { idempotencyKey: 'idem-reuse', input: { n: 1, user: 'u2' }, workflowId: 'onboarding' } });
+      const same = await stack.http('POST', '/v1/runs/', {
+        token: apiKey,
+        body: { idempotencyKey: 'idem-reuse', input: { n: 1, user: 'u2' }, workflowId: 'onboarding' },
+      });
       expect(same.status).toBe(202);
       expect(same.body.runId).toBe(first.body.runId);
       for (const body of [
@@ -112,7 +142,12 @@ describe('long-poll wait and workflow runs', () => {
       ]) {
         const res = await stack.http('POST', '/v1/runs/', { token: apiKey, body });
         expect(res.status).toBe(409);
-        expect(res.body).toEqual({ error: 'idempotency_key_reused', message: expect.stringContaining('idem-reuse'), runId: first.body.runId, workflowId: 'onboarding' });
+        expect(res.body).toEqual({
+          error: 'idempotency_key_reused',
+          message: expect.stringContaining('idem-reuse'),
+          runId: first.body.runId,
+          workflowId: 'onboarding',
+        });
       }
       await new Promise((r) => setTimeout(r, 500));
       expect(engine.requests.filter((r) => r.body?.data?.workflowId === 'offboarding')).toHaveLength(0);

@@ -33,7 +33,10 @@ describe('notified entries from notification events, in batches', () => {
   });
 
   const open = async (apiKey: string) => {
-    const res = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: `notified-${Date.now()}-${++runSeq}`, stepRef: 's', approvers: ['alice@example.com'] } });
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { externalRunId: `notified-${Date.now()}-${++runSeq}`, stepRef: 's', approvers: ['alice@example.com'] },
+    });
     expect(res.status).toBe(201);
     return res.body.decisionId as string;
   };
@@ -50,7 +53,11 @@ describe('notified entries from notification events, in batches', () => {
   };
 
   const notified = async (decisionId: string) =>
-    (await pg.query(`SELECT data->>'deliveryId' AS delivery, at FROM decisions.timeline WHERE decision_id = $1 AND type = 'notified' ORDER BY seq`, [decisionId])).rows as Array<{ delivery: string; at: Date }>;
+    (
+      await pg.query(`SELECT data->>'deliveryId' AS delivery, at FROM decisions.timeline WHERE decision_id = $1 AND type = 'notified' ORDER BY seq`, [
+        decisionId,
+      ])
+    ).rows as Array<{ delivery: string; at: Date }>;
 
   it('a burst is recorded once per delivery, in order, with each send time; another org cannot add to a decision', async () => {
     const d1 = await open(a.apiKey);
@@ -78,16 +85,35 @@ describe('notified entries from notification events, in batches', () => {
     expect(one.map((r) => r.delivery)).toEqual(['dlv_1', 'dlv_2', 'dlv_6']);
     expect(one[0]!.at.getTime()).toBe(t0.getTime());
     expect((await notified(d2)).map((r) => r.delivery)).toEqual(['dlv_3']);
-    expect(Number((await pg.query(`SELECT count(*) FROM decisions.timeline WHERE type = 'notified' AND data->>'deliveryId' IN ('dlv_4', 'dlv_5')`)).rows[0].count)).toBe(0);
+    expect(
+      Number((await pg.query(`SELECT count(*) FROM decisions.timeline WHERE type = 'notified' AND data->>'deliveryId' IN ('dlv_4', 'dlv_5')`)).rows[0].count),
+    ).toBe(0);
   });
 
-  const skipped = async (org: string, decisionId: string, deliveryId: string, at: Date, reason = 'engine_not_configured: no engineA is configured for this org or the deployment') => {
+  const skipped = async (
+    org: string,
+    decisionId: string,
+    deliveryId: string,
+    at: Date,
+    reason = 'engine_not_configured: no engineA is configured for this org or the deployment',
+  ) => {
     const eventId = newId('event');
-    const env = { id: eventId, type: EVENT.notificationSkipped, org, occurredAt: at.toISOString(), data: { decisionId, deliveryId, kind: 'resume', channel: 'engineA', reason, at: at.toISOString() } };
+    const env = {
+      id: eventId,
+      type: EVENT.notificationSkipped,
+      org,
+      occurredAt: at.toISOString(),
+      data: { decisionId, deliveryId, kind: 'resume', channel: 'engineA', reason, at: at.toISOString() },
+    };
     await bus.js.publish(EVENT.notificationSkipped, encodeJson(env), { msgID: eventId });
   };
   const resumeSkipped = async (decisionId: string) =>
-    (await pg.query(`SELECT data->>'deliveryId' AS delivery, data->>'reason' AS reason, at FROM decisions.timeline WHERE decision_id = $1 AND type = 'resume_skipped' ORDER BY seq`, [decisionId])).rows as Array<{
+    (
+      await pg.query(
+        `SELECT data->>'deliveryId' AS delivery, data->>'reason' AS reason, at FROM decisions.timeline WHERE decision_id = $1 AND type = 'resume_skipped' ORDER BY seq`,
+        [decisionId],
+      )
+    ).rows as Array<{
       delivery: string;
       reason: string;
       at: Date;
@@ -113,6 +139,10 @@ describe('notified entries from notification events, in batches', () => {
     expect(one.map((r) => r.delivery)).toEqual(['rsk_1', 'rsk_5']);
     expect(one[0]).toMatchObject({ reason: expect.stringContaining('no engineA'), at: t0 });
     expect((await resumeSkipped(d2)).map((r) => [r.delivery, r.reason])).toEqual([['rsk_2', 'engine_not_configured: no engineB is configured']]);
-    expect(Number((await pg.query(`SELECT count(*) FROM decisions.timeline WHERE type = 'resume_skipped' AND data->>'deliveryId' IN ('rsk_3', 'rsk_4')`)).rows[0].count)).toBe(0);
+    expect(
+      Number(
+        (await pg.query(`SELECT count(*) FROM decisions.timeline WHERE type = 'resume_skipped' AND data->>'deliveryId' IN ('rsk_3', 'rsk_4')`)).rows[0].count,
+      ),
+    ).toBe(0);
   });
 });

@@ -40,7 +40,11 @@ describe('evt.decision.timers, next to the events of decisions with timers', () 
   };
 
   /** Each companion carries its event whole, in the event's org, after it or with it. */
-  const expectCarried = (own: Awaited<ReturnType<typeof eventsOf>>['own'], companions: Awaited<ReturnType<typeof eventsOf>>['companions'], subjects: string[]) => {
+  const expectCarried = (
+    own: Awaited<ReturnType<typeof eventsOf>>['own'],
+    companions: Awaited<ReturnType<typeof eventsOf>>['companions'],
+    subjects: string[],
+  ) => {
     expect(companions.map((c) => c.envelope.data.event)).toEqual(subjects);
     for (const c of companions) {
       const event = own.find((m) => m.subject === c.envelope.data.event)!;
@@ -90,7 +94,11 @@ describe('evt.decision.timers, next to the events of decisions with timers', () 
     // What the scheduler sends when the deadline is due.
     const eventId = `evt_${randomBytes(8).toString('hex')}`;
     const data = { decisionId: id, timerId: `tmr_${randomBytes(4).toString('hex')}`, kind: 'expire', step: 0, dueAt: new Date().toISOString() };
-    await stream.js().publish(EVENT.timerExpireDue, encodeJson({ id: eventId, type: EVENT.timerExpireDue, org, occurredAt: new Date().toISOString(), data }), { msgID: eventId });
+    await stream
+      .js()
+      .publish(EVENT.timerExpireDue, encodeJson({ id: eventId, type: EVENT.timerExpireDue, org, occurredAt: new Date().toISOString(), data }), {
+        msgID: eventId,
+      });
     await waitFor(async () => (await readDecision(stack, a, id)).status === 'EXPIRED', { what: 'the decision to expire' });
     const { own, companions } = await eventsOf(id);
     expect(own.find((m) => m.subject === EVENT.decisionResolved)?.envelope.data).toMatchObject({ status: 'EXPIRED' });

@@ -35,7 +35,14 @@ async function startModelServer(reply: string) {
       seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
       if (req.method === 'POST' && req.url === '/chat/completions') {
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ id: 'cmpl-1', object: 'chat.completion', model: body?.model, choices: [{ index: 0, message: { role: 'assistant', content: reply }, finish_reason: 'stop' }] }));
+        res.end(
+          JSON.stringify({
+            id: 'cmpl-1',
+            object: 'chat.completion',
+            model: body?.model,
+            choices: [{ index: 0, message: { role: 'assistant', content: reply }, finish_reason: 'stop' }],
+          }),
+        );
         return;
       }
       res.writeHead(404, { 'content-type': 'application/json' });
@@ -78,7 +85,12 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
       const id = await open({ approvalsRequired: 2 });
       const first = await decide(stack, a, id, { decision: 'approve' });
       expect(first.status).toBe(200);
-      expect(first.body).toEqual({ recorded: true, decisionId: id, status: 'PENDING', tally: { approvals: 1, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 } });
+      expect(first.body).toEqual({
+        recorded: true,
+        decisionId: id,
+        status: 'PENDING',
+        tally: { approvals: 1, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 },
+      });
 
       const again = await decide(stack, a, id, { decision: 'approve' });
       expectError(again, 409, 'already_voted');
@@ -106,13 +118,28 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
     it('approvalsRequired 2 of 3: the first approval leaves PENDING, the second approves; decidedBy and note read back', async () => {
       const id = await open({ approvalsRequired: 2 });
       const first = await decide(stack, a, id, { decision: 'approve', note: 'looks fine' });
-      expect(first.body).toEqual({ recorded: true, decisionId: id, status: 'PENDING', tally: { approvals: 1, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 } });
+      expect(first.body).toEqual({
+        recorded: true,
+        decisionId: id,
+        status: 'PENDING',
+        tally: { approvals: 1, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 },
+      });
       const mid = await readDecision(stack, b, id);
-      expect({ status: mid.status, decidedBy: mid.decidedBy, note: mid.note, resolvedAt: mid.resolvedAt }).toEqual({ status: 'PENDING', decidedBy: null, note: null, resolvedAt: null });
+      expect({ status: mid.status, decidedBy: mid.decidedBy, note: mid.note, resolvedAt: mid.resolvedAt }).toEqual({
+        status: 'PENDING',
+        decidedBy: null,
+        note: null,
+        resolvedAt: null,
+      });
 
       const second = await decide(stack, b, id, { decision: 'approve', note: 'ship it' });
       expect(second.status).toBe(200);
-      expect(second.body).toEqual({ recorded: true, decisionId: id, status: 'APPROVED', tally: { approvals: 2, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 } });
+      expect(second.body).toEqual({
+        recorded: true,
+        decisionId: id,
+        status: 'APPROVED',
+        tally: { approvals: 2, rejections: 0, approvalsRequired: 2, rejectionsRequired: 1 },
+      });
 
       const d = await readDecision(stack, c, id);
       expect(d).toMatchObject({ id, status: 'APPROVED', decidedBy: B, note: 'ship it', responseValue: null, consumed: false });
@@ -131,7 +158,12 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
       const id = await open({ approvalsRequired: 2 });
       const res = await decide(stack, c, id, { decision: 'reject', note: 'not now' });
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ recorded: true, decisionId: id, status: 'REJECTED', tally: { approvals: 0, rejections: 1, approvalsRequired: 2, rejectionsRequired: 1 } });
+      expect(res.body).toEqual({
+        recorded: true,
+        decisionId: id,
+        status: 'REJECTED',
+        tally: { approvals: 0, rejections: 1, approvalsRequired: 2, rejectionsRequired: 1 },
+      });
       const d = await readDecision(stack, a, id);
       expect(d).toMatchObject({ status: 'REJECTED', decidedBy: C, note: 'not now', responseValue: null });
     });
@@ -140,7 +172,12 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
       const id = await open({ rejectionsRequired: 2 });
       expect((await decide(stack, a, id, { decision: 'reject' })).body.status).toBe('PENDING');
       const second = await decide(stack, b, id, { decision: 'reject', note: 'no' });
-      expect(second.body).toEqual({ recorded: true, decisionId: id, status: 'REJECTED', tally: { approvals: 0, rejections: 2, approvalsRequired: 1, rejectionsRequired: 2 } });
+      expect(second.body).toEqual({
+        recorded: true,
+        decisionId: id,
+        status: 'REJECTED',
+        tally: { approvals: 0, rejections: 2, approvalsRequired: 1, rejectionsRequired: 2 },
+      });
     });
 
     it('a vote on a resolved decision is 409 not_pending with the status', async () => {
@@ -327,7 +364,11 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
     it('output is the proposed draft until a refined one is saved; then the refined one', async () => {
       const id = await open({ proposedOutput: proposed });
       const before = await readDecision(stack, a, id);
-      expect({ refinedOutput: before.refinedOutput, output: before.output, proposedOutput: before.proposedOutput }).toEqual({ refinedOutput: null, output: proposed, proposedOutput: proposed });
+      expect({ refinedOutput: before.refinedOutput, output: before.output, proposedOutput: before.proposedOutput }).toEqual({
+        refinedOutput: null,
+        output: proposed,
+        proposedOutput: proposed,
+      });
 
       const refined = { content: 'Dear customer, thank you. We cannot do this yet.', format: 'markdown', title: 'Reply' };
       const put = await stack.http('PUT', `/v1/decisions/${id}/output`, { token: b, body: refined });
@@ -335,7 +376,11 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
       expect(put.body).toEqual({ decisionId: id, refinedOutput: refined, output: refined });
 
       const after = await readDecision(stack, a, id);
-      expect({ refinedOutput: after.refinedOutput, output: after.output, proposedOutput: after.proposedOutput }).toEqual({ refinedOutput: refined, output: refined, proposedOutput: proposed });
+      expect({ refinedOutput: after.refinedOutput, output: after.output, proposedOutput: after.proposedOutput }).toEqual({
+        refinedOutput: refined,
+        output: refined,
+        proposedOutput: proposed,
+      });
       expect(after.timeline.find((t: { type: string }) => t.type === 'output_saved')).toMatchObject({ actor: B });
 
       // saving again replaces the draft
@@ -346,7 +391,9 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
       expect({ refinedOutput: worker.body.refinedOutput, output: worker.body.output }).toEqual({ refinedOutput: v3, output: v3 });
 
       // once resolved, the draft is final
-      expectError(await stack.http('PUT', `/v1/decisions/${id}/output`, { token: a, body: { content: 'too late' } }), 409, 'not_pending', { status: 'APPROVED' });
+      expectError(await stack.http('PUT', `/v1/decisions/${id}/output`, { token: a, body: { content: 'too late' } }), 409, 'not_pending', {
+        status: 'APPROVED',
+      });
       expect((await readDecision(stack, a, id)).output).toEqual(v3);
     });
 
@@ -354,7 +401,11 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
       const id = await open({ proposedOutput: proposed });
       await decide(stack, a, id, { decision: 'approve' });
       const worker = await stack.http('GET', `/v1/worker/decisions/${id}`, { token: apiKey });
-      expect({ status: worker.body.status, refinedOutput: worker.body.refinedOutput, output: worker.body.output }).toEqual({ status: 'APPROVED', refinedOutput: null, output: proposed });
+      expect({ status: worker.body.status, refinedOutput: worker.body.refinedOutput, output: worker.body.output }).toEqual({
+        status: 'APPROVED',
+        refinedOutput: null,
+        output: proposed,
+      });
     });
 
     it('a decision without proposedOutput cannot take a draft: 409', async () => {
@@ -366,7 +417,7 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
       expect({ refinedOutput: d.refinedOutput, output: d.output }).toEqual({ refinedOutput: null, output: null });
     });
 
-    it('only the decision\'s approvers may change or refine the draft: anyone else (an admin too) is 403 not_an_approver, nothing changes', async () => {
+    it("only the decision's approvers may change or refine the draft: anyone else (an admin too) is 403 not_an_approver, nothing changes", async () => {
       const id = await open({ proposedOutput: proposed });
       const admin = stack.session({ org, email: 'boss@vote.example.com', role: 'admin' });
       for (const token of [outsider, admin]) {
@@ -392,7 +443,10 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
     it('without a configured model: 409 model_not_configured', async () => {
       const other = await stack.newOrg();
       const id = await openDecision(stack, other.apiKey, { approvers: [A], proposedOutput: proposed });
-      const res = await stack.http('POST', `/v1/decisions/${id}/refine`, { token: stack.session({ org: other.org, email: A }), body: { feedback: 'more detail' } });
+      const res = await stack.http('POST', `/v1/decisions/${id}/refine`, {
+        token: stack.session({ org: other.org, email: A }),
+        body: { feedback: 'more detail' },
+      });
       expectError(res, 409, 'model_not_configured');
     });
 
@@ -426,11 +480,19 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
         const id = await openDecision(stack, other.apiKey, { approvers: [A], proposedOutput: proposed, context: { title: 'Ship v2' } });
         const res = await stack.http('POST', `/v1/decisions/${id}/refine`, { token: reviewer, body: { feedback: 'name the fixes' } });
         expect(res.status).toBe(200);
-        expect(res.body).toEqual({ decisionId: id, draft: { content: 'We fixed the login timeout and two crashes.', title: 'Release note', format: 'text' }, model: 'm1' });
+        expect(res.body).toEqual({
+          decisionId: id,
+          draft: { content: 'We fixed the login timeout and two crashes.', title: 'Release note', format: 'text' },
+          model: 'm1',
+        });
 
         expect(model.seen).toHaveLength(1);
         const call = model.seen[0];
-        expect({ method: call.method, url: call.url, authorization: call.headers.authorization }).toEqual({ method: 'POST', url: '/chat/completions', authorization: 'Bearer sk-test' });
+        expect({ method: call.method, url: call.url, authorization: call.headers.authorization }).toEqual({
+          method: 'POST',
+          url: '/chat/completions',
+          authorization: 'Bearer sk-test',
+        });
         expect(call.body.model).toBe('m1');
         expect(Array.isArray(call.body.messages)).toBe(true);
         const prompt = call.body.messages.map((m: { content: string }) => m.content).join('\n');
@@ -464,7 +526,9 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
         const other = await stack.newOrg();
         const reviewer = stack.session({ org: other.org, email: A });
         const port = (broken.address() as AddressInfo).port;
-        expect((await stack.http('PUT', '/v1/settings/llm', { token: other.admin, body: { baseUrl: `http://127.0.0.1:${port}`, model: 'm1' } })).body.apiKeySet).toBe(false);
+        expect(
+          (await stack.http('PUT', '/v1/settings/llm', { token: other.admin, body: { baseUrl: `http://127.0.0.1:${port}`, model: 'm1' } })).body.apiKeySet,
+        ).toBe(false);
         const id = await openDecision(stack, other.apiKey, { approvers: [A], proposedOutput: proposed });
         expectError(await stack.http('POST', `/v1/decisions/${id}/refine`, { token: reviewer, body: { feedback: 'x' } }), 502, 'upstream_error');
         const d = await readDecision(stack, reviewer, id);
@@ -517,7 +581,11 @@ describe('decisions: votes, responses, drafts, refine, cancel', () => {
 
     it('cancel with a null body works; a session token is refused; an unknown id is 404', async () => {
       const id = await open();
-      const res = await stack.http('POST', `/v1/worker/decisions/${id}/cancel`, { token: apiKey, rawBody: 'null', headers: { 'content-type': 'application/json' } });
+      const res = await stack.http('POST', `/v1/worker/decisions/${id}/cancel`, {
+        token: apiKey,
+        rawBody: 'null',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ cancelled: true, decisionId: id, status: 'CANCELLED' });
       expectError(await cancel(await open(), undefined, a), 403, 'forbidden');

@@ -13,9 +13,9 @@ describe('migration 20261203000000: the workflow index is partial', () => {
   let db: Knex;
   const indexes = async () =>
     Object.fromEntries(
-      (await db.raw(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'decisions' AND tablename = 'decisions' AND indexdef LIKE '%workflow_ref%'`)).rows.map(
-        (r: { indexname: string; indexdef: string }) => [r.indexname, r.indexdef],
-      ),
+      (
+        await db.raw(`SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'decisions' AND tablename = 'decisions' AND indexdef LIKE '%workflow_ref%'`)
+      ).rows.map((r: { indexname: string; indexdef: string }) => [r.indexname, r.indexdef]),
     );
 
   beforeAll(async () => {
@@ -74,7 +74,12 @@ describe('migration 20261203000000: the workflow index is partial', () => {
       "SELECT workflow_ref, count(*) FROM decisions.decisions WHERE org_id = $1 AND workflow_ref IS NOT NULL AND $2 <> '' GROUP BY workflow_ref ORDER BY workflow_ref",
       `'${org}', 'x'`,
     );
-    const counts = await db('decisions').where({ org_id: org }).whereNotNull('workflow_ref').groupBy('workflow_ref').orderBy('workflow_ref').select('workflow_ref', db.raw('count(*)::int AS n'));
+    const counts = await db('decisions')
+      .where({ org_id: org })
+      .whereNotNull('workflow_ref')
+      .groupBy('workflow_ref')
+      .orderBy('workflow_ref')
+      .select('workflow_ref', db.raw('count(*)::int AS n'));
     expect(counts).toEqual([
       { workflow_ref: 'wf-0', n: 30 },
       { workflow_ref: 'wf-1', n: 30 },

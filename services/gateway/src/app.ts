@@ -1,6 +1,17 @@
 import { createSettingsStore } from './store/settings.store';
 import type { Server } from 'node:http';
-import { AccessEndpoints, SecretBox, announceChange, followChanges, createLogger, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import {
+  AccessEndpoints,
+  SecretBox,
+  announceChange,
+  followChanges,
+  createLogger,
+  outboundGuard,
+  startService,
+  type Clock,
+  type Logger,
+  type RunningService,
+} from '@approvals/shared';
 import { createAuthenticator } from './auth/authenticate';
 import { createJwtVerifier } from './auth/jwt';
 import type { GatewayConfig } from './config';
@@ -40,7 +51,10 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
       const members = createMembersStore(ctx.db, { audit: (trx, entries) => store.appendAuditMany(entries, trx), changed: announce });
       const stopFollowing = followChanges(ctx.bus, ctx.log, 'gateway', [store.apiKeyCache, members.cache]);
       const secrets = SecretBox.fromConfig(config);
-      const settings = createSettings(createSettingsStore(ctx.db, { audit: (trx, entries) => store.appendAuditMany(entries, trx) }), { guard: outboundGuard(config), secrets });
+      const settings = createSettings(createSettingsStore(ctx.db, { audit: (trx, entries) => store.appendAuditMany(entries, trx) }), {
+        guard: outboundGuard(config),
+        secrets,
+      });
       await settings.sealStoredKeys(ctx.log);
       ctx.host.handle(AccessEndpoints.retentionSettings, async () => ({ orgs: await settings.retentionOrgs() }));
       ctx.host.handle(AccessEndpoints.llmSettings, async (req) => {
@@ -76,7 +90,10 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         publicBaseUrl: config.PUBLIC_BASE_URL,
         trustProxy: config.TRUST_PROXY,
         selfUrl: () => `http://127.0.0.1:${port}`,
-        oidc: config.AUTH_OIDC_ISSUER && config.AUTH_OIDC_CLIENT_ID ? { issuer: config.AUTH_OIDC_ISSUER, clientId: config.AUTH_OIDC_CLIENT_ID, scope: config.AUTH_OIDC_SCOPE } : undefined,
+        oidc:
+          config.AUTH_OIDC_ISSUER && config.AUTH_OIDC_CLIENT_ID
+            ? { issuer: config.AUTH_OIDC_ISSUER, clientId: config.AUTH_OIDC_CLIENT_ID, scope: config.AUTH_OIDC_SCOPE }
+            : undefined,
       });
       server = createLimitedServer(
         app,

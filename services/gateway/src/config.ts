@@ -2,12 +2,18 @@ import { z } from 'zod';
 import { BaseServiceEnv, SecretsEnv, loadConfig } from '@approvals/shared';
 
 const positiveInt = (name: string, def: number) =>
-  z.coerce.number({ error: `${name} must be a number` }).int(`${name} must be an integer`).positive(`${name} must be > 0`).default(def);
+  z.coerce
+    .number({ error: `${name} must be a number` })
+    .int(`${name} must be an integer`)
+    .positive(`${name} must be > 0`)
+    .default(def);
 
 export const GatewayEnv = BaseServiceEnv.extend(SecretsEnv.shape).extend({
   PORT: z.coerce.number({ error: 'PORT must be a number' }).int().min(0).max(65535).default(8080),
   HOST: z.string().default('0.0.0.0'),
-  AUTH_JWT_SECRET: z.string({ error: 'AUTH_JWT_SECRET is required (HS256 secret for session tokens)' }).min(16, 'AUTH_JWT_SECRET must be at least 16 characters'),
+  AUTH_JWT_SECRET: z
+    .string({ error: 'AUTH_JWT_SECRET is required (HS256 secret for session tokens)' })
+    .min(16, 'AUTH_JWT_SECRET must be at least 16 characters'),
   AUTH_JWKS_URL: z.string().url('AUTH_JWKS_URL must be a URL').optional(),
   AUTH_JWT_ISSUER: z.string().optional(),
   AUTH_JWT_AUDIENCE: z.string().optional(),

@@ -47,9 +47,13 @@ describe('access log', () => {
   });
 
   it('OAuth and other credential-like query parameters are redacted too', async () => {
-    const res = await fetch(`${gateway.url}/v1/decisions/dec_nope2?access_token=at-secret-1&code=code-secret-2&state=state-secret-3&client_secret=cs-secret-4&limit=5`);
+    const res = await fetch(
+      `${gateway.url}/v1/decisions/dec_nope2?access_token=at-secret-1&code=code-secret-2&state=state-secret-3&client_secret=cs-secret-4&limit=5`,
+    );
     expect(res.status).toBe(401);
-    expect(logged('/v1/decisions/dec_nope2')[0]?.req.url).toBe('/v1/decisions/dec_nope2?access_token=[redacted]&code=[redacted]&state=[redacted]&client_secret=[redacted]&limit=5');
+    expect(logged('/v1/decisions/dec_nope2')[0]?.req.url).toBe(
+      '/v1/decisions/dec_nope2?access_token=[redacted]&code=[redacted]&state=[redacted]&client_secret=[redacted]&limit=5',
+    );
     expect(JSON.stringify(lines)).not.toMatch(/at-secret-1|code-secret-2|state-secret-3|cs-secret-4/);
   });
 

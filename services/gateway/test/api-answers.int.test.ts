@@ -22,7 +22,13 @@ describe('the API answers callers the same way, whatever the request form', () =
   type Res = Awaited<ReturnType<Stack['http']>>;
   type Opts = Parameters<Stack['http']>[2];
   const VOLATILE = new Set(['date', 'x-request-id', 'keep-alive', 'connection', 'etag', 'content-length', 'transfer-encoding']);
-  const headersOf = (r: Res) => Object.fromEntries([...r.headers.keys()].filter((k) => !VOLATILE.has(k)).sort().map((k) => [k, r.headers.get(k)]));
+  const headersOf = (r: Res) =>
+    Object.fromEntries(
+      [...r.headers.keys()]
+        .filter((k) => !VOLATILE.has(k))
+        .sort()
+        .map((k) => [k, r.headers.get(k)]),
+    );
   /** Helmet's headers (its CSP off: the docs page and the web app set their own), on every answer. */
   const SECURITY_HEADERS = {
     'cross-origin-opener-policy': 'same-origin',
@@ -50,11 +56,15 @@ describe('the API answers callers the same way, whatever the request form', () =
   };
 
   it('a create, its reads, verify and consume', async () => {
-    const create = (runId: string) => ({ token: org.apiKey, body: { externalRunId: runId, stepRef: 's', approvers: ['a@x.example.com'], engine: 'api', factsHash: 'f'.repeat(64) } });
+    const create = (runId: string) => ({
+      token: org.apiKey,
+      body: { externalRunId: runId, stepRef: 's', approvers: ['a@x.example.com'], engine: 'api', factsHash: 'f'.repeat(64) },
+    });
     const { plain, other } = await both('POST', '/v1/worker/decisions', {}, (_o, i) => create(`run-${i}`));
     expect([plain.status, other.status]).toEqual([201, 201]);
     expect(headersOf(plain)).toEqual(JSON_HEADERS);
-    const strip = (b: Record<string, unknown>) => Object.fromEntries(Object.entries(b).filter(([k]) => !['id', 'decisionId', 'createdAt', 'expiresAt', 'links', 'url'].includes(k)));
+    const strip = (b: Record<string, unknown>) =>
+      Object.fromEntries(Object.entries(b).filter(([k]) => !['id', 'decisionId', 'createdAt', 'expiresAt', 'links', 'url'].includes(k)));
     expect(strip(plain.body)).toEqual(strip(other.body));
     const id = plain.body.decisionId ?? plain.body.id;
 
@@ -99,10 +109,28 @@ describe('the API answers callers the same way, whatever the request form', () =
       ['POST', '/v1/decisions/dec_x/decide', { token: org.apiKey, body: { decision: 'approve' } }, 403, 'not_an_approver'],
       ['POST', '/v1/worker/decisions', { token: org.apiKey, body: { externalRunId: 1 } }, 400, 'invalid_request'],
       ['POST', '/v1/worker/decisions', { token: org.apiKey, rawBody: '{"externalRunId":', headers: json }, 400, 'invalid_request'],
-      ['POST', '/v1/worker/decisions', { token: org.apiKey, rawBody: Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d]), headers: json }, 400, 'invalid_request'],
+      [
+        'POST',
+        '/v1/worker/decisions',
+        { token: org.apiKey, rawBody: Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d]), headers: json },
+        400,
+        'invalid_request',
+      ],
       ['POST', '/v1/worker/decisions', { token: org.apiKey, rawBody: '{"a":"\\u0000"}', headers: json }, 400, 'invalid_request'],
-      ['POST', '/v1/worker/decisions', { token: org.apiKey, rawBody: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } }, 415, 'unsupported_media_type'],
-      ['POST', '/v1/worker/decisions', { token: org.apiKey, rawBody: JSON.stringify({ pad: 'x'.repeat(2 * 1024 * 1024) }), headers: json }, 413, 'payload_too_large'],
+      [
+        'POST',
+        '/v1/worker/decisions',
+        { token: org.apiKey, rawBody: 'a=1', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+        415,
+        'unsupported_media_type',
+      ],
+      [
+        'POST',
+        '/v1/worker/decisions',
+        { token: org.apiKey, rawBody: JSON.stringify({ pad: 'x'.repeat(2 * 1024 * 1024) }), headers: json },
+        413,
+        'payload_too_large',
+      ],
       ['GET', '/v1/worker/decisions?status=pending', { token: org.apiKey }, 400, 'invalid_request'],
       ['GET', '/v1/worker/decisions/dec_missing', { token: org.apiKey }, 404, 'not_found'],
       ['POST', '/v1/worker/decisions/dec_missing/cancel', { token: org.apiKey, body: { nope: true } }, 400, 'invalid_request'],
@@ -115,13 +143,20 @@ describe('the API answers callers the same way, whatever the request form', () =
     }
     // The error bodies the body parser's refusals carry.
     const bad = (rawBody: string | Buffer) => stack.http('POST', '/v1/worker/decisions', { token: org.apiKey, rawBody, headers: json });
-    expect((await bad('{"externalRunId":')).body).toEqual({ error: 'invalid_request', message: 'request body is not valid JSON', issues: [{ path: 'body', message: 'not valid JSON' }] });
+    expect((await bad('{"externalRunId":')).body).toEqual({
+      error: 'invalid_request',
+      message: 'request body is not valid JSON',
+      issues: [{ path: 'body', message: 'not valid JSON' }],
+    });
     expect((await bad(Buffer.from([0x7b, 0x22, 0xc3, 0x28, 0x22, 0x3a, 0x31, 0x7d]))).body).toEqual({
       error: 'invalid_request',
       message: 'body: the request body is not valid UTF-8',
       issues: [{ path: 'body', message: 'not valid UTF-8' }],
     });
-    expect((await bad(JSON.stringify({ pad: 'x'.repeat(2 * 1024 * 1024) }))).body).toEqual({ error: 'payload_too_large', message: 'request body is larger than the limit' });
+    expect((await bad(JSON.stringify({ pad: 'x'.repeat(2 * 1024 * 1024) }))).body).toEqual({
+      error: 'payload_too_large',
+      message: 'request body is larger than the limit',
+    });
   });
 
   it('a chunked body is read as one with a length', async () => {

@@ -140,7 +140,15 @@ describe('API keys', () => {
         expect(k).not.toHaveProperty('keyHash');
       }
       const mine = res.body.apiKeys.find((k: { id: string }) => k.id === created.body.id);
-      expect(mine).toEqual({ id: created.body.id, name: 'listed', roles: ['decisions:write'], prefix: created.body.prefix, createdAt: created.body.createdAt, lastUsedAt: null, revokedAt: null });
+      expect(mine).toEqual({
+        id: created.body.id,
+        name: 'listed',
+        roles: ['decisions:write'],
+        prefix: created.body.prefix,
+        createdAt: created.body.createdAt,
+        lastUsedAt: null,
+        revokedAt: null,
+      });
       const times = res.body.apiKeys.map((k: { createdAt: string }) => Date.parse(k.createdAt));
       expect([...times].sort((a, b) => b - a)).toEqual(times);
     });

@@ -31,12 +31,28 @@ describe('audit log writes', () => {
     const at = new Date('2031-02-03T04:05:06.789Z');
     const before = Date.now();
     await store.appendAuditMany([
-      { org: 'org_w', action: 'decision.created', actor: 'key_1', target: 'dec_1', details: { quote: `it's "quoted" \\ {braced} é`, n: 2 }, eventId: 'evt_w1', at },
+      {
+        org: 'org_w',
+        action: 'decision.created',
+        actor: 'key_1',
+        target: 'dec_1',
+        details: { quote: `it's "quoted" \\ {braced} é`, n: 2 },
+        eventId: 'evt_w1',
+        at,
+      },
       { org: 'org_w', action: 'api_key.revoked', details: {} },
     ]);
     const rows = (await rowsOf('org_w')).sort((x, y) => String(x.action).localeCompare(String(y.action)));
     expect(rows).toHaveLength(2);
-    expect(rows[1]).toEqual({ org_id: 'org_w', action: 'decision.created', actor: 'key_1', target: 'dec_1', details: { quote: `it's "quoted" \\ {braced} é`, n: 2 }, event_id: 'evt_w1', at });
+    expect(rows[1]).toEqual({
+      org_id: 'org_w',
+      action: 'decision.created',
+      actor: 'key_1',
+      target: 'dec_1',
+      details: { quote: `it's "quoted" \\ {braced} é`, n: 2 },
+      event_id: 'evt_w1',
+      at,
+    });
     expect(rows[0]).toMatchObject({ org_id: 'org_w', action: 'api_key.revoked', actor: null, target: null, details: {}, event_id: null });
     expect((rows[0]!.at as Date).getTime()).toBeGreaterThanOrEqual(before - 1000);
   });
@@ -45,9 +61,18 @@ describe('audit log writes', () => {
     const entry = { org: 'org_r', action: 'decision.resolved', eventId: 'evt_r1', details: { status: 'APPROVED' } };
     await store.appendAuditMany([entry, { org: 'org_r', action: 'settings.changed' }]);
     // The event redelivered, in a batch with another one and a second entry without an event.
-    await store.appendAuditMany([{ ...entry, details: { status: 'changed' } }, { org: 'org_r', action: 'decision.consumed', eventId: 'evt_r2' }, { org: 'org_r', action: 'settings.changed' }]);
+    await store.appendAuditMany([
+      { ...entry, details: { status: 'changed' } },
+      { org: 'org_r', action: 'decision.consumed', eventId: 'evt_r2' },
+      { org: 'org_r', action: 'settings.changed' },
+    ]);
     const rows = await rowsOf('org_r');
-    expect(rows.map((r) => `${r.action} ${r.event_id}`).sort()).toEqual(['decision.consumed evt_r2', 'decision.resolved evt_r1', 'settings.changed null', 'settings.changed null']);
+    expect(rows.map((r) => `${r.action} ${r.event_id}`).sort()).toEqual([
+      'decision.consumed evt_r2',
+      'decision.resolved evt_r1',
+      'settings.changed null',
+      'settings.changed null',
+    ]);
     expect(rows.find((r) => r.event_id === 'evt_r1')!.details).toEqual({ status: 'APPROVED' });
   });
 

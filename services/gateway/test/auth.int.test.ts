@@ -151,17 +151,20 @@ describe('gateway authentication (HS256 sessions, API keys, scopes)', () => {
       expectUnauthorized(res, new RegExp(claim));
     });
 
-    it.each([['a look-alike (Kelvin sign) email', '\u212Aate@example.com'], ['a non-address', 'not-an-email'], ['an address with spaces', 'a b@example.com']])(
-      'refuses a token whose email claim is %s (it could lower-case into another person)',
-      async (_label, email) => {
-        const res = await stack.http('GET', '/v1/api-keys/', { token: hs256(fullClaims(uniqueOrg('mail'), { email })) });
-        expectUnauthorized(res, /email/);
-      },
-    );
+    it.each([
+      ['a look-alike (Kelvin sign) email', '\u212Aate@example.com'],
+      ['a non-address', 'not-an-email'],
+      ['an address with spaces', 'a b@example.com'],
+    ])('refuses a token whose email claim is %s (it could lower-case into another person)', async (_label, email) => {
+      const res = await stack.http('GET', '/v1/api-keys/', { token: hs256(fullClaims(uniqueOrg('mail'), { email })) });
+      expectUnauthorized(res, /email/);
+    });
 
     it.each(['sub', 'email', 'org', 'name'])('refuses a signed token whose %s claim holds a NUL character, never with a 5xx', async (claim) => {
       const org = uniqueOrg('nul');
-      const res = await stack.http('GET', '/v1/api-keys/', { token: hs256(fullClaims(org, { [claim]: claim === 'org' ? `${org}\u0000x` : 'x\u0000y@example.com' })) });
+      const res = await stack.http('GET', '/v1/api-keys/', {
+        token: hs256(fullClaims(org, { [claim]: claim === 'org' ? `${org}\u0000x` : 'x\u0000y@example.com' })),
+      });
       expectUnauthorized(res, new RegExp(claim));
     });
 
@@ -330,14 +333,21 @@ describe('gateway authentication (HS256 sessions, API keys, scopes)', () => {
         ['POST', '/v1/runs/', { workflowId: 'wf', input: {} }],
       ] as const) {
         const res = await stack.http(method, path, { token: key, body });
-        expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 403, body: { error: 'forbidden', message: expect.stringMatching(/decisions:write/) } });
+        expect({ path, status: res.status, body: res.body }).toEqual({
+          path,
+          status: 403,
+          body: { error: 'forbidden', message: expect.stringMatching(/decisions:write/) },
+        });
       }
       const after = await pg.query('select count(*)::int as n from decisions.decisions where org_id = $1', [org.org]);
       expect(after.rows[0].n).toBe(before.rows[0].n);
       // policy reads and writes still work with it
       const list = await stack.http('GET', '/v1/worker/policies', { token: key });
       expect(list.status).toBe(200);
-      const saved = await stack.http('POST', '/v1/worker/policies', { token: key, body: { key: 'ci-only', name: 'CI only', defaults: { approvers: [org.adminEmail] } } });
+      const saved = await stack.http('POST', '/v1/worker/policies', {
+        token: key,
+        body: { key: 'ci-only', name: 'CI only', defaults: { approvers: [org.adminEmail] } },
+      });
       expect([200, 201]).toContain(saved.status);
     });
 
@@ -403,7 +413,14 @@ describe('gateway authentication with RS256 from a JWKS', () => {
   });
 
   const rs256 = (claims: Record<string, unknown>, opts: jwt.SignOptions = {}, key: KeyObject = privateKey) =>
-    jwt.sign(claims, key, { algorithm: 'RS256', keyid: KID, issuer: ISSUER, audience: AUDIENCE, ...(claims.exp === undefined ? { expiresIn: 600 } : {}), ...opts });
+    jwt.sign(claims, key, {
+      algorithm: 'RS256',
+      keyid: KID,
+      issuer: ISSUER,
+      audience: AUDIENCE,
+      ...(claims.exp === undefined ? { expiresIn: 600 } : {}),
+      ...opts,
+    });
   const claimsFor = (org: string, role = 'admin') => ({ sub: 'idp|user-1', email: 'Idp.User@example.com', org, role });
 
   it('answers 503 unavailable (not 401) while the JWKS cannot be fetched, and still takes HS256 sessions', async () => {
@@ -414,7 +431,11 @@ describe('gateway authentication with RS256 from a JWKS', () => {
         s.close(() => resolve(port));
       });
     });
-    const down = await stack.startService('gateway', { AUTH_JWKS_URL: `http://127.0.0.1:${closed}/jwks.json`, AUTH_JWT_ISSUER: ISSUER, AUTH_JWT_AUDIENCE: AUDIENCE });
+    const down = await stack.startService('gateway', {
+      AUTH_JWKS_URL: `http://127.0.0.1:${closed}/jwks.json`,
+      AUTH_JWT_ISSUER: ISSUER,
+      AUTH_JWT_AUDIENCE: AUDIENCE,
+    });
     const org = uniqueOrg('jwksdown');
     const res = await stack.http('GET', '/v1/api-keys/', { token: rs256(claimsFor(org)), baseUrl: down.url! });
     expect(res.status).toBe(503);
@@ -449,7 +470,10 @@ describe('gateway authentication with RS256 from a JWKS', () => {
   });
 
   it('refuses a wrong issuer', async () => {
-    const res = await stack.http('GET', '/v1/api-keys/', { token: rs256(claimsFor(uniqueOrg('iss')), { issuer: 'https://evil.example.test/' }), baseUrl: replicaUrl });
+    const res = await stack.http('GET', '/v1/api-keys/', {
+      token: rs256(claimsFor(uniqueOrg('iss')), { issuer: 'https://evil.example.test/' }),
+      baseUrl: replicaUrl,
+    });
     expectUnauthorized(res, /issuer/);
   });
 

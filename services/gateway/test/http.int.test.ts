@@ -92,7 +92,6 @@ const SPEC_ENDPOINTS: Array<[string, string]> = [
   ['get', '/v1/usage/current'],
 ];
 
-
 describe('gateway HTTP behaviour', () => {
   let stack: Stack;
   let org: Awaited<ReturnType<Stack['newOrg']>>;
@@ -150,7 +149,10 @@ describe('gateway HTTP behaviour', () => {
 
       // evidence past 1 MiB in total on one decision
       for (let i = 0; i < 12; i++) {
-        const ev = await stack.http('POST', `/v1/decisions/${ids[0]}/evidence`, { token: own.admin, body: { kind: 'note', title: `n${i}`, body: `${i}`.padEnd(100_000, 'b') } });
+        const ev = await stack.http('POST', `/v1/decisions/${ids[0]}/evidence`, {
+          token: own.admin,
+          body: { kind: 'note', title: `n${i}`, body: `${i}`.padEnd(100_000, 'b') },
+        });
         expect(ev.status).toBe(201);
       }
       const one = await stack.http('GET', `/v1/decisions/${ids[0]}`, { token: own.admin });
@@ -159,7 +161,10 @@ describe('gateway HTTP behaviour', () => {
       expect((await stack.http('GET', `/v1/decisions/${ids[0]}/evidence`, { token: own.admin })).body.evidence).toHaveLength(12);
 
       // a callback body near the HTTP limit reaches its service, which answers it (a bad link: 400 page)
-      const form = await stack.http('POST', '/v1/surfaces/email/act', { rawBody: `token=${'a'.repeat(900_000)}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const form = await stack.http('POST', '/v1/surfaces/email/act', {
+        rawBody: `token=${'a'.repeat(900_000)}`,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       expect(form.status).toBe(400);
       expect(form.headers.get('content-type')).toMatch(/text\/html/);
     });
@@ -169,7 +174,10 @@ describe('gateway HTTP behaviour', () => {
       const payload = 'q'.repeat(900_000);
       const ids: string[] = [];
       for (let i = 0; i < 12; i++) {
-        const res = await stack.http('POST', '/v1/worker/decisions', { token: own.apiKey, body: { externalRunId: `page-${i}`, stepRef: 's', approvers: [own.adminEmail], context: { payload: { blob: payload } } } });
+        const res = await stack.http('POST', '/v1/worker/decisions', {
+          token: own.apiKey,
+          body: { externalRunId: `page-${i}`, stepRef: 's', approvers: [own.adminEmail], context: { payload: { blob: payload } } },
+        });
         expect(res.status).toBe(201);
         ids.push(res.body.decisionId);
       }
@@ -203,12 +211,20 @@ describe('gateway HTTP behaviour', () => {
       const res = await stack.http('POST', '/v1/api-keys/', { token: org.admin, rawBody: 'name=plain', headers: { 'content-type': 'text/plain' } });
       expect(res.status).toBe(415);
       expect(res.body).toEqual({ error: 'unsupported_media_type', message: expect.stringMatching(/application\/json.*text\/plain/) });
-      const form = await stack.http('POST', '/v1/worker/decisions', { token: org.apiKey, rawBody: 'externalRunId=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+      const form = await stack.http('POST', '/v1/worker/decisions', {
+        token: org.apiKey,
+        rawBody: 'externalRunId=x',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
       expect(form.status).toBe(415);
       const listed = await stack.http('GET', '/v1/api-keys/', { token: org.admin });
       expect(listed.body.apiKeys.map((k: { name: string }) => k.name)).not.toContain('plain');
       // a JSON body with a charset parameter is JSON
-      const ok = await stack.http('POST', '/v1/api-keys/', { token: org.admin, rawBody: '{"name":"charset"}', headers: { 'content-type': 'application/json; charset=utf-8' } });
+      const ok = await stack.http('POST', '/v1/api-keys/', {
+        token: org.admin,
+        rawBody: '{"name":"charset"}',
+        headers: { 'content-type': 'application/json; charset=utf-8' },
+      });
       expect(ok.status).toBe(201);
     });
 
@@ -216,7 +232,11 @@ describe('gateway HTTP behaviour', () => {
       const path = await stack.http('GET', '/v1/policies/%E0%A4%A', { token: org.admin });
       expect(path.status).toBe(400);
       expect(path.body).toEqual({ error: 'invalid_request', message: expect.any(String), issues: [{ path: 'params', message: expect.any(String) }] });
-      const gzip = await stack.http('POST', '/v1/api-keys/', { token: org.admin, rawBody: 'definitely not gzip', headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } });
+      const gzip = await stack.http('POST', '/v1/api-keys/', {
+        token: org.admin,
+        rawBody: 'definitely not gzip',
+        headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      });
       expect(gzip.status).toBe(400);
       expect(gzip.body).toEqual({ error: 'invalid_request', message: expect.any(String), issues: [{ path: 'body', message: expect.any(String) }] });
     });
@@ -291,7 +311,11 @@ describe('gateway HTTP behaviour', () => {
       const listed = await stack.http('GET', '/v1/api-keys/', { token: org.admin });
       expect(listed.body.apiKeys.map((k: { name: string }) => k.name)).not.toContain('a\u0000b');
 
-      const key = await stack.http('POST', '/v1/api-keys/', { token: org.admin, rawBody: '{"name":"k","\\u0000":1}', headers: { 'content-type': 'application/json' } });
+      const key = await stack.http('POST', '/v1/api-keys/', {
+        token: org.admin,
+        rawBody: '{"name":"k","\\u0000":1}',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(key.status).toBe(400);
       expect(key.body.issues).toContainEqual(nulIssue('body'));
 
@@ -312,13 +336,28 @@ describe('gateway HTTP behaviour', () => {
       const raw = (method: string, path: string, json: string, token = org.apiKey) =>
         stack.http(method, path, { token, rawBody: json, headers: { 'content-type': 'application/json' } });
 
-      const opened = await stack.http('POST', '/v1/worker/decisions', { token: org.apiKey, body: { externalRunId: 'run-surrogate', stepRef: 's', approvers: [org.adminEmail] } });
+      const opened = await stack.http('POST', '/v1/worker/decisions', {
+        token: org.apiKey,
+        body: { externalRunId: 'run-surrogate', stepRef: 's', approvers: [org.adminEmail] },
+      });
       expect(opened.status).toBe(201);
       const id = opened.body.decisionId;
       for (const [method, path, json, where, token] of [
         ['POST', '/v1/worker/decisions', '{"externalRunId":"run-\\ud800","stepRef":"s","approvers":["a@example.com"]}', 'body.externalRunId', org.apiKey],
-        ['POST', '/v1/worker/decisions', '{"externalRunId":"r2","stepRef":"s","workflowRef":"x\\udc00y","approvers":["a@example.com"]}', 'body.workflowRef', org.apiKey],
-        ['POST', '/v1/worker/decisions', '{"externalRunId":"r3","stepRef":"s","context":{"data":{"\\ud800k":1}},"approvers":["a@example.com"]}', 'body.context.data', org.apiKey],
+        [
+          'POST',
+          '/v1/worker/decisions',
+          '{"externalRunId":"r2","stepRef":"s","workflowRef":"x\\udc00y","approvers":["a@example.com"]}',
+          'body.workflowRef',
+          org.apiKey,
+        ],
+        [
+          'POST',
+          '/v1/worker/decisions',
+          '{"externalRunId":"r3","stepRef":"s","context":{"data":{"\\ud800k":1}},"approvers":["a@example.com"]}',
+          'body.context.data',
+          org.apiKey,
+        ],
         ['POST', `/v1/worker/decisions/${id}/cancel`, '{"note":"\\ud800"}', 'body.note', org.apiKey],
         ['POST', `/v1/decisions/${id}/decide`, '{"decision":"approve","note":"\\ud800"}', 'body.note', org.admin],
         ['POST', `/v1/decisions/${id}/evidence`, '{"kind":"note","body":"\\udfff"}', 'body.body', org.admin],
@@ -344,7 +383,11 @@ describe('gateway HTTP behaviour', () => {
 
     it('refuses bytes that are not UTF-8 and numbers beyond double range (both would be stored changed), creating nothing', async () => {
       const own = await stack.newOrg();
-      const bad = Buffer.concat([Buffer.from('{"externalRunId":"utf8","stepRef":"s","approvers":["a@example.com"],"context":{"title":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}}')]);
+      const bad = Buffer.concat([
+        Buffer.from('{"externalRunId":"utf8","stepRef":"s","approvers":["a@example.com"],"context":{"title":"'),
+        Buffer.from([0xff, 0xfe, 0xc3]),
+        Buffer.from('"}}'),
+      ]);
       const res = await stack.http('POST', '/v1/worker/decisions', { token: own.apiKey, rawBody: bad, headers: { 'content-type': 'application/json' } });
       expect(res.status).toBe(400);
       expect(res.body).toEqual({ error: 'invalid_request', message: expect.stringMatching(/UTF-8/), issues: [{ path: 'body', message: 'not valid UTF-8' }] });
@@ -372,7 +415,8 @@ describe('gateway HTTP behaviour', () => {
     it(`refuses JSON nested more than ${MAX_JSON_DEPTH} levels, at any depth JSON.parse accepts, with 400`, async () => {
       const nested = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
       const depthIssue = expect.objectContaining({ message: expect.stringMatching(/nested more than/) });
-      const post = (path: string, raw: string, token: string) => stack.http('POST', path, { token, rawBody: raw, headers: { 'content-type': 'application/json' } });
+      const post = (path: string, raw: string, token: string) =>
+        stack.http('POST', path, { token, rawBody: raw, headers: { 'content-type': 'application/json' } });
 
       // the object itself is one level: MAX_JSON_DEPTH - 1 arrays inside it is the limit
       const atLimit = await post('/v1/api-keys/', `{"name":"k","pad":${nested(MAX_JSON_DEPTH - 1)}}`, org.admin);
@@ -388,7 +432,11 @@ describe('gateway HTTP behaviour', () => {
         expect({ levels, status: res.status }).toEqual({ levels, status: 400 });
         expect(res.body.error).toBe('invalid_request');
         expect(res.body.issues).toContainEqual(depthIssue);
-        const dec = await post('/v1/worker/decisions', `{"externalRunId":"r${levels}","stepRef":"s","approvers":["a@example.com"],"context":{"payload":{"x":${nested(levels)}}}}`, org.apiKey);
+        const dec = await post(
+          '/v1/worker/decisions',
+          `{"externalRunId":"r${levels}","stepRef":"s","approvers":["a@example.com"],"context":{"payload":{"x":${nested(levels)}}}}`,
+          org.apiKey,
+        );
         expect({ levels, status: dec.status }).toEqual({ levels, status: 400 });
         expect(dec.body.issues).toContainEqual(depthIssue);
       }
@@ -432,7 +480,11 @@ describe('gateway HTTP behaviour', () => {
         }
       }
       expect(pending).toEqual([]);
-      for (const [method, path] of [['GET', '/v1/usage/'], ['GET', '/v1/settings/esign'], ['GET', '/v1/integrations/chatA']] as const) {
+      for (const [method, path] of [
+        ['GET', '/v1/usage/'],
+        ['GET', '/v1/settings/esign'],
+        ['GET', '/v1/integrations/chatA'],
+      ] as const) {
         const res = await stack.http(method, path, { token: org.admin });
         expect({ method, path, status: res.status }).not.toEqual({ method, path, status: 501 });
       }
@@ -462,9 +514,18 @@ describe('gateway HTTP behaviour', () => {
     });
 
     it('do not parse JSON (a malformed JSON body still reaches the service) and ignore Authorization', async () => {
-      const expected: Record<string, number> = { '/v1/surfaces/chatA/events': 401, '/v1/surfaces/chatB/interactions': 401, '/v1/surfaces/esign/connect': 400, '/webhooks/identity': 401, '/webhooks/billing': 401 };
+      const expected: Record<string, number> = {
+        '/v1/surfaces/chatA/events': 401,
+        '/v1/surfaces/chatB/interactions': 401,
+        '/v1/surfaces/esign/connect': 400,
+        '/webhooks/identity': 401,
+        '/webhooks/billing': 401,
+      };
       for (const [path, status] of Object.entries(expected)) {
-        const res = await stack.http('POST', path, { rawBody: '{"broken": ', headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-token' } });
+        const res = await stack.http('POST', path, {
+          rawBody: '{"broken": ',
+          headers: { 'content-type': 'application/json', authorization: 'Bearer not-a-token' },
+        });
         expect({ path, status: res.status }).toEqual({ path, status });
         expect(res.body.error).toBe(status === 401 ? 'invalid_signature' : 'invalid_request');
         const empty = await stack.http('POST', path, {});
@@ -560,13 +621,18 @@ describe('gateway HTTP behaviour', () => {
       expect(schema.properties.name).toMatchObject({ type: 'string', minLength: 1, maxLength: 200 });
       expect(schema.properties.roles.items.enum.sort()).toEqual(['decisions:write', 'policies:write']);
       expect(Object.keys(op.responses)).toContain('201');
-      expect(op.responses['201'].content['application/json'].schema.required).toEqual(expect.arrayContaining(['id', 'name', 'roles', 'key', 'prefix', 'createdAt']));
+      expect(op.responses['201'].content['application/json'].schema.required).toEqual(
+        expect.arrayContaining(['id', 'name', 'roles', 'key', 'prefix', 'createdAt']),
+      );
       expect(op.security).toEqual([{ bearer: [] }]);
       expect(spec.paths['/webhooks/billing'].post.security).toEqual([]);
     });
 
     it('documents every success status a route answers, the headers it reads, HTML pages and /mcp', () => {
-      const codes = (path: string, method: string) => Object.keys(spec.paths[path][method].responses).filter((c) => c !== 'default' && Number(c) < 400).sort();
+      const codes = (path: string, method: string) =>
+        Object.keys(spec.paths[path][method].responses)
+          .filter((c) => c !== 'default' && Number(c) < 400)
+          .sort();
       expect(codes('/v1/worker/decisions', 'post')).toEqual(['200', '201']);
       expect(codes('/v1/worker/policies', 'post')).toEqual(['200', '201']);
       expect(codes('/v1/policies/', 'post')).toEqual(['200', '201']);
@@ -583,7 +649,11 @@ describe('gateway HTTP behaviour', () => {
       expect(spec.paths['/mcp'].post).toMatchObject({ security: [{ bearer: [] }], description: expect.stringContaining('decisions:write') });
       expect(spec.paths['/v1/worker/decisions'].post.description).toContain('decisions:write');
       // callbacks say who calls them and how they are verified
-      for (const [path, method] of [['/webhooks/billing', 'post'], ['/v1/surfaces/esign/connect', 'post'], ['/v1/surfaces/chatA/events', 'post']] as const) {
+      for (const [path, method] of [
+        ['/webhooks/billing', 'post'],
+        ['/v1/surfaces/esign/connect', 'post'],
+        ['/v1/surfaces/chatA/events', 'post'],
+      ] as const) {
         const op = spec.paths[path][method];
         expect({ path, note: op.description }).toEqual({ path, note: expect.stringContaining('No bearer token') });
       }

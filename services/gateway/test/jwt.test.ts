@@ -9,7 +9,8 @@ import { CLOCK_SKEW_SEC, VERIFIED_FOR_MS, createJwtVerifier } from '../src/auth/
 describe('session tokens: a verdict reused, never past expiry', () => {
   const secret = 'test-secret-for-jwt-cache-0123456789';
   const t0 = Date.UTC(2026, 10, 26, 12, 0, 0);
-  const sign = (claims: Record<string, unknown>, key = secret) => jwt.sign({ sub: 'u1', email: 'A@X.example.com', org: 'org_1', ...claims }, key, { algorithm: 'HS256', noTimestamp: true });
+  const sign = (claims: Record<string, unknown>, key = secret) =>
+    jwt.sign({ sub: 'u1', email: 'A@X.example.com', org: 'org_1', ...claims }, key, { algorithm: 'HS256', noTimestamp: true });
 
   it('the same token answers the same claims while it is valid, and is refused once expired though it was verified before', async () => {
     let clock = t0;

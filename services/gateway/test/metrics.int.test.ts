@@ -13,9 +13,15 @@ describe('metrics and probes', () => {
       serviceEnv: { decisions: { METRICS_PORT: '0' }, scheduler: { METRICS_PORT: '0' } },
     });
     const { apiKey, org } = await stack.newOrg();
-    const created = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: 'metrics-run', stepRef: 's', approvers: ['a@example.com'], timeoutSec: 600 } });
+    const created = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { externalRunId: 'metrics-run', stepRef: 's', approvers: ['a@example.com'], timeoutSec: 600 },
+    });
     expect(created.status).toBe(201);
-    const vote = await stack.http('POST', `/v1/decisions/${created.body.decisionId}/decide`, { token: stack.session({ org, email: 'a@example.com' }), body: { decision: 'approve' } });
+    const vote = await stack.http('POST', `/v1/decisions/${created.body.decisionId}/decide`, {
+      token: stack.session({ org, email: 'a@example.com' }),
+      body: { decision: 'approve' },
+    });
     expect(vote.status).toBe(200);
     expect((await stack.http('GET', '/v1/worker/decisions/dec_missing', { token: apiKey })).status).toBe(404);
     // The events have gone through the consumers.
@@ -67,7 +73,7 @@ describe('metrics and probes', () => {
     expect(text).toContain('approvals_process_cpu_seconds_total');
   });
 
-  it('a service\'s metrics port serves /metrics, /livez and /readyz', async () => {
+  it("a service's metrics port serves /metrics, /livez and /readyz", async () => {
     const port = stack.running.get('decisions')!.metricsPort!;
     expect(port).toBeGreaterThan(0);
     const get = (path: string) => fetch(`http://127.0.0.1:${port}${path}`);
@@ -87,7 +93,7 @@ describe('metrics and probes', () => {
       (err: Error & { cause?: { code?: string } }) => err.cause?.code ?? err.message,
     );
 
-  it('a service\'s metrics port listens on 127.0.0.1 unless METRICS_HOST says otherwise', async () => {
+  it("a service's metrics port listens on 127.0.0.1 unless METRICS_HOST says otherwise", async () => {
     // All of 127.0.0.0/8 is this host: a listener on 0.0.0.0 answers on 127.0.0.2 too, one on 127.0.0.1 does not.
     const port = stack.running.get('decisions')!.metricsPort!;
     expect(await statusOf(`http://127.0.0.1:${port}/livez`)).toBe(200);
@@ -96,7 +102,7 @@ describe('metrics and probes', () => {
     expect(await statusOf(`http://127.0.0.2:${wide.metricsPort}/livez`)).toBe(200);
   });
 
-  it('with METRICS_TOKEN, /metrics needs it on every port: the gateway\'s own and each METRICS_PORT; the probes stay open', async () => {
+  it("with METRICS_TOKEN, /metrics needs it on every port: the gateway's own and each METRICS_PORT; the probes stay open", async () => {
     const token = 'metrics-token-0123456789';
     const guarded = await stack.startService('gateway', { METRICS_TOKEN: token, METRICS_PORT: '0' });
     const service = await stack.startService('decisions', { METRICS_TOKEN: token, METRICS_PORT: '0' });

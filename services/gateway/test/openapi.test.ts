@@ -35,13 +35,16 @@ describe('OpenAPI document', () => {
         const codes = errorCodesOf(op, status);
         // An HTML route (email links, OAuth callbacks) answers pages, not error bodies.
         expect({ path, method, status, codes: codes.length > 0 }).toEqual({ path, method, status, codes: true });
-        for (const code of codes) expect({ path, method, code, status: ERROR_STATUS[code as keyof typeof ERROR_STATUS] }).toEqual({ path, method, code, status: Number(status) });
+        for (const code of codes)
+          expect({ path, method, code, status: ERROR_STATUS[code as keyof typeof ERROR_STATUS] }).toEqual({ path, method, code, status: Number(status) });
       }
     }
     const at = (path: string, method: string) => (doc.paths[path] as Record<string, Op>)[method]!;
     expect(errorCodesOf(at('/v1/worker/decisions', 'post'), '402')).toEqual(['quota_exceeded']);
     expect(errorCodesOf(at('/v1/worker/decisions', 'post'), '409')).toEqual(['policy_version_mismatch']);
-    expect(errorCodesOf(at('/v1/worker/decisions', 'post'), '422')).toEqual(expect.arrayContaining(['unknown_policy', 'context_contract_violation', 'unsatisfiable_policy']));
+    expect(errorCodesOf(at('/v1/worker/decisions', 'post'), '422')).toEqual(
+      expect.arrayContaining(['unknown_policy', 'context_contract_violation', 'unsatisfiable_policy']),
+    );
     expect(errorCodesOf(at('/v1/decisions/{id}/decide', 'post'), '409')).toEqual(['already_voted', 'not_pending', 'signature_required']);
     expect(errorCodesOf(at('/v1/worker/decisions/{id}/consume', 'post'), '409')).toEqual(['consume_refused']);
     expect(errorCodesOf(at('/v1/members/{id}', 'delete'), '409')).toEqual(['last_admin']);
@@ -67,7 +70,7 @@ describe('OpenAPI document', () => {
     }
   });
 
-  it('the client\'s generated wire types (shared/client/src/openapi.ts) are what the contracts give: `npm run types`', () => {
+  it("the client's generated wire types (shared/client/src/openapi.ts) are what the contracts give: `npm run types`", () => {
     const run = spawnSync(process.execPath, [join(ROOT, 'deploy', 'local', 'types.js'), '--check'], { encoding: 'utf8' });
     expect({ status: run.status, out: run.stdout + run.stderr }).toEqual({ status: 0, out: expect.stringContaining('matches the contracts') });
   });

@@ -24,7 +24,8 @@ describe('session roles, members and the audit of changes', () => {
   });
 
   const policy = (key: string, approvers: string[]) => ({ key, name: key, defaults: { approvers, approvalsRequired: 1 } });
-  const audit = async (action: string) => (await stack.http('GET', `/v1/audit/?action=${encodeURIComponent(action)}&limit=200`, { token: org.admin })).body.entries as Array<Record<string, any>>;
+  const audit = async (action: string) =>
+    (await stack.http('GET', `/v1/audit/?action=${encodeURIComponent(action)}&limit=200`, { token: org.admin })).body.entries as Array<Record<string, any>>;
 
   describe('what each role may do', () => {
     it('a member cannot write policies or approvers (403), an editor can', async () => {
@@ -38,7 +39,10 @@ describe('session roles, members and the audit of changes', () => {
       expect((await stack.http('GET', '/v1/policies/refunds', { token: member })).status).toBe(404);
 
       expect((await stack.http('POST', '/v1/policies/', { token: editor, body: policy('refunds', ['r1@example.com']) })).status).toBe(201);
-      expect((await stack.http('PUT', '/v1/policies/refunds', { token: member, body: { defaults: { approvers: ['mia@example.com'], approvalsRequired: 1 } } })).status).toBe(403);
+      expect(
+        (await stack.http('PUT', '/v1/policies/refunds', { token: member, body: { defaults: { approvers: ['mia@example.com'], approvalsRequired: 1 } } }))
+          .status,
+      ).toBe(403);
       expect((await stack.http('DELETE', '/v1/policies/refunds', { token: member })).status).toBe(403);
       // Members read everything of the org.
       expect((await stack.http('GET', '/v1/policies/refunds', { token: member })).body.defaults.approvers).toEqual(['r1@example.com']);
@@ -61,13 +65,18 @@ describe('session roles, members and the audit of changes', () => {
       const unchanged = (await stack.http('GET', `/v1/approvers/${r2.id}`, { token: org.admin })).body;
       expect(unchanged.channels.find((c: { channel: string }) => c.channel === 'chatA')).toBeUndefined();
 
-      const set = await stack.http('POST', `/v1/approvers/${r2.id}/verify`, { token: org.admin, body: { channel: 'chatA', endpoint: 'U_R2', status: 'verified' } });
+      const set = await stack.http('POST', `/v1/approvers/${r2.id}/verify`, {
+        token: org.admin,
+        body: { channel: 'chatA', endpoint: 'U_R2', status: 'verified' },
+      });
       expect(set.status).toBe(200);
       expect(set.body.channels).toContainEqual(expect.objectContaining({ channel: 'chatA', endpoint: 'U_R2', status: 'verified' }));
 
       const entry = await waitFor(async () => (await audit('approver.endpoint_set')).find((e) => e.target === r2.id), { what: 'the audit entry' });
       expect(entry).toMatchObject({ actorLabel: org.adminEmail, details: { channel: 'chatA', before: null, after: { endpoint: 'U_R2', status: 'verified' } } });
-      const notice = await waitFor(() => smtp.mails.find((m) => m.to.includes('r2@example.com') && /Slack account/.test(m.subject)), { what: 'the notice to r2' });
+      const notice = await waitFor(() => smtp.mails.find((m) => m.to.includes('r2@example.com') && /Slack account/.test(m.subject)), {
+        what: 'the notice to r2',
+      });
       expect(notice.body).toContain('U_R2');
       expect(notice.body).toContain(org.adminEmail);
     });
@@ -76,7 +85,12 @@ describe('session roles, members and the audit of changes', () => {
   describe('a reviewer sees only the decisions naming them', () => {
     it('lists and opens their own, and 404s any other; the console is closed to them', async () => {
       const open = async (approvers: string[], stepRef: string) =>
-        (await stack.http('POST', '/v1/worker/decisions', { token: org.apiKey, body: { externalRunId: 'run-rev', stepRef, approvers, context: { title: stepRef } } })).body.decisionId as string;
+        (
+          await stack.http('POST', '/v1/worker/decisions', {
+            token: org.apiKey,
+            body: { externalRunId: 'run-rev', stepRef, approvers, context: { title: stepRef } },
+          })
+        ).body.decisionId as string;
       const mine = await open(['rita@example.com'], 'mine');
       const theirs = await open(['someone@example.com'], 'theirs');
       const rita = as('rita@example.com', 'reviewer');
@@ -169,7 +183,12 @@ describe('session roles, members and the audit of changes', () => {
     it('records a policy change with the version and content hash before and after, by name', async () => {
       const editor = as('ed@example.com', 'editor');
       const v1 = (await stack.http('POST', '/v1/policies/', { token: editor, body: policy('audited', ['a1@example.com']) })).body;
-      const v2 = (await stack.http('PUT', '/v1/policies/audited', { token: editor, body: { defaults: { approvers: ['a1@example.com', 'a2@example.com'], approvalsRequired: 1 } } })).body;
+      const v2 = (
+        await stack.http('PUT', '/v1/policies/audited', {
+          token: editor,
+          body: { defaults: { approvers: ['a1@example.com', 'a2@example.com'], approvalsRequired: 1 } },
+        })
+      ).body;
       expect(v2.version).toBe(2);
       const entries = await waitFor(async () => {
         const found = (await audit('policy.updated')).filter((e) => e.target === 'audited');
@@ -184,8 +203,22 @@ describe('session roles, members and the audit of changes', () => {
 
     it('records settings changes by name, never a secret', async () => {
       expect((await stack.http('PATCH', '/v1/settings/retention', { token: org.admin, body: { decisionDataDays: 30 } })).status).toBe(200);
-      expect((await stack.http('PUT', '/v1/settings/llm', { token: org.admin, body: { baseUrl: 'https://llm.example.com/v1', model: 'm', apiKey: 'sk-secret-value' } })).status).toBe(200);
-      expect((await stack.http('PUT', '/v1/settings/engines', { token: org.admin, body: { engineA: { url: 'https://engine.example.com', eventKey: 'ek-secret-value' } } })).status).toBe(200);
+      expect(
+        (
+          await stack.http('PUT', '/v1/settings/llm', {
+            token: org.admin,
+            body: { baseUrl: 'https://llm.example.com/v1', model: 'm', apiKey: 'sk-secret-value' },
+          })
+        ).status,
+      ).toBe(200);
+      expect(
+        (
+          await stack.http('PUT', '/v1/settings/engines', {
+            token: org.admin,
+            body: { engineA: { url: 'https://engine.example.com', eventKey: 'ek-secret-value' } },
+          })
+        ).status,
+      ).toBe(200);
       const entries = await waitFor(async () => {
         const found = await audit('settings.changed');
         return found.length >= 3 ? found : undefined;
@@ -198,7 +231,12 @@ describe('session roles, members and the audit of changes', () => {
     });
 
     it('records decisions created, each vote with its surface and voter, and the resolution', async () => {
-      const id = (await stack.http('POST', '/v1/worker/decisions', { token: org.apiKey, body: { externalRunId: 'run-audit', stepRef: 's', approvers: ['v@example.com'] } })).body.decisionId;
+      const id = (
+        await stack.http('POST', '/v1/worker/decisions', {
+          token: org.apiKey,
+          body: { externalRunId: 'run-audit', stepRef: 's', approvers: ['v@example.com'] },
+        })
+      ).body.decisionId;
       await stack.http('POST', `/v1/decisions/${id}/decide`, { token: as('v@example.com', 'member'), body: { decision: 'approve' } });
       const of = async (action: string) => (await audit(action)).find((e) => e.target === id);
       const created = await waitFor(() => of('decision.created'), { what: 'decision.created' });

@@ -87,7 +87,12 @@ describe('retention settings', () => {
 
     it('is for admins: a member session and an API key get 403, no token 401', async () => {
       const member = stack.session({ org: org.org, email: 'member@retention.example.com', role: 'member' });
-      for (const res of [await get(member), await patch(member, { decisionDataDays: 5 }), await get(org.apiKey), await patch(org.apiKey, { decisionDataDays: 5 })]) {
+      for (const res of [
+        await get(member),
+        await patch(member, { decisionDataDays: 5 }),
+        await get(org.apiKey),
+        await patch(org.apiKey, { decisionDataDays: 5 }),
+      ]) {
         expect(res.status).toBe(403);
         expect(res.body.error).toBe('forbidden');
       }
@@ -134,7 +139,10 @@ describe('retention settings', () => {
       return id;
     };
     const resolve = async (org: string, id: string) => {
-      const res = await stack.http('POST', `/v1/decisions/${id}/decide`, { token: stack.session({ org, email: approver }), body: { decision: 'approve', note: 'ok' } });
+      const res = await stack.http('POST', `/v1/decisions/${id}/decide`, {
+        token: stack.session({ org, email: approver }),
+        body: { decision: 'approve', note: 'ok' },
+      });
       expect(res.status).toBe(200);
       expect(res.body.status).toBe('APPROVED');
     };
@@ -144,12 +152,21 @@ describe('retention settings', () => {
       return res.body;
     };
     const ageResolved = (id: string, days: number) =>
-      pg.query(`update decisions.decisions set created_at = now() - make_interval(days => $2 + 1), resolved_at = now() - make_interval(days => $2) where id = $1`, [id, days]);
+      pg.query(
+        `update decisions.decisions set created_at = now() - make_interval(days => $2 + 1), resolved_at = now() - make_interval(days => $2) where id = $1`,
+        [id, days],
+      );
     const publishRetentionDue = async (eventId: string) => {
       const js = jetstream(nc);
       await js.publish(
         'evt.timer.retention_due',
-        JSON.stringify({ id: eventId, type: 'evt.timer.retention_due', org: '*', occurredAt: new Date().toISOString(), data: { decisionId: 'retention', timerId: `tmr_${eventId}`, kind: 'retention', step: 0, dueAt: new Date().toISOString() } }),
+        JSON.stringify({
+          id: eventId,
+          type: 'evt.timer.retention_due',
+          org: '*',
+          occurredAt: new Date().toISOString(),
+          data: { decisionId: 'retention', timerId: `tmr_${eventId}`, kind: 'retention', step: 0, dueAt: new Date().toISOString() },
+        }),
         { msgID: eventId },
       );
     };

@@ -1,4 +1,16 @@
-import { CachedCalls, OrgCache, SecretBox, announceChange, followChanges, createOutboundClient, outboundGuard, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import {
+  CachedCalls,
+  OrgCache,
+  SecretBox,
+  announceChange,
+  followChanges,
+  createOutboundClient,
+  outboundGuard,
+  startService,
+  type Clock,
+  type Logger,
+  type RunningService,
+} from '@approvals/shared';
 import type { NotifierConfig } from './config';
 import { notifierConsumers } from './consumers/decision-events.consumer';
 import { registerNotifierHandlers } from './handlers/people.handlers';
@@ -72,7 +84,10 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
       registerNotifierHandlers(ctx.host, { people, deliveries, engines, bus: ctx.bus });
       const approvers = new CachedCalls(ctx.bus);
       const personal = new OrgCache<Map<string, PersonalChannels>>();
-      const stopFollowing = [followChanges(ctx.bus, ctx.log, 'policies', [approvers.cache]), followChanges(ctx.bus, ctx.log, 'notifier', [personal, engineSettings])];
+      const stopFollowing = [
+        followChanges(ctx.bus, ctx.log, 'policies', [approvers.cache]),
+        followChanges(ctx.bus, ctx.log, 'notifier', [personal, engineSettings]),
+      ];
       for (const c of notifierConsumers({ store: deliveries, people, approvers, personal, worker, unavailable: deliver.unavailable })) ctx.consume(c);
       worker.start();
       // Stop sending before the bus closes: a send in flight finishes and records its result.

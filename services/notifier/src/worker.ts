@@ -96,8 +96,10 @@ export class DeliveryWorker {
   private async deliver(d: DeliveryRow): Promise<void> {
     const { store, log } = this.deps;
     try {
-      const r = await inSpan(`deliver ${d.kind} ${d.channel}`, { kind: SpanKind.PRODUCER, parent: contextFrom(d.traceparent), attributes: { 'approvals.delivery': d.id, 'approvals.channel': d.channel } }, () =>
-        this.deps.deliver(d),
+      const r = await inSpan(
+        `deliver ${d.kind} ${d.channel}`,
+        { kind: SpanKind.PRODUCER, parent: contextFrom(d.traceparent), attributes: { 'approvals.delivery': d.id, 'approvals.channel': d.channel } },
+        () => this.deps.deliver(d),
       );
       if (r.status === 'sent') await store.sent(d);
       else await store.skipped(d, r.reason);
@@ -108,7 +110,10 @@ export class DeliveryWorker {
       const message = (err as Error).message ?? String(err);
       await store.failed(d.id, message, permanent || exhausted ? null : retryDelayMs(d.attempts, this.deps.retryBaseMs));
       deliveriesTotal.inc({ channel: d.channel, outcome: permanent || exhausted ? 'failed' : 'retry' });
-      log[permanent || exhausted ? 'error' : 'warn']({ deliveryId: d.id, channel: d.channel, attempts: d.attempts, err: message }, permanent || exhausted ? 'delivery failed' : 'delivery failed; will retry');
+      log[permanent || exhausted ? 'error' : 'warn'](
+        { deliveryId: d.id, channel: d.channel, attempts: d.attempts, err: message },
+        permanent || exhausted ? 'delivery failed' : 'delivery failed; will retry',
+      );
     }
   }
 

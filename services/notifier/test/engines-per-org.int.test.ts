@@ -54,10 +54,20 @@ describe('engines per org', () => {
 
   const settings = (token: string, body: unknown) => stack.http('PUT', '/v1/settings/engines', { token, body });
   const resolveOne = async (o: { org: string; apiKey: string }, run: string) => {
-    const res = await stack.http('POST', '/v1/worker/decisions', { token: o.apiKey, body: { engine: 'bundled', externalRunId: run, stepRef: 's', approvers: ['rev@example.com'] } });
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: o.apiKey,
+      body: { engine: 'bundled', externalRunId: run, stepRef: 's', approvers: ['rev@example.com'] },
+    });
     expect(res.status).toBe(201);
     const id = res.body.decisionId as string;
-    expect((await stack.http('POST', `/v1/decisions/${id}/decide`, { token: stack.session({ org: o.org, email: 'rev@example.com' }), body: { decision: 'approve' } })).status).toBe(200);
+    expect(
+      (
+        await stack.http('POST', `/v1/decisions/${id}/decide`, {
+          token: stack.session({ org: o.org, email: 'rev@example.com' }),
+          body: { decision: 'approve' },
+        })
+      ).status,
+    ).toBe(200);
     return id;
   };
 
@@ -67,9 +77,19 @@ describe('engines per org', () => {
     expect((await stack.http('GET', '/v1/settings/engines', { token: member })).status).toBe(403);
     expect((await settings(member, { bundled: { url: `${receivers.url}/a` } })).status).toBe(403);
     const empty = await stack.http('GET', '/v1/settings/engines', { token: o.admin });
-    expect(empty.body).toEqual({ engineA: null, engineB: null, trigger: null, bundled: null, deployment: { engineA: false, engineB: false, trigger: false, bundled: false } });
+    expect(empty.body).toEqual({
+      engineA: null,
+      engineB: null,
+      trigger: null,
+      bundled: null,
+      deployment: { engineA: false, engineB: false, trigger: false, bundled: false },
+    });
 
-    const put = await settings(o.admin, { bundled: { url: `${receivers.url}/a` }, engineA: { url: `${receivers.url}/inngest`, eventKey: 'event-key-a' }, engineB: { url: `${receivers.url}/temporal`, namespace: 'payments', apiKey: 'temporal-key' } });
+    const put = await settings(o.admin, {
+      bundled: { url: `${receivers.url}/a` },
+      engineA: { url: `${receivers.url}/inngest`, eventKey: 'event-key-a' },
+      engineB: { url: `${receivers.url}/temporal`, namespace: 'payments', apiKey: 'temporal-key' },
+    });
     expect(put.status).toBe(200);
     expect(put.body.bundled).toEqual({ url: `${receivers.url}/a`, secretSet: true, secret: expect.stringMatching(/^whsec_/) });
     expect(put.body.engineA).toEqual({ url: `${receivers.url}/inngest`, eventKeySet: true });
@@ -130,7 +150,12 @@ describe('engines per org', () => {
     expect(hit.body).toEqual({ type: 'test', data: { test: true } });
     expect(standardWebhookValid(secret, hit)).toBe(true);
     await settings(o.admin, { bundled: { url: `${receivers.url}/down` } });
-    expect((await stack.http('POST', '/v1/settings/engines/bundled/test', { token: o.admin })).body).toEqual({ engine: 'bundled', source: 'org', ok: false, status: 500 });
+    expect((await stack.http('POST', '/v1/settings/engines/bundled/test', { token: o.admin })).body).toEqual({
+      engine: 'bundled',
+      source: 'org',
+      ok: false,
+      status: 500,
+    });
     const none = await stack.http('POST', '/v1/settings/engines/trigger/test', { token: o.admin });
     expect(none.status).toBe(409);
     expect(none.body.error).toBe('engine_not_configured');
@@ -147,22 +172,36 @@ describe('engines per org', () => {
     await waitFor(() => held.length > 0 || null, { what: 'the hanging receiver holding a request' });
     // Within 10 s: behind the hanging request it would wait for the sender's 15 s timeout.
     const fine = await resolveOne(good, 'good-1');
-    await waitFor(() => receivers.requests.find((r) => r.path === '/good' && r.body?.data?.decisionId === fine), { what: 'the good org resumed', timeoutMs: 10_000 });
+    await waitFor(() => receivers.requests.find((r) => r.path === '/good' && r.body?.data?.decisionId === fine), {
+      what: 'the good org resumed',
+      timeoutMs: 10_000,
+    });
     // The failing one keeps retrying with backoff, its event id unchanged...
-    const attempts = await waitFor(() => {
-      const hits = receivers.requests.filter((r) => r.path === '/flaky' && r.body?.data?.decisionId === failingId);
-      return hits.length >= 2 ? hits : null;
-    }, { what: 'retries to the failing receiver' });
+    const attempts = await waitFor(
+      () => {
+        const hits = receivers.requests.filter((r) => r.path === '/flaky' && r.body?.data?.decisionId === failingId);
+        return hits.length >= 2 ? hits : null;
+      },
+      { what: 'retries to the failing receiver' },
+    );
     expect(new Set(attempts.map((h) => h.headers['webhook-id'])).size).toBe(1);
     // ...until the org points it somewhere that answers: the next attempt goes there.
     await settings(down.admin, { bundled: { url: `${receivers.url}/fixed` } });
-    const fixed = await waitFor(() => receivers.requests.find((r) => r.path === '/fixed' && r.body?.data?.decisionId === failingId), { what: 'the retried resume at the new URL', timeoutMs: 15_000 });
+    const fixed = await waitFor(() => receivers.requests.find((r) => r.path === '/fixed' && r.body?.data?.decisionId === failingId), {
+      what: 'the retried resume at the new URL',
+      timeoutMs: 15_000,
+    });
     expect(fixed.headers['webhook-id']).toBe(attempts[0]!.headers['webhook-id']);
-    const delivery = await waitFor(async () => {
-      const d = (await bus.call(NotifierEndpoints.deliveries, { org: down.org, decisionId: failingId })).deliveries.find((x) => x.kind === 'resume');
-      return d?.status === 'sent' ? d : null;
-    }, { what: 'the resume recorded sent' });
+    const delivery = await waitFor(
+      async () => {
+        const d = (await bus.call(NotifierEndpoints.deliveries, { org: down.org, decisionId: failingId })).deliveries.find((x) => x.kind === 'resume');
+        return d?.status === 'sent' ? d : null;
+      },
+      { what: 'the resume recorded sent' },
+    );
     expect(delivery.attempts).toBeGreaterThanOrEqual(3);
-    expect((await bus.call(NotifierEndpoints.deliveries, { org: slow.org, decisionId: hanging })).deliveries.find((x) => x.kind === 'resume')?.status).toBe('pending');
+    expect((await bus.call(NotifierEndpoints.deliveries, { org: slow.org, decisionId: hanging })).deliveries.find((x) => x.kind === 'resume')?.status).toBe(
+      'pending',
+    );
   });
 });

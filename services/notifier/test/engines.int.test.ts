@@ -51,10 +51,16 @@ describe('engine resumes', () => {
 
   let n = 0;
   const resolve = async (engine: string, choice: 'approve' | 'reject') => {
-    const res = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { engine, externalRunId: `run-${engine}-${++n}`, stepRef: `step-${n}`, approvers: ['rev@example.com'] } });
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { engine, externalRunId: `run-${engine}-${++n}`, stepRef: `step-${n}`, approvers: ['rev@example.com'] },
+    });
     expect(res.status).toBe(201);
     const id = res.body.decisionId as string;
-    const vote = await stack.http('POST', `/v1/decisions/${id}/decide`, { token: stack.session({ org, email: 'rev@example.com' }), body: { decision: choice, note: 'checked' } });
+    const vote = await stack.http('POST', `/v1/decisions/${id}/decide`, {
+      token: stack.session({ org, email: 'rev@example.com' }),
+      body: { decision: choice, note: 'checked' },
+    });
     expect(vote.status).toBe(200);
     return { id, run: `run-${engine}-${n}`, step: `step-${n}` };
   };
@@ -70,7 +76,9 @@ describe('engine resumes', () => {
 
   it('trigger: completes the waitpoint token named by stepRef, authenticated', async () => {
     const { id, step } = await resolve('trigger', 'reject');
-    const req = await waitFor(() => engines.requests.find((r) => r.body?.data?.decisionId === id && r.path.startsWith('/trigger')), { what: 'waitpoint completion' });
+    const req = await waitFor(() => engines.requests.find((r) => r.body?.data?.decisionId === id && r.path.startsWith('/trigger')), {
+      what: 'waitpoint completion',
+    });
     expect(req.path).toBe(`/trigger/api/v1/waitpoints/tokens/${step}/complete`);
     expect(req.headers.authorization).toBe('Bearer tr_secret');
     expect(req.body.data).toMatchObject({ status: 'REJECTED', approved: false });
@@ -85,7 +93,11 @@ describe('engine resumes', () => {
     expect(req.headers['webhook-signature']).toBe(`v1,${expected}`);
     expect(Math.abs(Number(req.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(60);
     // The library's verifier (svix, Standard Webhooks) accepts it as delivered, and not once altered.
-    const headers = { 'webhook-id': String(req.headers['webhook-id']), 'webhook-timestamp': String(req.headers['webhook-timestamp']), 'webhook-signature': String(req.headers['webhook-signature']) };
+    const headers = {
+      'webhook-id': String(req.headers['webhook-id']),
+      'webhook-timestamp': String(req.headers['webhook-timestamp']),
+      'webhook-signature': String(req.headers['webhook-signature']),
+    };
     expect(new Webhook(secret).verify(req.raw, headers)).toMatchObject({ type: 'decision.resolved', data: { decisionId: id } });
     expect(() => new Webhook(secret).verify(req.raw.replace('decision.resolved', 'decision.altered'), headers)).toThrow(WebhookVerificationError);
   });
@@ -93,7 +105,10 @@ describe('engine resumes', () => {
   it('retries with backoff until the engine answers 2xx, keeping the event id', async () => {
     failNext = 2;
     const { id } = await resolve('engineB', 'approve');
-    await waitFor(async () => (await deliveries(id)).some((d) => d.kind === 'resume' && d.status === 'sent'), { timeoutMs: 15_000, what: 'resume sent after retries' });
+    await waitFor(async () => (await deliveries(id)).some((d) => d.kind === 'resume' && d.status === 'sent'), {
+      timeoutMs: 15_000,
+      what: 'resume sent after retries',
+    });
     const tries = engines.requests.filter((r) => r.body?.input?.[0]?.decisionId === id);
     expect(tries).toHaveLength(3);
     expect(new Set(tries.map((t) => t.headers['idempotency-key'])).size).toBe(1);
@@ -111,10 +126,13 @@ describe('engine resumes', () => {
     // Found when it was planned: never attempted.
     expect(d.attempts).toBe(0);
     // The decision's timeline says so (an mcp decision has no engine by design: nothing there).
-    const skipped = await waitFor(async () => {
-      const full = await stack.http('GET', `/v1/decisions/${engineA.id}`, { token: admin });
-      return full.body.timeline.find((t: { type: string }) => t.type === 'resume_skipped');
-    }, { what: 'resume_skipped on the timeline' });
+    const skipped = await waitFor(
+      async () => {
+        const full = await stack.http('GET', `/v1/decisions/${engineA.id}`, { token: admin });
+        return full.body.timeline.find((t: { type: string }) => t.type === 'resume_skipped');
+      },
+      { what: 'resume_skipped on the timeline' },
+    );
     expect(skipped).toMatchObject({ channel: 'engineA', reason: d.lastError, deliveryId: d.id });
     const m = await stack.http('GET', `/v1/decisions/${mcp.id}`, { token: admin });
     expect(m.body.timeline.some((t: { type: string }) => t.type === 'resume_skipped')).toBe(false);

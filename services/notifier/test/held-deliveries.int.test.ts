@@ -60,7 +60,12 @@ describe('deliveries planned already claimed', () => {
     expect(await store.claim(10)).toEqual([]);
     // Held rows are sent by their holder: marked sent, lease cleared.
     await store.sent(held[0]!);
-    const after = await db('deliveries').whereIn('id', held.map((d) => d.id)).orderBy('target');
+    const after = await db('deliveries')
+      .whereIn(
+        'id',
+        held.map((d) => d.id),
+      )
+      .orderBy('target');
     expect(after.map((r) => [r.status, r.lease_until === null])).toEqual([
       ['sent', true],
       ['pending', false],
@@ -83,7 +88,10 @@ describe('deliveries planned already claimed', () => {
     const before = Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count);
     // Marked together (within the linger), one of them twice.
     await Promise.all([...all.map((d) => store.sent(d)), store.sent(people[0]!)]);
-    const marked = await db('deliveries').whereIn('id', all.map((d) => d.id));
+    const marked = await db('deliveries').whereIn(
+      'id',
+      all.map((d) => d.id),
+    );
     expect(marked.map((r) => [r.status, r.lease_until])).toEqual([
       ['sent', null],
       ['sent', null],
@@ -109,8 +117,18 @@ describe('deliveries planned already claimed', () => {
     expect(all).toHaveLength(3);
     const before = Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count);
     // Skipped together (within the linger), one of them twice.
-    await Promise.all([store.skipped(people[0]!, 'decision is APPROVED'), store.skipped(resume[0]!, 'engine_not_configured: none'), store.skipped(polled[0]!, 'api callers poll'), store.skipped(resume[0]!, 'again')]);
-    const marked = await db('deliveries').whereIn('id', all.map((d) => d.id)).select('id', 'status', 'last_error', 'lease_until', 'xmin');
+    await Promise.all([
+      store.skipped(people[0]!, 'decision is APPROVED'),
+      store.skipped(resume[0]!, 'engine_not_configured: none'),
+      store.skipped(polled[0]!, 'api callers poll'),
+      store.skipped(resume[0]!, 'again'),
+    ]);
+    const marked = await db('deliveries')
+      .whereIn(
+        'id',
+        all.map((d) => d.id),
+      )
+      .select('id', 'status', 'last_error', 'lease_until', 'xmin');
     const byId = new Map(marked.map((r) => [r.id, r]));
     expect(all.map((d) => [byId.get(d.id)!.status, byId.get(d.id)!.last_error, byId.get(d.id)!.lease_until])).toEqual([
       ['skipped', 'decision is APPROVED', null],
@@ -120,7 +138,9 @@ describe('deliveries planned already claimed', () => {
     // One statement: one transaction for all three.
     expect(new Set(marked.map((r) => r.xmin)).size).toBe(1);
     const events = await db('outbox').orderBy('seq').offset(before);
-    expect(events.map((e) => [e.subject, e.envelope.data.deliveryId, e.envelope.data.reason])).toEqual([['evt.notification.skipped', resume[0]!.id, 'engine_not_configured: none']]);
+    expect(events.map((e) => [e.subject, e.envelope.data.deliveryId, e.envelope.data.reason])).toEqual([
+      ['evt.notification.skipped', resume[0]!.id, 'engine_not_configured: none'],
+    ]);
     // A later skip of a row already skipped writes nothing.
     await store.skipped(resume[0]!, 'later');
     expect(Number((await db('outbox').count<{ count: string }[]>('* as count'))[0]!.count)).toBe(before + 1);
@@ -131,7 +151,14 @@ describe('deliveries planned already claimed', () => {
     const store = createDeliveriesStore(db, { leaseSec: 60 });
     await store.claim(100); // nothing else pending from earlier tests
     const reason = 'engine_not_configured: no engineA is configured for this org or the deployment';
-    const resume = rows(1, { kind: 'resume', channel: 'engineA', target: 'engineA', payload: {}, skipReason: reason, traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01' });
+    const resume = rows(1, {
+      kind: 'resume',
+      channel: 'engineA',
+      target: 'engineA',
+      payload: {},
+      skipReason: reason,
+      traceparent: '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01',
+    });
     const polled = rows(1, { kind: 'resume', channel: 'api', target: 'api', payload: {}, skipReason: 'api callers poll the decision' });
     const person = rows(1, { skipReason: 'SMTP is not configured' });
     // Any payload goes through as it was planned (quotes, backslashes, braces, commas, NULs excepted as JSON forbids them).
@@ -144,7 +171,12 @@ describe('deliveries planned already claimed', () => {
     expect(held[0]).not.toHaveProperty('key');
     expect(held[0]!.payload).toEqual(odd);
     expect((await db('deliveries').where({ id: held[0]!.id }).first()).payload).toEqual(odd);
-    const planned = await db('deliveries').whereIn('event_id', [resume, polled, person].map((r) => r[0]!.eventId)).select('id', 'kind', 'channel', 'status', 'last_error', 'attempts', 'lease_until', 'xmin');
+    const planned = await db('deliveries')
+      .whereIn(
+        'event_id',
+        [resume, polled, person].map((r) => r[0]!.eventId),
+      )
+      .select('id', 'kind', 'channel', 'status', 'last_error', 'attempts', 'lease_until', 'xmin');
     expect(planned.map((r) => [r.channel, r.status, r.attempts, r.lease_until]).sort()).toEqual([
       ['api', 'skipped', 0, null],
       ['email', 'skipped', 0, null],
@@ -153,7 +185,10 @@ describe('deliveries planned already claimed', () => {
     const events = await db('outbox').orderBy('seq').offset(before);
     const skippedResume = planned.find((r) => r.channel === 'engineA')!;
     expect(events.map((e) => [e.subject, e.envelope.data])).toEqual([
-      ['evt.notification.skipped', { decisionId: resume[0]!.decisionId, deliveryId: skippedResume.id, kind: 'resume', channel: 'engineA', reason, at: expect.any(String) }],
+      [
+        'evt.notification.skipped',
+        { decisionId: resume[0]!.decisionId, deliveryId: skippedResume.id, kind: 'resume', channel: 'engineA', reason, at: expect.any(String) },
+      ],
     ]);
     expect(events[0]!.envelope.traceparent).toBe(resume[0]!.traceparent);
     // Written by the planning statement itself.
@@ -208,7 +243,9 @@ describe('deliveries planned already claimed', () => {
       await waitFor(() => sent.length === 6, { what: 'the rows left for the claim' });
       expect(claims).toBeGreaterThan(1);
       const decisions = [held[0]!.decision_id, more.held[0]!.decision_id];
-      await waitFor(async () => (await db('deliveries').whereIn('decision_id', decisions).where({ status: 'sent' }).pluck('id')).length === 6, { what: 'all six marked sent' });
+      await waitFor(async () => (await db('deliveries').whereIn('decision_id', decisions).where({ status: 'sent' }).pluck('id')).length === 6, {
+        what: 'all six marked sent',
+      });
     } finally {
       await worker.stop();
     }

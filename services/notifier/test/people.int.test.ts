@@ -27,7 +27,13 @@ describe('contact methods and push devices', () => {
   });
 
   it('reads empty contact methods, replaces them with PUT, keeps them per person', async () => {
-    expect((await stack.http('GET', '/v1/contact-methods/', { token: me })).body).toEqual({ email: null, sms: null, chatA: null, pushEnabled: false, updatedAt: null });
+    expect((await stack.http('GET', '/v1/contact-methods/', { token: me })).body).toEqual({
+      email: null,
+      sms: null,
+      chatA: null,
+      pushEnabled: false,
+      updatedAt: null,
+    });
     const put = await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { email: 'Me@Example.com', sms: '+15550100', pushEnabled: true } });
     expect(put.status).toBe(200);
     expect(put.body).toMatchObject({ email: 'me@example.com', sms: '+15550100', chatA: null, pushEnabled: true });
@@ -43,8 +49,13 @@ describe('contact methods and push devices', () => {
     expect(claimed.body).toMatchObject({ error: 'chat_account_not_linked', linked: null, message: expect.stringContaining('/v1/integrations/chatA/link') });
     expect((await stack.http('GET', '/v1/contact-methods/', { token: me })).body.sms).toBe('+15550101');
     // Linked (here: an admin's verified setting on the approver record): the same id is taken, another is not.
-    const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: 'me@example.com', channels: [{ channel: 'chatA', endpoint: 'U_ME' }] } });
-    expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { channel: 'chatA', status: 'verified' } })).status).toBe(200);
+    const reg = await stack.http('POST', '/v1/approvers/', {
+      token: admin,
+      body: { email: 'me@example.com', channels: [{ channel: 'chatA', endpoint: 'U_ME' }] },
+    });
+    expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { channel: 'chatA', status: 'verified' } })).status).toBe(
+      200,
+    );
     const other = await stack.http('PUT', '/v1/contact-methods/', { token: me, body: { chatA: 'U_SOMEONE_ELSE' } });
     expect(other.status).toBe(422);
     expect(other.body.linked).toBe('U_ME');
@@ -133,15 +144,24 @@ describe('notifications on people channels', () => {
 
     const res = await stack.http('POST', '/v1/worker/decisions', {
       token: apiKey,
-      body: { engine: 'api', externalRunId: 'run-ch', stepRef: 's', approvers: ['ann@example.com', 'bob@example.com', 'cy@example.com'], context: { title: 'Rotate keys' } },
+      body: {
+        engine: 'api',
+        externalRunId: 'run-ch',
+        stepRef: 's',
+        approvers: ['ann@example.com', 'bob@example.com', 'cy@example.com'],
+        context: { title: 'Rotate keys' },
+      },
     });
     expect(res.status).toBe(201);
     const id = res.body.decisionId;
     const done = async () => (await bus.call(NotifierEndpoints.deliveries, { org, decisionId: id })).deliveries;
-    await waitFor(async () => {
-      const d = await done();
-      return d.length > 0 && d.every((x) => x.status !== 'pending');
-    }, { timeoutMs: 15_000, what: 'deliveries settled' });
+    await waitFor(
+      async () => {
+        const d = await done();
+        return d.length > 0 && d.every((x) => x.status !== 'pending');
+      },
+      { timeoutMs: 15_000, what: 'deliveries settled' },
+    );
     const byTarget = Object.fromEntries((await done()).map((d) => [`${d.channel}:${d.target}`, d.status]));
     expect(byTarget).toEqual({
       [`webhook:${hooks.url}/ann-hook`]: 'sent',
@@ -154,7 +174,11 @@ describe('notifications on people channels', () => {
     expect(hook.body).toMatchObject({ type: 'decision.created', data: { id, status: 'PENDING' } });
     expect(hook.headers['webhook-signature']).toMatch(/^v1,/);
     // Signed as Standard Webhooks: the library's verifier (svix) accepts it with the deployment's secret (raw bytes, not `whsec_`).
-    const signed = { 'webhook-id': String(hook.headers['webhook-id']), 'webhook-timestamp': String(hook.headers['webhook-timestamp']), 'webhook-signature': String(hook.headers['webhook-signature']) };
+    const signed = {
+      'webhook-id': String(hook.headers['webhook-id']),
+      'webhook-timestamp': String(hook.headers['webhook-timestamp']),
+      'webhook-signature': String(hook.headers['webhook-signature']),
+    };
     expect(new Webhook(Buffer.from(WEBHOOK_SECRET), { format: 'raw' }).verify(hook.raw, signed)).toMatchObject({ type: 'decision.created', data: { id } });
     expect(() => new Webhook(Buffer.from('another-secret-of-length'), { format: 'raw' }).verify(hook.raw, signed)).toThrow(WebhookVerificationError);
     const sms = hooks.requests.find((r) => r.path === '/sms')!;
@@ -163,23 +187,37 @@ describe('notifications on people channels', () => {
     expect(hooks.requests.some((r) => r.body?.to === '+15550199')).toBe(false);
 
     // The decision's timeline records each notification that went out, and only those.
-    const notified = await waitFor(async () => {
-      const full = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
-      const entries = full.body.timeline.filter((t: { type: string }) => t.type === 'notified');
-      return entries.length >= 2 ? entries : null;
-    }, { timeoutMs: 10_000, what: 'notified timeline entries' });
+    const notified = await waitFor(
+      async () => {
+        const full = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
+        const entries = full.body.timeline.filter((t: { type: string }) => t.type === 'notified');
+        return entries.length >= 2 ? entries : null;
+      },
+      { timeoutMs: 10_000, what: 'notified timeline entries' },
+    );
     expect(notified.map((t: { channel: string }) => t.channel).sort()).toEqual(['sms', 'webhook']);
     for (const t of notified) {
-      expect(t).toEqual({ type: 'notified', actor: null, at: expect.any(String), channel: expect.any(String), kind: 'notify', to: 'ann@example.com', deliveryId: expect.stringMatching(/^dlv_/) });
+      expect(t).toEqual({
+        type: 'notified',
+        actor: null,
+        at: expect.any(String),
+        channel: expect.any(String),
+        kind: 'notify',
+        to: 'ann@example.com',
+        deliveryId: expect.stringMatching(/^dlv_/),
+      });
     }
     // Each mark wrote its event in the same statement and published it itself (held):
     // the timeline above has them from the stream, and the outbox has let them go.
     const pg = new Client({ connectionString: stack.db.url });
     await pg.connect();
     try {
-      await waitFor(async () => (await pg.query(`SELECT count(*)::int AS n FROM notifier.outbox WHERE envelope->'data'->>'decisionId' = $1`, [id])).rows[0].n === 0, {
-        what: 'the events of the notices published and deleted',
-      });
+      await waitFor(
+        async () => (await pg.query(`SELECT count(*)::int AS n FROM notifier.outbox WHERE envelope->'data'->>'decisionId' = $1`, [id])).rows[0].n === 0,
+        {
+          what: 'the events of the notices published and deleted',
+        },
+      );
     } finally {
       await pg.end();
     }
@@ -195,36 +233,64 @@ describe('notifications on people channels', () => {
     await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { channel: 'webhook', status: 'verified' } });
     const res = await stack.http('POST', '/v1/worker/decisions', {
       token: apiKey,
-      body: { engine: 'api', externalRunId: 'run-remind', stepRef: 's', approvers: ['dee@example.com'], assigneeEmail: 'dee@example.com', timeoutSec: 4, context: { title: 'Remind me' } },
+      body: {
+        engine: 'api',
+        externalRunId: 'run-remind',
+        stepRef: 's',
+        approvers: ['dee@example.com'],
+        assigneeEmail: 'dee@example.com',
+        timeoutSec: 4,
+        context: { title: 'Remind me' },
+      },
     });
     expect(res.status).toBe(201);
     const id = res.body.decisionId;
-    const reminder = await waitFor(() => hooks.requests.find((r) => r.path === '/dee-hook' && r.body?.type === 'decision.reminded'), { timeoutMs: 10_000, what: 'reminder webhook' });
+    const reminder = await waitFor(() => hooks.requests.find((r) => r.path === '/dee-hook' && r.body?.type === 'decision.reminded'), {
+      timeoutMs: 10_000,
+      what: 'reminder webhook',
+    });
     expect(reminder.body).toMatchObject({ data: { id } });
     expect(hooks.requests.filter((r) => r.path === '/dee-hook' && r.body?.type === 'decision.created')).toHaveLength(1);
-    const kinds = await waitFor(async () => {
-      const full = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
-      const k = full.body.timeline.filter((t: { type: string }) => t.type === 'notified').map((t: { kind: string; channel: string }) => `${t.kind}:${t.channel}`);
-      return k.includes('remind:webhook') ? k : null;
-    }, { timeoutMs: 10_000, what: 'remind recorded' });
+    const kinds = await waitFor(
+      async () => {
+        const full = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
+        const k = full.body.timeline
+          .filter((t: { type: string }) => t.type === 'notified')
+          .map((t: { kind: string; channel: string }) => `${t.kind}:${t.channel}`);
+        return k.includes('remind:webhook') ? k : null;
+      },
+      { timeoutMs: 10_000, what: 'remind recorded' },
+    );
     expect(kinds.filter((k: string) => k === 'remind:webhook')).toHaveLength(1);
     expect(kinds).toContain('notify:webhook');
   });
 
   it('a notice still retrying when the decision resolves is dropped (skipped), not sent late', async () => {
-    const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: 'eve@example.com', channels: [{ channel: 'webhook', endpoint: `${hooks.url}/eve-hook` }] } });
+    const reg = await stack.http('POST', '/v1/approvers/', {
+      token: admin,
+      body: { email: 'eve@example.com', channels: [{ channel: 'webhook', endpoint: `${hooks.url}/eve-hook` }] },
+    });
     await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { channel: 'webhook', status: 'verified' } });
     failEve = true;
-    const res = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { engine: 'api', externalRunId: 'run-late', stepRef: 's', approvers: ['eve@example.com'] } });
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { engine: 'api', externalRunId: 'run-late', stepRef: 's', approvers: ['eve@example.com'] },
+    });
     const id = res.body.decisionId;
-    await waitFor(() => hooks.requests.some((r) => r.path === '/eve-hook' && r.body?.data?.id === id), { timeoutMs: 10_000, what: 'first (failed) webhook attempt' });
+    await waitFor(() => hooks.requests.some((r) => r.path === '/eve-hook' && r.body?.data?.id === id), {
+      timeoutMs: 10_000,
+      what: 'first (failed) webhook attempt',
+    });
     const eve = stack.session({ org, email: 'eve@example.com' });
     expect((await stack.http('POST', `/v1/decisions/${id}/decide`, { token: eve, body: { decision: 'reject' } })).status).toBe(200);
     failEve = false;
-    const hook = await waitFor(async () => {
-      const d = (await bus.call(NotifierEndpoints.deliveries, { org, decisionId: id })).deliveries.find((x) => x.channel === 'webhook');
-      return d && d.status !== 'pending' ? d : null;
-    }, { timeoutMs: 15_000, what: 'the webhook delivery settled' });
+    const hook = await waitFor(
+      async () => {
+        const d = (await bus.call(NotifierEndpoints.deliveries, { org, decisionId: id })).deliveries.find((x) => x.channel === 'webhook');
+        return d && d.status !== 'pending' ? d : null;
+      },
+      { timeoutMs: 15_000, what: 'the webhook delivery settled' },
+    );
     expect(hook).toMatchObject({ status: 'skipped', lastError: 'decision is REJECTED' });
     expect(hooks.requests.filter((r) => r.path === '/eve-hook' && r.body?.data?.id === id).every((r) => r.body.data.status === 'PENDING')).toBe(true);
     const timeline = (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body.timeline;

@@ -29,7 +29,7 @@ describe('delivery planning', () => {
     expect(orderedTargets(approver(), { channels: ['chatB'] }).map((t) => t.channel)).toEqual(['email', 'sms', 'chatA']);
   });
 
-  it('a person\'s own contact methods become their channels; push goes to each active device', () => {
+  it("a person's own contact methods become their channels; push goes to each active device", () => {
     const p = { sms: '+15550999', devices: ['dev_1', 'dev_2'] };
     expect(orderedTargets(withPersonalChannels(approver(), p), null)).toEqual([
       { channel: 'email', target: 'ann@example.com' },
@@ -46,7 +46,9 @@ describe('delivery planning', () => {
 
   it('fans out to every verified channel, or starts escalation with the first', () => {
     expect(initialTargets(approver(), null, 'fanout').map((t) => t.channel)).toEqual(['email', 'sms', 'chatA']);
-    expect(initialTargets(approver(), { channels: ['chatA', 'email'], strategy: 'escalate', escalateAfterSec: 60 }, 'escalate')).toEqual([{ channel: 'chatA', target: 'U123' }]);
+    expect(initialTargets(approver(), { channels: ['chatA', 'email'], strategy: 'escalate', escalateAfterSec: 60 }, 'escalate')).toEqual([
+      { channel: 'chatA', target: 'U123' },
+    ]);
     expect(escalationTarget(approver(), { channels: ['chatA', 'email'], strategy: 'escalate' }, 1)).toEqual({ channel: 'email', target: 'ann@example.com' });
     expect(escalationTarget(approver(), { channels: ['chatA', 'email'], strategy: 'escalate' }, 9)).toBeUndefined();
   });
@@ -91,7 +93,10 @@ describe('email content', () => {
   });
 
   it('escapes every value it puts in the HTML, links and prompt included', () => {
-    const d = { ...(base as object), context: { title: 't', prompt: '<img src=x onerror=alert(1)>', blocks: [{ kind: 'text', text: '<script>x</script>' }] } } as never;
+    const d = {
+      ...(base as object),
+      context: { title: 't', prompt: '<img src=x onerror=alert(1)>', blocks: [{ kind: 'text', text: '<script>x</script>' }] },
+    } as never;
     const m = renderEmail({ d, kind: 'notify', links: { approve: 'https://x/a?b="><svg>' }, appUrl: 'https://x/app' });
     expect(m.html).not.toMatch(/<img|<script|<svg/);
     expect(m.html).toContain('&lt;img src=x onerror=alert(1)&gt;');
@@ -128,7 +133,17 @@ describe('chat notice content', () => {
       appUrl: 'https://app/x',
       expiresAt: null,
     });
-    const signed = renderChatNotice({ ...(d as object), answerableByLink: false, linkAnswers: [], requiresSignature: true, esign: { envelopeId: 'e', documentUrl: 'https://sign/e' } } as never, 'notify', 'u');
+    const signed = renderChatNotice(
+      {
+        ...(d as object),
+        answerableByLink: false,
+        linkAnswers: [],
+        requiresSignature: true,
+        esign: { envelopeId: 'e', documentUrl: 'https://sign/e' },
+      } as never,
+      'notify',
+      'u',
+    );
     expect(signed.buttons).toEqual([]);
     expect(signed.lines.at(-1)).toBe('Decided by signing the document: https://sign/e');
     expect(renderChatNotice({ ...(d as object), answerableByLink: false, linkAnswers: ['reject'] } as never, 'notify', 'u').buttons).toEqual(['reject']);

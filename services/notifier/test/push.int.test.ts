@@ -44,15 +44,26 @@ describe('push and personal contact methods', () => {
       const raw = await readBody(req);
       if (req.url === '/token') {
         tokenGrants.push(Object.fromEntries(new URLSearchParams(raw)));
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ access_token: 'ya29.stand-in', expires_in: 3600, token_type: 'Bearer' }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ access_token: 'ya29.stand-in', expires_in: 3600, token_type: 'Bearer' }));
         return;
       }
       const body = JSON.parse(raw);
       fcmCalls.push({ path: req.url ?? '', auth: req.headers.authorization, body });
       if (body.message?.token === 'dead-android') {
-        res.writeHead(404, { 'content-type': 'application/json' }).end(
-          JSON.stringify({ error: { code: 404, status: 'NOT_FOUND', message: 'Requested entity was not found.', details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'UNREGISTERED' }] } }),
-        );
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(
+            JSON.stringify({
+              error: {
+                code: 404,
+                status: 'NOT_FOUND',
+                message: 'Requested entity was not found.',
+                details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'UNREGISTERED' }],
+              },
+            }),
+          );
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ name: 'projects/approvals-test/messages/1' }));
@@ -113,26 +124,39 @@ describe('push and personal contact methods', () => {
   const PAT = 'pat@example.com';
   const pat = () => stack.session({ org, email: PAT, sub: 'usr_pat' });
   const open = async (run: string, extra: Record<string, unknown> = {}) => {
-    const res = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { engine: 'api', externalRunId: run, stepRef: 's', approvers: [PAT], context: { title: `Deploy ${run}`, prompt: 'Ship it?' }, ...extra } });
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { engine: 'api', externalRunId: run, stepRef: 's', approvers: [PAT], context: { title: `Deploy ${run}`, prompt: 'Ship it?' }, ...extra },
+    });
     expect(res.status).toBe(201);
     return res.body.decisionId as string;
   };
   const settled = (decisionId: string, n: number) =>
-    waitFor(async () => {
-      const d = (await bus.call(NotifierEndpoints.deliveries, { org, decisionId })).deliveries;
-      return d.length >= n && d.every((x) => x.status !== 'pending') ? d : null;
-    }, { timeoutMs: 15_000, what: 'deliveries settled' });
+    waitFor(
+      async () => {
+        const d = (await bus.call(NotifierEndpoints.deliveries, { org, decisionId })).deliveries;
+        return d.length >= n && d.every((x) => x.status !== 'pending') ? d : null;
+      },
+      { timeoutMs: 15_000, what: 'deliveries settled' },
+    );
 
   it('with push on, notices reach every active device (FCM for Android, APNs for iOS) with a deep link; dead tokens revoke their device', async () => {
     expect((await stack.http('PUT', '/v1/contact-methods/', { token: pat(), body: { pushEnabled: true, sms: '+15550142' } })).status).toBe(200);
     const devices: Record<string, string> = {};
-    for (const [token, platform] of [['good-android', 'android'], ['dead-android', 'android'], ['good-ios', 'ios'], ['bad-ios', 'ios']]) {
+    for (const [token, platform] of [
+      ['good-android', 'android'],
+      ['dead-android', 'android'],
+      ['good-ios', 'ios'],
+      ['bad-ios', 'ios'],
+    ]) {
       const r = await stack.http('POST', '/v1/push-devices/', { token: pat(), body: { token, platform } });
       devices[token] = r.body.id;
     }
     const id = await open('push-1');
     const d = await settled(id, 6).catch(async (err) => {
-      throw new Error(`${err.message}: ${JSON.stringify((await bus.call(NotifierEndpoints.deliveries, { org, decisionId: id })).deliveries.map((x) => [x.channel, x.status, x.lastError]))}`);
+      throw new Error(
+        `${err.message}: ${JSON.stringify((await bus.call(NotifierEndpoints.deliveries, { org, decisionId: id })).deliveries.map((x) => [x.channel, x.status, x.lastError]))}`,
+      );
     });
     const byTarget = Object.fromEntries(d.map((x) => [`${x.channel}:${x.target}`, x.status]));
     expect(byTarget).toEqual({
@@ -145,11 +169,17 @@ describe('push and personal contact methods', () => {
     });
     // FCM: a service-account token (JWT bearer grant), then messages:send with the deep link.
     expect(tokenGrants[0]).toMatchObject({ grant_type: 'urn:ietf:params:oauth:grant-type:jwt-bearer' });
-    expect(jsonwebtoken.decode(tokenGrants[0]!.assertion!)).toMatchObject({ iss: 'push@approvals-test.iam.gserviceaccount.com', scope: 'https://www.googleapis.com/auth/firebase.messaging' });
+    expect(jsonwebtoken.decode(tokenGrants[0]!.assertion!)).toMatchObject({
+      iss: 'push@approvals-test.iam.gserviceaccount.com',
+      scope: 'https://www.googleapis.com/auth/firebase.messaging',
+    });
     const sent = fcmCalls.find((c) => c.body.message.token === 'good-android')!;
     expect(sent.path).toBe('/v1/projects/approvals-test/messages:send');
     expect(sent.auth).toBe('Bearer ya29.stand-in');
-    expect(sent.body.message).toMatchObject({ notification: { title: 'Approval needed: Deploy push-1', body: 'Ship it?' }, data: { url: `https://app.example.com/app/decisions/${id}`, decisionId: id } });
+    expect(sent.body.message).toMatchObject({
+      notification: { title: 'Approval needed: Deploy push-1', body: 'Ship it?' },
+      data: { url: `https://app.example.com/app/decisions/${id}`, decisionId: id },
+    });
     // APNs: HTTP/2, token auth (ES256, key id, team id), topic, alert with the deep link.
     const ios = apnsCalls.find((c) => c.path === '/3/device/good-ios')!;
     expect(ios.headers['apns-topic']).toBe('com.example.approvals');
@@ -157,10 +187,16 @@ describe('push and personal contact methods', () => {
     const jwt = String(ios.headers.authorization).replace(/^bearer /, '');
     const verified = jsonwebtoken.verify(jwt, apnsKey.publicKey, { issuer: 'TEAM123456', algorithms: ['ES256'], complete: true });
     expect(verified.header.kid).toBe('APNSKEY01');
-    expect(ios.body).toMatchObject({ aps: { alert: { title: 'Approval needed: Deploy push-1', body: 'Ship it?' } }, url: `https://app.example.com/app/decisions/${id}` });
+    expect(ios.body).toMatchObject({
+      aps: { alert: { title: 'Approval needed: Deploy push-1', body: 'Ship it?' } },
+      url: `https://app.example.com/app/decisions/${id}`,
+    });
     // The devices the providers reported dead are revoked.
     const list = (await stack.http('GET', '/v1/push-devices/', { token: pat() })).body.devices as Array<{ id: string; revokedAt: string | null }>;
-    const revoked = list.filter((x) => x.revokedAt).map((x) => x.id).sort();
+    const revoked = list
+      .filter((x) => x.revokedAt)
+      .map((x) => x.id)
+      .sort();
     expect(revoked).toEqual([devices['dead-android'], devices['bad-ios']].sort());
   });
 
@@ -178,9 +214,15 @@ describe('push and personal contact methods', () => {
   it('fanout follows the channels a policy route names', async () => {
     expect((await stack.http('PUT', '/v1/contact-methods/', { token: pat(), body: { sms: '+15550142' } })).status).toBe(200);
     const key = `route-${Date.now()}`;
-    const pol = await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'SMS only', defaults: { approvers: [PAT], route: { channels: ['sms'], strategy: 'fanout' } } } });
+    const pol = await stack.http('POST', '/v1/policies/', {
+      token: admin,
+      body: { key, name: 'SMS only', defaults: { approvers: [PAT], route: { channels: ['sms'], strategy: 'fanout' } } },
+    });
     expect(pol.status).toBe(201);
-    const res = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { policy: key, engine: 'api', externalRunId: 'route-1', stepRef: 's' } });
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { policy: key, engine: 'api', externalRunId: 'route-1', stepRef: 's' },
+    });
     const d = await settled(res.body.decisionId, 1);
     expect(d.map((x) => `${x.channel}:${x.target}`)).toEqual(['sms:+15550142']);
   });

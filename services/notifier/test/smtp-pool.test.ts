@@ -6,7 +6,9 @@ describe('SMTP connections are pooled', () => {
   it('turns nodemailer pool on with SMTP_MAX_CONNECTIONS, keeping the URL credentials', () => {
     const url = pooledSmtpUrl('smtp://user:p%40ss@127.0.0.1:2525', 5);
     expect(url).toBe('smtp://user:p%40ss@127.0.0.1:2525?pool=true&maxConnections=5');
-    const t = nodemailer.createTransport(url) as unknown as { transporter: { constructor: { name: string }; options: { maxConnections: number; auth: { user: string; pass: string } } } };
+    const t = nodemailer.createTransport(url) as unknown as {
+      transporter: { constructor: { name: string }; options: { maxConnections: number; auth: { user: string; pass: string } } };
+    };
     expect(t.transporter.constructor.name).toBe('SMTPPool');
     expect(t.transporter.options.maxConnections).toBe(5);
     expect(t.transporter.options.auth).toEqual({ user: 'user', pass: 'p@ss' });

@@ -5,7 +5,10 @@ import { Bus, NotifierEndpoints, createLogger } from '@approvals/shared';
 import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 
-function listen(host: string, handler: (url: string, res: import('node:http').ServerResponse) => void): Promise<{ server: Server; port: number; hits: string[] }> {
+function listen(
+  host: string,
+  handler: (url: string, res: import('node:http').ServerResponse) => void,
+): Promise<{ server: Server; port: number; hits: string[] }> {
   const hits: string[] = [];
   const server = createServer((req, res) => {
     hits.push(req.url ?? '');
@@ -41,7 +44,12 @@ describe('webhook deliveries behind the private-network guard', () => {
     stack = await startStack({
       label: 'hookguard',
       services: ['gateway', 'policies', 'decisions', 'notifier'],
-      env: { DELIVERY_POLL_MS: '50', DELIVERY_RETRY_BASE_MS: '60000', WEBHOOK_SIGNING_SECRET: 'a-webhook-secret-of-length', OUTBOUND_ALLOWED_CIDRS: '127.0.0.2/32' },
+      env: {
+        DELIVERY_POLL_MS: '50',
+        DELIVERY_RETRY_BASE_MS: '60000',
+        WEBHOOK_SIGNING_SECRET: 'a-webhook-secret-of-length',
+        OUTBOUND_ALLOWED_CIDRS: '127.0.0.2/32',
+      },
     });
     ({ org, admin, apiKey } = await stack.newOrg());
     bus = await Bus.connect({ url: stack.nats.url, name: 'hookguard-test', log: createLogger('t', 'silent') });
@@ -59,14 +67,20 @@ describe('webhook deliveries behind the private-network guard', () => {
   }
 
   const webhookDelivery = (decisionId: string) =>
-    waitFor(async () => {
-      const d = (await bus.call(NotifierEndpoints.deliveries, { org, decisionId })).deliveries.find((x) => x.channel === 'webhook');
-      return d && d.attempts > 0 && d.lastError ? d : null;
-    }, { timeoutMs: 15_000, what: 'a webhook attempt' });
+    waitFor(
+      async () => {
+        const d = (await bus.call(NotifierEndpoints.deliveries, { org, decisionId })).deliveries.find((x) => x.channel === 'webhook');
+        return d && d.attempts > 0 && d.lastError ? d : null;
+      },
+      { timeoutMs: 15_000, what: 'a webhook attempt' },
+    );
 
   it('a 307 from the receiver to loopback is a failed attempt ("redirect refused"); loopback never sees the decision', async () => {
     await approverWithHook('rita@guard.example.com', `http://127.0.0.2:${outside.port}/bounce`);
-    const res = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { engine: 'api', externalRunId: 'run-bounce', stepRef: 's', approvers: ['rita@guard.example.com'] } });
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { engine: 'api', externalRunId: 'run-bounce', stepRef: 's', approvers: ['rita@guard.example.com'] },
+    });
     expect(res.status).toBe(201);
     const d = await webhookDelivery(res.body.decisionId);
     expect(d.status).toBe('pending'); // retried later, with backoff: a redirect may be temporary
@@ -77,7 +91,10 @@ describe('webhook deliveries behind the private-network guard', () => {
 
   it('a webhook pointing at this host is refused permanently, and nothing is sent there', async () => {
     await approverWithHook('ivan@guard.example.com', `http://127.0.0.1:${inside.port}/direct`);
-    const res = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { engine: 'api', externalRunId: 'run-direct', stepRef: 's', approvers: ['ivan@guard.example.com'] } });
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { engine: 'api', externalRunId: 'run-direct', stepRef: 's', approvers: ['ivan@guard.example.com'] },
+    });
     const d = await webhookDelivery(res.body.decisionId);
     expect(d.status).toBe('failed');
     expect(d.lastError).toMatch(/private or local address.*WEBHOOK_ALLOW_PRIVATE_TARGETS/);

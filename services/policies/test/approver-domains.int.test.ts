@@ -41,7 +41,14 @@ describe('allowed approver domains', () => {
 
   it('refuses decisions, policies and registrations naming anyone outside, and audits the change', async () => {
     // A policy saved while any domain was allowed, naming an outsider.
-    expect((await stack.http('POST', '/v1/worker/policies', { token: org.apiKey, body: { key: 'old', name: 'old', defaults: { approvers: ['out@elsewhere.test'] } } })).status).toBe(201);
+    expect(
+      (
+        await stack.http('POST', '/v1/worker/policies', {
+          token: org.apiKey,
+          body: { key: 'old', name: 'old', defaults: { approvers: ['out@elsewhere.test'] } },
+        })
+      ).status,
+    ).toBe(201);
 
     const put = await stack.http('PUT', '/v1/settings/approvers', { token: org.admin, body: { allowedApproverDomains: ['Example.com'] } });
     expect(put.status).toBe(200);
@@ -59,16 +66,24 @@ describe('allowed approver domains', () => {
     expect(underOld.status).toBe(422);
     expect(underOld.body.error).toBe('approver_domain_not_allowed');
 
-    const policy = await stack.http('POST', '/v1/policies/', { token: org.admin, body: { key: 'new', name: 'new', defaults: { approvers: ['out@elsewhere.test'] } } });
+    const policy = await stack.http('POST', '/v1/policies/', {
+      token: org.admin,
+      body: { key: 'new', name: 'new', defaults: { approvers: ['out@elsewhere.test'] } },
+    });
     expect(policy.status).toBe(422);
     expect(policy.body.error).toBe('approver_domain_not_allowed');
     const register = await stack.http('POST', '/v1/approvers/', { token: org.admin, body: { email: 'out@elsewhere.test' } });
     expect(register.status).toBe(422);
 
-    const decisions = (await stack.http('GET', '/v1/decisions/?limit=200', { token: org.admin })).body.decisions.map((d: { stepRef: string }) => d.stepRef).sort();
+    const decisions = (await stack.http('GET', '/v1/decisions/?limit=200', { token: org.admin })).body.decisions
+      .map((d: { stepRef: string }) => d.stepRef)
+      .sort();
     expect(decisions).toEqual(['before', 'inside']);
 
     const entry = await waitFor(async () => (await stack.http('GET', '/v1/audit/?action=approver.settings_changed', { token: org.admin })).body.entries[0]);
-    expect(entry).toMatchObject({ actorLabel: org.adminEmail, details: { before: { allowedApproverDomains: [] }, after: { allowedApproverDomains: ['example.com'] } } });
+    expect(entry).toMatchObject({
+      actorLabel: org.adminEmail,
+      details: { before: { allowedApproverDomains: [] }, after: { allowedApproverDomains: ['example.com'] } },
+    });
   });
 });

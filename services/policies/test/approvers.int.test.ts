@@ -92,8 +92,24 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       // It adds what was not known yet (pending) and keeps what was verified.
       // Another mailbox is not taken silently at registration (it is proven with verify).
       expectInvalid(await register({ email: addr, channels: [{ channel: 'email', endpoint: 'other@example.com' }] }), 'body.channels.0.endpoint');
-      expectInvalid(await register({ email: addr, channels: [{ channel: 'chatB', endpoint: 'D1' }, { channel: 'chatB', endpoint: 'D2' }] }), 'body.channels.1.channel');
-      const third = await register({ email: addr, name: 'Renamed', channels: [{ channel: 'chatB', endpoint: 'D1' }, { channel: 'email', endpoint: addr.toUpperCase() }] });
+      expectInvalid(
+        await register({
+          email: addr,
+          channels: [
+            { channel: 'chatB', endpoint: 'D1' },
+            { channel: 'chatB', endpoint: 'D2' },
+          ],
+        }),
+        'body.channels.1.channel',
+      );
+      const third = await register({
+        email: addr,
+        name: 'Renamed',
+        channels: [
+          { channel: 'chatB', endpoint: 'D1' },
+          { channel: 'email', endpoint: addr.toUpperCase() },
+        ],
+      });
       expect(third.status).toBe(200);
       expect(third.body).toMatchObject({ id: first.body.id, name: 'Renamed', created: false });
       expect(third.body.channels).toEqual([
@@ -125,11 +141,23 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       ['a channel without its name', { email: 'a@example.com', channels: [{ endpoint: 'x' }] }, 'body.channels.0.channel'],
       ['an unknown method surface', { email: 'a@example.com', methods: [{ surface: 'pigeon' }] }, 'body.methods.0.surface'],
       ['an unknown field', { email: 'a@example.com', disabled: false }, 'body'],
-      ['a webhook endpoint that is not http(s)', { email: 'a@example.com', channels: [{ channel: 'webhook', endpoint: 'file:///etc/passwd' }] }, 'body.channels.0.endpoint'],
-      ['a webhook endpoint that is not a URL', { email: 'a@example.com', channels: [{ channel: 'webhook', endpoint: 'hooks.example.com' }] }, 'body.channels.0.endpoint'],
+      [
+        'a webhook endpoint that is not http(s)',
+        { email: 'a@example.com', channels: [{ channel: 'webhook', endpoint: 'file:///etc/passwd' }] },
+        'body.channels.0.endpoint',
+      ],
+      [
+        'a webhook endpoint that is not a URL',
+        { email: 'a@example.com', channels: [{ channel: 'webhook', endpoint: 'hooks.example.com' }] },
+        'body.channels.0.endpoint',
+      ],
       ['an sms endpoint that is not E.164', { email: 'a@example.com', channels: [{ channel: 'sms', endpoint: '555-0100' }] }, 'body.channels.0.endpoint'],
       ['a phone endpoint that is too short', { email: 'a@example.com', channels: [{ channel: 'phone', endpoint: '+1' }] }, 'body.channels.0.endpoint'],
-      ['an email channel endpoint that is not an address', { email: 'a@example.com', channels: [{ channel: 'email', endpoint: 'nope' }] }, 'body.channels.0.endpoint'],
+      [
+        'an email channel endpoint that is not an address',
+        { email: 'a@example.com', channels: [{ channel: 'email', endpoint: 'nope' }] },
+        'body.channels.0.endpoint',
+      ],
     ])('refuses %s (400)', async (_label, body, path) => {
       expectInvalid(await register(body), path);
     });
@@ -166,7 +194,12 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       const reg = await register({ email: email('chan'), channels: [{ channel: 'chatA', endpoint: 'U-old' }] });
       const res = await verify(reg.body.id, { channel: 'chatA', endpoint: 'U-new', status: 'verified' });
       expect(res.status).toBe(200);
-      expect(res.body.channels.find((c: { channel: string }) => c.channel === 'chatA')).toEqual({ channel: 'chatA', endpoint: 'U-new', status: 'verified', verifiedAt: expect.stringMatching(ISO) });
+      expect(res.body.channels.find((c: { channel: string }) => c.channel === 'chatA')).toEqual({
+        channel: 'chatA',
+        endpoint: 'U-new',
+        status: 'verified',
+        verifiedAt: expect.stringMatching(ISO),
+      });
       expect(res.body).not.toHaveProperty('created');
       expect((await getApprover(reg.body.id)).body.channels).toEqual(res.body.channels);
     });
@@ -174,16 +207,31 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
     it('defaults status to verified and keeps the known endpoint when none is sent', async () => {
       const reg = await register({ email: email('keep'), channels: [{ channel: 'sms', endpoint: '+1555' }] });
       const res = await verify(reg.body.id, { channel: 'sms' });
-      expect(res.body.channels.find((c: { channel: string }) => c.channel === 'sms')).toEqual({ channel: 'sms', endpoint: '+1555', status: 'verified', verifiedAt: expect.stringMatching(ISO) });
+      expect(res.body.channels.find((c: { channel: string }) => c.channel === 'sms')).toEqual({
+        channel: 'sms',
+        endpoint: '+1555',
+        status: 'verified',
+        verifiedAt: expect.stringMatching(ISO),
+      });
     });
 
     it('records a failed proof for a method, persisting the ref, and can verify it later', async () => {
       const reg = await register({ email: email('meth'), methods: [{ surface: 'esign' }] });
       const failed = await verify(reg.body.id, { surface: 'esign', resolvedRef: 'acct-9', status: 'failed' });
       expect(failed.status).toBe(200);
-      expect(failed.body.methods.find((m: { surface: string }) => m.surface === 'esign')).toEqual({ surface: 'esign', resolvedRef: 'acct-9', status: 'failed', verifiedAt: null });
+      expect(failed.body.methods.find((m: { surface: string }) => m.surface === 'esign')).toEqual({
+        surface: 'esign',
+        resolvedRef: 'acct-9',
+        status: 'failed',
+        verifiedAt: null,
+      });
       const ok = await verify(reg.body.id, { surface: 'esign', status: 'verified' });
-      expect(ok.body.methods.find((m: { surface: string }) => m.surface === 'esign')).toEqual({ surface: 'esign', resolvedRef: 'acct-9', status: 'verified', verifiedAt: expect.stringMatching(ISO) });
+      expect(ok.body.methods.find((m: { surface: string }) => m.surface === 'esign')).toEqual({
+        surface: 'esign',
+        resolvedRef: 'acct-9',
+        status: 'verified',
+        verifiedAt: expect.stringMatching(ISO),
+      });
     });
 
     it('adds a method that was not registered yet', async () => {
@@ -245,8 +293,13 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       const reg = await register({ email: addr });
       const solo = uniqueKey('solo');
       const pair = uniqueKey('pair');
-      expect((await stack.http('POST', '/v1/policies/', { token: editor, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } } })).status).toBe(201);
-      expect((await stack.http('POST', '/v1/policies/', { token: editor, body: { key: pair, name: 'Pair', defaults: { approvers: [addr, 'backup@example.com'] } } })).status).toBe(201);
+      expect((await stack.http('POST', '/v1/policies/', { token: editor, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } } })).status).toBe(
+        201,
+      );
+      expect(
+        (await stack.http('POST', '/v1/policies/', { token: editor, body: { key: pair, name: 'Pair', defaults: { approvers: [addr, 'backup@example.com'] } } }))
+          .status,
+      ).toBe(201);
       await disable(reg.body.id);
 
       const soloView = await stack.http('GET', `/v1/policies/${solo}`, { token: editor });
@@ -278,18 +331,27 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       const resave = await stack.http('POST', '/v1/policies/', { token: editor, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } } });
       expect({ status: resave.status, noop: resave.body.noop, version: resave.body.version }).toEqual({ status: 200, noop: true, version: 1 });
       expect(resave.body.warnings).toEqual(soloView.body.warnings);
-      const preview = await stack.http('POST', '/v1/worker/policies/preview', { token: apiKey, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } } });
+      const preview = await stack.http('POST', '/v1/worker/policies/preview', {
+        token: apiKey,
+        body: { key: solo, name: 'Solo', defaults: { approvers: [addr] } },
+      });
       expect(preview.status).toBe(200);
       expect(preview.body.preview.noop).toBe(true);
       const renamed = await stack.http('PUT', `/v1/policies/${solo}`, { token: editor, body: { name: 'Solo renamed' } });
       expect({ status: renamed.status, version: renamed.body.version, name: renamed.body.name }).toEqual({ status: 200, version: 1, name: 'Solo renamed' });
       // A change of content is checked: still refused while its only approver is disabled.
-      const changed = await stack.http('POST', '/v1/policies/', { token: editor, body: { key: solo, name: 'Solo', defaults: { approvers: [addr] }, timeoutSec: 60 } });
+      const changed = await stack.http('POST', '/v1/policies/', {
+        token: editor,
+        body: { key: solo, name: 'Solo', defaults: { approvers: [addr] }, timeoutSec: 60 },
+      });
       expectError(changed, 422, 'unsatisfiable_policy', { required: 1, available: 0, disabledApprovers: [addr] });
 
       await enable(reg.body.id);
       expect((await stack.http('GET', `/v1/policies/${solo}`, { token: editor })).body.warnings).toEqual([]);
-      expect((await stack.http('POST', '/v1/worker/policies/check', { token: apiKey, body: { keys: [solo] } })).body).toEqual({ ok: true, results: [{ key: solo, status: 'ok' }] });
+      expect((await stack.http('POST', '/v1/worker/policies/check', { token: apiKey, body: { keys: [solo] } })).body).toEqual({
+        ok: true,
+        results: [{ key: solo, status: 'ok' }],
+      });
     });
   });
 
@@ -305,7 +367,10 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       const check = await stack.http('POST', '/v1/worker/policies/check', { token: apiKey, body: { keys: [key] } });
       expect(check.body).toEqual({ ok: true, results: [{ key, status: 'ok' }] });
       // A bare email is not verified for esign.
-      const sig = await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key: uniqueKey('bare-sig'), name: 'x', defaults: { approvers: [email('never-c')] }, requiresSignature: true } });
+      const sig = await stack.http('POST', '/v1/worker/policies', {
+        token: apiKey,
+        body: { key: uniqueKey('bare-sig'), name: 'x', defaults: { approvers: [email('never-c')] }, requiresSignature: true },
+      });
       expectError(sig, 422, 'unsatisfiable_policy', { required: 1, available: 0 });
     });
   });
@@ -385,13 +450,17 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       for (const path of ['/v1/policies/', '/v1/worker/policies', '/v1/worker/policies/preview']) {
         const upsert = schemaOf(path, 'post');
         expect(upsert.type).toBe('object');
-        expect(Object.keys(upsert.properties)).toEqual(expect.arrayContaining(['key', 'name', 'description', 'defaults', 'timeoutSec', 'contextSchema', 'requiresSignature', 'floor']));
+        expect(Object.keys(upsert.properties)).toEqual(
+          expect.arrayContaining(['key', 'name', 'description', 'defaults', 'timeoutSec', 'contextSchema', 'requiresSignature', 'floor']),
+        );
         expect(upsert.properties.key).toMatchObject({ type: 'string', minLength: 1, maxLength: 64 });
         expect(upsert.properties.key.pattern).toBe('^[a-z0-9]+(?:[-_.][a-z0-9]+)*$');
         expect(upsert.properties.name).toMatchObject({ type: 'string', minLength: 1, maxLength: 200 });
         expect(upsert.additionalProperties).toBe(false);
         const defaults = upsert.properties.defaults;
-        expect(Object.keys(defaults.properties).sort()).toEqual(['approvalsRequired', 'approvers', 'assigneeEmail', 'rejectionsRequired', 'route', 'surface'].sort());
+        expect(Object.keys(defaults.properties).sort()).toEqual(
+          ['approvalsRequired', 'approvers', 'assigneeEmail', 'rejectionsRequired', 'route', 'surface'].sort(),
+        );
         expect(defaults.additionalProperties).toBe(false);
         expect(defaults.properties.surface.enum).toEqual(['inbox', 'chatA', 'chatB', 'esign', 'email', 'api']);
         expect(defaults.properties.route.properties.channels).toMatchObject({ type: 'array', minItems: 1 });
@@ -414,14 +483,24 @@ describe('approvers, directory and OpenAPI over HTTP', () => {
       expect(Object.keys(verifyBody.properties).sort()).toEqual(['channel', 'endpoint', 'resolvedRef', 'status', 'surface']);
 
       const responseOf = (path: string, method: string) => paths[path][method].responses['200'].content['application/json'].schema;
-      expect(Object.keys(responseOf('/v1/policies/', 'post').properties)).toEqual(expect.arrayContaining(['key', 'version', 'versionId', 'contentHash', 'created', 'restored', 'noop', 'warnings']));
-      expect(Object.keys(responseOf('/v1/worker/policies/{key}/versions/compare', 'get').properties).sort()).toEqual(['diff', 'from', 'fromHash', 'key', 'to', 'toHash']);
+      expect(Object.keys(responseOf('/v1/policies/', 'post').properties)).toEqual(
+        expect.arrayContaining(['key', 'version', 'versionId', 'contentHash', 'created', 'restored', 'noop', 'warnings']),
+      );
+      expect(Object.keys(responseOf('/v1/worker/policies/{key}/versions/compare', 'get').properties).sort()).toEqual([
+        'diff',
+        'from',
+        'fromHash',
+        'key',
+        'to',
+        'toHash',
+      ]);
       expect(Object.keys(responseOf('/v1/policies/{key}', 'delete').properties).sort()).toEqual(['archived', 'archivedAt', 'forced', 'key']);
       expect(Object.keys(responseOf('/v1/worker/policies/preview', 'post').properties.preview.properties).sort()).toEqual(
         ['archived', 'currentVersion', 'diff', 'exists', 'key', 'labels', 'nextVersion', 'noop'].sort(),
       );
 
-      const params = (path: string, method: string) => paths[path][method].parameters.map((p: { name: string; in: string; required: boolean }) => [p.name, p.in, p.required]);
+      const params = (path: string, method: string) =>
+        paths[path][method].parameters.map((p: { name: string; in: string; required: boolean }) => [p.name, p.in, p.required]);
       expect(params('/v1/worker/policies/{key}/versions/compare', 'get')).toEqual([
         ['key', 'path', true],
         ['from', 'query', true],

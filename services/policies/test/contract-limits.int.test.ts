@@ -25,7 +25,10 @@ describe('context contracts cannot stall the service or another org', () => {
     const attacker = await stack.newOrg();
     const editor = stack.session({ org: attacker.org, email: 'mallory@attacker.example.com', role: 'editor' });
     const victim = await stack.newOrg();
-    await stack.http('POST', '/v1/worker/policies', { token: victim.apiKey, body: { key: 'payouts', name: 'payouts', defaults: { approvers: ['ops@victim.example.com'] } } });
+    await stack.http('POST', '/v1/worker/policies', {
+      token: victim.apiKey,
+      body: { key: 'payouts', name: 'payouts', defaults: { approvers: ['ops@victim.example.com'] } },
+    });
 
     const bomb = { key: 'boom', name: 'boom', defaults: { approvers: ['x@attacker.example.com'] }, contextSchema: schemaBomb(25) };
     const victimWork = async () => {
@@ -33,10 +36,20 @@ describe('context contracts cannot stall the service or another org', () => {
       for (let i = 0; i < 5; i++) {
         results.push((await stack.http('GET', '/v1/worker/policies/payouts', { token: victim.apiKey })).status);
         results.push(
-          (await stack.http('POST', '/v1/worker/decisions', { token: victim.apiKey, body: { externalRunId: `run-${i}`, stepRef: 's', policy: 'payouts', engine: 'api' } })).status,
+          (
+            await stack.http('POST', '/v1/worker/decisions', {
+              token: victim.apiKey,
+              body: { externalRunId: `run-${i}`, stepRef: 's', policy: 'payouts', engine: 'api' },
+            })
+          ).status,
         );
         results.push(
-          (await stack.http('POST', '/v1/worker/decisions', { token: victim.apiKey, body: { externalRunId: `adhoc-${i}`, stepRef: 's', approvers: ['ops@victim.example.com'], engine: 'api' } })).status,
+          (
+            await stack.http('POST', '/v1/worker/decisions', {
+              token: victim.apiKey,
+              body: { externalRunId: `adhoc-${i}`, stepRef: 's', approvers: ['ops@victim.example.com'], engine: 'api' },
+            })
+          ).status,
         );
       }
       return results;
@@ -53,14 +66,21 @@ describe('context contracts cannot stall the service or another org', () => {
     expect(victimStatuses).toEqual([200, 201, 201, 200, 201, 201, 200, 201, 201, 200, 201, 201, 200, 201, 201]);
     // Nothing was saved, and the policies service still answers.
     expect((await stack.http('GET', '/v1/worker/policies/boom', { token: attacker.apiKey })).status).toBe(404);
-    expect((await stack.http('POST', '/v1/worker/policies/check', { token: attacker.apiKey, body: { keys: ['boom'] } })).body.results[0].status).toBe('missing');
+    expect((await stack.http('POST', '/v1/worker/policies/check', { token: attacker.apiKey, body: { keys: ['boom'] } })).body.results[0].status).toBe(
+      'missing',
+    );
   }, 60_000);
 
   it('a ReDoS pattern is refused at save, naming it', async () => {
     const org = await stack.newOrg();
     const res = await stack.http('POST', '/v1/worker/policies', {
       token: org.apiKey,
-      body: { key: 'redos', name: 'redos', defaults: { approvers: ['a@x.example.com'] }, contextSchema: { type: 'object', properties: { code: { type: 'string', pattern: '^(a|aa)+$' } } } },
+      body: {
+        key: 'redos',
+        name: 'redos',
+        defaults: { approvers: ['a@x.example.com'] },
+        contextSchema: { type: 'object', properties: { code: { type: 'string', pattern: '^(a|aa)+$' } } },
+      },
     });
     expect(res.status).toBe(400);
     expect(res.body.issues).toContainEqual({ path: 'body.contextSchema', message: expect.stringMatching(/\^\(a\|aa\)\+\$.*catastrophic backtracking/) });
@@ -71,7 +91,10 @@ describe('context contracts cannot stall the service or another org', () => {
     const other = await stack.newOrg();
     const schema = { type: 'object', properties: { rows: { type: 'array', uniqueItems: true } } };
     for (const o of [flooder, other]) {
-      const saved = await stack.http('POST', '/v1/worker/policies', { token: o.apiKey, body: { key: 'batch', name: 'batch', defaults: { approvers: ['ops@x.example.com'] }, contextSchema: schema } });
+      const saved = await stack.http('POST', '/v1/worker/policies', {
+        token: o.apiKey,
+        body: { key: 'batch', name: 'batch', defaults: { approvers: ['ops@x.example.com'] }, contextSchema: schema },
+      });
       expect(saved.status).toBe(201);
     }
     const heavy = { rows: Array.from({ length: 45_000 }, (_, i) => [i]) };
@@ -79,7 +102,10 @@ describe('context contracts cannot stall the service or another org', () => {
     // hosts every service under a pile of large bodies on a busy machine.
     const flood = Promise.all(
       Array.from({ length: 12 }, (_, i) =>
-        stack.http('POST', '/v1/worker/decisions', { token: flooder.apiKey, body: { externalRunId: `flood-${i}`, stepRef: 's', policy: 'batch', engine: 'api', context: { data: heavy } } }),
+        stack.http('POST', '/v1/worker/decisions', {
+          token: flooder.apiKey,
+          body: { externalRunId: `flood-${i}`, stepRef: 's', policy: 'batch', engine: 'api', context: { data: heavy } },
+        }),
       ),
     );
     // The other org's ordinary creates, issued while the flood is queued.
@@ -95,7 +121,10 @@ describe('context contracts cannot stall the service or another org', () => {
     const calmCreate = async (externalRunId: string) => {
       const seen: number[] = [];
       for (let attempt = 0; ; attempt++) {
-        const r = await stack.http('POST', '/v1/worker/decisions', { token: other.apiKey, body: { externalRunId, stepRef: 's', policy: 'batch', engine: 'api', context: { data: { rows: [[1], [2]] } } } });
+        const r = await stack.http('POST', '/v1/worker/decisions', {
+          token: other.apiKey,
+          body: { externalRunId, stepRef: 's', policy: 'batch', engine: 'api', context: { data: { rows: [[1], [2]] } } },
+        });
         seen.push(r.status);
         // 504 `timeout` too: every service shares this one test process, so on a host far
         // past its cores the flood's large bodies can hold the create past the bus's wait;
@@ -133,7 +162,8 @@ describe('context contracts cannot stall the service or another org', () => {
     for (const r of admitted.filter((x) => x.status === 422)) expect(r.body.error).toBe('context_contract_violation');
     // Admitted but not finished: the engine too busy (503), or, on a crowded machine, the
     // create's own wait ran out first (504): both "try again", neither a verdict.
-    for (const r of admitted.filter((x) => x.status !== 422)) expect([`${r.status} ${r.body.error}`]).toEqual([expect.stringMatching(/^(503 unavailable|504 timeout)$/)]);
+    for (const r of admitted.filter((x) => x.status !== 422))
+      expect([`${r.status} ${r.body.error}`]).toEqual([expect.stringMatching(/^(503 unavailable|504 timeout)$/)]);
     const opened = await stack.http('GET', '/v1/worker/decisions', { token: flooder.apiKey });
     expect({ status: opened.status, body: opened.body }).toEqual({ status: 200, body: { decisions: [] } });
   }, 120_000);

@@ -5,7 +5,8 @@ import { approverSet, bare, checkSatisfiable, contentHash, diffDefinitions, diff
 /** A registered approver as the resolver returns it. */
 function registered(email: string, opts: { disabled?: boolean; esign?: 'pending' | 'verified' | 'failed' } = {}): ResolvedApprover {
   const methods: ResolvedApprover['methods'] = [{ surface: 'inbox', resolvedRef: null, status: 'verified', verifiedAt: '2026-01-01T00:00:00.000Z' }];
-  if (opts.esign) methods.push({ surface: 'esign', resolvedRef: 'ref', status: opts.esign, verifiedAt: opts.esign === 'verified' ? '2026-01-01T00:00:00.000Z' : null });
+  if (opts.esign)
+    methods.push({ surface: 'esign', resolvedRef: 'ref', status: opts.esign, verifiedAt: opts.esign === 'verified' ? '2026-01-01T00:00:00.000Z' : null });
   return {
     email,
     approverId: `apr_${email}`,
@@ -92,7 +93,12 @@ describe('diffValues', () => {
   });
 
   it('walks objects and reports changed, added and removed leaves with dotted paths, sorted', () => {
-    expect(diffValues({ defaults: { approvalsRequired: 1, assigneeEmail: 'x@example.com' }, timeoutSec: 60 }, { defaults: { approvalsRequired: 2, rejectionsRequired: 1 }, timeoutSec: 60 })).toEqual([
+    expect(
+      diffValues(
+        { defaults: { approvalsRequired: 1, assigneeEmail: 'x@example.com' }, timeoutSec: 60 },
+        { defaults: { approvalsRequired: 2, rejectionsRequired: 1 }, timeoutSec: 60 },
+      ),
+    ).toEqual([
       { path: 'defaults.approvalsRequired', from: 1, to: 2 },
       { path: 'defaults.assigneeEmail', from: 'x@example.com' },
       { path: 'defaults.rejectionsRequired', to: 1 },
@@ -117,9 +123,15 @@ describe('diffValues', () => {
 
 describe('diffDefinitions and approverSet', () => {
   it('counts the assignee as an approver and lists approvers added and removed', () => {
-    expect(approverSet({ defaults: { approvers: ['a@example.com'], assigneeEmail: 'lead@example.com' } }).sort()).toEqual(['a@example.com', 'lead@example.com']);
+    expect(approverSet({ defaults: { approvers: ['a@example.com'], assigneeEmail: 'lead@example.com' } }).sort()).toEqual([
+      'a@example.com',
+      'lead@example.com',
+    ]);
     expect(approverSet({ defaults: { approvers: ['a@example.com'], assigneeEmail: 'a@example.com' } })).toEqual(['a@example.com']);
-    const d = diffDefinitions({ defaults: { approvers: ['a@example.com', 'b@example.com'] } }, { defaults: { approvers: ['b@example.com', 'c@example.com'] }, timeoutSec: 30 });
+    const d = diffDefinitions(
+      { defaults: { approvers: ['a@example.com', 'b@example.com'] } },
+      { defaults: { approvers: ['b@example.com', 'c@example.com'] }, timeoutSec: 30 },
+    );
     expect(d).toEqual({
       approvers: { added: ['c@example.com'], removed: ['a@example.com'] },
       changes: [

@@ -8,7 +8,9 @@ describe('migration 20261202000000: decision_usage dropped', () => {
   let pg: TestDatabase;
   let db: Knex;
   const tables = async () =>
-    (await db.raw(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'policies' ORDER BY 1`)).rows.map((r: { table_name: string }) => r.table_name);
+    (await db.raw(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'policies' ORDER BY 1`)).rows.map(
+      (r: { table_name: string }) => r.table_name,
+    );
 
   beforeAll(async () => {
     pg = await createTestDatabase('dropusage');

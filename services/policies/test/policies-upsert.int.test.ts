@@ -21,7 +21,8 @@ describe('policy upsert over HTTP', () => {
   });
 
   const post = (body: unknown, token = editor) => stack.http('POST', '/v1/policies/', { token, body });
-  const workerPost = (body: unknown, token = apiKey, headers: Record<string, string> = {}) => stack.http('POST', '/v1/worker/policies', { token, body, headers });
+  const workerPost = (body: unknown, token = apiKey, headers: Record<string, string> = {}) =>
+    stack.http('POST', '/v1/worker/policies', { token, body, headers });
   /** A registered approver whose esign method is verified, so signature policies can name them. */
   const verifiedSigner = async () => {
     const email = `${uniqueKey('signer')}@example.com`;
@@ -113,7 +114,15 @@ describe('policy upsert over HTTP', () => {
       const key = uniqueKey('worker');
       const res = await workerPost({ key, name: 'From code', defaults: { approvers: ['ops@example.com'] } });
       expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({ key, name: 'From code', description: null, version: 1, created: true, noop: false, defaults: { approvers: ['ops@example.com'] } });
+      expect(res.body).toMatchObject({
+        key,
+        name: 'From code',
+        description: null,
+        version: 1,
+        created: true,
+        noop: false,
+        defaults: { approvers: ['ops@example.com'] },
+      });
       expect(res.body.contentHash).toBe(factsHash({ defaults: { approvers: ['ops@example.com'] } }));
     });
 
@@ -121,7 +130,14 @@ describe('policy upsert over HTTP', () => {
       const key = uniqueKey('bare');
       const res = await post({ key, name: 'Bare' });
       expect(res.status).toBe(201);
-      expect(res.body).toMatchObject({ defaults: {}, timeoutSec: null, contextSchema: null, requiresSignature: false, floor: null, contentHash: factsHash({ defaults: {} }) });
+      expect(res.body).toMatchObject({
+        defaults: {},
+        timeoutSec: null,
+        contextSchema: null,
+        requiresSignature: false,
+        floor: null,
+        contentHash: factsHash({ defaults: {} }),
+      });
 
       const mixed = await post({ key: uniqueKey('case'), name: 'Case', defaults: { approvers: ['Alice@Example.COM', 'alice@example.com'] } });
       expect(mixed.status).toBe(201);
@@ -173,7 +189,11 @@ describe('policy upsert over HTTP', () => {
 
       const strict = await post({ ...base, requireFacts: true });
       expect(strict.status).toBe(200);
-      expect(strict.body).toMatchObject({ version: 2, requireFacts: true, contentHash: factsHash({ defaults: { approvers: ['a@example.com'] }, requireFacts: true }) });
+      expect(strict.body).toMatchObject({
+        version: 2,
+        requireFacts: true,
+        contentHash: factsHash({ defaults: { approvers: ['a@example.com'] }, requireFacts: true }),
+      });
       expect(strict.body.contentHash).not.toBe(plain.body.contentHash);
       expect((await get(key)).body).toMatchObject({ version: 2, requireFacts: true });
       expect((await stack.http('GET', `/v1/worker/policies/${key}`, { token: apiKey })).body).toMatchObject({ version: 2, requireFacts: true });
@@ -334,7 +354,11 @@ describe('policy upsert over HTTP', () => {
       const key = uniqueKey('badctx');
       const res = await post({ key, name: 'bad ctx', contextSchema });
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ error: 'invalid_request', message: expect.stringContaining('body.contextSchema'), issues: [{ path: 'body.contextSchema', message: expect.stringMatching(problem) }] });
+      expect(res.body).toEqual({
+        error: 'invalid_request',
+        message: expect.stringContaining('body.contextSchema'),
+        issues: [{ path: 'body.contextSchema', message: expect.stringMatching(problem) }],
+      });
       expect((await get(key)).status).toBe(404);
       // Same through the worker route.
       const w = await workerPost({ key, name: 'bad ctx', contextSchema });
@@ -380,10 +404,26 @@ describe('policy upsert over HTTP', () => {
       expect(first.status).toBe(201);
       const second = await post(body);
       expect(second.status).toBe(200);
-      expect(second.body).toMatchObject({ key, version: 1, versionId: first.body.versionId, contentHash: first.body.contentHash, created: false, restored: false, noop: true });
+      expect(second.body).toMatchObject({
+        key,
+        version: 1,
+        versionId: first.body.versionId,
+        contentHash: first.body.contentHash,
+        created: false,
+        restored: false,
+        noop: true,
+      });
       expect(second.body.updatedAt).toBe(first.body.updatedAt);
       // Reordered keys and explicit nulls/defaults are the same content.
-      const reordered = await workerPost({ timeoutSec: 60, requiresSignature: false, floor: null, contextSchema: null, defaults: { approvalsRequired: 2, approvers: ['a@example.com', 'b@example.com'] }, name: 'Idem', key });
+      const reordered = await workerPost({
+        timeoutSec: 60,
+        requiresSignature: false,
+        floor: null,
+        contextSchema: null,
+        defaults: { approvalsRequired: 2, approvers: ['a@example.com', 'b@example.com'] },
+        name: 'Idem',
+        key,
+      });
       expect(reordered.status).toBe(200);
       expect(reordered.body).toMatchObject({ version: 1, noop: true });
       expect((await versions(key)).body.versions).toHaveLength(1);
@@ -394,7 +434,14 @@ describe('policy upsert over HTTP', () => {
       const first = await post({ key, name: 'Old name', defaults: { approvers: ['a@example.com'] } });
       const renamed = await post({ key, name: 'New name', description: 'now described', defaults: { approvers: ['a@example.com'] } });
       expect(renamed.status).toBe(200);
-      expect(renamed.body).toMatchObject({ name: 'New name', description: 'now described', version: 1, versionId: first.body.versionId, created: false, noop: false });
+      expect(renamed.body).toMatchObject({
+        name: 'New name',
+        description: 'now described',
+        version: 1,
+        versionId: first.body.versionId,
+        created: false,
+        noop: false,
+      });
       expect((await get(key)).body).toMatchObject({ name: 'New name', description: 'now described', version: 1 });
       // Clearing the description is a label change too.
       const cleared = await post({ key, name: 'New name', defaults: { approvers: ['a@example.com'] } });
@@ -519,7 +566,12 @@ describe('policy upsert over HTTP', () => {
         ['GET', `/v1/worker/policies/${key}/versions/compare?from=1&to=1`, other.admin],
       ] as const) {
         const res = await stack.http(method, path, { token, body: method === 'PUT' ? { name: 'stolen' } : undefined });
-        expect({ method, path, status: res.status, body: res.body }).toEqual({ method, path, status: 404, body: { error: 'not_found', message: expect.any(String) } });
+        expect({ method, path, status: res.status, body: res.body }).toEqual({
+          method,
+          path,
+          status: 404,
+          body: { error: 'not_found', message: expect.any(String) },
+        });
       }
       expect((await get(key)).body.name).toBe('Private');
     });

@@ -47,7 +47,10 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
 
   /** A decision opened under the policy by the org's worker; answers its id. */
   async function openUnder(key: string): Promise<string> {
-    const res = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { externalRunId: `run_${key}_${++runSeq}`, stepRef: 'step', policy: key } });
+    const res = await stack.http('POST', '/v1/worker/decisions', {
+      token: apiKey,
+      body: { externalRunId: `run_${key}_${++runSeq}`, stepRef: 'step', policy: key },
+    });
     expect(res.status).toBe(201);
     return res.body.decisionId;
   }
@@ -76,10 +79,22 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
     });
 
     it('refuses a quorum with nobody named and a rejection quorum that cannot be met', async () => {
-      expectError(await post({ key: uniqueKey('nobody'), name: 'x', defaults: { approvalsRequired: 1 } }), 422, 'unsatisfiable_policy', { required: 1, available: 0 });
-      expectError(await post({ key: uniqueKey('rej'), name: 'x', defaults: { approvers: ['a@example.com'], rejectionsRequired: 2 } }), 422, 'unsatisfiable_policy', { required: 2, available: 1 });
+      expectError(await post({ key: uniqueKey('nobody'), name: 'x', defaults: { approvalsRequired: 1 } }), 422, 'unsatisfiable_policy', {
+        required: 1,
+        available: 0,
+      });
+      expectError(
+        await post({ key: uniqueKey('rej'), name: 'x', defaults: { approvers: ['a@example.com'], rejectionsRequired: 2 } }),
+        422,
+        'unsatisfiable_policy',
+        { required: 2, available: 1 },
+      );
       // The assignee counts as an approver.
-      const ok = await post({ key: uniqueKey('assignee'), name: 'x', defaults: { approvers: ['a@example.com'], assigneeEmail: 'lead@example.com', approvalsRequired: 2 } });
+      const ok = await post({
+        key: uniqueKey('assignee'),
+        name: 'x',
+        defaults: { approvers: ['a@example.com'], assigneeEmail: 'lead@example.com', approvalsRequired: 2 },
+      });
       expect(ok.status).toBe(201);
     });
 
@@ -99,14 +114,26 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       expect(refused.body.message).toMatch(/requiresSignature/);
       expectError(await get(key), 404, 'not_found');
       // Legacy surface esign is the same requirement.
-      expectError(await post({ key, name: 'Signed', defaults: { approvers: [email], surface: 'esign' } }), 422, 'unsatisfiable_policy', { required: 1, available: 0 });
+      expectError(await post({ key, name: 'Signed', defaults: { approvers: [email], surface: 'esign' } }), 422, 'unsatisfiable_policy', {
+        required: 1,
+        available: 0,
+      });
       // A failed proof does not count either.
-      expect((await verifyMethod(reg.body.id, 'esign', 'failed')).body.methods.find((m: { surface: string }) => m.surface === 'esign')).toMatchObject({ status: 'failed', resolvedRef: 'x', verifiedAt: null });
+      expect((await verifyMethod(reg.body.id, 'esign', 'failed')).body.methods.find((m: { surface: string }) => m.surface === 'esign')).toMatchObject({
+        status: 'failed',
+        resolvedRef: 'x',
+        verifiedAt: null,
+      });
       expectError(await post(body), 422, 'unsatisfiable_policy');
 
       const verified = await verifyMethod(reg.body.id, 'esign');
       expect(verified.status).toBe(200);
-      expect(verified.body.methods.find((m: { surface: string }) => m.surface === 'esign')).toEqual({ surface: 'esign', resolvedRef: 'x', status: 'verified', verifiedAt: expect.stringMatching(ISO) });
+      expect(verified.body.methods.find((m: { surface: string }) => m.surface === 'esign')).toEqual({
+        surface: 'esign',
+        resolvedRef: 'x',
+        status: 'verified',
+        verifiedAt: expect.stringMatching(ISO),
+      });
       const saved = await post(body);
       expect(saved.status).toBe(201);
       expect(saved.body).toMatchObject({ key, requiresSignature: true, version: 1, warnings: [] });
@@ -218,7 +245,11 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       const un = await put(key, { defaults: { approvers: ['a@example.com'], approvalsRequired: 2 } });
       expect(un.status).toBe(422);
       expect(un.body).toMatchObject({ error: 'unsatisfiable_policy', required: 2, available: 1, policy: key });
-      expectError(await put(key, { requiresSignature: true }), 422, 'unsatisfiable_policy', { required: 1, available: 0, approversToVerify: ['a@example.com'] });
+      expectError(await put(key, { requiresSignature: true }), 422, 'unsatisfiable_policy', {
+        required: 1,
+        available: 0,
+        approversToVerify: ['a@example.com'],
+      });
       const bad = await put(key, { contextSchema: { type: 'objekt' } });
       expect(bad.status).toBe(400);
       expect(bad.body.issues).toEqual([{ path: 'body.contextSchema', message: expect.any(String) }]);
@@ -250,7 +281,9 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
         description: 'raced',
         version: 5,
       });
-      expect(view.body.contentHash).toBe(factsHash({ defaults: { approvers: ['a@example.com', 'b@example.com'] }, timeoutSec: 77, contextSchema: schema, floor }));
+      expect(view.body.contentHash).toBe(
+        factsHash({ defaults: { approvers: ['a@example.com', 'b@example.com'] }, timeoutSec: 77, contextSchema: schema, floor }),
+      );
       expect((await versions(key)).body.versions.map((v: { number: number }) => v.number)).toEqual([1, 2, 3, 4, 5]);
     });
 
@@ -282,7 +315,10 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       expect((await check([key])).body).toEqual({ ok: false, results: [{ key, status: 'missing', reason: expect.any(String) }] });
 
       // Preview sees the archived policy.
-      const pv = await stack.http('POST', '/v1/worker/policies/preview', { token: apiKey, body: { key, name: 'Archive', defaults: { approvers: ['a@example.com'] }, timeoutSec: 5 } });
+      const pv = await stack.http('POST', '/v1/worker/policies/preview', {
+        token: apiKey,
+        body: { key, name: 'Archive', defaults: { approvers: ['a@example.com'] }, timeoutSec: 5 },
+      });
       expect(pv.body.preview).toMatchObject({ exists: false, archived: true, currentVersion: 2, nextVersion: 2, noop: false });
 
       // Upsert of the same key restores it (201, restored); the same content adds no version.
@@ -303,7 +339,9 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       const restored = await post({ key, name: 'R', timeoutSec: 2 });
       expect(restored.status).toBe(201);
       expect(restored.body).toMatchObject({ version: 2, restored: true, created: false, timeoutSec: 2 });
-      expect((await versions(key)).body.versions.map((v: { number: number; definition: { timeoutSec: number } }) => [v.number, v.definition.timeoutSec])).toEqual([
+      expect(
+        (await versions(key)).body.versions.map((v: { number: number; definition: { timeoutSec: number } }) => [v.number, v.definition.timeoutSec]),
+      ).toEqual([
         [1, 1],
         [2, 2],
       ]);
@@ -329,7 +367,13 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
 
       const busy = await del(key);
       expect(busy.status).toBe(409);
-      expect(busy.body).toEqual({ error: 'policy_in_use', message: expect.stringMatching(/pending/), policy: key, pending: 1, lastUsedAt: expect.stringMatching(ISO) });
+      expect(busy.body).toEqual({
+        error: 'policy_in_use',
+        message: expect.stringMatching(/pending/),
+        policy: key,
+        pending: 1,
+        lastUsedAt: expect.stringMatching(ISO),
+      });
       expectError(await del(key, editor, '?force=false'), 409, 'policy_in_use');
       // force=true needs the admin role.
       expectError(await del(key, editor, '?force=true'), 403, 'forbidden');
@@ -350,10 +394,13 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       expect(forced.body).toEqual({ key, archived: true, archivedAt: expect.stringMatching(ISO), forced: true });
       expectError(await get(key), 404, 'not_found');
 
-      const entry = await waitFor(async () => {
-        const audit = await stack.http('GET', '/v1/audit/', { token: admin });
-        return audit.body.entries?.find((e: { action: string; target: string }) => e.action === 'policy.force_deleted' && e.target === key);
-      }, { what: 'audit entry' });
+      const entry = await waitFor(
+        async () => {
+          const audit = await stack.http('GET', '/v1/audit/', { token: admin });
+          return audit.body.entries?.find((e: { action: string; target: string }) => e.action === 'policy.force_deleted' && e.target === key);
+        },
+        { what: 'audit entry' },
+      );
       expect(entry).toMatchObject({
         id: expect.any(String),
         action: 'policy.force_deleted',
@@ -400,7 +447,9 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
 
       // The same key in another org is another policy: none of this org's decisions count.
       const other = await stack.newOrg();
-      expect((await stack.http('POST', '/v1/policies/', { token: other.admin, body: { key: p, name: p, defaults: { approvers: ['a@example.com'] } } })).status).toBe(201);
+      expect(
+        (await stack.http('POST', '/v1/policies/', { token: other.admin, body: { key: p, name: p, defaults: { approvers: ['a@example.com'] } } })).status,
+      ).toBe(201);
       const theirs = await stack.http('GET', `/v1/policies/${p}`, { token: other.admin });
       expect(theirs.body.usage).toEqual({ pending: 0, lastUsedAt: null });
     });
@@ -422,7 +471,10 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
   describe('lists', () => {
     it('worker list has keys and labels only; session list adds usage and warnings', async () => {
       const other = await stack.newOrg();
-      const a = await stack.http('POST', '/v1/policies/', { token: other.admin, body: { key: 'b-second', name: 'Second', description: 'two', defaults: { approvers: ['a@example.com'] } } });
+      const a = await stack.http('POST', '/v1/policies/', {
+        token: other.admin,
+        body: { key: 'b-second', name: 'Second', description: 'two', defaults: { approvers: ['a@example.com'] } },
+      });
       const b = await stack.http('POST', '/v1/policies/', { token: other.admin, body: { key: 'a-first', name: 'First', timeoutSec: 30 } });
       expect([a.status, b.status]).toEqual([201, 201]);
 
@@ -468,7 +520,13 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       const sigKey = uniqueKey('check-sig');
       expect((await post({ key: sigKey, name: 'sig', defaults: { approvers: [email] }, requiresSignature: true })).status).toBe(201);
 
-      expect((await check([okKey, sigKey])).body).toEqual({ ok: true, results: [{ key: okKey, status: 'ok' }, { key: sigKey, status: 'ok' }] });
+      expect((await check([okKey, sigKey])).body).toEqual({
+        ok: true,
+        results: [
+          { key: okKey, status: 'ok' },
+          { key: sigKey, status: 'ok' },
+        ],
+      });
 
       // The signer's esign proof fails later: the policy still resolves but is unsatisfiable.
       await verifyMethod(reg.body.id, 'esign', 'failed');
@@ -492,7 +550,13 @@ describe('policy lifecycle over HTTP: satisfiability, update, archive, restore, 
       const limited = await stack.http('POST', '/v1/api-keys/', { token: admin, body: { name: 'checker', roles: ['decisions:write'] } });
       const res = await check(['Not A Key', 'x'.repeat(200)], limited.body.key);
       expect(res.status).toBe(200);
-      expect(res.body).toEqual({ ok: false, results: [{ key: 'Not A Key', status: 'missing', reason: expect.any(String) }, { key: 'x'.repeat(200), status: 'missing', reason: expect.any(String) }] });
+      expect(res.body).toEqual({
+        ok: false,
+        results: [
+          { key: 'Not A Key', status: 'missing', reason: expect.any(String) },
+          { key: 'x'.repeat(200), status: 'missing', reason: expect.any(String) },
+        ],
+      });
     });
 
     it('validates keys: 1 to 100 keys of 1-200 chars', async () => {

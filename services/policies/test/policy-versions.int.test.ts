@@ -17,7 +17,11 @@ describe('policy versions, compare and preview over HTTP', () => {
   let key: string;
   const v1 = { defaults: { approvers: ['a@example.com', 'b@example.com'] } };
   const v2 = { defaults: { approvers: ['b@example.com', 'c@example.com'], approvalsRequired: 2 } };
-  const v3 = { defaults: { approvers: ['b@example.com', 'c@example.com'], approvalsRequired: 2 }, timeoutSec: 900, contextSchema: { type: 'object', required: ['amount'] } };
+  const v3 = {
+    defaults: { approvers: ['b@example.com', 'c@example.com'], approvalsRequired: 2 },
+    timeoutSec: 900,
+    contextSchema: { type: 'object', required: ['amount'] },
+  };
 
   beforeAll(async () => {
     stack = await startStack({ label: 'polversions', services: ['gateway', 'policies', 'decisions'] }); // decisions answers the usage in session reads
@@ -29,7 +33,11 @@ describe('policy versions, compare and preview over HTTP', () => {
     key = uniqueKey('versioned');
     expect((await stack.http('POST', '/v1/policies/', { token: editor, body: { key, name: 'Versioned', ...v1 } })).status).toBe(201);
     expect((await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key, name: 'Versioned', ...v2 } })).body.version).toBe(2);
-    const third = await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key, name: 'Versioned', ...v3 }, headers: { 'x-policy-source': 'repository' } });
+    const third = await stack.http('POST', '/v1/worker/policies', {
+      token: apiKey,
+      body: { key, name: 'Versioned', ...v3 },
+      headers: { 'x-policy-source': 'repository' },
+    });
     expect(third.body.version).toBe(3);
   });
   afterAll(async () => {
@@ -44,9 +52,36 @@ describe('policy versions, compare and preview over HTTP', () => {
       expect(res.body).toEqual({
         key,
         versions: [
-          { id: expect.stringMatching(/^pv_/), policyKey: key, number: 1, definition: v1, contentHash: factsHash(v1), changedBy: 'usr_editor', source: 'dashboard', createdAt: expect.stringMatching(ISO) },
-          { id: expect.stringMatching(/^pv_/), policyKey: key, number: 2, definition: v2, contentHash: factsHash(v2), changedBy: keyId, source: 'api', createdAt: expect.stringMatching(ISO) },
-          { id: expect.stringMatching(/^pv_/), policyKey: key, number: 3, definition: v3, contentHash: factsHash(v3), changedBy: keyId, source: 'repository', createdAt: expect.stringMatching(ISO) },
+          {
+            id: expect.stringMatching(/^pv_/),
+            policyKey: key,
+            number: 1,
+            definition: v1,
+            contentHash: factsHash(v1),
+            changedBy: 'usr_editor',
+            source: 'dashboard',
+            createdAt: expect.stringMatching(ISO),
+          },
+          {
+            id: expect.stringMatching(/^pv_/),
+            policyKey: key,
+            number: 2,
+            definition: v2,
+            contentHash: factsHash(v2),
+            changedBy: keyId,
+            source: 'api',
+            createdAt: expect.stringMatching(ISO),
+          },
+          {
+            id: expect.stringMatching(/^pv_/),
+            policyKey: key,
+            number: 3,
+            definition: v3,
+            contentHash: factsHash(v3),
+            changedBy: keyId,
+            source: 'repository',
+            createdAt: expect.stringMatching(ISO),
+          },
         ],
       });
       // The content hash is the SHA-256 of the JCS form of the definition.
@@ -79,7 +114,14 @@ describe('policy versions, compare and preview over HTTP', () => {
     it('answers the current definition of the policy as the latest version', async () => {
       const res = await stack.http('GET', `/v1/worker/policies/${key}`, { token: apiKey });
       const versions = (await stack.http('GET', `/v1/worker/policies/${key}/versions`, { token: apiKey })).body.versions;
-      expect(res.body).toMatchObject({ version: 3, versionId: versions[2].id, contentHash: factsHash(v3), timeoutSec: 900, defaults: v3.defaults, contextSchema: v3.contextSchema });
+      expect(res.body).toMatchObject({
+        version: 3,
+        versionId: versions[2].id,
+        contentHash: factsHash(v3),
+        timeoutSec: 900,
+        defaults: v3.defaults,
+        contextSchema: v3.contextSchema,
+      });
     });
 
     it('answers 404 for a version that does not exist and for an unknown key', async () => {
@@ -106,7 +148,10 @@ describe('policy versions, compare and preview over HTTP', () => {
     it('has no route that edits or deletes a version', async () => {
       for (const method of ['PUT', 'PATCH', 'DELETE', 'POST']) {
         for (const token of [apiKey, editor]) {
-          const res = await stack.http(method, `/v1/worker/policies/${key}/versions/1`, { token, body: method === 'DELETE' ? undefined : { definition: { defaults: {} } } });
+          const res = await stack.http(method, `/v1/worker/policies/${key}/versions/1`, {
+            token,
+            body: method === 'DELETE' ? undefined : { definition: { defaults: {} } },
+          });
           expect(res.status === 404 || res.status === 405).toBe(true);
           expect(res.body).toEqual({ error: res.status === 404 ? 'not_found' : 'method_not_allowed', message: expect.any(String) });
         }
@@ -122,7 +167,9 @@ describe('policy versions, compare and preview over HTTP', () => {
     it('refuses a direct SQL UPDATE or DELETE of a version (database trigger)', async () => {
       const before = await pg.query('SELECT id, definition, content_hash FROM policies.policy_versions WHERE org_id = $1 ORDER BY number', [org]);
       expect(before.rowCount).toBeGreaterThanOrEqual(3);
-      await expect(pg.query(`UPDATE policies.policy_versions SET definition = '{"defaults":{}}'::jsonb WHERE org_id = $1`, [org])).rejects.toThrow(/policy versions are immutable/);
+      await expect(pg.query(`UPDATE policies.policy_versions SET definition = '{"defaults":{}}'::jsonb WHERE org_id = $1`, [org])).rejects.toThrow(
+        /policy versions are immutable/,
+      );
       await expect(pg.query('UPDATE policies.policy_versions SET changed_by = $2 WHERE id = $1', [before.rows[0].id, 'usr_evil'])).rejects.toThrow(/immutable/);
       await expect(pg.query('DELETE FROM policies.policy_versions WHERE id = $1', [before.rows[0].id])).rejects.toThrow(/policy versions are immutable/);
       await expect(pg.query('DELETE FROM policies.policy_versions WHERE org_id = $1', [org])).rejects.toThrow(/immutable/);
@@ -164,7 +211,13 @@ describe('policy versions, compare and preview over HTTP', () => {
         ],
       });
       const same = await stack.http('GET', `/v1/worker/policies/${key}/versions/compare?from=2&to=2`, { token: apiKey });
-      expect(same.body).toMatchObject({ from: 2, to: 2, fromHash: factsHash(v2), toHash: factsHash(v2), diff: { approvers: { added: [], removed: [] }, changes: [] } });
+      expect(same.body).toMatchObject({
+        from: 2,
+        to: 2,
+        fromHash: factsHash(v2),
+        toHash: factsHash(v2),
+        diff: { approvers: { added: [], removed: [] }, changes: [] },
+      });
     });
 
     it('answers 404 for an unknown version', async () => {
@@ -191,7 +244,13 @@ describe('policy versions, compare and preview over HTTP', () => {
     const versionCount = async (k: string) => (await stack.http('GET', `/v1/worker/policies/${k}/versions`, { token: apiKey })).body.versions?.length;
 
     it('previews a change to an existing policy without writing it', async () => {
-      const res = await preview({ key, name: 'Versioned', defaults: { approvers: ['b@example.com', 'd@example.com'], approvalsRequired: 2 }, timeoutSec: 900, contextSchema: v3.contextSchema });
+      const res = await preview({
+        key,
+        name: 'Versioned',
+        defaults: { approvers: ['b@example.com', 'd@example.com'], approvalsRequired: 2 },
+        timeoutSec: 900,
+        contextSchema: v3.contextSchema,
+      });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({
         preview: {
@@ -261,7 +320,11 @@ describe('policy versions, compare and preview over HTTP', () => {
       expectError(un, 422, 'unsatisfiable_policy', { required: 2, available: 1 });
       const bad = await preview({ key, name: 'Versioned', contextSchema: { type: 'strin' } });
       expect(bad.status).toBe(400);
-      expect(bad.body).toEqual({ error: 'invalid_request', message: expect.any(String), issues: [{ path: 'body.contextSchema', message: expect.stringMatching(/type/) }] });
+      expect(bad.body).toEqual({
+        error: 'invalid_request',
+        message: expect.any(String),
+        issues: [{ path: 'body.contextSchema', message: expect.stringMatching(/type/) }],
+      });
       expectInvalid(await preview({ key: 'Bad Key', name: 'x' }), 'body.key');
       expectInvalid(await preview({ key, name: 'x', defaults: { nope: 1 } }), 'body.defaults');
       expect(await versionCount(key)).toBe(3);

@@ -13,7 +13,9 @@ export const TimersEndpoint = endpoint(
   z.object({ decisionId: z.string().optional() }),
   z.object({
     counts: z.object({ armed: z.number(), fired: z.number(), cancelled: z.number() }),
-    timers: z.array(z.object({ id: z.string(), kind: z.string(), step: z.number(), dueAt: z.string(), firedAt: z.string().nullable(), cancelledAt: z.string().nullable() })),
+    timers: z.array(
+      z.object({ id: z.string(), kind: z.string(), step: z.number(), dueAt: z.string(), firedAt: z.string().nullable(), cancelledAt: z.string().nullable() }),
+    ),
   }),
 );
 
@@ -39,7 +41,9 @@ export async function startScheduler(config: SchedulerConfig, opts: { log?: Logg
         labelNames: ['kind'] as const,
         read: async () =>
           (
-            await ctx.db.raw(`SELECT kind, count(*)::int AS n FROM timers WHERE fired_at IS NULL AND cancelled_at IS NULL AND due_at <= now() - interval '1 second' GROUP BY kind`)
+            await ctx.db.raw(
+              `SELECT kind, count(*)::int AS n FROM timers WHERE fired_at IS NULL AND cancelled_at IS NULL AND due_at <= now() - interval '1 second' GROUP BY kind`,
+            )
           ).rows.map((r: { kind: string; n: number }) => ({ labels: { kind: r.kind }, value: r.n })),
       });
       const store = createTimersStore(ctx.db, ctx.heldEvents);

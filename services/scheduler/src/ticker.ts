@@ -22,7 +22,14 @@ export class Ticker {
   private lastRetentionArm = 0;
 
   constructor(
-    private readonly deps: { store: TimersStore; clock: Clock; log: Logger; pollMs: number; batch?: number; armRetention: (dueAt: Date, step: number) => Promise<void> },
+    private readonly deps: {
+      store: TimersStore;
+      clock: Clock;
+      log: Logger;
+      pollMs: number;
+      batch?: number;
+      armRetention: (dueAt: Date, step: number) => Promise<void>;
+    },
   ) {}
 
   start(): void {
@@ -36,7 +43,9 @@ export class Ticker {
     const batch = this.deps.batch ?? 500;
     for (;;) {
       const now = this.deps.clock.now();
-      const n = await this.deps.store.fireDue(now, batch, (t) => timerFireLagSeconds.observe({ kind: t.kind }, Math.max(0, now.getTime() - t.due_at.getTime()) / 1000));
+      const n = await this.deps.store.fireDue(now, batch, (t) =>
+        timerFireLagSeconds.observe({ kind: t.kind }, Math.max(0, now.getTime() - t.due_at.getTime()) / 1000),
+      );
       total += n;
       if (n < batch) return total;
     }

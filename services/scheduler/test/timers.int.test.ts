@@ -37,7 +37,10 @@ describe('scheduler timers', () => {
   });
 
   const start = async (clock: ManualClock, pollMs = 60_000) => {
-    const s = await startScheduler(SchedulerEnv.parse({ DATABASE_URL: db.url, NATS_URL: nats.url, LOG_LEVEL: 'silent', SCHEDULER_POLL_MS: String(pollMs) }), { clock, log });
+    const s = await startScheduler(SchedulerEnv.parse({ DATABASE_URL: db.url, NATS_URL: nats.url, LOG_LEVEL: 'silent', SCHEDULER_POLL_MS: String(pollMs) }), {
+      clock,
+      log,
+    });
     running.push(s);
     return s;
   };
@@ -53,20 +56,20 @@ describe('scheduler timers', () => {
   };
   const created = async (decisionId: string, createdAt: Date, timeoutSec: number) =>
     followed(`evt_created_${++seq}_${Date.now()}`, EVENT.decisionCreated, createdAt, {
-        decisionId,
-        policy: null,
-        approvers: ['a@x.com'],
-        assigneeEmail: null,
-        externalRunId: decisionId,
-        stepRef: 's',
-        workflowRef: null,
-        engine: 'api',
-        title: null,
-        createdAt: createdAt.toISOString(),
-        expiresAt: new Date(createdAt.getTime() + timeoutSec * 1000).toISOString(),
-        timeoutSec,
-        route: null,
-        requiresSignature: false,
+      decisionId,
+      policy: null,
+      approvers: ['a@x.com'],
+      assigneeEmail: null,
+      externalRunId: decisionId,
+      stepRef: 's',
+      workflowRef: null,
+      engine: 'api',
+      title: null,
+      createdAt: createdAt.toISOString(),
+      expiresAt: new Date(createdAt.getTime() + timeoutSec * 1000).toISOString(),
+      timeoutSec,
+      route: null,
+      requiresSignature: false,
     });
 
   const timers = async (ref: string) => (await pg.query('SELECT kind, fired_at, cancelled_at FROM scheduler.timers WHERE ref = $1 ORDER BY kind', [ref])).rows;
@@ -80,12 +83,15 @@ describe('scheduler timers', () => {
    * published (its outbox rows gone); with `n`, once at least `n` are there.
    */
   const firedEvents = async (ref: string, n = 0) => {
-    const events = await waitFor(async () => {
-      const unpublished = (await pg.query(`SELECT count(*)::int AS n FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' = $1`, [ref])).rows[0].n;
-      if (unpublished > 0) return null;
-      const e = await timerEventsOnStream((r) => r === ref);
-      return e.length >= n ? e : null;
-    }, { what: `the timer events of ${ref} on the stream` });
+    const events = await waitFor(
+      async () => {
+        const unpublished = (await pg.query(`SELECT count(*)::int AS n FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' = $1`, [ref])).rows[0].n;
+        if (unpublished > 0) return null;
+        const e = await timerEventsOnStream((r) => r === ref);
+        return e.length >= n ? e : null;
+      },
+      { what: `the timer events of ${ref} on the stream` },
+    );
     return events.map((e) => e.subject);
   };
 
@@ -120,10 +126,13 @@ describe('scheduler timers', () => {
     const counts = await Promise.all([a.ticker.tick(), b.ticker.tick(), a.ticker.tick(), b.ticker.tick()]);
     expect(counts.reduce((x, y) => x + y, 0)).toBe(300);
     // One event per timer: 300 on the stream, 300 decisions.
-    const events = await waitFor(async () => {
-      const e = await timerEventsOnStream((r) => r.startsWith('dec_rep_'));
-      return e.length >= 300 ? e : null;
-    }, { what: 'the fired events on the stream' });
+    const events = await waitFor(
+      async () => {
+        const e = await timerEventsOnStream((r) => r.startsWith('dec_rep_'));
+        return e.length >= 300 ? e : null;
+      },
+      { what: 'the fired events on the stream' },
+    );
     expect(events).toHaveLength(300);
     expect(new Set(events.map((e) => e.ref)).size).toBe(300);
   });
@@ -147,7 +156,8 @@ describe('scheduler timers', () => {
       const fired = await s.ticker.tick();
       expect(fired).toBeGreaterThanOrEqual(50);
       // Written with the firing (committed when tick answers), gone once published.
-      const left = async () => (await pg.query(`SELECT count(*)::int AS n FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' LIKE 'dec_held_%'`)).rows[0].n;
+      const left = async () =>
+        (await pg.query(`SELECT count(*)::int AS n FROM scheduler.outbox WHERE envelope->'data'->>'decisionId' LIKE 'dec_held_%'`)).rows[0].n;
       await waitFor(async () => (await left()) === 0, { what: 'the fired events published and deleted' });
       expect((await jsm.streams.info('EVENTS')).state.messages - before).toBe(fired);
       await new Promise((r) => setTimeout(r, 200));
@@ -185,7 +195,13 @@ describe('scheduler timers', () => {
       policyVersion: null,
     });
   const cancelled = async (decisionId: string, at: Date) =>
-    followed(`evt_cancelled_${decisionId}_${Date.now()}`, EVENT.decisionCancelled, at, { decisionId, policy: null, actor: 'a@example.com', note: null, cancelledAt: at.toISOString() });
+    followed(`evt_cancelled_${decisionId}_${Date.now()}`, EVENT.decisionCancelled, at, {
+      decisionId,
+      policy: null,
+      actor: 'a@example.com',
+      note: null,
+      cancelledAt: at.toISOString(),
+    });
 
   it('a resolution disarms what has not fired', async () => {
     const clock = new ManualClock(new Date('2033-01-01T00:00:00Z'));
@@ -209,7 +225,8 @@ describe('scheduler timers', () => {
     const armed = async () => Number((await pg.query(`SELECT count(*) FROM scheduler.timers WHERE ref LIKE 'dec_burst_%'`)).rows[0].count);
     await waitFor(async () => (await armed()) === 60, { what: 'all armed' });
     await Promise.all(ids.slice(0, 10).map((id) => resolved(id, clock.now())));
-    const cancelled = async () => Number((await pg.query(`SELECT count(*) FROM scheduler.timers WHERE ref LIKE 'dec_burst_%' AND cancelled_at IS NOT NULL`)).rows[0].count);
+    const cancelled = async () =>
+      Number((await pg.query(`SELECT count(*) FROM scheduler.timers WHERE ref LIKE 'dec_burst_%' AND cancelled_at IS NOT NULL`)).rows[0].count);
     await waitFor(async () => (await cancelled()) === 20, { what: 'the resolved disarmed' });
     expect(await armed()).toBe(60);
     clock.advance(75_000);
@@ -226,7 +243,9 @@ describe('scheduler timers', () => {
     await waitFor(async () => (await timers('dec_cancelled')).every((t) => t.cancelled_at !== null), { what: 'disarmed by the cancellation' });
     // Published back to back: one batch holds both, and the arm goes before the disarm.
     await Promise.all([created('dec_quick', clock.now(), 10), resolved('dec_quick', clock.now())]);
-    await waitFor(async () => (await timers('dec_quick')).length === 2 && (await timers('dec_quick')).every((t) => t.cancelled_at !== null), { what: 'armed, then disarmed' });
+    await waitFor(async () => (await timers('dec_quick')).length === 2 && (await timers('dec_quick')).every((t) => t.cancelled_at !== null), {
+      what: 'armed, then disarmed',
+    });
     clock.advance(3600_000);
     expect(await s.ticker.tick()).toBe(0);
     expect(await firedEvents('dec_cancelled')).toEqual([]);

@@ -1,4 +1,22 @@
-import { DURABLE, EVENT, EsignEndpoints, actorLabelOf, actorOf, OrgCache, SecretBox, announceChange, eachConsumerOf, OFF_PATH_LINGER_MS, followChanges, SurfacesEndpoints, createOutboundClient, startService, type Clock, type Logger, type RunningService } from '@approvals/shared';
+import {
+  DURABLE,
+  EVENT,
+  EsignEndpoints,
+  actorLabelOf,
+  actorOf,
+  OrgCache,
+  SecretBox,
+  announceChange,
+  eachConsumerOf,
+  OFF_PATH_LINGER_MS,
+  followChanges,
+  SurfacesEndpoints,
+  createOutboundClient,
+  startService,
+  type Clock,
+  type Logger,
+  type RunningService,
+} from '@approvals/shared';
 import type { SurfacesConfig } from './config';
 import { migrations } from './migrations/index';
 import { CallbackEndpoint, createCallbackHandler } from './handlers/callback.handler';
@@ -29,7 +47,15 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
     outbox: true,
     setup: async (ctx) => {
       const store = createTokenStore(ctx.db);
-      const links = { store, bus: ctx.bus, clock: ctx.clock, log: ctx.log, secret: config.SURFACES_LINK_SECRET, previousSecrets: config.SURFACES_LINK_SECRET_PREVIOUS, publicBaseUrl: config.PUBLIC_BASE_URL };
+      const links = {
+        store,
+        bus: ctx.bus,
+        clock: ctx.clock,
+        log: ctx.log,
+        secret: config.SURFACES_LINK_SECRET,
+        previousSecrets: config.SURFACES_LINK_SECRET_PREVIOUS,
+        publicBaseUrl: config.PUBLIC_BASE_URL,
+      };
       ctx.host.handle(SurfacesEndpoints.mintLinks, createMintLinksHandler(links));
       const email = createEmailActRoutes(links);
       // The chat platforms' APIs are the operator's configuration (CHAT_*_API_URL): trusted.
@@ -50,7 +76,9 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
       registerChatHandlers(ctx.host, chat);
       const webhooks = createWebhooks({ config, store: createWebhooksStore(ctx.db), bus: ctx.bus, log: ctx.log, secrets: SecretBox.fromConfig(config) });
       ctx.host.handle(EsignEndpoints.get, async (r) => webhooks.esignGet(r.org));
-      ctx.host.handle(EsignEndpoints.put, async (r) => webhooks.esignPut(r.org, r.body, { actor: actorOf(r.principal), actorLabel: actorLabelOf(r.principal) }));
+      ctx.host.handle(EsignEndpoints.put, async (r) =>
+        webhooks.esignPut(r.org, r.body, { actor: actorOf(r.principal), actorLabel: actorLabelOf(r.principal) }),
+      );
       ctx.host.handle(
         CallbackEndpoint,
         createCallbackHandler({

@@ -3,8 +3,7 @@ import { z } from 'zod';
 import { BaseServiceEnv, SecretsEnv, loadConfig } from '@approvals/shared';
 
 /** An empty variable (`FOO=` in a compose file) counts as unset. */
-const optionalSecret = (message: string) =>
-  z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16, message).optional());
+const optionalSecret = (message: string) => z.preprocess((v) => (v === '' ? undefined : v), z.string().min(16, message).optional());
 
 /**
  * The HMAC key of email action links when SURFACES_LINK_SECRET is not set: derived from
@@ -16,56 +15,77 @@ export function deriveLinkSecret(authJwtSecret: string): string {
 }
 
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
-const apiUrl = (name: string, fallback: string) =>
-  z.preprocess((v) => (v === '' ? undefined : v), z.string().url(`${name} must be a URL`).default(fallback));
+const apiUrl = (name: string, fallback: string) => z.preprocess((v) => (v === '' ? undefined : v), z.string().url(`${name} must be a URL`).default(fallback));
 
 /** A comma-separated list of secrets (every one is accepted: rotation without downtime). */
 const secretList = (name: string) =>
-  z.preprocess((v) => (v === '' || v === undefined ? [] : String(v).split(',').map((s) => s.trim()).filter(Boolean)), z.array(z.string().min(8, `each ${name} entry must be at least 8 characters`)).max(5)).default([]);
+  z
+    .preprocess(
+      (v) =>
+        v === '' || v === undefined
+          ? []
+          : String(v)
+              .split(',')
+              .map((s) => s.trim())
+              .filter(Boolean),
+      z.array(z.string().min(8, `each ${name} entry must be at least 8 characters`)).max(5),
+    )
+    .default([]);
 
-export const SurfacesEnv = BaseServiceEnv.extend(SecretsEnv.shape).extend({
-  /** Where the web app is served ("Open in app" links, the page after an install); defaults to PUBLIC_BASE_URL. */
-  APP_BASE_URL: optional(z.string().url('APP_BASE_URL must be a URL')),
-  /** chatA (Slack): the app's signing secret (request signing v0), OAuth client id and secret. */
-  CHAT_A_SIGNING_SECRET: optional(z.string().min(1)),
-  CHAT_A_CLIENT_ID: optional(z.string().min(1)),
-  CHAT_A_CLIENT_SECRET: optional(z.string().min(1)),
-  /** The Slack Web API base (tests point it at a local stand-in). */
-  CHAT_A_API_URL: apiUrl('CHAT_A_API_URL', 'https://slack.com/api/'),
-  /** chatB (Discord): application id, Ed25519 public key (hex), bot token, OAuth client secret. */
-  CHAT_B_APPLICATION_ID: optional(z.string().min(1)),
-  CHAT_B_PUBLIC_KEY: optional(z.string().regex(/^[0-9a-fA-F]{64}$/, 'CHAT_B_PUBLIC_KEY must be the 32-byte Ed25519 public key in hex')),
-  CHAT_B_BOT_TOKEN: optional(z.string().min(1)),
-  CHAT_B_CLIENT_SECRET: optional(z.string().min(1)),
-  CHAT_B_API_URL: apiUrl('CHAT_B_API_URL', 'https://discord.com/api/v10'),
-  /** Identity webhook (Svix signing): `whsec_…`; several comma-separated while rotating. */
-  IDENTITY_WEBHOOK_SECRET: secretList('IDENTITY_WEBHOOK_SECRET'),
-  /** Billing webhook (Stripe signing): `whsec_…`; several comma-separated while rotating. */
-  BILLING_WEBHOOK_SECRET: secretList('BILLING_WEBHOOK_SECRET'),
+export const SurfacesEnv = BaseServiceEnv.extend(SecretsEnv.shape)
+  .extend({
+    /** Where the web app is served ("Open in app" links, the page after an install); defaults to PUBLIC_BASE_URL. */
+    APP_BASE_URL: optional(z.string().url('APP_BASE_URL must be a URL')),
+    /** chatA (Slack): the app's signing secret (request signing v0), OAuth client id and secret. */
+    CHAT_A_SIGNING_SECRET: optional(z.string().min(1)),
+    CHAT_A_CLIENT_ID: optional(z.string().min(1)),
+    CHAT_A_CLIENT_SECRET: optional(z.string().min(1)),
+    /** The Slack Web API base (tests point it at a local stand-in). */
+    CHAT_A_API_URL: apiUrl('CHAT_A_API_URL', 'https://slack.com/api/'),
+    /** chatB (Discord): application id, Ed25519 public key (hex), bot token, OAuth client secret. */
+    CHAT_B_APPLICATION_ID: optional(z.string().min(1)),
+    CHAT_B_PUBLIC_KEY: optional(z.string().regex(/^[0-9a-fA-F]{64}$/, 'CHAT_B_PUBLIC_KEY must be the 32-byte Ed25519 public key in hex')),
+    CHAT_B_BOT_TOKEN: optional(z.string().min(1)),
+    CHAT_B_CLIENT_SECRET: optional(z.string().min(1)),
+    CHAT_B_API_URL: apiUrl('CHAT_B_API_URL', 'https://discord.com/api/v10'),
+    /** Identity webhook (Svix signing): `whsec_…`; several comma-separated while rotating. */
+    IDENTITY_WEBHOOK_SECRET: secretList('IDENTITY_WEBHOOK_SECRET'),
+    /** Billing webhook (Stripe signing): `whsec_…`; several comma-separated while rotating. */
+    BILLING_WEBHOOK_SECRET: secretList('BILLING_WEBHOOK_SECRET'),
 
-  /** HMAC-SHA256 key for email action link tokens (16+ characters). */
-  SURFACES_LINK_SECRET: optionalSecret('SURFACES_LINK_SECRET must be at least 16 characters'),
-  /**
-   * Secrets links were signed with before a rotation, comma-separated (16+ characters
-   * each): still accepted when checking a link, never used to sign one.
-   */
-  SURFACES_LINK_SECRET_PREVIOUS: z
-    .preprocess((v) => (v === '' || v === undefined ? [] : String(v).split(',').map((s) => s.trim()).filter(Boolean)), z.array(z.string().min(16, 'each SURFACES_LINK_SECRET_PREVIOUS entry must be at least 16 characters')))
-    .default([]),
-  /** Only read to derive SURFACES_LINK_SECRET when that is unset. */
-  AUTH_JWT_SECRET: optionalSecret('AUTH_JWT_SECRET must be at least 16 characters'),
-}).transform((env, ctx) => {
-  const secret = env.SURFACES_LINK_SECRET ?? (env.AUTH_JWT_SECRET ? deriveLinkSecret(env.AUTH_JWT_SECRET) : undefined);
-  if (!secret) {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['SURFACES_LINK_SECRET'],
-      message: 'SURFACES_LINK_SECRET is required (HMAC key for email action links, 16+ characters); it defaults from AUTH_JWT_SECRET when that is set',
-    });
-    return z.NEVER;
-  }
-  return { ...env, SURFACES_LINK_SECRET: secret };
-});
+    /** HMAC-SHA256 key for email action link tokens (16+ characters). */
+    SURFACES_LINK_SECRET: optionalSecret('SURFACES_LINK_SECRET must be at least 16 characters'),
+    /**
+     * Secrets links were signed with before a rotation, comma-separated (16+ characters
+     * each): still accepted when checking a link, never used to sign one.
+     */
+    SURFACES_LINK_SECRET_PREVIOUS: z
+      .preprocess(
+        (v) =>
+          v === '' || v === undefined
+            ? []
+            : String(v)
+                .split(',')
+                .map((s) => s.trim())
+                .filter(Boolean),
+        z.array(z.string().min(16, 'each SURFACES_LINK_SECRET_PREVIOUS entry must be at least 16 characters')),
+      )
+      .default([]),
+    /** Only read to derive SURFACES_LINK_SECRET when that is unset. */
+    AUTH_JWT_SECRET: optionalSecret('AUTH_JWT_SECRET must be at least 16 characters'),
+  })
+  .transform((env, ctx) => {
+    const secret = env.SURFACES_LINK_SECRET ?? (env.AUTH_JWT_SECRET ? deriveLinkSecret(env.AUTH_JWT_SECRET) : undefined);
+    if (!secret) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['SURFACES_LINK_SECRET'],
+        message: 'SURFACES_LINK_SECRET is required (HMAC key for email action links, 16+ characters); it defaults from AUTH_JWT_SECRET when that is set',
+      });
+      return z.NEVER;
+    }
+    return { ...env, SURFACES_LINK_SECRET: secret };
+  });
 export type SurfacesConfig = z.infer<typeof SurfacesEnv>;
 
 export function surfacesConfigFromEnv(env: Record<string, string | undefined> = process.env): SurfacesConfig {

@@ -1,6 +1,14 @@
 import { describe, expect, it } from '@jest/globals';
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
-import { BROWSER_BINDING_COOKIE, ManualClock, browserBindingCookie, browserBindingHash, browserMatches, browserNonceOf, newBrowserNonce } from '@approvals/shared';
+import {
+  BROWSER_BINDING_COOKIE,
+  ManualClock,
+  browserBindingCookie,
+  browserBindingHash,
+  browserMatches,
+  browserNonceOf,
+  newBrowserNonce,
+} from '@approvals/shared';
 import {
   INSTALL_STATE_TTL_MS,
   buttonChoice,
@@ -13,7 +21,20 @@ import {
   slackSignatureValid,
   verifyInstallState,
 } from '../src/domain/chat';
-import { discordAnnounce, discordNotice, discordOutcome, discordPrivately, discordTestMessage, slackAnnounce, slackEscape, slackNotice, slackOutcome, slackPrivately, slackTestMessage, slackVoteReply } from '../src/templates/chat';
+import {
+  discordAnnounce,
+  discordNotice,
+  discordOutcome,
+  discordPrivately,
+  discordTestMessage,
+  slackAnnounce,
+  slackEscape,
+  slackNotice,
+  slackOutcome,
+  slackPrivately,
+  slackTestMessage,
+  slackVoteReply,
+} from '../src/templates/chat';
 
 // Pure rules of the chat surfaces, on an injected clock.
 
@@ -89,7 +110,10 @@ describe('request signatures', () => {
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
     const hex = (publicKey.export({ format: 'der', type: 'spki' }) as Buffer).subarray(12).toString('hex');
     const body = Buffer.from('{"type":1}');
-    const headers = (t = ts, b = body) => ({ 'x-signature-timestamp': String(t), 'x-signature-ed25519': sign(null, Buffer.concat([Buffer.from(String(t)), b]), privateKey).toString('hex') });
+    const headers = (t = ts, b = body) => ({
+      'x-signature-timestamp': String(t),
+      'x-signature-ed25519': sign(null, Buffer.concat([Buffer.from(String(t)), b]), privateKey).toString('hex'),
+    });
     expect(discordSignatureValid(hex, headers(), body, now)).toBe(true);
     expect(discordSignatureValid(hex, headers(), Buffer.from('{"type":2}'), now)).toBe(false);
     expect(discordSignatureValid(hex, headers(ts - 301), body, now)).toBe(false);
@@ -114,7 +138,16 @@ describe('buttons and targets', () => {
   });
 
   it('renders buttons only for the answers a click can give: none on a signature decision', () => {
-    const notice = { kind: 'notify' as const, heading: 'Approval needed: ', title: 'Sign <it>', question: 'a & b', lines: ['x: <y>'], buttons: [] as Array<'approve' | 'reject'>, appUrl: 'https://app/x', expiresAt: null };
+    const notice = {
+      kind: 'notify' as const,
+      heading: 'Approval needed: ',
+      title: 'Sign <it>',
+      question: 'a & b',
+      lines: ['x: <y>'],
+      buttons: [] as Array<'approve' | 'reject'>,
+      appUrl: 'https://app/x',
+      expiresAt: null,
+    };
     const signed = slackNotice(notice, 'dec_1');
     const actions = signed.blocks!.find((b) => b.type === 'actions') as { elements: Array<{ action_id: string }> };
     expect(actions.elements.map((e) => e.action_id)).toEqual(['open_in_app']);
@@ -126,8 +159,24 @@ describe('buttons and targets', () => {
 
   it('no message built here can ping: Slack texts escaped (plain_text is never parsed), Discord messages with allowed_mentions none', () => {
     const evil = '@everyone <!channel> <@U123> <#C1> <!subteam^S1|team> & co';
-    const notice = { kind: 'notify' as const, heading: 'Approval needed: ', title: evil, question: evil, lines: [`why: ${evil}`], buttons: ['approve' as const], appUrl: 'https://app/x', expiresAt: evil };
-    const slack = [slackNotice(notice, 'dec_1'), slackOutcome(evil, 'APPROVED', evil, 'https://app/x'), slackAnnounce(evil, [evil], 'https://app/x'), slackVoteReply(evil, 'approve', { approvals: 1, approvalsRequired: 1, rejections: 0, rejectionsRequired: 1 }), slackPrivately(evil), slackTestMessage];
+    const notice = {
+      kind: 'notify' as const,
+      heading: 'Approval needed: ',
+      title: evil,
+      question: evil,
+      lines: [`why: ${evil}`],
+      buttons: ['approve' as const],
+      appUrl: 'https://app/x',
+      expiresAt: evil,
+    };
+    const slack = [
+      slackNotice(notice, 'dec_1'),
+      slackOutcome(evil, 'APPROVED', evil, 'https://app/x'),
+      slackAnnounce(evil, [evil], 'https://app/x'),
+      slackVoteReply(evil, 'approve', { approvals: 1, approvalsRequired: 1, rejections: 0, rejectionsRequired: 1 }),
+      slackPrivately(evil),
+      slackTestMessage,
+    ];
     const parsed = (m: { text: string; blocks?: unknown[] }) => {
       const out = [m.text];
       JSON.stringify(m.blocks ?? [], (_k, v) => {
@@ -138,7 +187,13 @@ describe('buttons and targets', () => {
     };
     for (const m of slack) for (const t of parsed(m)) expect(t).not.toMatch(/<[!@#]/);
     expect(parsed(slackNotice(notice, 'dec_1')).join()).toContain('&lt;!channel&gt; &lt;@U123&gt; &lt;#C1&gt; &lt;!subteam^S1|team&gt; &amp; co');
-    const discord = [discordNotice(notice, 'dec_1'), discordOutcome(evil, 'REJECTED', evil, 'https://app/x'), discordAnnounce(evil, [evil], 'https://app/x'), discordTestMessage, discordPrivately(evil).data];
+    const discord = [
+      discordNotice(notice, 'dec_1'),
+      discordOutcome(evil, 'REJECTED', evil, 'https://app/x'),
+      discordAnnounce(evil, [evil], 'https://app/x'),
+      discordTestMessage,
+      discordPrivately(evil).data,
+    ];
     for (const m of discord) expect(m.allowed_mentions).toEqual({ parse: [] });
   });
 });

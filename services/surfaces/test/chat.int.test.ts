@@ -6,7 +6,14 @@ import { BROWSER_BINDING_COOKIE, EVENT, STREAM_EVENTS, type EventEnvelope } from
 import { natsConnectOptions, waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
 import { startRecorder } from '../../../test/helpers/third-parties';
-import { discordSignature, slackSignature, startDiscordStandIn, startSlackStandIn, type DiscordStandIn, type SlackStandIn } from '../../../test/helpers/chat-platforms';
+import {
+  discordSignature,
+  slackSignature,
+  startDiscordStandIn,
+  startSlackStandIn,
+  type DiscordStandIn,
+  type SlackStandIn,
+} from '../../../test/helpers/chat-platforms';
 
 // Slack (chatA) and Discord (chatB) end to end: install per org through OAuth (bound to
 // the admin's browser), notices as DMs from the notifier, clicks signed exactly as the
@@ -93,7 +100,10 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
   };
   const slackPost = (path: string, form: Record<string, string> | string, headers: Record<string, string> = {}) => {
     const body = typeof form === 'string' ? form : new URLSearchParams(form).toString();
-    return stack.http('POST', path, { rawBody: body, headers: { 'content-type': 'application/x-www-form-urlencoded', ...slackSignature(SIGNING_SECRET, body), ...headers } });
+    return stack.http('POST', path, {
+      rawBody: body,
+      headers: { 'content-type': 'application/x-www-form-urlencoded', ...slackSignature(SIGNING_SECRET, body), ...headers },
+    });
   };
   const click = (user: string, actionId: string, decisionId: string, n: number, team = slack.team.id) =>
     slackPost('/v1/surfaces/chatA/interactivity', {
@@ -107,19 +117,32 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
     });
   const discordPost = (body: unknown, sign = true) => {
     const raw = JSON.stringify(body);
-    return stack.http('POST', '/v1/surfaces/chatB/interactions', { rawBody: raw, headers: sign ? discordSignature(discord.privateKey, raw) : { 'content-type': 'application/json' } });
+    return stack.http('POST', '/v1/surfaces/chatB/interactions', {
+      rawBody: raw,
+      headers: sign ? discordSignature(discord.privateKey, raw) : { 'content-type': 'application/json' },
+    });
   };
   const read = async (id: string) => (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body;
   const register = async (email: string, channel: 'chatA' | 'chatB', endpoint?: string) => {
     const res = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email, channels: [{ channel, ...(endpoint ? { endpoint } : {}) }] } });
     expect([200, 201]).toContain(res.status);
-    if (endpoint) expect((await stack.http('POST', `/v1/approvers/${res.body.id}/verify`, { token: admin, body: { channel, endpoint, status: 'verified' } })).status).toBe(200);
+    if (endpoint)
+      expect((await stack.http('POST', `/v1/approvers/${res.body.id}/verify`, { token: admin, body: { channel, endpoint, status: 'verified' } })).status).toBe(
+        200,
+      );
     return res.body.id as string;
   };
   const open = async (runId: string, approvers: string[], extra: Record<string, unknown> = {}) => {
     const res = await stack.http('POST', '/v1/worker/decisions', {
       token: apiKey,
-      body: { engine: 'bundled', externalRunId: runId, stepRef: 'approve', approvers, context: { title: `Ship ${runId}`, prompt: 'Deploy to production?' }, ...extra },
+      body: {
+        engine: 'bundled',
+        externalRunId: runId,
+        stepRef: 'approve',
+        approvers,
+        context: { title: `Ship ${runId}`, prompt: 'Deploy to production?' },
+        ...extra,
+      },
     });
     expect(res.status).toBe(201);
     return res.body.decisionId as string;
@@ -130,7 +153,9 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
     const pg = new Client({ connectionString: stack.db.url });
     await pg.connect();
     try {
-      await waitFor(async () => (await pg.query('SELECT count(*)::int AS n FROM decisions.outbox WHERE sent_at IS NULL')).rows[0].n === 0, { what: 'the decisions outbox drained' });
+      await waitFor(async () => (await pg.query('SELECT count(*)::int AS n FROM decisions.outbox WHERE sent_at IS NULL')).rows[0].n === 0, {
+        what: 'the decisions outbox drained',
+      });
     } finally {
       await pg.end();
     }
@@ -156,11 +181,14 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       // Not known yet: its first events carry companions (nothing waits for the answer).
       const opened = [await open('plain-0', ['ann@example.com'])];
       // Known within moments: from then on, no companion.
-      await waitFor(async () => {
-        const id = await open(`plain-${opened.length}`, ['ann@example.com']);
-        opened.push(id);
-        return (await chatCompanionsOf([id])).length === 0;
-      }, { what: 'a decision without an evt.decision.chat companion', intervalMs: 100 });
+      await waitFor(
+        async () => {
+          const id = await open(`plain-${opened.length}`, ['ann@example.com']);
+          opened.push(id);
+          return (await chatCompanionsOf([id])).length === 0;
+        },
+        { what: 'a decision without an evt.decision.chat companion', intervalMs: 100 },
+      );
       const later = [await open('plain-later-1', ['ann@example.com']), await open('plain-later-2', ['ann@example.com'])];
       expect((await stack.http('POST', `/v1/worker/decisions/${later[0]}/cancel`, { token: apiKey, body: {} })).status).toBe(200);
       // The surfaces service takes `evt.decision.chat` alone: none, nothing reaches it.
@@ -273,7 +301,10 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       const pg = new Client({ connectionString: stack.db.url });
       await pg.connect();
       try {
-        const { rows } = await pg.query('SELECT bot_token_sealed, bot_user_id, bot_id, app_id, bot_scopes, installer_user_id FROM surfaces.chat_installations WHERE org_id = $1', [org]);
+        const { rows } = await pg.query(
+          'SELECT bot_token_sealed, bot_user_id, bot_id, app_id, bot_scopes, installer_user_id FROM surfaces.chat_installations WHERE org_id = $1',
+          [org],
+        );
         expect(rows[0].bot_token_sealed).toMatch(/^sb1\./);
         expect(rows[0].bot_token_sealed).not.toContain(slack.botToken);
         // What @slack/oauth's Installation carries is kept: the bot (auth.test with its new token), the app, the scopes, the installer.
@@ -297,7 +328,11 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       // A channel the workspace's bot token cannot see is not the org's: 422, nothing set.
       const foreign = await stack.http('PUT', '/v1/integrations/chatA/channel', { token: admin, body: { channelId: 'C_SOMEONE_ELSES' } });
       expect(foreign.status).toBe(422);
-      expect(foreign.body).toMatchObject({ error: 'channel_not_in_workspace', channelId: 'C_SOMEONE_ELSES', message: expect.stringContaining('channel_not_found') });
+      expect(foreign.body).toMatchObject({
+        error: 'channel_not_in_workspace',
+        channelId: 'C_SOMEONE_ELSES',
+        message: expect.stringContaining('channel_not_found'),
+      });
       expect(slack.calls.find((c) => c.name === 'conversations.info')!.headers.authorization).toBe(`Bearer ${slack.botToken}`);
       expect((await stack.http('GET', '/v1/integrations/chatA', { token: member })).body.channel).toBeNull();
       const put = await stack.http('PUT', '/v1/integrations/chatA/channel', { token: admin, body: { channelId: 'C_APPROVALS' } });
@@ -312,7 +347,8 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       // The change is in the audit log, by name, the token never.
       const entry = await waitFor(async () =>
         (await stack.http('GET', '/v1/audit/?action=settings.changed&limit=200', { token: admin })).body.entries.find(
-          (e: { target: string; details: { after?: { change?: string; channel?: string } } }) => e.target === 'integration.chatA' && e.details.after?.change === 'channel_set' && e.details.after.channel === 'C_APPROVALS',
+          (e: { target: string; details: { after?: { change?: string; channel?: string } } }) =>
+            e.target === 'integration.chatA' && e.details.after?.change === 'channel_set' && e.details.after.channel === 'C_APPROVALS',
         ),
       );
       expect(entry.actorLabel).toMatch(/^admin@/);
@@ -331,7 +367,10 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       const pg = new Client({ connectionString: stack.db.url });
       await pg.connect();
       try {
-        await pg.query(`UPDATE surfaces.chat_installations SET bot_id = NULL, app_id = NULL, bot_scopes = NULL, installer_user_id = NULL WHERE org_id = $1 AND provider = 'chatA'`, [org]);
+        await pg.query(
+          `UPDATE surfaces.chat_installations SET bot_id = NULL, app_id = NULL, bot_scopes = NULL, installer_user_id = NULL WHERE org_id = $1 AND provider = 'chatA'`,
+          [org],
+        );
       } finally {
         await pg.end();
       }
@@ -343,10 +382,13 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
     });
 
     it('DMs each approver with title, question, Approve/Reject and Open in app; the org channel gets an announcement', async () => {
-      const dms = await waitFor(() => {
-        const posts = slack.calls.filter((c) => c.name === 'chat.postMessage' && (c.body.channel === 'U_ANN' || c.body.channel === 'U_BEN'));
-        return posts.length === 2 ? posts : null;
-      }, { timeoutMs: 15_000, what: 'two DMs' });
+      const dms = await waitFor(
+        () => {
+          const posts = slack.calls.filter((c) => c.name === 'chat.postMessage' && (c.body.channel === 'U_ANN' || c.body.channel === 'U_BEN'));
+          return posts.length === 2 ? posts : null;
+        },
+        { timeoutMs: 15_000, what: 'two DMs' },
+      );
       expect(slack.calls.find((c) => c.name === 'users.lookupByEmail')?.body.email).toBe(B);
       for (const dm of dms) {
         expect(dm.body.text).toContain('Ship chat-a-1');
@@ -357,21 +399,34 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
         expect(actions.elements[0].value).toBe(decisionId);
         expect(actions.elements[2].url).toBe(`${APP}/app/decisions/${decisionId}`);
       }
-      const announced = await waitFor(() => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'C_APPROVALS' && String(c.body.text).includes('chat-a-1')), {
-        what: 'announcement in the org channel',
-      });
+      const announced = await waitFor(
+        () => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'C_APPROVALS' && String(c.body.text).includes('chat-a-1')),
+        {
+          what: 'announcement in the org channel',
+        },
+      );
       expect(announced.body.text).toBe('New decision: Ship chat-a-1');
       // The deliveries are recorded sent, like mail.
-      const deliveries = await waitFor(async () => {
-        const d = await read(decisionId);
-        const notified = d.timeline.filter((t: { type: string; channel: string }) => t.type === 'notified' && t.channel === 'chatA');
-        return notified.length === 2 ? notified : null;
-      }, { what: 'notified timeline entries' });
+      const deliveries = await waitFor(
+        async () => {
+          const d = await read(decisionId);
+          const notified = d.timeline.filter((t: { type: string; channel: string }) => t.type === 'notified' && t.channel === 'chatA');
+          return notified.length === 2 ? notified : null;
+        },
+        { what: 'notified timeline entries' },
+      );
       expect(deliveries.map((t: { to: string }) => t.to).sort()).toEqual([A, B]);
     });
 
     it('refuses a bad signature and a stale timestamp with 401, and bad bodies with 400, counting nothing', async () => {
-      const body = new URLSearchParams({ payload: JSON.stringify({ type: 'block_actions', team: { id: slack.team.id }, user: { id: 'U_ANN' }, actions: [{ action_id: 'approve', value: decisionId }] }) }).toString();
+      const body = new URLSearchParams({
+        payload: JSON.stringify({
+          type: 'block_actions',
+          team: { id: slack.team.id },
+          user: { id: 'U_ANN' },
+          actions: [{ action_id: 'approve', value: decisionId }],
+        }),
+      }).toString();
       const forged = await stack.http('POST', '/v1/surfaces/chatA/interactivity', {
         rawBody: body,
         headers: { 'content-type': 'application/x-www-form-urlencoded', ...slackSignature('not-the-secret', body) },
@@ -388,12 +443,20 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
         headers: { 'content-type': 'application/x-www-form-urlencoded', ...slackSignature(SIGNING_SECRET, body, Math.floor(Date.now() / 1000) + 301) },
       });
       expect(future.status).toBe(401);
-      expect((await stack.http('POST', '/v1/surfaces/chatA/interactivity', { rawBody: body, headers: { 'content-type': 'application/x-www-form-urlencoded' } })).status).toBe(401);
+      expect(
+        (await stack.http('POST', '/v1/surfaces/chatA/interactivity', { rawBody: body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }))
+          .status,
+      ).toBe(401);
       expect((await slackPost('/v1/surfaces/chatA/interactivity', 'nothing=here')).status).toBe(400);
       expect((await slackPost('/v1/surfaces/chatA/interactivity', { payload: '{not json' })).status).toBe(400);
       expect((await slackPost('/v1/surfaces/chatA/interactivity', { payload: JSON.stringify({ type: 'block_actions', actions: 'x' }) })).status).toBe(400);
       const unknownAction = await slackPost('/v1/surfaces/chatA/interactivity', {
-        payload: JSON.stringify({ type: 'block_actions', team: { id: slack.team.id }, user: { id: 'U_ANN' }, actions: [{ action_id: 'launch_rockets', value: decisionId }] }),
+        payload: JSON.stringify({
+          type: 'block_actions',
+          team: { id: slack.team.id },
+          user: { id: 'U_ANN' },
+          actions: [{ action_id: 'launch_rockets', value: decisionId }],
+        }),
       });
       expect(unknownAction.status).toBe(200);
       expect(unknownAction.body.ignored).toBe(true);
@@ -431,20 +494,25 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
         [A, 'chatA'],
         [B, 'chatA'],
       ]);
-      const resume = await waitFor(() => engine.requests.find((r) => r.path === '/engine' && r.body?.data?.decisionId === decisionId), { timeoutMs: 15_000, what: 'engine resume' });
+      const resume = await waitFor(() => engine.requests.find((r) => r.path === '/engine' && r.body?.data?.decisionId === decisionId), {
+        timeoutMs: 15_000,
+        what: 'engine resume',
+      });
       expect(resume.body).toMatchObject({ type: 'decision.resolved', data: { status: 'APPROVED', approved: true } });
       // Each DM (and the announcement) is updated to the outcome, without buttons.
-      const updates = await waitFor(() => {
-        const u = slack.calls.filter((c) => c.name === 'chat.update' && JSON.stringify(c.body).includes('Ship chat-a-1'));
-        return u.length === 3 ? u : null;
-      }, { timeoutMs: 15_000, what: 'three message updates' });
+      const updates = await waitFor(
+        () => {
+          const u = slack.calls.filter((c) => c.name === 'chat.update' && JSON.stringify(c.body).includes('Ship chat-a-1'));
+          return u.length === 3 ? u : null;
+        },
+        { timeoutMs: 15_000, what: 'three message updates' },
+      );
       for (const u of updates) {
         expect(u.body.text).toContain('Approved by');
         expect(JSON.stringify(u.body.blocks)).not.toContain('"action_id":"approve"');
       }
     });
   });
-
 
   describe('no live mention in anything posted (Slack)', () => {
     /** Every text Slack parses for mentions in a message: the top-level text and each mrkdwn field. */
@@ -466,12 +534,21 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       const TITLE = '@everyone <!channel> <@U123>';
       const res = await stack.http('POST', '/v1/worker/decisions', {
         token: apiKey,
-        body: { engine: 'bundled', externalRunId: 'chat-a-mentions', stepRef: 'approve', approvers: ['ann@example.com'], context: { title: TITLE, prompt: 'Ping <!here> and <#C_GENERAL> & <!subteam^S1>?' } },
+        body: {
+          engine: 'bundled',
+          externalRunId: 'chat-a-mentions',
+          stepRef: 'approve',
+          approvers: ['ann@example.com'],
+          context: { title: TITLE, prompt: 'Ping <!here> and <#C_GENERAL> & <!subteam^S1>?' },
+        },
       });
       expect(res.status).toBe(201);
       const id = res.body.decisionId as string;
       const ours = () => slack.calls.filter((c) => (c.name === 'chat.postMessage' || c.name === 'chat.update') && JSON.stringify(c.body).includes('@everyone'));
-      await waitFor(() => (ours().some((c) => c.body.channel === 'U_ANN') && ours().some((c) => c.body.channel === 'C_APPROVALS')) || null, { timeoutMs: 15_000, what: 'the DM and the announcement' });
+      await waitFor(() => (ours().some((c) => c.body.channel === 'U_ANN') && ours().some((c) => c.body.channel === 'C_APPROVALS')) || null, {
+        timeoutMs: 15_000,
+        what: 'the DM and the announcement',
+      });
       expect((await stack.http('POST', `/v1/worker/decisions/${id}/cancel`, { token: apiKey, body: {} })).status).toBe(200);
       await waitFor(() => ours().filter((c) => c.name === 'chat.update').length >= 2 || null, { timeoutMs: 15_000, what: 'the outcome updates' });
       for (const call of ours()) {
@@ -489,7 +566,10 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
     const LIN = 'lin@example.com';
     const lin = () => stack.session({ org, email: LIN, sub: 'usr_lin' });
     const linkCallback = (b: { http: ReturnType<typeof newBrowser>['http'] } | null, state: string, code: string) =>
-      (b ?? { http: (m: string, path: string) => stack.http(m, path) }).http('GET', `/v1/integrations/chatA/link/callback?code=${code}&state=${encodeURIComponent(state)}`);
+      (b ?? { http: (m: string, path: string) => stack.http(m, path) }).http(
+        'GET',
+        `/v1/integrations/chatA/link/callback?code=${code}&state=${encodeURIComponent(state)}`,
+      );
     const linksOf = async (token: string) => (await stack.http('GET', '/v1/me/chat-links', { token })).body;
 
     it("Sign in with Slack proves the id, in this browser, once; it becomes lin's verified chatA endpoint (audited); a click from it counts for lin", async () => {
@@ -546,18 +626,35 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
 
       const after = await linksOf(lin());
       expect(after.approver).toBe(true);
-      expect(after.chat[0]).toEqual({ provider: 'chatA', installed: true, workspace: 'Acme', userId: 'U_LIN', status: 'verified', verifiedAt: expect.any(String) });
-      expect(after.channels).toEqual(
-        expect.arrayContaining([expect.objectContaining({ channel: 'email', endpoint: LIN, status: 'verified' }), expect.objectContaining({ channel: 'chatA', endpoint: 'U_LIN', status: 'verified' })]),
-      );
-      const audit = await waitFor(async () => (await stack.http('GET', '/v1/audit/?action=approver.chat_linked', { token: admin })).body.entries.find((e: { actor: string }) => e.actor === LIN), {
-        what: 'the link in the audit log',
+      expect(after.chat[0]).toEqual({
+        provider: 'chatA',
+        installed: true,
+        workspace: 'Acme',
+        userId: 'U_LIN',
+        status: 'verified',
+        verifiedAt: expect.any(String),
       });
+      expect(after.channels).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ channel: 'email', endpoint: LIN, status: 'verified' }),
+          expect.objectContaining({ channel: 'chatA', endpoint: 'U_LIN', status: 'verified' }),
+        ]),
+      );
+      const audit = await waitFor(
+        async () =>
+          (await stack.http('GET', '/v1/audit/?action=approver.chat_linked', { token: admin })).body.entries.find((e: { actor: string }) => e.actor === LIN),
+        {
+          what: 'the link in the audit log',
+        },
+      );
       expect(audit.details).toMatchObject({ channel: 'chatA', endpoint: 'U_LIN', previousEndpoint: null, via: 'slack_sign_in', registered: true });
 
       // A decision naming lin: the DM goes to the linked id, and a click from it counts for lin.
       const id = await open('chat-a-linked', [LIN]);
-      await waitFor(() => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'U_LIN'), { timeoutMs: 15_000, what: 'the DM to the linked account' });
+      await waitFor(() => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'U_LIN'), {
+        timeoutMs: 15_000,
+        what: 'the DM to the linked account',
+      });
       await click('U_LIN', 'approve', id, 20);
       const answer = await waitFor(() => slack.responses.find((r) => r.path === '/respond/20'), { what: 'answer to lin' });
       expect(answer.body.text).toContain('approval was recorded');
@@ -571,7 +668,10 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       // An admin once set (and verified) ned's Slack id; a notice went there.
       await register(NED, 'chatA', 'U_NED_OLD');
       const id = await open('chat-a-relinked', [NED]);
-      await waitFor(() => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'U_NED_OLD'), { timeoutMs: 15_000, what: 'the DM to the old id' });
+      await waitFor(() => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'U_NED_OLD'), {
+        timeoutMs: 15_000,
+        what: 'the DM to the old id',
+      });
       // Ned links the account Slack knows under ned's email.
       slack.usersByEmail.set(NED, 'U_NED');
       expect((await stack.http('POST', '/v1/me/chat-links/chatA/lookup', { token: stack.session({ org, email: NED }) })).body.userId).toBe('U_NED');
@@ -593,7 +693,13 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       const res = await linkCallback(browser, state, 'lee-code');
       expect(res.status).toBe(403);
       expect(res.text).toContain('different Slack workspace');
-      expect(await linksOf(lee)).toMatchObject({ approver: false, chat: [{ provider: 'chatA', userId: null }, { provider: 'chatB', userId: null }] });
+      expect(await linksOf(lee)).toMatchObject({
+        approver: false,
+        chat: [
+          { provider: 'chatA', userId: null },
+          { provider: 'chatB', userId: null },
+        ],
+      });
       const none = await newBrowser().http('POST', '/v1/integrations/chatB/link', { token: lee });
       expect(none.status).toBe(409);
       expect(none.body.error).toBe('integration_not_installed');
@@ -609,7 +715,14 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       slack.usersByEmail.set(LOU, 'U_LOU');
       const found = await stack.http('POST', '/v1/me/chat-links/chatA/lookup', { token: lou });
       expect(found.status).toBe(200);
-      expect(found.body).toEqual({ provider: 'chatA', installed: true, workspace: 'Acme', userId: 'U_LOU', status: 'verified', verifiedAt: expect.any(String) });
+      expect(found.body).toEqual({
+        provider: 'chatA',
+        installed: true,
+        workspace: 'Acme',
+        userId: 'U_LOU',
+        status: 'verified',
+        verifiedAt: expect.any(String),
+      });
       expect(slack.calls.filter((c) => c.name === 'users.lookupByEmail').at(-1)!.body.email).toBe(LOU);
       // Asked again: the same, and nothing new to audit.
       expect((await stack.http('POST', '/v1/me/chat-links/chatA/lookup', { token: lou })).body.userId).toBe('U_LOU');
@@ -619,10 +732,13 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       expect(gone.body).toEqual({ provider: 'chatA', installed: true, workspace: 'Acme', userId: null, status: 'pending', verifiedAt: null });
       expect((await stack.http('DELETE', '/v1/me/chat-links/chatA', { token: stack.session({ org, email: 'nobody@example.com' }) })).status).toBe(404);
       expect((await stack.http('DELETE', '/v1/me/chat-links/slack', { token: lou })).status).toBe(400);
-      const entries = await waitFor(async () => {
-        const all = (await stack.http('GET', '/v1/audit/', { token: admin })).body.entries.filter((e: { actor: string }) => e.actor === LOU);
-        return all.length === 2 ? all : null;
-      }, { what: 'link and unlink in the audit log' });
+      const entries = await waitFor(
+        async () => {
+          const all = (await stack.http('GET', '/v1/audit/', { token: admin })).body.entries.filter((e: { actor: string }) => e.actor === LOU);
+          return all.length === 2 ? all : null;
+        },
+        { what: 'link and unlink in the audit log' },
+      );
       expect(entries.map((e: { action: string; details: { via: string } }) => [e.action, e.details.via])).toEqual([
         ['approver.chat_unlinked', 'unlink'],
         ['approver.chat_linked', 'slack_email'],
@@ -633,7 +749,10 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
   describe('chatA events and deliberation', () => {
     it('answers url_verification, threads deliberation, and removes the installation on app_uninstalled', async () => {
       const verify = JSON.stringify({ type: 'url_verification', challenge: 'challenge-123', token: 'x' });
-      const res = await stack.http('POST', '/v1/surfaces/chatA/events', { rawBody: verify, headers: { 'content-type': 'application/json', ...slackSignature(SIGNING_SECRET, verify) } });
+      const res = await stack.http('POST', '/v1/surfaces/chatA/events', {
+        rawBody: verify,
+        headers: { 'content-type': 'application/json', ...slackSignature(SIGNING_SECRET, verify) },
+      });
       expect(res.status).toBe(200);
       expect(res.body).toEqual({ challenge: 'challenge-123' });
       expect((await stack.http('POST', '/v1/surfaces/chatA/events', { rawBody: verify, headers: { 'content-type': 'application/json' } })).status).toBe(401);
@@ -648,18 +767,30 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       expect(on.body).toEqual({ enabled: true, channelId: 'C_DELIB' });
       expect((await stack.http('POST', '/v1/integrations/chatA/deliberation/test', { token: admin })).body.channel).toBe('C_DELIB');
       const id = await open('chat-a-delib', ['ann@example.com']);
-      const root = await waitFor(() => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'C_DELIB' && String(c.body.text).includes('chat-a-delib')), { what: 'thread root' });
+      const root = await waitFor(
+        () => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'C_DELIB' && String(c.body.text).includes('chat-a-delib')),
+        { what: 'thread root' },
+      );
       const ann = stack.session({ org, email: 'ann@example.com' });
       expect((await stack.http('POST', `/v1/decisions/${id}/decide`, { token: ann, body: { decision: 'reject' } })).status).toBe(200);
-      const reply = await waitFor(() => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.thread_ts && String(c.body.text).includes('voted reject')), { what: 'vote reply in the thread' });
+      const reply = await waitFor(
+        () => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.thread_ts && String(c.body.text).includes('voted reject')),
+        { what: 'vote reply in the thread' },
+      );
       expect(reply.body.channel).toBe(root.body.channel);
 
       const gone = JSON.stringify({ type: 'event_callback', team_id: slack.team.id, event: { type: 'app_uninstalled' }, event_id: 'Ev1' });
-      const un = await stack.http('POST', '/v1/surfaces/chatA/events', { rawBody: gone, headers: { 'content-type': 'application/json', ...slackSignature(SIGNING_SECRET, gone) } });
+      const un = await stack.http('POST', '/v1/surfaces/chatA/events', {
+        rawBody: gone,
+        headers: { 'content-type': 'application/json', ...slackSignature(SIGNING_SECRET, gone) },
+      });
       expect(un.status).toBe(200);
       expect((await stack.http('GET', '/v1/integrations/chatA', { token: admin })).body.installed).toBe(false);
       // Repeated by Slack: changes nothing, answers 200.
-      const again = await stack.http('POST', '/v1/surfaces/chatA/events', { rawBody: gone, headers: { 'content-type': 'application/json', ...slackSignature(SIGNING_SECRET, gone) } });
+      const again = await stack.http('POST', '/v1/surfaces/chatA/events', {
+        rawBody: gone,
+        headers: { 'content-type': 'application/json', ...slackSignature(SIGNING_SECRET, gone) },
+      });
       expect(again.status).toBe(200);
       expect(again.body).toEqual({ ignored: true, reason: 'unknown team' });
     });
@@ -677,13 +808,27 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       expect(new URL(installUrl).searchParams.get('scope')).toBe('bot applications.commands');
       const state = stateOf(installUrl);
       // Not in the browser that asked: refused, nothing exchanged.
-      expect((await stack.http('GET', `/v1/integrations/chatB/callback?code=good-code&guild_id=${discord.guild.id}&state=${encodeURIComponent(state)}`)).status).toBe(400);
+      expect(
+        (await stack.http('GET', `/v1/integrations/chatB/callback?code=good-code&guild_id=${discord.guild.id}&state=${encodeURIComponent(state)}`)).status,
+      ).toBe(400);
       expect(discord.calls.filter((c) => c.path === '/oauth2/token')).toHaveLength(0);
-      const res = await adminBrowser.http('GET', `/v1/integrations/chatB/callback?code=good-code&guild_id=${discord.guild.id}&state=${encodeURIComponent(state)}`);
+      const res = await adminBrowser.http(
+        'GET',
+        `/v1/integrations/chatB/callback?code=good-code&guild_id=${discord.guild.id}&state=${encodeURIComponent(state)}`,
+      );
       expect(res.status).toBe(302);
       expect(res.headers.get('location')).toBe(`${APP}/app/integrations?installed=chatB`);
-      expect(discord.calls.find((c) => c.path === '/oauth2/token')!.body).toMatchObject({ code: 'good-code', grant_type: 'authorization_code', client_id: 'discord-app-id' });
-      expect((await stack.http('GET', '/v1/integrations/chatB', { token: member })).body).toEqual({ installed: true, guildId: discord.guild.id, name: 'Acme guild', channel: null });
+      expect(discord.calls.find((c) => c.path === '/oauth2/token')!.body).toMatchObject({
+        code: 'good-code',
+        grant_type: 'authorization_code',
+        client_id: 'discord-app-id',
+      });
+      expect((await stack.http('GET', '/v1/integrations/chatB', { token: member })).body).toEqual({
+        installed: true,
+        guildId: discord.guild.id,
+        name: 'Acme guild',
+        channel: null,
+      });
       expect((await stack.http('GET', '/v1/integrations/chatB/channels', { token: member })).body).toEqual({ channels: [{ id: 'C_TEXT', name: 'approvals' }] });
     });
 
@@ -693,16 +838,24 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       expect(ping.body).toEqual({ type: 1 });
       expect((await discordPost({ type: 1 }, false)).status).toBe(401);
       const raw = JSON.stringify({ type: 1 });
-      const stale = await stack.http('POST', '/v1/surfaces/chatB/interactions', { rawBody: raw, headers: discordSignature(discord.privateKey, raw, Math.floor(Date.now() / 1000) - 400) });
+      const stale = await stack.http('POST', '/v1/surfaces/chatB/interactions', {
+        rawBody: raw,
+        headers: discordSignature(discord.privateKey, raw, Math.floor(Date.now() / 1000) - 400),
+      });
       expect(stale.status).toBe(401);
       const tampered = discordSignature(discord.privateKey, raw);
       expect((await stack.http('POST', '/v1/surfaces/chatB/interactions', { rawBody: JSON.stringify({ type: 2 }), headers: tampered })).status).toBe(401);
       const notJson = '{nope';
-      expect((await stack.http('POST', '/v1/surfaces/chatB/interactions', { rawBody: notJson, headers: discordSignature(discord.privateKey, notJson) })).status).toBe(400);
+      expect(
+        (await stack.http('POST', '/v1/surfaces/chatB/interactions', { rawBody: notJson, headers: discordSignature(discord.privateKey, notJson) })).status,
+      ).toBe(400);
 
       await register(C, 'chatB', 'D_CAL');
       decisionId = await open('chat-b-1', [C]);
-      const sent = await waitFor(() => discord.calls.find((c) => c.method === 'POST' && c.path === '/channels/DM_D_CAL/messages'), { timeoutMs: 15_000, what: 'Discord DM' });
+      const sent = await waitFor(() => discord.calls.find((c) => c.method === 'POST' && c.path === '/channels/DM_D_CAL/messages'), {
+        timeoutMs: 15_000,
+        what: 'Discord DM',
+      });
       expect(discord.calls.find((c) => c.path === '/users/@me/channels')!.body).toEqual({ recipient_id: 'D_CAL' });
       expect(sent.headers.authorization).toBe(`Bot ${discord.botToken}`);
       const row = sent.body.components[0].components as Array<{ custom_id?: string; url?: string }>;
@@ -738,20 +891,33 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       const d = await read(decisionId);
       expect(d.status).toBe('APPROVED');
       expect(d.timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({ actor: C, surface: 'chatB' });
-      const edit = await waitFor(() => discord.calls.find((c) => c.method === 'PATCH' && c.path === `/channels/${dmChannel}/messages/${messageId}`), { timeoutMs: 15_000, what: 'DM updated' });
+      const edit = await waitFor(() => discord.calls.find((c) => c.method === 'PATCH' && c.path === `/channels/${dmChannel}/messages/${messageId}`), {
+        timeoutMs: 15_000,
+        what: 'DM updated',
+      });
       expect(edit.body).toMatchObject({ components: [], content: expect.stringContaining('Approved by cal@example.com') });
     });
 
     it('reminds on chat like by mail, and shows the expiry on every message once the time is up', async () => {
       const id = await open('chat-b-remind', [C], { timeoutSec: 4 });
-      const ours = (prefix: string) => discord.calls.filter((c) => c.method === 'POST' && c.path === '/channels/DM_D_CAL/messages' && String(c.body.content).startsWith(prefix) && String(c.body.content).includes('chat-b-remind'));
+      const ours = (prefix: string) =>
+        discord.calls.filter(
+          (c) =>
+            c.method === 'POST' &&
+            c.path === '/channels/DM_D_CAL/messages' &&
+            String(c.body.content).startsWith(prefix) &&
+            String(c.body.content).includes('chat-b-remind'),
+        );
       await waitFor(() => ours('Approval needed: ').length === 1 || null, { timeoutMs: 10_000, what: 'the notice' });
       const reminder = await waitFor(() => ours('Reminder: ')[0], { timeoutMs: 15_000, what: 'the reminder DM' });
       expect(reminder.body.components[0].components.map((b: { custom_id?: string }) => b.custom_id).slice(0, 2)).toEqual([`approve:${id}`, `reject:${id}`]);
-      const expired = await waitFor(() => {
-        const edits = discord.calls.filter((c) => c.method === 'PATCH' && String(c.body.content).includes('chat-b-remind'));
-        return edits.length === 2 ? edits : null;
-      }, { timeoutMs: 20_000, what: 'both DMs updated to Expired' });
+      const expired = await waitFor(
+        () => {
+          const edits = discord.calls.filter((c) => c.method === 'PATCH' && String(c.body.content).includes('chat-b-remind'));
+          return edits.length === 2 ? edits : null;
+        },
+        { timeoutMs: 20_000, what: 'both DMs updated to Expired' },
+      );
       for (const e of expired) expect(e.body.content).toContain('Expired');
       expect((await read(id)).status).toBe('EXPIRED');
     });
@@ -778,21 +944,36 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       expect(posted.body.allowed_mentions).toEqual({ parse: [] });
     });
 
-
     it('no message carries a live mention: a decision titled with @everyone reaches the DM and the announcement with allowed_mentions none; so does every message posted', async () => {
       const id = await open('chat-b-mentions', [C], { context: { title: '@everyone @here <@&1234> <@5678>', prompt: 'Ping everyone?' } });
-      const dm = await waitFor(() => discord.calls.find((c) => c.method === 'POST' && c.path === '/channels/DM_D_CAL/messages' && String(c.body.content).includes('@everyone')), { timeoutMs: 15_000, what: 'the DM' });
+      const dm = await waitFor(
+        () => discord.calls.find((c) => c.method === 'POST' && c.path === '/channels/DM_D_CAL/messages' && String(c.body.content).includes('@everyone')),
+        { timeoutMs: 15_000, what: 'the DM' },
+      );
       expect(dm.body.content).toContain('@everyone @here <@&1234> <@5678>');
       expect(dm.body.allowed_mentions).toEqual({ parse: [] });
-      const announced = await waitFor(() => discord.calls.find((c) => c.method === 'POST' && c.path === '/channels/C_TEXT/messages' && String(c.body.content).includes(id)), { timeoutMs: 15_000, what: 'the announcement' });
+      const announced = await waitFor(
+        () => discord.calls.find((c) => c.method === 'POST' && c.path === '/channels/C_TEXT/messages' && String(c.body.content).includes(id)),
+        { timeoutMs: 15_000, what: 'the announcement' },
+      );
       expect(announced.body.allowed_mentions).toEqual({ parse: [] });
       expect((await stack.http('POST', `/v1/worker/decisions/${id}/cancel`, { token: apiKey, body: {} })).status).toBe(200);
-      await waitFor(() => discord.calls.filter((c) => c.method === 'PATCH' && String(c.body.content).includes('@everyone')).length === 2 || null, { timeoutMs: 15_000, what: 'both messages show the outcome' });
+      await waitFor(() => discord.calls.filter((c) => c.method === 'PATCH' && String(c.body.content).includes('@everyone')).length === 2 || null, {
+        timeoutMs: 15_000,
+        what: 'both messages show the outcome',
+      });
       // Every message the service posted or edited in this run, and every private answer.
       const posted = discord.calls.filter((c) => /\/messages(\/[^/]+)?$/.test(c.path) && (c.method === 'POST' || c.method === 'PATCH'));
       expect(posted.length).toBeGreaterThan(5);
       for (const c of posted) expect(c.body.allowed_mentions).toEqual({ parse: [] });
-      const privately = await discordPost({ type: 3, id: 'i-x', channel_id: 'DM_X', user: { id: 'D_X' }, message: { id: 'M_X', channel_id: 'DM_X' }, data: { custom_id: `approve:${id}`, component_type: 2 } });
+      const privately = await discordPost({
+        type: 3,
+        id: 'i-x',
+        channel_id: 'DM_X',
+        user: { id: 'D_X' },
+        message: { id: 'M_X', channel_id: 'DM_X' },
+        data: { custom_id: `approve:${id}`, component_type: 2 },
+      });
       expect(privately.body.data.allowed_mentions).toEqual({ parse: [] });
     });
 
@@ -804,9 +985,17 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       expect(start.status).toBe(200);
       const url = new URL(start.body.authorizeUrl);
       expect(`${url.origin}${url.pathname}`).toBe('https://discord.com/oauth2/authorize');
-      expect(Object.fromEntries(url.searchParams)).toMatchObject({ response_type: 'code', scope: 'identify', client_id: 'discord-app-id', redirect_uri: 'https://approvals.example.com/v1/integrations/chatB/link/callback' });
+      expect(Object.fromEntries(url.searchParams)).toMatchObject({
+        response_type: 'code',
+        scope: 'identify',
+        client_id: 'discord-app-id',
+        redirect_uri: 'https://approvals.example.com/v1/integrations/chatB/link/callback',
+      });
       const state = url.searchParams.get('state')!;
-      const callback = (b: ReturnType<typeof newBrowser> | null, code: string, st = state) => (b ? b.http('GET', `/v1/integrations/chatB/link/callback?code=${code}&state=${encodeURIComponent(st)}`) : stack.http('GET', `/v1/integrations/chatB/link/callback?code=${code}&state=${encodeURIComponent(st)}`));
+      const callback = (b: ReturnType<typeof newBrowser> | null, code: string, st = state) =>
+        b
+          ? b.http('GET', `/v1/integrations/chatB/link/callback?code=${code}&state=${encodeURIComponent(st)}`)
+          : stack.http('GET', `/v1/integrations/chatB/link/callback?code=${code}&state=${encodeURIComponent(st)}`);
       discord.signIns.set('dee-code', 'D_DEE');
       expect((await callback(null, 'dee-code')).status).toBe(400);
       expect(discord.calls.filter((c) => c.path === '/users/@me')).toHaveLength(0);
@@ -825,13 +1014,29 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       expect(done.headers.get('location')).toBe(`${APP}/app/settings/me?linked=chatB`);
       const me = discord.calls.filter((c) => c.path === '/users/@me').at(-1)!;
       expect(me.headers.authorization).toBe('Bearer user-token-dee-code');
-      expect((await stack.http('GET', '/v1/me/chat-links', { token: dee })).body.chat[1]).toMatchObject({ provider: 'chatB', installed: true, workspace: 'Acme guild', userId: 'D_DEE', status: 'verified' });
+      expect((await stack.http('GET', '/v1/me/chat-links', { token: dee })).body.chat[1]).toMatchObject({
+        provider: 'chatB',
+        installed: true,
+        workspace: 'Acme guild',
+        userId: 'D_DEE',
+        status: 'verified',
+      });
 
       const id = await open('chat-b-linked', [DEE]);
-      const dm = await waitFor(() => discord.calls.find((c) => c.method === 'POST' && c.path === '/channels/DM_D_DEE/messages'), { timeoutMs: 15_000, what: 'the DM to the linked account' });
+      const dm = await waitFor(() => discord.calls.find((c) => c.method === 'POST' && c.path === '/channels/DM_D_DEE/messages'), {
+        timeoutMs: 15_000,
+        what: 'the DM to the linked account',
+      });
       const idx = discord.calls.indexOf(dm);
       const mid = `M${discord.calls.slice(0, idx + 1).filter((c) => c.method === 'POST' && /\/messages$/.test(c.path)).length}`;
-      const ok = await discordPost({ type: 3, id: 'i-dee', channel_id: 'DM_D_DEE', user: { id: 'D_DEE' }, message: { id: mid, channel_id: 'DM_D_DEE' }, data: { custom_id: `approve:${id}`, component_type: 2 } });
+      const ok = await discordPost({
+        type: 3,
+        id: 'i-dee',
+        channel_id: 'DM_D_DEE',
+        user: { id: 'D_DEE' },
+        message: { id: mid, channel_id: 'DM_D_DEE' },
+        data: { custom_id: `approve:${id}`, component_type: 2 },
+      });
       expect(ok.body.data.content).toContain('approval was recorded');
       expect((await read(id)).timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({ actor: DEE, surface: 'chatB' });
     });

@@ -41,7 +41,13 @@ describe('surfaces: email action links', () => {
   async function open(body: Record<string, unknown> = {}): Promise<{ id: string; expiresAt: string | null }> {
     const res = await stack.http('POST', '/v1/worker/decisions', {
       token: apiKey,
-      body: { externalRunId: uniq('run'), stepRef: 'step-1', approvers: [A, B], context: { title: 'Ship release 4.2', prompt: 'Deploy to production?' }, ...body },
+      body: {
+        externalRunId: uniq('run'),
+        stepRef: 'step-1',
+        approvers: [A, B],
+        context: { title: 'Ship release 4.2', prompt: 'Deploy to production?' },
+        ...body,
+      },
     });
     expect({ status: res.status, reason: res.body?.reason }).toEqual({ status: 201, reason: 'created' });
     return { id: res.body.decisionId, expiresAt: res.body.expiresAt ?? null };
@@ -60,8 +66,13 @@ describe('surfaces: email action links', () => {
   const tokenOf = (link: string) => new URL(link).searchParams.get('token')!;
 
   const get = (link: string) => stack.http('GET', pathOf(link));
-  const post = (link: string) => stack.http('POST', pathOf(link), { rawBody: `token=${encodeURIComponent(tokenOf(link))}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } });
-  const postForm = (token: string) => stack.http('POST', ACT, { rawBody: new URLSearchParams({ token }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const post = (link: string) =>
+    stack.http('POST', pathOf(link), {
+      rawBody: `token=${encodeURIComponent(tokenOf(link))}`,
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    });
+  const postForm = (token: string) =>
+    stack.http('POST', ACT, { rawBody: new URLSearchParams({ token }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
 
   async function read(id: string) {
     const res = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
@@ -134,7 +145,14 @@ describe('surfaces: email action links', () => {
           title: 'Ship release 4.2',
           prompt: 'Deploy to production?',
           blocks: [
-            { kind: 'fields', title: 'Change', fields: [{ label: 'Service', value: 'billing-api' }, { label: 'Risk', value: 'low' }] },
+            {
+              kind: 'fields',
+              title: 'Change',
+              fields: [
+                { label: 'Service', value: 'billing-api' },
+                { label: 'Risk', value: 'low' },
+              ],
+            },
             { kind: 'text', text: 'Rollback plan: redeploy 4.1' },
             { kind: 'tool_call', tool: 'kubectl.apply', args: { namespace: 'prod' } },
           ],
@@ -322,7 +340,10 @@ describe('surfaces: email action links', () => {
         stack.http('GET', `${ACT}?token=${'x'.repeat(300)}`),
         stack.http('GET', `${ACT}?token=tok_AAAAAAAAAAAAAAAAAAAAAA.${'A'.repeat(43)}`),
         // Two different tokens in one request: refused, not guessed between.
-        stack.http('POST', pathOf(links.approve!), { rawBody: `token=${tokenOf(other.approve!)}`, headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+        stack.http('POST', pathOf(links.approve!), {
+          rawBody: `token=${tokenOf(other.approve!)}`,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        }),
         stack.http('GET', `${pathOf(links.approve!)}&token=${tokenOf(other.approve!)}`),
       ];
       for (const res of await Promise.all(cases)) expectPage(res, 400);
@@ -410,7 +431,10 @@ describe('surfaces: email action links', () => {
       const ver = await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { surface: 'esign', status: 'verified' } });
       expect(ver.status).toBe(200);
       const key = uniq('signed');
-      const saved = await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key, name: 'Signed', requiresSignature: true, defaults: { approvers: [signer] } } });
+      const saved = await stack.http('POST', '/v1/worker/policies', {
+        token: apiKey,
+        body: { key, name: 'Signed', requiresSignature: true, defaults: { approvers: [signer] } },
+      });
       expect(saved.status).toBe(201);
       const created = await stack.http('POST', '/v1/worker/decisions', {
         token: apiKey,
@@ -432,7 +456,13 @@ describe('surfaces: email action links', () => {
 
     it('approving a select decision needs an answer a link cannot carry; its reject link still works', async () => {
       const { id, expiresAt } = await open({
-        responseSpec: { type: 'select', options: [{ id: 'a', label: 'Option A' }, { id: 'b', label: 'Option B' }] },
+        responseSpec: {
+          type: 'select',
+          options: [
+            { id: 'a', label: 'Option A' },
+            { id: 'b', label: 'Option B' },
+          ],
+        },
       });
       const links = await mint(id, A, expiresAt);
       const page = await get(links.approve!);

@@ -30,7 +30,9 @@ describe('surfaces config: SURFACES_LINK_SECRET', () => {
   });
 
   it('refuses a short SURFACES_LINK_SECRET, naming it', () => {
-    expect(() => loadConfig(SurfacesEnv, { ...BASE, SURFACES_LINK_SECRET: 'short', AUTH_JWT_SECRET: 'x'.repeat(32) })).toThrow(/SURFACES_LINK_SECRET: SURFACES_LINK_SECRET must be at least 16 characters/);
+    expect(() => loadConfig(SurfacesEnv, { ...BASE, SURFACES_LINK_SECRET: 'short', AUTH_JWT_SECRET: 'x'.repeat(32) })).toThrow(
+      /SURFACES_LINK_SECRET: SURFACES_LINK_SECRET must be at least 16 characters/,
+    );
   });
 });
 
@@ -49,7 +51,10 @@ describe('email link tokens', () => {
     expect(verifyToken([SECRET], mailedBefore)).toEqual({ ok: false, reason: 'bad_signature' });
     expect(verifyToken([SECRET, OLD], signToken(SECRET, id))).toEqual({ ok: true, id });
     const base = { ...BASE, SURFACES_LINK_SECRET: SECRET };
-    expect(surfacesConfigFromEnv({ ...base, SURFACES_LINK_SECRET_PREVIOUS: `${OLD}, another-old-secret-xx` }).SURFACES_LINK_SECRET_PREVIOUS).toEqual([OLD, 'another-old-secret-xx']);
+    expect(surfacesConfigFromEnv({ ...base, SURFACES_LINK_SECRET_PREVIOUS: `${OLD}, another-old-secret-xx` }).SURFACES_LINK_SECRET_PREVIOUS).toEqual([
+      OLD,
+      'another-old-secret-xx',
+    ]);
     expect(surfacesConfigFromEnv(base).SURFACES_LINK_SECRET_PREVIOUS).toEqual([]);
     expect(() => surfacesConfigFromEnv({ ...base, SURFACES_LINK_SECRET_PREVIOUS: 'short' })).toThrow(/SURFACES_LINK_SECRET_PREVIOUS/);
   });
@@ -76,7 +81,17 @@ describe('email link tokens', () => {
 
   it('malformed tokens are refused before any MAC', () => {
     const good = signToken(SECRET, newTokenId());
-    for (const bad of ['', 'tok_', good.split('.')[0]!, `${good}.`, `${good}x`, ` ${good}`, good.replace('.', '..'), good.replace('tok_', 'tk_'), 'x'.repeat(500)]) {
+    for (const bad of [
+      '',
+      'tok_',
+      good.split('.')[0]!,
+      `${good}.`,
+      `${good}x`,
+      ` ${good}`,
+      good.replace('.', '..'),
+      good.replace('tok_', 'tk_'),
+      'x'.repeat(500),
+    ]) {
       expect(verifyToken(SECRET, bad)).toEqual({ ok: false, reason: 'malformed' });
     }
   });

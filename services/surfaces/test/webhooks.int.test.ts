@@ -56,7 +56,10 @@ describe('signature, identity and billing webhooks; usage', () => {
     const SIGNER = 'signer@example.com';
     const connect = (body: unknown, key = HMAC_KEY, header = 'X-DocuSign-Signature-1') => {
       const raw = JSON.stringify(body);
-      return stack.http('POST', '/v1/surfaces/esign/connect', { rawBody: raw, headers: { 'content-type': 'application/json', [header]: createHmac('sha256', key).update(raw).digest('base64') } });
+      return stack.http('POST', '/v1/surfaces/esign/connect', {
+        rawBody: raw,
+        headers: { 'content-type': 'application/json', [header]: createHmac('sha256', key).update(raw).digest('base64') },
+      });
     };
     /** DocuSign's JSON SIM message, as in its docs (fields we do not read included). */
     const message = (event: string, envelopeId: string, signers: Array<Record<string, unknown>>, extra: Record<string, unknown> = {}) => ({
@@ -83,38 +86,84 @@ describe('signature, identity and billing webhooks; usage', () => {
     const open = async (run: string, envelopeId: string) => {
       const res = await stack.http('POST', '/v1/worker/decisions', {
         token: apiKey,
-        body: { policy: policyKey, externalRunId: run, stepRef: 'sign', engine: 'bundled', factsHash: 'f'.repeat(64), esign: { envelopeId, documentUrl: 'https://demo.docusign.net/env' } },
+        body: {
+          policy: policyKey,
+          externalRunId: run,
+          stepRef: 'sign',
+          engine: 'bundled',
+          factsHash: 'f'.repeat(64),
+          esign: { envelopeId, documentUrl: 'https://demo.docusign.net/env' },
+        },
       });
       expect(res.status).toBe(201);
       return res.body.decisionId as string;
     };
 
     beforeAll(async () => {
-      const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: SIGNER, methods: [{ surface: 'esign', resolvedRef: 'ds-user-1' }] } });
-      expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { surface: 'esign', resolvedRef: 'ds-user-1' } })).status).toBe(200);
+      const reg = await stack.http('POST', '/v1/approvers/', {
+        token: admin,
+        body: { email: SIGNER, methods: [{ surface: 'esign', resolvedRef: 'ds-user-1' }] },
+      });
+      expect(
+        (await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { surface: 'esign', resolvedRef: 'ds-user-1' } })).status,
+      ).toBe(200);
       policyKey = `sign-${randomBytes(3).toString('hex')}`;
-      const pol = await stack.http('POST', '/v1/policies/', { token: admin, body: { key: policyKey, name: 'Signed contract', requiresSignature: true, defaults: { approvers: [SIGNER] } } });
+      const pol = await stack.http('POST', '/v1/policies/', {
+        token: admin,
+        body: { key: policyKey, name: 'Signed contract', requiresSignature: true, defaults: { approvers: [SIGNER] } },
+      });
       expect(pol.status).toBe(201);
     });
 
     it('settings are admin only, the HMAC key write-only, sealed at rest', async () => {
-      expect((await stack.http('GET', '/v1/settings/esign', { token: admin })).body).toEqual({ configured: false, provider: null, accountId: null, connectHmacKeySet: false, baseUrl: null, updatedAt: null });
+      expect((await stack.http('GET', '/v1/settings/esign', { token: admin })).body).toEqual({
+        configured: false,
+        provider: null,
+        accountId: null,
+        connectHmacKeySet: false,
+        baseUrl: null,
+        updatedAt: null,
+      });
       const member = stack.session({ org, email: 'member@example.com' });
-      expect((await stack.http('PUT', '/v1/settings/esign', { token: member, body: { provider: 'docusign', accountId: 'acct-webhooks', connectHmacKey: HMAC_KEY } })).status).toBe(403);
+      expect(
+        (await stack.http('PUT', '/v1/settings/esign', { token: member, body: { provider: 'docusign', accountId: 'acct-webhooks', connectHmacKey: HMAC_KEY } }))
+          .status,
+      ).toBe(403);
       expect((await stack.http('PUT', '/v1/settings/esign', { token: admin, body: { provider: 'docusign', accountId: 'acct-webhooks' } })).status).toBe(400);
-      expect((await stack.http('PUT', '/v1/settings/esign', { token: admin, body: { provider: 'adobe', accountId: 'a', connectHmacKey: HMAC_KEY } })).status).toBe(400);
-      const put = await stack.http('PUT', '/v1/settings/esign', { token: admin, body: { provider: 'docusign', accountId: 'acct-webhooks', connectHmacKey: HMAC_KEY, baseUrl: 'https://demo.docusign.net' } });
+      expect(
+        (await stack.http('PUT', '/v1/settings/esign', { token: admin, body: { provider: 'adobe', accountId: 'a', connectHmacKey: HMAC_KEY } })).status,
+      ).toBe(400);
+      const put = await stack.http('PUT', '/v1/settings/esign', {
+        token: admin,
+        body: { provider: 'docusign', accountId: 'acct-webhooks', connectHmacKey: HMAC_KEY, baseUrl: 'https://demo.docusign.net' },
+      });
       expect(put.status).toBe(200);
-      expect(put.body).toEqual({ configured: true, provider: 'docusign', accountId: 'acct-webhooks', connectHmacKeySet: true, baseUrl: 'https://demo.docusign.net', updatedAt: expect.any(String) });
+      expect(put.body).toEqual({
+        configured: true,
+        provider: 'docusign',
+        accountId: 'acct-webhooks',
+        connectHmacKeySet: true,
+        baseUrl: 'https://demo.docusign.net',
+        updatedAt: expect.any(String),
+      });
       expect(put.text).not.toContain(HMAC_KEY);
-      const audited = await waitFor(async () => (await stack.http('GET', '/v1/audit/?action=settings.changed', { token: admin })).body.entries.find((e: { target: string }) => e.target === 'esign'));
+      const audited = await waitFor(async () =>
+        (await stack.http('GET', '/v1/audit/?action=settings.changed', { token: admin })).body.entries.find((e: { target: string }) => e.target === 'esign'),
+      );
       expect(audited.details.after).toMatchObject({ accountId: 'acct-webhooks', connectHmacKeySet: true, connectHmacKeyChanged: true });
       expect(JSON.stringify(audited)).not.toContain(HMAC_KEY);
       const { rows } = await pg.query('SELECT hmac_keys_sealed FROM surfaces.esign_settings WHERE org_id = $1', [org]);
       expect(rows[0].hmac_keys_sealed).toMatch(/^sb1\./);
       // Another org cannot take the same account.
       const other = await stack.newOrg();
-      expect((await stack.http('PUT', '/v1/settings/esign', { token: other.admin, body: { provider: 'docusign', accountId: 'acct-webhooks', connectHmacKey: HMAC_KEY } })).status).toBe(409);
+      expect(
+        (
+          await stack.http('PUT', '/v1/settings/esign', {
+            token: other.admin,
+            body: { provider: 'docusign', accountId: 'acct-webhooks', connectHmacKey: HMAC_KEY },
+          })
+        ).status,
+      ).toBe(409);
     });
 
     it('end to end: signature policy → decision → Connect completion → APPROVED → engine resumed → verify and consume', async () => {
@@ -124,9 +173,14 @@ describe('signature, identity and billing webhooks; usage', () => {
       expect(vote.status).toBe(409);
       expect(vote.body.error).toBe('signature_required');
 
-      const completed = message('envelope-completed', 'env-e2e', [{ email: SIGNER, userId: 'ds-user-1', name: 'Sig Ner', status: 'completed', signedDateTime: new Date().toISOString() }]);
+      const completed = message('envelope-completed', 'env-e2e', [
+        { email: SIGNER, userId: 'ds-user-1', name: 'Sig Ner', status: 'completed', signedDateTime: new Date().toISOString() },
+      ]);
       expect((await connect(completed, 'not-the-key')).status).toBe(401);
-      expect((await stack.http('POST', '/v1/surfaces/esign/connect', { rawBody: JSON.stringify(completed), headers: { 'content-type': 'application/json' } })).status).toBe(401);
+      expect(
+        (await stack.http('POST', '/v1/surfaces/esign/connect', { rawBody: JSON.stringify(completed), headers: { 'content-type': 'application/json' } }))
+          .status,
+      ).toBe(401);
       expect((await read(id)).status).toBe('PENDING');
       // Any of the five signature headers may carry the key's HMAC.
       const ok = await connect(completed, HMAC_KEY, 'X-DocuSign-Signature-3');
@@ -135,11 +189,17 @@ describe('signature, identity and billing webhooks; usage', () => {
       expect(d.status).toBe('APPROVED');
       expect(d.decidedBy).toBe(SIGNER);
       expect(d.timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({ actor: SIGNER, surface: 'esign', choice: 'approve' });
-      const resume = await waitFor(() => engine.requests.find((r) => r.path === '/engine' && r.body?.data?.decisionId === id), { timeoutMs: 15_000, what: 'engine resume' });
+      const resume = await waitFor(() => engine.requests.find((r) => r.path === '/engine' && r.body?.data?.decisionId === id), {
+        timeoutMs: 15_000,
+        what: 'engine resume',
+      });
       expect(resume.body.data).toMatchObject({ status: 'APPROVED', approved: true });
       const verify = await stack.http('GET', `/v1/worker/decisions/${id}/verify?factsHash=${'f'.repeat(64)}`, { token: apiKey });
       expect(verify.body).toMatchObject({ valid: true });
-      const consume = await stack.http('POST', `/v1/worker/decisions/${id}/consume`, { token: apiKey, body: { consumer: 'contract-svc', factsHash: 'f'.repeat(64) } });
+      const consume = await stack.http('POST', `/v1/worker/decisions/${id}/consume`, {
+        token: apiKey,
+        body: { consumer: 'contract-svc', factsHash: 'f'.repeat(64) },
+      });
       expect(consume.body).toMatchObject({ consumed: true });
       // Redelivered by DocuSign: 200 and nothing changes.
       const again = await connect(completed);
@@ -150,11 +210,21 @@ describe('signature, identity and billing webhooks; usage', () => {
 
     it('a declined signer rejects with the reason; a voided envelope rejects with a note; strangers count nothing', async () => {
       const declined = await open('esign-declined', 'env-declined');
-      const stranger = await connect(message('recipient-completed', 'env-declined', [{ email: 'nobody@example.com', userId: 'ds-other', status: 'completed' }]));
+      const stranger = await connect(
+        message('recipient-completed', 'env-declined', [{ email: 'nobody@example.com', userId: 'ds-other', status: 'completed' }]),
+      );
       expect(stranger.status).toBe(200);
       expect((await read(declined)).status).toBe('PENDING');
       // Matched by email when the DocuSign userId is not the registered one.
-      expect((await connect(message('envelope-declined', 'env-declined', [{ email: SIGNER.toUpperCase(), userId: 'ds-unknown', status: 'declined', declinedReason: 'Wrong amount' }]))).status).toBe(200);
+      expect(
+        (
+          await connect(
+            message('envelope-declined', 'env-declined', [
+              { email: SIGNER.toUpperCase(), userId: 'ds-unknown', status: 'declined', declinedReason: 'Wrong amount' },
+            ]),
+          )
+        ).status,
+      ).toBe(200);
       const d = await read(declined);
       expect(d).toMatchObject({ status: 'REJECTED', decidedBy: SIGNER, note: 'Wrong amount' });
 
@@ -170,13 +240,19 @@ describe('signature, identity and billing webhooks; usage', () => {
       const r2 = 'r2-esign@example.com';
       const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: r2, methods: [{ surface: 'esign' }] } });
       const member = stack.session({ org, email: 'mallory@example.com', role: 'member' });
-      expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: member, body: { surface: 'esign', resolvedRef: 'ds-mallory' } })).status).toBe(403);
+      expect(
+        (await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: member, body: { surface: 'esign', resolvedRef: 'ds-mallory' } })).status,
+      ).toBe(403);
       // The admin verifies the method without a ref: the signer is matched by email.
       expect((await stack.http('POST', `/v1/approvers/${reg.body.id}/verify`, { token: admin, body: { surface: 'esign' } })).status).toBe(200);
       const key = `sign2-${randomBytes(3).toString('hex')}`;
-      expect((await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'Signed 2', requiresSignature: true, defaults: { approvers: [r2] } } })).status).toBe(201);
+      expect(
+        (await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'Signed 2', requiresSignature: true, defaults: { approvers: [r2] } } }))
+          .status,
+      ).toBe(201);
       const openUnder = async (run: string, envelopeId: string) =>
-        (await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { policy: key, externalRunId: run, stepRef: 'sign', esign: { envelopeId } } })).body.decisionId as string;
+        (await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { policy: key, externalRunId: run, stepRef: 'sign', esign: { envelopeId } } }))
+          .body.decisionId as string;
 
       // Mallory signs with her DocuSign user: her id matches no ref, her email no approver.
       const first = await openUnder('esign-learn-1', 'env-learn-1');
@@ -185,9 +261,15 @@ describe('signature, identity and billing webhooks; usage', () => {
       // r2 signs: matched by email; their DocuSign user id is learned.
       await connect(message('envelope-completed', 'env-learn-1', [{ email: r2, userId: 'ds-r2', status: 'completed' }]));
       expect((await read(first)).status).toBe('APPROVED');
-      const learned = (await stack.http('GET', `/v1/approvers/${reg.body.id}`, { token: admin })).body.methods.find((m: { surface: string }) => m.surface === 'esign');
+      const learned = (await stack.http('GET', `/v1/approvers/${reg.body.id}`, { token: admin })).body.methods.find(
+        (m: { surface: string }) => m.surface === 'esign',
+      );
       expect(learned).toMatchObject({ status: 'verified', resolvedRef: 'ds-r2' });
-      const entry = await waitFor(async () => (await stack.http('GET', '/v1/audit/?action=approver.learned', { token: admin })).body.entries.find((e: { target: string }) => e.target === reg.body.id));
+      const entry = await waitFor(async () =>
+        (await stack.http('GET', '/v1/audit/?action=approver.learned', { token: admin })).body.entries.find(
+          (e: { target: string }) => e.target === reg.body.id,
+        ),
+      );
       expect(entry.details).toMatchObject({ surface: 'esign', after: { endpoint: 'ds-r2' } });
     });
 
@@ -218,11 +300,16 @@ describe('signature, identity and billing webhooks; usage', () => {
       const body = { type: 'organization.created', data: { id: org, name: 'Nope' } };
       expect((await send(body, { secret: `whsec_${randomBytes(24).toString('base64')}` })).status).toBe(401);
       expect((await send(body, { at: new Date(Date.now() - 10 * 60_000) })).status).toBe(401);
-      expect((await stack.http('POST', '/webhooks/identity', { rawBody: JSON.stringify(body), headers: { 'content-type': 'application/json' } })).status).toBe(401);
+      expect((await stack.http('POST', '/webhooks/identity', { rawBody: JSON.stringify(body), headers: { 'content-type': 'application/json' } })).status).toBe(
+        401,
+      );
       const raw = 'not json';
       const id = 'msg_notjson';
       const now = new Date();
-      const res = await stack.http('POST', '/webhooks/identity', { rawBody: raw, headers: { 'svix-id': id, 'svix-timestamp': String(Math.floor(now.getTime() / 1000)), 'svix-signature': wh.sign(id, now, raw) } });
+      const res = await stack.http('POST', '/webhooks/identity', {
+        rawBody: raw,
+        headers: { 'svix-id': id, 'svix-timestamp': String(Math.floor(now.getTime() / 1000)), 'svix-signature': wh.sign(id, now, raw) },
+      });
       expect(res.status).toBe(400);
       expect((await send({ type: 'user.updated', data: {} })).status).toBe(400);
     });
@@ -230,7 +317,10 @@ describe('signature, identity and billing webhooks; usage', () => {
     it('organization.created/updated keep the org row and its name; the same svix-id twice is a no-op', async () => {
       const created = await send({ type: 'organization.created', data: { id: 'org_from_idp', name: 'From IdP' } }, { id: 'msg_org_1' });
       expect(created.body).toEqual({ ok: true, outcome: 'org_created' });
-      expect((await send({ type: 'organization.updated', data: { id: 'org_from_idp', name: 'Renamed' } }, { id: 'msg_org_2' })).body).toEqual({ ok: true, outcome: 'org_updated' });
+      expect((await send({ type: 'organization.updated', data: { id: 'org_from_idp', name: 'Renamed' } }, { id: 'msg_org_2' })).body).toEqual({
+        ok: true,
+        outcome: 'org_updated',
+      });
       const { rows } = await pg.query('SELECT name FROM access.orgs WHERE id = $1', ['org_from_idp']);
       expect(rows[0].name).toBe('Renamed');
       // Redelivered: answered as the first time, nothing applied again.
@@ -240,10 +330,22 @@ describe('signature, identity and billing webhooks; usage', () => {
     });
 
     it('user.updated renames and re-addresses approvers linked to the user', async () => {
-      const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: 'old.name@example.com', name: 'Old', identityUserId: 'user_rename' } });
+      const reg = await stack.http('POST', '/v1/approvers/', {
+        token: admin,
+        body: { email: 'old.name@example.com', name: 'Old', identityUserId: 'user_rename' },
+      });
       const res = await send({
         type: 'user.updated',
-        data: { id: 'user_rename', first_name: 'New', last_name: 'Name', primary_email_address_id: 'idn_2', email_addresses: [{ id: 'idn_1', email_address: 'old.name@example.com' }, { id: 'idn_2', email_address: 'New.Name@example.com' }] },
+        data: {
+          id: 'user_rename',
+          first_name: 'New',
+          last_name: 'Name',
+          primary_email_address_id: 'idn_2',
+          email_addresses: [
+            { id: 'idn_1', email_address: 'old.name@example.com' },
+            { id: 'idn_2', email_address: 'New.Name@example.com' },
+          ],
+        },
       });
       expect(res.body).toEqual({ ok: true, outcome: 'approvers_updated:1' });
       const a = (await stack.http('GET', `/v1/approvers/${reg.body.id}`, { token: admin })).body;
@@ -252,16 +354,25 @@ describe('signature, identity and billing webhooks; usage', () => {
 
     it('a leaver (membership deleted) is disabled in that org, and their vote on a decision already open is refused', async () => {
       const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: 'leaver@example.com', identityUserId: 'user_leaver' } });
-      const open = await stack.http('POST', '/v1/worker/decisions', { token: apiKey, body: { engine: 'api', externalRunId: 'leaver-run', stepRef: 's', approvers: ['leaver@example.com', 'stayer@example.com'] } });
+      const open = await stack.http('POST', '/v1/worker/decisions', {
+        token: apiKey,
+        body: { engine: 'api', externalRunId: 'leaver-run', stepRef: 's', approvers: ['leaver@example.com', 'stayer@example.com'] },
+      });
       expect(open.status).toBe(201);
-      const res = await send({ type: 'organizationMembership.deleted', data: { id: 'orgmem_1', organization: { id: org }, public_user_data: { user_id: 'user_leaver', identifier: 'leaver@example.com' } } });
+      const res = await send({
+        type: 'organizationMembership.deleted',
+        data: { id: 'orgmem_1', organization: { id: org }, public_user_data: { user_id: 'user_leaver', identifier: 'leaver@example.com' } },
+      });
       expect(res.body).toEqual({ ok: true, outcome: 'approvers_disabled:1' });
       expect((await stack.http('GET', `/v1/approvers/${reg.body.id}`, { token: admin })).body.disabled).toBe(true);
       const leaver = stack.session({ org, email: 'leaver@example.com' });
-      const refused = await waitFor(async () => {
-        const r = await stack.http('POST', `/v1/decisions/${open.body.decisionId}/decide`, { token: leaver, body: { decision: 'approve' } });
-        return r.status === 403 ? r : null;
-      }, { what: 'the leaver refused' });
+      const refused = await waitFor(
+        async () => {
+          const r = await stack.http('POST', `/v1/decisions/${open.body.decisionId}/decide`, { token: leaver, body: { decision: 'approve' } });
+          return r.status === 403 ? r : null;
+        },
+        { what: 'the leaver refused' },
+      );
       expect(refused.body.error).toBe('not_an_approver');
       expect((await read(open.body.decisionId)).tally.approvals).toBe(0);
     });
@@ -269,7 +380,9 @@ describe('signature, identity and billing webhooks; usage', () => {
     it('user.deleted disables the user in every org and revokes their push devices', async () => {
       const other = await stack.newOrg();
       for (const o of [{ token: admin }, { token: other.admin }]) {
-        expect([200, 201]).toContain((await stack.http('POST', '/v1/approvers/', { token: o.token, body: { email: 'gone@example.com', identityUserId: 'user_gone' } })).status);
+        expect([200, 201]).toContain(
+          (await stack.http('POST', '/v1/approvers/', { token: o.token, body: { email: 'gone@example.com', identityUserId: 'user_gone' } })).status,
+        );
       }
       const gone = stack.session({ org, email: 'gone@example.com', sub: 'user_gone' });
       expect((await stack.http('POST', '/v1/push-devices/', { token: gone, body: { token: 'device-token-1', platform: 'ios' } })).status).toBe(201);
@@ -305,7 +418,16 @@ describe('signature, identity and billing webhooks; usage', () => {
           status,
           customer: 'cus_123',
           metadata: { org: forOrg },
-          items: { object: 'list', data: [{ id: 'si_1', object: 'subscription_item', price: { id: 'price_pro', object: 'price', lookup_key: 'pro', metadata: quota === undefined ? {} : { decision_quota: quota } } }] },
+          items: {
+            object: 'list',
+            data: [
+              {
+                id: 'si_1',
+                object: 'subscription_item',
+                price: { id: 'price_pro', object: 'price', lookup_key: 'pro', metadata: quota === undefined ? {} : { decision_quota: quota } },
+              },
+            ],
+          },
         },
       },
     });
@@ -332,13 +454,22 @@ describe('signature, identity and billing webhooks; usage', () => {
 
       expect((await create('q-1', fresh.apiKey)).status).toBe(201);
       expect((await create('q-1', fresh.apiKey)).status).toBe(200); // a repeat: not counted
-      expect((await stack.http('POST', '/v1/worker/decisions', { token: fresh.apiKey, body: { engine: 'api', externalRunId: 'q-nr', stepRef: 's', approvers: ['a@example.com'], required: false } })).body.approvalNeeded).toBe(false);
+      expect(
+        (
+          await stack.http('POST', '/v1/worker/decisions', {
+            token: fresh.apiKey,
+            body: { engine: 'api', externalRunId: 'q-nr', stepRef: 's', approvers: ['a@example.com'], required: false },
+          })
+        ).body.approvalNeeded,
+      ).toBe(false);
       expect((await create('q-2', fresh.apiKey)).status).toBe(201);
       const over = await create('q-3', fresh.apiKey);
       expect(over.status).toBe(402);
       expect(over.body).toMatchObject({ error: 'quota_exceeded', used: 2, limit: 2 });
       expect(await current(fresh.admin)).toEqual({ period: expect.any(String), plan: 'pro', decisions: { used: 2, limit: 2 } });
-      expect((await stack.http('GET', '/v1/usage/', { token: fresh.admin })).body).toEqual({ items: [{ period: new Date().toISOString().slice(0, 7), decisions: 2 }] });
+      expect((await stack.http('GET', '/v1/usage/', { token: fresh.admin })).body).toEqual({
+        items: [{ period: new Date().toISOString().slice(0, 7), decisions: 2 }],
+      });
 
       // Unlimited price, then a lapsed subscription, then deleted.
       expect((await send(subscription('customer.subscription.updated', 'active', undefined, undefined, fresh.org))).body.outcome).toBe('plan:pro:unlimited');
@@ -351,13 +482,19 @@ describe('signature, identity and billing webhooks; usage', () => {
     });
 
     it('ignores other events and subscriptions without an org; malformed bodies are 400', async () => {
-      expect((await send({ id: 'evt_inv', object: 'event', type: 'invoice.paid', data: { object: {} } })).body).toEqual({ ignored: true, reason: 'event invoice.paid is not handled' });
+      expect((await send({ id: 'evt_inv', object: 'event', type: 'invoice.paid', data: { object: {} } })).body).toEqual({
+        ignored: true,
+        reason: 'event invoice.paid is not handled',
+      });
       const noOrg = subscription('customer.subscription.created', 'active', '2');
       (noOrg.data.object as { metadata: Record<string, string> }).metadata = {};
       expect((await send(noOrg)).body).toEqual({ ignored: true, reason: 'the subscription has no metadata.org' });
       expect((await send({ id: 'evt_bad', object: 'event', type: 'customer.subscription.created', data: { object: { nothing: true } } })).status).toBe(400);
       const raw = 'not json at all';
-      const res = await stack.http('POST', '/webhooks/billing', { rawBody: raw, headers: { 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload: raw, secret: BILLING_NEW }) } });
+      const res = await stack.http('POST', '/webhooks/billing', {
+        rawBody: raw,
+        headers: { 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload: raw, secret: BILLING_NEW }) },
+      });
       expect(res.status).toBe(400);
       expect((await stack.http('GET', '/v1/usage/current', { token: apiKey })).status).toBe(403);
     });

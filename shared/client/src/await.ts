@@ -195,7 +195,13 @@ export async function verifyAndConsume(
   }
   const c = await client.consume(decisionId, { consumer: opts.consumer, ...refs }, { signal: opts.signal });
   if (!c.consumed) {
-    throw new ApprovalRefusedError({ decisionId, reason: c.reason, status: c.reason === 'not_found' ? 404 : 409, body: c, ...(c.message ? { message: c.message } : {}) });
+    throw new ApprovalRefusedError({
+      decisionId,
+      reason: c.reason,
+      status: c.reason === 'not_found' ? 404 : 409,
+      body: c,
+      ...(c.message ? { message: c.message } : {}),
+    });
   }
   return c;
 }

@@ -105,7 +105,10 @@ async function main(argv: string[]): Promise<number> {
     if (unknown.length) throw new UsageError(`approvals policies apply: unknown option ${unknown.join(', ')}`);
     if (positional.length !== 1) throw new UsageError('approvals policies apply: give exactly one folder');
     const folder = positional[0]!;
-    const isFolder = await stat(folder).then((s) => s.isDirectory(), () => false);
+    const isFolder = await stat(folder).then(
+      (s) => s.isDirectory(),
+      () => false,
+    );
     if (!isFolder) throw new UsageError(`approvals policies apply: ${folder} is not a folder`);
     const client = clientFromEnv('policies apply');
     const result = await applyPolicies(client, folder, { dryRun });

@@ -123,10 +123,7 @@ export class ApprovalsClient {
     this.fetchImpl = f;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.extraHeaders = { ...(opts.headers ?? {}) };
-    this.retry =
-      opts.retry === false
-        ? false
-        : { maxAttempts: 6, initialDelayMs: 250, maxDelayMs: 5000, maxElapsedMs: 30_000, ...(opts.retry ?? {}) };
+    this.retry = opts.retry === false ? false : { maxAttempts: 6, initialDelayMs: 250, maxDelayMs: 5000, maxElapsedMs: 30_000, ...(opts.retry ?? {}) };
   }
 
   // ---------------------------------------------------------------- decisions
@@ -209,7 +206,11 @@ export class ApprovalsClient {
       'POST',
       `/v1/worker/decisions/${seg(id)}/consume`,
       // Idempotent by consumer: a retry of the same consumer answers alreadyConsumed.
-      { body: stripUndefined({ consumer: body.consumer, factsHash: body.factsHash, workflowRef: body.workflowRef, stepRef: body.stepRef }), accept: [404, 409], idempotent: true },
+      {
+        body: stripUndefined({ consumer: body.consumer, factsHash: body.factsHash, workflowRef: body.workflowRef, stepRef: body.stepRef }),
+        accept: [404, 409],
+        idempotent: true,
+      },
       opts,
     );
     if (res.status === 200) return res.body as ConsumeResult;
@@ -295,7 +296,8 @@ export class ApprovalsClient {
   /** `POST /v1/runs/`: fire the external engine event for a registered workflow. */
   async startRun(body: StartRunRequest, opts: CallOptions = {}): Promise<StartRunResult> {
     // With an idempotencyKey a retry answers with the first run; without one it could start two.
-    return (await this.request<StartRunResult>('POST', '/v1/runs/', { body: stripUndefined({ ...body }), idempotent: body.idempotencyKey !== undefined }, opts)).body;
+    return (await this.request<StartRunResult>('POST', '/v1/runs/', { body: stripUndefined({ ...body }), idempotent: body.idempotencyKey !== undefined }, opts))
+      .body;
   }
 
   // ---------------------------------------------------------------- transport
@@ -347,7 +349,15 @@ export class ApprovalsClient {
     } catch (err) {
       if (opts.signal?.aborted) throw opts.signal.reason ?? err;
       if (timeout.aborted) {
-        throw new ApprovalsError({ status: 0, code: 'timeout', message: `${method} ${path}: no answer within ${timeoutMs} ms`, retryable: true, method, path, cause: err });
+        throw new ApprovalsError({
+          status: 0,
+          code: 'timeout',
+          message: `${method} ${path}: no answer within ${timeoutMs} ms`,
+          retryable: true,
+          method,
+          path,
+          cause: err,
+        });
       }
       const msg = err instanceof Error ? (err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message) : String(err);
       throw new ApprovalsError({ status: 0, code: 'network_error', message: `${method} ${path}: ${msg}`, retryable: true, method, path, cause: err });

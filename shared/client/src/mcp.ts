@@ -71,7 +71,9 @@ const ContextSchema = z
 const FactsHashArg = z
   .string()
   .regex(FACTS_HASH_PATTERN, 'facts_hash must be 64 lowercase hex characters (SHA-256)')
-  .describe('The SHA-256 (64 lowercase hex) of the RFC 8785 canonical JSON of the facts, as the client package\'s factsHash computes it. Send this or `facts`, not both (unless they agree).');
+  .describe(
+    "The SHA-256 (64 lowercase hex) of the RFC 8785 canonical JSON of the facts, as the client package's factsHash computes it. Send this or `facts`, not both (unless they agree).",
+  );
 const FactsArg = z
   .record(z.string(), z.unknown())
   .describe(
@@ -83,7 +85,10 @@ const ProposedOutputSchema = z
   .object({
     title: z.string().max(200).optional().describe('Heading of the draft.'),
     format: z.enum(['text', 'markdown']).optional().describe('How the draft is written (default text).'),
-    content: z.string().max(50000).describe('The draft itself (max 50000 chars): the reviewer may edit it before approving; the approved text comes back as `output`.'),
+    content: z
+      .string()
+      .max(50000)
+      .describe('The draft itself (max 50000 chars): the reviewer may edit it before approving; the approved text comes back as `output`.'),
   })
   .describe('A draft (a message, a reply, a document) for the reviewer to approve or edit.');
 
@@ -93,7 +98,13 @@ const ResponseSpecSchema = z
     z.object({
       type: z.literal('select').describe('The reviewer picks among options.'),
       options: z
-        .array(z.object({ id: z.string().min(1).max(100).describe('Option id, returned in responseValue.'), label: z.string().min(1).max(200).describe('What the reviewer reads.'), description: z.string().max(500).optional().describe('More detail.') }))
+        .array(
+          z.object({
+            id: z.string().min(1).max(100).describe('Option id, returned in responseValue.'),
+            label: z.string().min(1).max(200).describe('What the reviewer reads.'),
+            description: z.string().max(500).optional().describe('More detail.'),
+          }),
+        )
         .min(2)
         .max(20)
         .describe('2 to 20 options.'),
@@ -118,12 +129,18 @@ const EsignSchema = z
  * misspelled `facts_hash` must not open a decision bound to nothing).
  */
 const RequestInput = z.strictObject({
-  title: z.string().min(1).max(200).describe('Short headline of what needs approval, as the reviewer sees it in a list (max 200 chars), e.g. "Refund 120 EUR to order 4411".'),
+  title: z
+    .string()
+    .min(1)
+    .max(200)
+    .describe('Short headline of what needs approval, as the reviewer sees it in a list (max 200 chars), e.g. "Refund 120 EUR to order 4411".'),
   question: z
     .string()
     .min(1)
     .max(4000)
-    .describe('The full question for the reviewer: what you want to do, why, and what happens if approved (max 4000 chars). Write it so a person can answer yes or no without other context.'),
+    .describe(
+      'The full question for the reviewer: what you want to do, why, and what happens if approved (max 4000 chars). Write it so a person can answer yes or no without other context.',
+    ),
   timeout_minutes: z
     .number()
     .int()
@@ -135,8 +152,15 @@ const RequestInput = z.strictObject({
     .min(1)
     .max(64)
     .optional()
-    .describe('Key of an approval policy of your organisation (e.g. "refunds"). The policy chooses the reviewers, how many must agree and the expiry. Use it when you know the key; otherwise name `approvers`.'),
-  policy_version: z.number().int().positive().optional().describe('Pin the policy version you expect: refused (policy_version_mismatch) when the policy has moved on. Only with `policy`.'),
+    .describe(
+      'Key of an approval policy of your organisation (e.g. "refunds"). The policy chooses the reviewers, how many must agree and the expiry. Use it when you know the key; otherwise name `approvers`.',
+    ),
+  policy_version: z
+    .number()
+    .int()
+    .positive()
+    .optional()
+    .describe('Pin the policy version you expect: refused (policy_version_mismatch) when the policy has moved on. Only with `policy`.'),
   approvers: z
     .array(Email)
     .min(1)
@@ -157,9 +181,16 @@ const RequestInput = z.strictObject({
     .min(1)
     .max(1000)
     .optional()
-    .describe('Your own stable id for the run or task this request belongs to. With step_ref it makes the call idempotent: the same external_run_id and step_ref with the same request returns the existing decision (existing: true); with a different request it is refused (run_id_reused), never answered with the earlier verdict. Omit to open a new decision each time.'),
+    .describe(
+      'Your own stable id for the run or task this request belongs to. With step_ref it makes the call idempotent: the same external_run_id and step_ref with the same request returns the existing decision (existing: true); with a different request it is refused (run_id_reused), never answered with the earlier verdict. Omit to open a new decision each time.',
+    ),
   run_id: z.string().min(1).max(1000).optional().describe('Older name of external_run_id (send one of the two).'),
-  step_ref: z.string().min(1).max(1000).optional().describe('Which step of the run asks (default "decision"); verify_decision and consume_decision can check it.'),
+  step_ref: z
+    .string()
+    .min(1)
+    .max(1000)
+    .optional()
+    .describe('Which step of the run asks (default "decision"); verify_decision and consume_decision can check it.'),
   workflow_ref: z.string().max(1000).optional().describe('Which workflow asks; verify_decision and consume_decision can check it.'),
   exclusive: z.boolean().optional().describe('Cancel the other PENDING decisions of the same external_run_id: only this one stays open.'),
 });
@@ -176,7 +207,9 @@ const AwaitInput = z.strictObject({
     .min(1)
     .max(600)
     .optional()
-    .describe('How long to wait at most, 1 to 600 seconds (default 50, under the 60 s request timeout of most MCP clients). When the time is up the result has status PENDING: call await_decision again.'),
+    .describe(
+      'How long to wait at most, 1 to 600 seconds (default 50, under the 60 s request timeout of most MCP clients). When the time is up the result has status PENDING: call await_decision again.',
+    ),
 });
 
 const bindingArgs = {
@@ -194,7 +227,9 @@ const ConsumeInput = z.strictObject({
     .string()
     .min(1)
     .max(200)
-    .describe('Who acts on the approval (e.g. "refund-service"): the approval is spent on this consumer once; the same consumer may retry and gets already_consumed.'),
+    .describe(
+      'Who acts on the approval (e.g. "refund-service"): the approval is spent on this consumer once; the same consumer may retry and gets already_consumed.',
+    ),
   ...bindingArgs,
 });
 
@@ -214,7 +249,10 @@ const ResultShape = {
   consumed: z.boolean().describe('True once an approval has been spent by consume_decision.'),
   output: z.unknown().optional().describe('Approved text, when the request carried a draft.'),
   responseValue: z.unknown().optional().describe("The reviewer's answer, for choice or text questions."),
-  existing: z.boolean().optional().describe('True when external_run_id and step_ref named a decision opened earlier for this same request: its status may already be final.'),
+  existing: z
+    .boolean()
+    .optional()
+    .describe('True when external_run_id and step_ref named a decision opened earlier for this same request: its status may already be final.'),
   message: z.string().describe('What to do next.'),
 };
 
@@ -450,7 +488,11 @@ export function createApprovalsMcpServer(client: ApprovalsClient): McpServer {
         const differs: string[] = [];
         if (canonicalize(d.context ?? null) !== canonicalize(body.context)) differs.push('title, question or context');
         if ((d.policy ?? null) !== (args.policy ?? null)) differs.push('policy');
-        if (args.approvers !== undefined && canonicalize([...new Set(args.approvers.map((e) => e.toLowerCase()))].sort()) !== canonicalize([...d.approvers].sort())) differs.push('approvers');
+        if (
+          args.approvers !== undefined &&
+          canonicalize([...new Set(args.approvers.map((e) => e.toLowerCase()))].sort()) !== canonicalize([...d.approvers].sort())
+        )
+          differs.push('approvers');
         if ((d.factsHash ?? null) !== (facts.hash ?? null)) differs.push('facts');
         if (differs.length) {
           return toolError(
@@ -587,7 +629,12 @@ export function createApprovalsMcpServer(client: ApprovalsClient): McpServer {
       try {
         const facts = factsHashOf(args);
         if ('error' in facts) return facts.error;
-        const c = await client.consume(args.decision_id, { consumer: args.consumer, factsHash: facts.hash, workflowRef: args.workflow_ref, stepRef: args.step_ref });
+        const c = await client.consume(args.decision_id, {
+          consumer: args.consumer,
+          factsHash: facts.hash,
+          workflowRef: args.workflow_ref,
+          stepRef: args.step_ref,
+        });
         let out: ConsumeToolResult;
         if (c.consumed) {
           out = {

@@ -92,7 +92,12 @@ export async function applyPolicies(client: ApprovalsClient, folder: string, opt
     return { ok: false, applied: false, outcomes: planned.map((p) => p.outcome) };
   }
   if (opts.dryRun) {
-    log(`dry run: ${summary(planned.map((p) => p.outcome), true)}; nothing written`);
+    log(
+      `dry run: ${summary(
+        planned.map((p) => p.outcome),
+        true,
+      )}; nothing written`,
+    );
     return { ok: true, applied: false, outcomes: planned.map((p) => p.outcome) };
   }
 
@@ -116,7 +121,12 @@ export async function applyPolicies(client: ApprovalsClient, folder: string, opt
       log(`${o.key}: refused: ${err.code}: ${err.message}`);
     }
   }
-  log(summary(planned.map((p) => p.outcome), false));
+  log(
+    summary(
+      planned.map((p) => p.outcome),
+      false,
+    ),
+  );
   return { ok: failed === 0, applied: true, outcomes: planned.map((p) => p.outcome) };
 }
 

@@ -12,7 +12,8 @@ type OperationOf<P extends keyof paths, M extends Method> = NonNullable<paths[P]
 type ResponsesOf<P extends keyof paths, M extends Method> = OperationOf<P, M> extends { responses: infer R } ? R : never;
 
 /** The JSON body `method path` answers with `status` (200 unless given). */
-export type ApiReply<P extends keyof paths, M extends Method, S extends number = 200> = ResponsesOf<P, M> extends infer R ? (S extends keyof R ? JsonOf<R[S]> : never) : never;
+export type ApiReply<P extends keyof paths, M extends Method, S extends number = 200> =
+  ResponsesOf<P, M> extends infer R ? (S extends keyof R ? JsonOf<R[S]> : never) : never;
 /** The JSON body `method path` takes. */
 export type ApiBody<P extends keyof paths, M extends Method> = OperationOf<P, M> extends { requestBody?: infer B } ? JsonOf<NonNullable<B>> : never;
 /** The query parameters `method path` takes. */

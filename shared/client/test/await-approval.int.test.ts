@@ -33,10 +33,26 @@ describe('awaitApproval and verifyAndConsume against the real system', () => {
   it('opens a decision, a reviewer approves, and it resolves {approved: true, decidedBy, note}', async () => {
     const run = uniq('run');
     const facts = { action: 'refund', order: 'ord_1', amount: 120 };
-    const { id, result } = start({ externalRunId: run, stepRef: 'approve-refund', approvers: [REV], facts, workflowRef: 'wf-refunds', context: { title: 'Refund 120 EUR', prompt: 'Refund order ord_1?' }, pollSeconds: 5 });
+    const { id, result } = start({
+      externalRunId: run,
+      stepRef: 'approve-refund',
+      approvers: [REV],
+      facts,
+      workflowRef: 'wf-refunds',
+      context: { title: 'Refund 120 EUR', prompt: 'Refund order ord_1?' },
+      pollSeconds: 5,
+    });
     const decisionId = await id;
     const d = await client.getDecision(decisionId);
-    expect(d).toMatchObject({ status: 'PENDING', engine: 'api', externalRunId: run, stepRef: 'approve-refund', workflowRef: 'wf-refunds', factsHash: factsHash(facts), approvers: [REV] });
+    expect(d).toMatchObject({
+      status: 'PENDING',
+      engine: 'api',
+      externalRunId: run,
+      stepRef: 'approve-refund',
+      workflowRef: 'wf-refunds',
+      factsHash: factsHash(facts),
+      approvers: [REV],
+    });
     expect(d.context).toMatchObject({ title: 'Refund 120 EUR', prompt: 'Refund order ord_1?' });
 
     await decide(stack, org, REV, decisionId, 'approve', 'go ahead');
@@ -64,14 +80,26 @@ describe('awaitApproval and verifyAndConsume against the real system', () => {
       pollSeconds: 5,
     });
     const decisionId = await id;
-    const vote = await stack.http('POST', `/v1/decisions/${decisionId}/decide`, { token: stack.session({ org, email: REV }), body: { decision: 'approve', responseValue: 'sent as is' } });
+    const vote = await stack.http('POST', `/v1/decisions/${decisionId}/decide`, {
+      token: stack.session({ org, email: REV }),
+      body: { decision: 'approve', responseValue: 'sent as is' },
+    });
     expect(vote.status).toBe(200);
     expect(await result).toMatchObject({ approved: true, output: { content: 'Dear customer, ...' }, responseValue: 'sent as is' });
   });
 
   it('approvalNeeded false resolves {approved: true} at once without a decision', async () => {
     const r = await awaitApproval(client, { externalRunId: uniq('run'), stepRef: 's', approvers: [REV], request: { required: false } });
-    expect(r).toEqual({ approved: true, decidedBy: null, note: null, status: null, decisionId: null, output: null, responseValue: null, approvalNeeded: false });
+    expect(r).toEqual({
+      approved: true,
+      decidedBy: null,
+      note: null,
+      status: null,
+      decisionId: null,
+      output: null,
+      responseValue: null,
+      approvalNeeded: false,
+    });
   });
 
   it('an unknown policy is thrown at once as a configuration error: one request, under 2 s', async () => {
@@ -142,7 +170,9 @@ describe('awaitApproval and verifyAndConsume against the real system', () => {
     const first = start({ externalRunId: bare, stepRef: 's', approvers: [REV], pollSeconds: 5 });
     await decide(stack, org, REV, await first.id, 'approve');
     expect((await first.result).approved).toBe(true);
-    await expect(awaitApproval(client, { externalRunId: bare, stepRef: 's', approvers: [REV], facts: { amount: 1 } })).rejects.toMatchObject({ code: 'facts_mismatch' });
+    await expect(awaitApproval(client, { externalRunId: bare, stepRef: 's', approvers: [REV], facts: { amount: 1 } })).rejects.toMatchObject({
+      code: 'facts_mismatch',
+    });
   });
 
   it('retries 503/502/429 with backoff and still resolves', async () => {
@@ -159,7 +189,10 @@ describe('awaitApproval and verifyAndConsume against the real system', () => {
     });
     try {
       const flaky = new ApprovalsClient({ baseUrl: proxy.url, apiKey });
-      const { id, result } = start({ externalRunId: uniq('run'), stepRef: 's', approvers: [REV], pollSeconds: 1, retry: { initialDelayMs: 50, maxDelayMs: 200 } }, flaky);
+      const { id, result } = start(
+        { externalRunId: uniq('run'), stepRef: 's', approvers: [REV], pollSeconds: 1, retry: { initialDelayMs: 50, maxDelayMs: 200 } },
+        flaky,
+      );
       const decisionId = await id;
       await waitUntil('the injected failures', () => failures >= 4);
       await decide(stack, org, REV, decisionId, 'approve');
@@ -201,15 +234,22 @@ describe('awaitApproval and verifyAndConsume against the real system', () => {
       expect(edited).toBeInstanceOf(ApprovalRefusedError);
       expect(edited).toMatchObject({ reason: 'facts_mismatch', code: 'facts_mismatch', decisionId, retryable: false });
       expect((await client.getDecision(decisionId)).consumed).toBe(false);
-      await expect(verifyAndConsume(client, decisionId, { consumer: 'refund-worker', facts, stepRef: 'other' })).rejects.toMatchObject({ reason: 'step_mismatch' });
-      await expect(verifyAndConsume(client, decisionId, { consumer: 'refund-worker', facts, workflowRef: 'other' })).rejects.toMatchObject({ reason: 'workflow_mismatch' });
+      await expect(verifyAndConsume(client, decisionId, { consumer: 'refund-worker', facts, stepRef: 'other' })).rejects.toMatchObject({
+        reason: 'step_mismatch',
+      });
+      await expect(verifyAndConsume(client, decisionId, { consumer: 'refund-worker', facts, workflowRef: 'other' })).rejects.toMatchObject({
+        reason: 'workflow_mismatch',
+      });
 
       // The real action.
       const c = await verifyAndConsume(client, decisionId, { consumer: 'refund-worker', facts, workflowRef: 'wf-r', stepRef: 'refund' });
       expect(c).toMatchObject({ consumed: true, decisionId, consumer: 'refund-worker' });
       expect(c.alreadyConsumed).toBeFalsy();
       // A retry by the same consumer is fine (alreadyConsumed) ...
-      expect(await verifyAndConsume(client, decisionId, { consumer: 'refund-worker', factsHash: factsHash(facts) })).toMatchObject({ consumed: true, alreadyConsumed: true });
+      expect(await verifyAndConsume(client, decisionId, { consumer: 'refund-worker', factsHash: factsHash(facts) })).toMatchObject({
+        consumed: true,
+        alreadyConsumed: true,
+      });
       // ... another consumer is refused.
       await expect(verifyAndConsume(client, decisionId, { consumer: 'someone-else', facts })).rejects.toMatchObject({ reason: 'consumed' });
       expect(await client.getDecision(decisionId)).toMatchObject({ consumed: true, consumedBy: 'refund-worker' });

@@ -61,7 +61,12 @@ describe('approvals CLI', () => {
     const versions = async (key: string) => (await stack.http('GET', `/v1/worker/policies/${key}/versions`, { token: apiKey })).body.versions;
 
     it('creates every policy with source repository, then a second run reports no change and adds no version', async () => {
-      write('refunds.json', { key: 'refunds', name: 'Refunds', defaults: { approvers: ['a@example.com', 'b@example.com'], approvalsRequired: 1 }, timeoutSec: 3600 });
+      write('refunds.json', {
+        key: 'refunds',
+        name: 'Refunds',
+        defaults: { approvers: ['a@example.com', 'b@example.com'], approvalsRequired: 1 },
+        timeoutSec: 3600,
+      });
       write('deploys.json', { name: 'deploys', description: 'Production deploys', defaults: { approvers: [REV] } });
       write('README.md', 'not a policy');
 
@@ -93,7 +98,12 @@ describe('approvals CLI', () => {
     });
 
     it('--dry-run prints the diff of a change and writes nothing; applying writes v2', async () => {
-      write('refunds.json', { key: 'refunds', name: 'Refunds', defaults: { approvers: ['a@example.com', 'c@example.com'], approvalsRequired: 2 }, timeoutSec: 3600 });
+      write('refunds.json', {
+        key: 'refunds',
+        name: 'Refunds',
+        defaults: { approvers: ['a@example.com', 'c@example.com'], approvalsRequired: 2 },
+        timeoutSec: 3600,
+      });
       const dry = await runCli(['policies', 'apply', dir, '--dry-run'], env);
       expect(dry.code).toBe(0);
       expect(dry.stdout).toContain('refunds (refunds.json): v1 → v2');
@@ -203,14 +213,17 @@ describe('approvals CLI', () => {
         expect(t.outputSchema).toBeDefined();
         expect(t.annotations?.openWorldHint).toBe(false);
         const props = (t.inputSchema.properties ?? {}) as Record<string, { description?: string }>;
-        for (const [name, p] of Object.entries(props)) expect({ tool: t.name, name, described: Boolean(p.description) }).toEqual({ tool: t.name, name, described: true });
+        for (const [name, p] of Object.entries(props))
+          expect({ tool: t.name, name, described: Boolean(p.description) }).toEqual({ tool: t.name, name, described: true });
       }
       const req = tools.find((t) => t.name === 'request_decision')!;
       expect(req.inputSchema.required?.slice().sort()).toEqual(['question', 'timeout_minutes', 'title']);
-      expect(Object.keys(req.inputSchema.properties!)).toEqual(expect.arrayContaining(['policy', 'approvers', 'context', 'run_id', 'external_run_id', 'facts', 'facts_hash']));
+      expect(Object.keys(req.inputSchema.properties!)).toEqual(
+        expect.arrayContaining(['policy', 'approvers', 'context', 'run_id', 'external_run_id', 'facts', 'facts_hash']),
+      );
     });
 
-    it('facts over stdio: the hash is the client\'s factsHash; verify and consume spend the approval once', async () => {
+    it("facts over stdio: the hash is the client's factsHash; verify and consume spend the approval once", async () => {
       const facts = { invoice: 'inv_7', amount: -0, lines: [{ sku: 'é', qty: 2 }] };
       const opened = await call('request_decision', { title: 'Pay inv_7', question: 'Pay invoice inv_7?', timeout_minutes: 60, approvers: [REV], facts });
       expect(opened.isError).toBeFalsy();
@@ -218,10 +231,19 @@ describe('approvals CLI', () => {
       const id = opened.structuredContent!.decision_id;
       expect((await client.getDecision(id)).factsHash).toBe(factsHash(facts));
       expect((await decide(stack, org, REV, id, 'approve')).status).toBe('APPROVED');
-      expect((await call('verify_decision', { decision_id: id, facts: { ...facts, amount: 1 } })).structuredContent).toMatchObject({ valid: false, reason: 'facts_mismatch' });
+      expect((await call('verify_decision', { decision_id: id, facts: { ...facts, amount: 1 } })).structuredContent).toMatchObject({
+        valid: false,
+        reason: 'facts_mismatch',
+      });
       expect((await call('verify_decision', { decision_id: id, facts })).structuredContent).toMatchObject({ valid: true });
-      expect((await call('consume_decision', { decision_id: id, consumer: 'payer', facts })).structuredContent).toMatchObject({ consumed: true, consumer: 'payer' });
-      expect((await call('consume_decision', { decision_id: id, consumer: 'other', facts })).structuredContent).toMatchObject({ consumed: false, reason: 'consumed' });
+      expect((await call('consume_decision', { decision_id: id, consumer: 'payer', facts })).structuredContent).toMatchObject({
+        consumed: true,
+        consumer: 'payer',
+      });
+      expect((await call('consume_decision', { decision_id: id, consumer: 'other', facts })).structuredContent).toMatchObject({
+        consumed: false,
+        reason: 'consumed',
+      });
     });
 
     it('an unknown argument is a tool error naming it, not dropped', async () => {
@@ -267,7 +289,15 @@ describe('approvals CLI', () => {
       await decide(stack, org, REV, id, 'approve', 'drop it');
       const done = await call('await_decision', { decision_id: id });
       expect(done.isError).toBeFalsy();
-      expect(done.structuredContent).toMatchObject({ decision_id: id, status: 'APPROVED', resolved: true, decidedBy: REV, note: 'drop it', policy_version: null, policy_version_id: null });
+      expect(done.structuredContent).toMatchObject({
+        decision_id: id,
+        status: 'APPROVED',
+        resolved: true,
+        decidedBy: REV,
+        note: 'drop it',
+        policy_version: null,
+        policy_version_id: null,
+      });
       expect(JSON.parse(done.content[0]!.text)).toEqual(done.structuredContent);
 
       const checked = await call('check_decision', { decision_id: id });
@@ -275,7 +305,12 @@ describe('approvals CLI', () => {
     });
 
     it('await_decision returns as soon as the reviewer answers during the wait', async () => {
-      const opened = await call('request_decision', { title: 'Send the newsletter', question: 'Send it to 20,000 people now?', timeout_minutes: 10, approvers: [REV] });
+      const opened = await call('request_decision', {
+        title: 'Send the newsletter',
+        question: 'Send it to 20,000 people now?',
+        timeout_minutes: 10,
+        approvers: [REV],
+      });
       const id = opened.structuredContent!.decision_id as string;
       const waiting = call('await_decision', { decision_id: id, max_wait_seconds: 45 });
       await new Promise((r) => setTimeout(r, 500));
@@ -321,7 +356,14 @@ describe('approvals CLI', () => {
     });
 
     it('the same run_id for a different request is refused: an earlier approval never answers another action', async () => {
-      const first = { title: 'Refund 5 EUR', question: 'Refund 5 EUR to c_1?', timeout_minutes: 60, approvers: [REV], run_id: 'task-refund', context: { data: { amount: 5 } } };
+      const first = {
+        title: 'Refund 5 EUR',
+        question: 'Refund 5 EUR to c_1?',
+        timeout_minutes: 60,
+        approvers: [REV],
+        run_id: 'task-refund',
+        context: { data: { amount: 5 } },
+      };
       const opened = await call('request_decision', first);
       const id = opened.structuredContent!.decision_id;
       expect((await decide(stack, org, REV, id, 'approve')).status).toBe('APPROVED');
@@ -345,7 +387,12 @@ describe('approvals CLI', () => {
     it('API errors come back as tool errors with the API code and message', async () => {
       const unknown = await call('request_decision', { title: 't', question: 'q', timeout_minutes: 1, policy: 'no-such-policy' });
       expect(unknown.isError).toBe(true);
-      expect(JSON.parse(unknown.content[0]!.text)).toMatchObject({ error: 'unknown_policy', status: 422, message: expect.any(String), details: { policy: 'no-such-policy' } });
+      expect(JSON.parse(unknown.content[0]!.text)).toMatchObject({
+        error: 'unknown_policy',
+        status: 422,
+        message: expect.any(String),
+        details: { policy: 'no-such-policy' },
+      });
 
       const nobody = await call('request_decision', { title: 't', question: 'q', timeout_minutes: 1 });
       expect(nobody.isError).toBe(true);
@@ -368,7 +415,11 @@ describe('approvals CLI', () => {
       const res = await call('request_decision', { title: 't', question: 'q', timeout_minutes: 1, approvers: [REV], run_id: 'run\u0000id' });
       expect(res.isError).toBe(true);
       const payload = JSON.parse(res.content[0]!.text);
-      expect(payload).toMatchObject({ error: 'invalid_request', status: 400, details: { issues: [{ path: 'run_id', message: expect.stringMatching(/U\+0000/) }] } });
+      expect(payload).toMatchObject({
+        error: 'invalid_request',
+        status: 400,
+        details: { issues: [{ path: 'run_id', message: expect.stringMatching(/U\+0000/) }] },
+      });
       expect(payload.message).toMatch(/^run_id/);
       expect(res.content[0]!.text).not.toContain('externalRunId');
     });

@@ -26,7 +26,15 @@ describe('ApprovalsClient against the real system', () => {
     it('creates (201 created), finds the same run/step again (200 existing) and reads back', async () => {
       const run = uniq('run');
       const hash = factsHash({ order: 1 });
-      const first = await client.createDecision({ engine: 'api', externalRunId: run, stepRef: 's1', approvers: [REV], context: { title: 'Refund', prompt: 'OK?' }, factsHash: hash, workflowRef: 'wf' });
+      const first = await client.createDecision({
+        engine: 'api',
+        externalRunId: run,
+        stepRef: 's1',
+        approvers: [REV],
+        context: { title: 'Refund', prompt: 'OK?' },
+        factsHash: hash,
+        workflowRef: 'wf',
+      });
       expect(first).toMatchObject({ approvalNeeded: true, reason: 'created', httpStatus: 201 });
       expect(first.decisionId).toEqual(expect.any(String));
       const again = await client.createDecision({ engine: 'api', externalRunId: run, stepRef: 's1', approvers: [REV] });
@@ -115,7 +123,13 @@ describe('ApprovalsClient against the real system', () => {
 
     it('verify and consume: refusals are values, a consume happens once', async () => {
       const hash = factsHash({ refund: 'ord_1', amount: 5 });
-      const { decisionId: id } = await client.createDecision({ externalRunId: uniq('run'), stepRef: 'pay', workflowRef: 'wf-pay', approvers: [REV], factsHash: hash });
+      const { decisionId: id } = await client.createDecision({
+        externalRunId: uniq('run'),
+        stepRef: 'pay',
+        workflowRef: 'wf-pay',
+        approvers: [REV],
+        factsHash: hash,
+      });
       expect(await client.verify(id!, { factsHash: hash })).toMatchObject({ valid: false, reason: 'not_approved' });
       expect(await client.consume(id!, { consumer: 'worker-1', factsHash: hash })).toMatchObject({ consumed: false, reason: 'not_approved' });
       await decide(stack, org, REV, id!, 'approve');
@@ -325,7 +339,11 @@ describe('ApprovalsClient against the real system', () => {
       // A call with a body sends it as JSON, with the same key and agent.
       await c.checkPolicies(['no-such-policy']);
       expect(calls[1]).toEqual({ method: 'POST', url: `${stack.baseUrl}/v1/worker/policies/check` });
-      expect(sent[1].headers).toMatchObject({ authorization: `Bearer ${apiKey}`, 'content-type': expect.stringMatching(/^application\/json/), 'user-agent': expect.stringMatching(/^approvals-client\//) });
+      expect(sent[1].headers).toMatchObject({
+        authorization: `Bearer ${apiKey}`,
+        'content-type': expect.stringMatching(/^application\/json/),
+        'user-agent': expect.stringMatching(/^approvals-client\//),
+      });
       expect(JSON.parse(sent[1].body!)).toEqual({ keys: ['no-such-policy'] });
       expect(() => new ApprovalsClient({ baseUrl: 'not a url', apiKey })).toThrow(TypeError);
       expect(() => new ApprovalsClient({ baseUrl: stack.baseUrl, apiKey: '' })).toThrow(TypeError);

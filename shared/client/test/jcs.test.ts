@@ -173,16 +173,16 @@ describe('factsHash', () => {
 
   it('is the SHA-256 of the canonical UTF-8 text', () => {
     expect(factsHash(facts)).toBe(sha256(canonicalize(facts)));
-    expect(factsHash(facts)).toBe(
-      sha256('{"action":"wire_transfer","amount":1250.5,"currency":"EUR","to":{"iban":"DE89370400440532013000","name":"Zoë"}}'),
-    );
+    expect(factsHash(facts)).toBe(sha256('{"action":"wire_transfer","amount":1250.5,"currency":"EUR","to":{"iban":"DE89370400440532013000","name":"Zoë"}}'));
   });
 
   it('is the same for the same facts in a different key order, at any depth', () => {
     const reordered = { to: { name: 'Zoë', iban: 'DE89370400440532013000' }, currency: 'EUR', amount: 1250.5, action: 'wire_transfer' };
     expect(factsHash(reordered)).toBe(factsHash(facts));
     // JSON text written by another party with other spacing and number spelling.
-    const fromText = JSON.parse('{ "to" : {"name":"Zo\\u00eb","iban":"DE89370400440532013000"}, "amount": 1.2505E3, "currency":"EUR","action":"wire_transfer" }');
+    const fromText = JSON.parse(
+      '{ "to" : {"name":"Zo\\u00eb","iban":"DE89370400440532013000"}, "amount": 1.2505E3, "currency":"EUR","action":"wire_transfer" }',
+    );
     expect(factsHash(fromText)).toBe(factsHash(facts));
   });
 

@@ -21,7 +21,13 @@ const packageOf = (spec: string) => (spec.startsWith('@') ? spec.split('/').slic
 
 describe('@approvals/client package', () => {
   it('declares what a consumer outside this repo needs', () => {
-    expect(pkg).toMatchObject({ name: '@approvals/client', version: '0.1.0', main: 'dist/index.js', types: 'dist/index.d.ts', bin: { approvals: 'bin/approvals.js' } });
+    expect(pkg).toMatchObject({
+      name: '@approvals/client',
+      version: '0.1.0',
+      main: 'dist/index.js',
+      types: 'dist/index.d.ts',
+      bin: { approvals: 'bin/approvals.js' },
+    });
     expect(pkg.files).toEqual(expect.arrayContaining(['bin', 'dist']));
     expect(pkg.private).toBeUndefined();
     expect(Object.keys(pkg.dependencies).sort()).toEqual(['@modelcontextprotocol/sdk', 'canonicalize', 'jose', 'zod']);

@@ -1,5 +1,15 @@
 import { connect } from '@nats-io/transport-node';
-import { NoRespondersError, TimeoutError, createInbox, credsAuthenticator, headers, type Msg, type MsgHdrs, type NatsConnection, type Subscription } from '@nats-io/nats-core';
+import {
+  NoRespondersError,
+  TimeoutError,
+  createInbox,
+  credsAuthenticator,
+  headers,
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  type Subscription,
+} from '@nats-io/nats-core';
 import { ServiceErrorCodeHeader } from '@nats-io/services';
 import { readFileSync } from 'node:fs';
 import { jetstream, jetstreamManager, type JetStreamClient, type JetStreamManager } from '@nats-io/jetstream';
@@ -101,7 +111,10 @@ export class Bus {
 
   static async connect(opts: BusOptions): Promise<Bus> {
     // Several servers (a cluster): credentials may be on the first; each is a seed.
-    const parts = opts.url.split(',').map((u) => u.trim()).filter(Boolean);
+    const parts = opts.url
+      .split(',')
+      .map((u) => u.trim())
+      .filter(Boolean);
     const first = splitNatsUrl(parts[0] ?? opts.url);
     const servers = [first.servers, ...parts.slice(1).map((u) => splitNatsUrl(u).servers)];
     const { user, pass } = first;
@@ -145,7 +158,9 @@ export class Bus {
     opts: { timeoutMs?: number } = {},
   ): Promise<Reply<z.output<Res>>> {
     if (!tracingActive()) return this.send(ep, req, opts);
-    return inSpan(ep.subject, { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': ep.subject } }, () => this.send(ep, req, opts));
+    return inSpan(ep.subject, { kind: SpanKind.CLIENT, attributes: { 'messaging.system': 'nats', 'messaging.destination.name': ep.subject } }, () =>
+      this.send(ep, req, opts),
+    );
   }
 
   private async send<Req extends z.ZodType, Res extends z.ZodType>(
@@ -215,7 +230,12 @@ export class Bus {
    * runs out with its holder still working is `timeout`, not a second send (that would
    * double the load on a slow database). Only one resend, as for any idempotent request.
    */
-  private async watchedRequest(subject: string, timeout: number, headersOf: (progress?: string) => MsgHdrs | undefined, once: (hdrs: MsgHdrs | undefined) => Promise<Msg>): Promise<Msg> {
+  private async watchedRequest(
+    subject: string,
+    timeout: number,
+    headersOf: (progress?: string) => MsgHdrs | undefined,
+    once: (hdrs: MsgHdrs | undefined) => Promise<Msg>,
+  ): Promise<Msg> {
     const token = String(++this.lastToken);
     let silent: NodeJS.Timeout | undefined;
     let heard = 0;
@@ -237,7 +257,8 @@ export class Bus {
       outcome = await Promise.race([first, silence]);
     } catch (err) {
       // A wait that ran out while its holder kept saying it works on it: slow, not gone.
-      if (err instanceof TimeoutError || (err as Error)?.cause instanceof TimeoutError) throw new AppError('timeout', `${subject} did not answer in time (still being worked on)`);
+      if (err instanceof TimeoutError || (err as Error)?.cause instanceof TimeoutError)
+        throw new AppError('timeout', `${subject} did not answer in time (still being worked on)`);
       throw err;
     } finally {
       clearTimeout(silent);
@@ -259,7 +280,11 @@ export class Bus {
   }
 
   /** Request that returns only the data. */
-  async call<Req extends z.ZodType, Res extends z.ZodType>(ep: EndpointDef<Req, Res>, req: z.input<Req>, opts?: { timeoutMs?: number }): Promise<z.output<Res>> {
+  async call<Req extends z.ZodType, Res extends z.ZodType>(
+    ep: EndpointDef<Req, Res>,
+    req: z.input<Req>,
+    opts?: { timeoutMs?: number },
+  ): Promise<z.output<Res>> {
     return (await this.request(ep, req, opts)).data;
   }
 

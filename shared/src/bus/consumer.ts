@@ -76,7 +76,6 @@ export interface ConsumerOptions {
   };
 }
 
-
 export function nakDelayMs(deliveryCount: number, baseMs = 500, maxMs = 30_000): number {
   return backoffDelayMs(deliveryCount, { baseMs, maxMs, jitter: false });
 }
@@ -109,7 +108,12 @@ export function batchConsumerOf<S extends EventSubject>(
   handle: (events: DomainEvent<S>[]) => Promise<void>,
   opts: { max?: number; lingerMs?: number } = {},
 ) {
-  return { durable, filterSubject, handler: (event: DomainEvent<S>) => handle([event]), batch: { max: opts.max ?? 200, lingerMs: opts.lingerMs, handler: handle } };
+  return {
+    durable,
+    filterSubject,
+    handler: (event: DomainEvent<S>) => handle([event]),
+    batch: { max: opts.max ?? 200, lingerMs: opts.lingerMs, handler: handle },
+  };
 }
 
 /**
@@ -119,7 +123,12 @@ export function batchConsumerOf<S extends EventSubject>(
  * the cost is the message, not the work. An event whose handling fails is not applied
  * again with the others: only it goes on alone, with its retries and dead letters.
  */
-export function eachConsumerOf<S extends EventSubject>(durable: string, filterSubject: S, handle: (event: DomainEvent<S>) => Promise<void>, opts: { max?: number; lingerMs?: number } = {}) {
+export function eachConsumerOf<S extends EventSubject>(
+  durable: string,
+  filterSubject: S,
+  handle: (event: DomainEvent<S>) => Promise<void>,
+  opts: { max?: number; lingerMs?: number } = {},
+) {
   const each = async (events: DomainEvent<S>[]): Promise<DomainEvent<S>[]> => {
     const failed: DomainEvent<S>[] = [];
     for (const e of events) {
@@ -252,7 +261,10 @@ export class EventConsumer {
       // Held up (a busy loop), or handling what it received: answers may be waiting unread.
       if (now - due > 100 || !this.idle) return this.armLostPull(50);
       consumerStallsTotal.inc({ durable, kind: 'pull_lost' });
-      log.warn({ durable, notice: { type: 'pull_lost', expiresMs: PULL_EXPIRES_MS } }, 'event consumer: its pull went unanswered past its expiry (nats-server before 2.9.16 drops some without a word); pulled again');
+      log.warn(
+        { durable, notice: { type: 'pull_lost', expiresMs: PULL_EXPIRES_MS } },
+        'event consumer: its pull went unanswered past its expiry (nats-server before 2.9.16 drops some without a word); pulled again',
+      );
       // Until the new pull's notice re-arms it, look again a whole pull's life later.
       this.armLostPull(PULL_EXPIRES_MS + LOST_PULL_GRACE_MS);
       pulls.resetPending!().catch(() => undefined);
@@ -327,7 +339,12 @@ export class EventConsumer {
     if (ready.length === 0) return;
     let failed: Set<DomainEvent>;
     try {
-      const left = !tracingActive() ? await handler(ready.map((r) => r.event)) : await this.tracedBatch(ready.map((r) => r.event), handler);
+      const left = !tracingActive()
+        ? await handler(ready.map((r) => r.event))
+        : await this.tracedBatch(
+            ready.map((r) => r.event),
+            handler,
+          );
       failed = new Set(left ?? []);
     } catch (err) {
       this.opts.log.warn({ durable: this.opts.durable, n: ready.length, err }, 'event batch failed; handling its events one by one');
@@ -351,11 +368,14 @@ export class EventConsumer {
     });
     return inSpan(
       `${this.opts.durable} ${one ? one.type : 'batch'}`,
-      { kind: SpanKind.CONSUMER, ...(one ? { parent: contextFrom(one.traceparent) } : { links }), attributes: { 'messaging.batch.message_count': events.length } },
+      {
+        kind: SpanKind.CONSUMER,
+        ...(one ? { parent: contextFrom(one.traceparent) } : { links }),
+        attributes: { 'messaging.batch.message_count': events.length },
+      },
       () => handler(events),
     );
   }
-
 
   private async run(messages: ConsumerMessages): Promise<void> {
     const limit = Math.max(1, this.opts.concurrency ?? 8);
@@ -407,8 +427,14 @@ export class EventConsumer {
       // The trace of the operation that committed the event goes on here.
       const ctx = { deliveryCount, working: () => m.working() };
       if (tracingActive()) {
-        await inSpan(`${durable} ${event.type}`, { kind: SpanKind.CONSUMER, parent: contextFrom(event.traceparent ?? m.headers?.get('traceparent')), attributes: { 'messaging.consumer.group.name': durable } }, () =>
-          handler(event, ctx),
+        await inSpan(
+          `${durable} ${event.type}`,
+          {
+            kind: SpanKind.CONSUMER,
+            parent: contextFrom(event.traceparent ?? m.headers?.get('traceparent')),
+            attributes: { 'messaging.consumer.group.name': durable },
+          },
+          () => handler(event, ctx),
         );
       } else await handler(event, ctx);
       m.ack();

@@ -1,4 +1,15 @@
-import { AckPolicy, DeliverPolicy, JetStreamApiCodes, JetStreamApiError, RetentionPolicy, StorageType, type ConsumerConfig, type ConsumerInfo, type JetStreamManager, type StreamConfig } from '@nats-io/jetstream';
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiCodes,
+  JetStreamApiError,
+  RetentionPolicy,
+  StorageType,
+  type ConsumerConfig,
+  type ConsumerInfo,
+  type JetStreamManager,
+  type StreamConfig,
+} from '@nats-io/jetstream';
 import { nanos } from '@nats-io/nats-core';
 import { Objm } from '@nats-io/obj';
 import type { Logger } from '../logger';
@@ -241,11 +252,14 @@ export async function provisionedDurable(bus: Bus, durable: string, filterSubjec
   try {
     info = await (await bus.jsm()).consumers.info(STREAM_EVENTS, durable);
   } catch (err) {
-    if (isConsumerNotFound(err) || isStreamNotFound(err)) throw new JetStreamNotProvisioned(`the durable consumer ${durable} does not exist on ${STREAM_EVENTS}: ${PROVISIONING_HINT}`);
+    if (isConsumerNotFound(err) || isStreamNotFound(err))
+      throw new JetStreamNotProvisioned(`the durable consumer ${durable} does not exist on ${STREAM_EVENTS}: ${PROVISIONING_HINT}`);
     throw err;
   }
   if (info.config.filter_subject !== filterSubject) {
-    throw new JetStreamNotProvisioned(`the durable consumer ${durable} takes ${info.config.filter_subject ?? 'every subject'}, this build declares ${filterSubject}: ${PROVISIONING_HINT}`);
+    throw new JetStreamNotProvisioned(
+      `the durable consumer ${durable} takes ${info.config.filter_subject ?? 'every subject'}, this build declares ${filterSubject}: ${PROVISIONING_HINT}`,
+    );
   }
   return info;
 }

@@ -89,7 +89,17 @@ export class LargePayloads {
     const rollup = headers();
     rollup.set(JsHeaders.RollupHdr, JsHeaders.RollupValueSubject);
     await this.js.publish(`$O.${LARGE_BUCKET}.C.${info.nuid}`, new Uint8Array(0), { headers: rollup });
-    const meta = { name: info.name, bucket: LARGE_BUCKET, nuid: info.nuid, size: 0, chunks: 0, digest: '', mtime: info.mtime, deleted: true, options: info.options };
+    const meta = {
+      name: info.name,
+      bucket: LARGE_BUCKET,
+      nuid: info.nuid,
+      size: 0,
+      chunks: 0,
+      digest: '',
+      mtime: info.mtime,
+      deleted: true,
+      options: info.options,
+    };
     await this.js.publish(`$O.${LARGE_BUCKET}.M.${Base64UrlPaddedCodec.encode(info.name)}`, JSON.stringify(meta), { headers: rollup });
   }
 }

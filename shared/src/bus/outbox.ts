@@ -34,9 +34,12 @@ export async function createOutboxTable(knex: Knex, schema: string): Promise<voi
     t.timestamp('sent_at', { useTz: true });
   });
   await knex.raw(`CREATE INDEX outbox_unsent ON ??.outbox (created_at, id) WHERE sent_at IS NULL`, [schema]);
-  await knex.raw(`
+  await knex.raw(
+    `
     CREATE OR REPLACE FUNCTION ??.outbox_notify() RETURNS trigger AS $$
-    BEGIN PERFORM pg_notify('${outboxChannel(schema)}', ''); RETURN NULL; END $$ LANGUAGE plpgsql`, [schema]);
+    BEGIN PERFORM pg_notify('${outboxChannel(schema)}', ''); RETURN NULL; END $$ LANGUAGE plpgsql`,
+    [schema],
+  );
   await knex.raw(`CREATE TRIGGER outbox_notify AFTER INSERT ON ??.outbox FOR EACH STATEMENT EXECUTE FUNCTION ??.outbox_notify()`, [schema, schema]);
 }
 
@@ -78,7 +81,10 @@ export async function leaveOutboxRoom(knex: Knex, schema: string): Promise<void>
  */
 export async function notifyOnlyUnheld(knex: Knex, schema: string): Promise<void> {
   await knex.raw('DROP TRIGGER IF EXISTS outbox_notify ON ??.outbox', [schema]);
-  await knex.raw(`CREATE TRIGGER outbox_notify AFTER INSERT ON ??.outbox FOR EACH ROW WHEN (NEW.lease_until IS NULL) EXECUTE FUNCTION ??.outbox_notify()`, [schema, schema]);
+  await knex.raw(`CREATE TRIGGER outbox_notify AFTER INSERT ON ??.outbox FOR EACH ROW WHEN (NEW.lease_until IS NULL) EXECUTE FUNCTION ??.outbox_notify()`, [
+    schema,
+    schema,
+  ]);
 }
 
 /** Put the statement-level wake-up back (the down of notifyOnlyUnheld). */
@@ -138,7 +144,10 @@ export function toEnvelopes(events: NewEvent[]): EventEnvelope[] {
     if (!schema) throw new AppError('internal', `no contract for event subject ${e.subject}`);
     const parsed = schema.safeParse(e.data);
     if (!parsed.success) {
-      throw new AppError('internal', `event ${e.subject} does not match its contract: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      throw new AppError(
+        'internal',
+        `event ${e.subject} does not match its contract: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      );
     }
     return {
       id: e.id ?? newId('event'),

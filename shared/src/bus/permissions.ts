@@ -49,13 +49,30 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
   gateway: {
     serves: ['svc.access.>'],
     // Forwards HTTP routes to their owners; never the internal subjects.
-    calls: ['svc.decisions.>', 'svc.workflows.>', 'svc.policies.>', 'svc.approvers.>', 'svc.directory.>', 'svc.notifier.>', 'svc.surfaces.>', 'svc.scheduler.>', 'svc.integrations.>'],
+    calls: [
+      'svc.decisions.>',
+      'svc.workflows.>',
+      'svc.policies.>',
+      'svc.approvers.>',
+      'svc.directory.>',
+      'svc.notifier.>',
+      'svc.surfaces.>',
+      'svc.scheduler.>',
+      'svc.integrations.>',
+    ],
     neverCalls: INTERNAL,
     publishes: [],
   },
   decisions: {
     serves: ['svc.decisions.>', 'svc.workflows.>'],
-    calls: [SUBJECT.notifier.engineConfigured, SUBJECT.policies.resolve, SUBJECT.policies.resolveAdhoc, SUBJECT.access.llmSettings, SUBJECT.access.retentionSettings, SUBJECT.surfaces.chatFollows],
+    calls: [
+      SUBJECT.notifier.engineConfigured,
+      SUBJECT.policies.resolve,
+      SUBJECT.policies.resolveAdhoc,
+      SUBJECT.access.llmSettings,
+      SUBJECT.access.retentionSettings,
+      SUBJECT.surfaces.chatFollows,
+    ],
     publishes: ['evt.decision.>', 'evt.run.>'],
   },
   policies: {
@@ -187,7 +204,11 @@ export function natsPermissionsOf(name: ServiceName, users?: Partial<Record<Serv
         // Events its consumers cannot handle are parked under its own durables' names.
         ...durables.map((d) => deadLetterSubject(d)),
         // Its own durables: read (the start's check, the gauges), pull, ack.
-        ...durables.flatMap((d) => [`${js}.CONSUMER.INFO.${STREAM_EVENTS}.${d}`, `${js}.CONSUMER.MSG.NEXT.${STREAM_EVENTS}.${d}`, `$JS.ACK.${STREAM_EVENTS}.${d}.>`]),
+        ...durables.flatMap((d) => [
+          `${js}.CONSUMER.INFO.${STREAM_EVENTS}.${d}`,
+          `${js}.CONSUMER.MSG.NEXT.${STREAM_EVENTS}.${d}`,
+          `$JS.ACK.${STREAM_EVENTS}.${d}.>`,
+        ]),
         // The objects of the bucket that carries bodies over max_payload (bus/large.ts):
         // put (chunks, then meta), read (the meta by subject; the chunks of one object
         // through an ordered consumer filtered to them: the subject names the filter, and

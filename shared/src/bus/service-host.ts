@@ -22,9 +22,7 @@ export class StatusReply<T> {
 }
 export const withStatus = <T>(status: number, data: T) => new StatusReply(status, data);
 
-export type Handler<Req extends z.ZodType, Res extends z.ZodType> = (
-  req: z.output<Req>,
-) => Promise<z.input<Res> | StatusReply<z.input<Res>>>;
+export type Handler<Req extends z.ZodType, Res extends z.ZodType> = (req: z.output<Req>) => Promise<z.input<Res> | StatusReply<z.input<Res>>>;
 
 /**
  * A NATS service (`@nats-io/services`): `$SRV.PING/INFO/STATS` discovery, and every
@@ -48,7 +46,14 @@ export class ServiceHost {
    * read-only, and before answering it, the change is announced for the caches of this
    * service's data (bus/invalidation), for the request's org.
    */
-  static async create(opts: { bus: Bus; name: string; version: string; description?: string; log: Logger; announcesChangesAs?: ServiceName }): Promise<ServiceHost> {
+  static async create(opts: {
+    bus: Bus;
+    name: string;
+    version: string;
+    description?: string;
+    log: Logger;
+    announcesChangesAs?: ServiceName;
+  }): Promise<ServiceHost> {
     const svcm = new Svcm(opts.bus.nc);
     const service = await svcm.add({
       name: opts.name,
@@ -144,7 +149,9 @@ export class ServiceHost {
       try {
         // The caller's trace, continued here (traceparent in the request's headers).
         result = tracingActive()
-          ? await inSpan(ep.subject, { kind: SpanKind.SERVER, parent: extractFrom(msg.headers), attributes: { 'approvals.service': this.name } }, () => handler(parsed.data))
+          ? await inSpan(ep.subject, { kind: SpanKind.SERVER, parent: extractFrom(msg.headers), attributes: { 'approvals.service': this.name } }, () =>
+              handler(parsed.data),
+            )
           : await handler(parsed.data);
       } finally {
         // Even after a failure: a handler may have changed something before it failed.
@@ -206,7 +213,11 @@ function headerSafe(text: string): string {
   return text.replace(/[\r\n]+/g, ' ').slice(0, 512);
 }
 
-export function errorReply(err: unknown, log: Logger, subject: string): { ok: false; error: { code: string; message: string; details: Record<string, unknown> } } {
+export function errorReply(
+  err: unknown,
+  log: Logger,
+  subject: string,
+): { ok: false; error: { code: string; message: string; details: Record<string, unknown> } } {
   if (err instanceof AppError) {
     if (err.status >= 500) log.warn({ err, subject }, err.message);
     return { ok: false, error: { code: err.code, message: err.message, details: err.details } };

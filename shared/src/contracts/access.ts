@@ -34,7 +34,12 @@ export const AccessEndpoints = {
   echo: endpoint(SUBJECT.access.echo, EchoRequest, EchoReply, READ),
   actorLabel: endpoint(SUBJECT.access.actorLabel, ActorLabelRequest, ActorLabelReply, READ),
   /** The identity provider created or renamed an org. */
-  upsertOrg: endpoint(SUBJECT.access.upsertOrg, z.object({ org: z.string().min(1).max(200), name: z.string().max(500).nullable() }), z.object({ org: z.string(), created: z.boolean() }), RESENDABLE),
+  upsertOrg: endpoint(
+    SUBJECT.access.upsertOrg,
+    z.object({ org: z.string().min(1).max(200), name: z.string().max(500).nullable() }),
+    z.object({ org: z.string(), created: z.boolean() }),
+    RESENDABLE,
+  ),
 };
 
 /** Echo endpoints of every service, for health detail and replica tests. */

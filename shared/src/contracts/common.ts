@@ -6,7 +6,15 @@ import { z } from 'zod';
  * re-parse what the gateway already parsed. Bounds are the caller's: `.pipe(z.number()…)`.
  */
 export const decimalInt = (bounds: z.ZodNumber) =>
-  z.union([z.number(), z.string().regex(/^(0|[1-9][0-9]{0,15})$/, 'must be a whole number in decimal digits').transform(Number)]).pipe(bounds);
+  z
+    .union([
+      z.number(),
+      z
+        .string()
+        .regex(/^(0|[1-9][0-9]{0,15})$/, 'must be a whole number in decimal digits')
+        .transform(Number),
+    ])
+    .pipe(bounds);
 
 export const ApiKeyRole = z.enum(['decisions:write', 'policies:write']);
 export type ApiKeyRole = z.infer<typeof ApiKeyRole>;
@@ -82,7 +90,10 @@ export function forwarded<P extends z.ZodType, Q extends z.ZodType, B extends z.
      * browser-binding cookie (http/browser-binding.ts), for a state that only that
      * browser may bring back.
      */
-    browserBinding: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+    browserBinding: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .optional(),
     params: (parts.params ?? z.object({}).catchall(z.unknown())) as P,
     query: (parts.query ?? z.object({}).catchall(z.unknown())) as Q,
     body: (parts.body ?? z.unknown().optional()) as B,
@@ -115,7 +126,10 @@ export type RawHttpReply = z.infer<typeof RawHttpReply>;
 export const EchoRequest = z.object({ message: z.string(), delayMs: z.number().int().min(0).max(60_000).optional() });
 export const EchoReply = z.object({ message: z.string(), instance: z.string() });
 
-export const Email = z.email().max(320).transform((s) => s.toLowerCase());
+export const Email = z
+  .email()
+  .max(320)
+  .transform((s) => s.toLowerCase());
 
 /** Domain event envelope on the EVENTS stream. `id` is also the Nats-Msg-Id. */
 export const EventEnvelope = z.object({

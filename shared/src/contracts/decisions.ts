@@ -18,7 +18,10 @@ export const FactsHash = z.string().regex(FACTS_HASH_PATTERN, 'factsHash must be
 const INT4_MAX = 2_147_483_647;
 
 /** A link shown to reviewers: http(s) only (never `javascript:` or `data:`). */
-const HttpUrl = z.string().max(2000).regex(/^https?:\/\/\S+$/i, 'must be an http(s) URL');
+const HttpUrl = z
+  .string()
+  .max(2000)
+  .regex(/^https?:\/\/\S+$/i, 'must be an http(s) URL');
 
 const title = { title: z.string().optional() };
 export const Block = z.discriminatedUnion('kind', [
@@ -92,7 +95,11 @@ export type ResponseSpec = z.infer<typeof ResponseSpec>;
 export const EsignAttachment = z.strictObject({
   envelopeId: z.string().min(1).max(200),
   accountId: z.string().max(200).optional(),
-  documentUrl: z.string().max(2000).pipe(z.url({ protocol: /^https?$/, error: 'documentUrl must be an http(s) URL' })).optional(),
+  documentUrl: z
+    .string()
+    .max(2000)
+    .pipe(z.url({ protocol: /^https?$/, error: 'documentUrl must be an http(s) URL' }))
+    .optional(),
 });
 
 export const DecisionRequest = z.strictObject({
@@ -275,7 +282,11 @@ export const DecideReply = z.object({
   tally: Tally,
 });
 export const RefineBody = z.strictObject({ feedback: z.string().min(1).max(8000) });
-export const RefineReply = z.object({ decisionId: z.string(), draft: z.object({ content: z.string(), title: z.string().optional(), format: z.string().optional() }), model: z.string() });
+export const RefineReply = z.object({
+  decisionId: z.string(),
+  draft: z.object({ content: z.string(), title: z.string().optional(), format: z.string().optional() }),
+  model: z.string(),
+});
 
 /** Vote from a surface (email link, chat): the surface has authenticated the person. */
 export const SurfaceVoteRequest = z.object({
@@ -299,30 +310,37 @@ export const WorkflowStep = z.strictObject({
   dependsOn: z.array(z.string().min(1).max(200)).max(100).optional(),
   retryPolicy: RetryPolicy.optional(),
 });
-export const WorkflowDefinition = z.strictObject({
-  id: z.string().min(1).max(200),
-  name: z.string().max(200).optional(),
-  version: z.number().int().positive().max(INT4_MAX).default(1),
-  engine: Engine.default('engineA'),
-  steps: z.array(WorkflowStep).max(500),
-}).superRefine((def, ctx) => {
-  // A step graph an engine can run: unique ids, dependencies on steps that exist, no cycle.
-  const index = new Map<string, number>();
-  def.steps.forEach((s, i) => {
-    if (index.has(s.id)) ctx.addIssue({ code: 'custom', path: ['steps', i, 'id'], message: `duplicate step id "${s.id}" (also steps.${index.get(s.id)})` });
-    else index.set(s.id, i);
+export const WorkflowDefinition = z
+  .strictObject({
+    id: z.string().min(1).max(200),
+    name: z.string().max(200).optional(),
+    version: z.number().int().positive().max(INT4_MAX).default(1),
+    engine: Engine.default('engineA'),
+    steps: z.array(WorkflowStep).max(500),
+  })
+  .superRefine((def, ctx) => {
+    // A step graph an engine can run: unique ids, dependencies on steps that exist, no cycle.
+    const index = new Map<string, number>();
+    def.steps.forEach((s, i) => {
+      if (index.has(s.id)) ctx.addIssue({ code: 'custom', path: ['steps', i, 'id'], message: `duplicate step id "${s.id}" (also steps.${index.get(s.id)})` });
+      else index.set(s.id, i);
+    });
+    def.steps.forEach((s, i) =>
+      (s.dependsOn ?? []).forEach((dep, j) => {
+        if (dep === s.id) ctx.addIssue({ code: 'custom', path: ['steps', i, 'dependsOn', j], message: `step "${s.id}" depends on itself` });
+        else if (!index.has(dep))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['steps', i, 'dependsOn', j],
+            message: `step "${s.id}" depends on "${dep}", which is not a step of this workflow`,
+          });
+      }),
+    );
+    if (def.steps.every((s) => (s.dependsOn ?? []).every((d) => d !== s.id && index.has(d)))) {
+      const cycle = findCycle(def.steps);
+      if (cycle) ctx.addIssue({ code: 'custom', path: ['steps'], message: `the steps depend on each other in a cycle: ${cycle.join(' → ')}` });
+    }
   });
-  def.steps.forEach((s, i) =>
-    (s.dependsOn ?? []).forEach((dep, j) => {
-      if (dep === s.id) ctx.addIssue({ code: 'custom', path: ['steps', i, 'dependsOn', j], message: `step "${s.id}" depends on itself` });
-      else if (!index.has(dep)) ctx.addIssue({ code: 'custom', path: ['steps', i, 'dependsOn', j], message: `step "${s.id}" depends on "${dep}", which is not a step of this workflow` });
-    }),
-  );
-  if (def.steps.every((s) => (s.dependsOn ?? []).every((d) => d !== s.id && index.has(d)))) {
-    const cycle = findCycle(def.steps);
-    if (cycle) ctx.addIssue({ code: 'custom', path: ['steps'], message: `the steps depend on each other in a cycle: ${cycle.join(' → ')}` });
-  }
-});
 
 /** A dependency cycle among steps (ids, first repeated at the end), or null. Iterative DFS. */
 function findCycle(steps: Array<{ id: string; dependsOn?: string[] }>): string[] | null {
@@ -436,7 +454,14 @@ export type ReceiptPayload = z.infer<typeof ReceiptPayload>;
 /** `GET …/receipt`: the compact JWS (EdDSA, `typ` approval-receipt+jwt). */
 export const ReceiptReply = z.object({ receipt: z.string() });
 /** An Ed25519 public key as a JWK (RFC 8037), with its `kid`. */
-export const ReceiptPublicJwk = z.object({ kty: z.literal('OKP'), crv: z.literal('Ed25519'), x: z.string(), kid: z.string(), alg: z.literal('EdDSA'), use: z.literal('sig') });
+export const ReceiptPublicJwk = z.object({
+  kty: z.literal('OKP'),
+  crv: z.literal('Ed25519'),
+  x: z.string(),
+  kid: z.string(),
+  alg: z.literal('EdDSA'),
+  use: z.literal('sig'),
+});
 export type ReceiptPublicJwk = z.infer<typeof ReceiptPublicJwk>;
 /** `GET /.well-known/jwks.json`: the current signing key first, then the retired ones. */
 export const ReceiptJwks = z.object({ keys: z.array(ReceiptPublicJwk) });
@@ -463,9 +488,19 @@ export const DecisionsEndpoints = {
     READ,
   ),
   get: endpoint(SUBJECT.decisions.get, forwarded({ params: IdParams }), SessionDecisionView, READ),
-  addEvidence: endpoint(SUBJECT.decisions.addEvidence, forwarded({ params: IdParams, body: EvidenceItem }), EvidenceView.extend({ duplicate: z.boolean() }), RESENDABLE),
+  addEvidence: endpoint(
+    SUBJECT.decisions.addEvidence,
+    forwarded({ params: IdParams, body: EvidenceItem }),
+    EvidenceView.extend({ duplicate: z.boolean() }),
+    RESENDABLE,
+  ),
   listEvidence: endpoint(SUBJECT.decisions.listEvidence, forwarded({ params: IdParams }), z.object({ evidence: z.array(EvidenceView) }), READ),
-  saveOutput: endpoint(SUBJECT.decisions.saveOutput, forwarded({ params: IdParams, body: OutputDraft }), z.object({ decisionId: z.string(), refinedOutput: OutputDraft, output: ProposedOutput }), RESENDABLE),
+  saveOutput: endpoint(
+    SUBJECT.decisions.saveOutput,
+    forwarded({ params: IdParams, body: OutputDraft }),
+    z.object({ decisionId: z.string(), refinedOutput: OutputDraft, output: ProposedOutput }),
+    RESENDABLE,
+  ),
   // The model may take up to a minute to write a draft.
   refine: endpoint(SUBJECT.decisions.refine, forwarded({ params: IdParams, body: RefineBody }), RefineReply, { timeoutMs: 65_000 }),
   vote: endpoint(SUBJECT.decisions.vote, forwarded({ params: IdParams, body: DecideBody }), DecideReply),
@@ -480,7 +515,12 @@ export const DecisionsEndpoints = {
   /** Internal read for surfaces and the notifier (no principal): the record as read back. */
   peek: endpoint(SUBJECT.decisions.peek, z.object({ org: z.string(), id: z.string(), person: z.string().optional() }), PeekView, READ),
   /** The org's decisions carrying this signature envelope (`esign.envelopeId`), oldest first. */
-  byEnvelope: endpoint(SUBJECT.decisions.byEnvelope, z.object({ org: z.string(), envelopeId: z.string().min(1).max(200) }), z.object({ decisionIds: z.array(z.string()) }), READ),
+  byEnvelope: endpoint(
+    SUBJECT.decisions.byEnvelope,
+    z.object({ org: z.string(), envelopeId: z.string().min(1).max(200) }),
+    z.object({ decisionIds: z.array(z.string()) }),
+    READ,
+  ),
   /** The envelope was voided: a PENDING signature decision is REJECTED with the note. */
   signatureVoided: endpoint(
     SUBJECT.decisions.signatureVoided,

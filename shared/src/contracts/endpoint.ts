@@ -26,7 +26,12 @@ export const RESENDABLE: EndpointOptions = { idempotent: true };
 /** A read: safe to resend, and a short wait before doing so (a dead replica costs little). */
 export const READ: EndpointOptions = { idempotent: true, timeoutMs: 5_000, readOnly: true };
 
-export function endpoint<Req extends z.ZodType, Res extends z.ZodType>(subject: string, request: Req, reply: Res, options: EndpointOptions = {}): EndpointDef<Req, Res> {
+export function endpoint<Req extends z.ZodType, Res extends z.ZodType>(
+  subject: string,
+  request: Req,
+  reply: Res,
+  options: EndpointOptions = {},
+): EndpointDef<Req, Res> {
   return { subject, request, reply, ...options };
 }
 

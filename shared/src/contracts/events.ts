@@ -42,7 +42,12 @@ export type EscalationPlan = z.infer<typeof EscalationPlan>;
  * REMIND_AT of timeoutSec; with an `escalate` route, one step per further channel every
  * escalateAfterSec, each before the expiry (the expiry ends the decision anyway).
  */
-export function escalationPlanOf(d: { createdAt: Date | string; expiresAt: Date | string | null; timeoutSec: number | null; route: DecisionRoute | null }): EscalationPlan {
+export function escalationPlanOf(d: {
+  createdAt: Date | string;
+  expiresAt: Date | string | null;
+  timeoutSec: number | null;
+  route: DecisionRoute | null;
+}): EscalationPlan {
   const steps: PlannedStep[] = [];
   const created = new Date(d.createdAt).getTime();
   const expires = d.expiresAt === null ? null : new Date(d.expiresAt).getTime();
@@ -87,7 +92,10 @@ const DecisionCreatedFields = z.object({
  * before the plan was carried (a rolling upgrade) gets it at receipt, from the same
  * function that computes it at creation.
  */
-export const DecisionCreatedData = DecisionCreatedFields.extend({ plan: EscalationPlan.optional() }).transform((d) => ({ ...d, plan: d.plan ?? escalationPlanOf(d) }));
+export const DecisionCreatedData = DecisionCreatedFields.extend({ plan: EscalationPlan.optional() }).transform((d) => ({
+  ...d,
+  plan: d.plan ?? escalationPlanOf(d),
+}));
 export type DecisionCreatedData = z.output<typeof DecisionCreatedData>;
 
 /** A notification (created, reminder, escalation) reached an approver's channel. */
@@ -164,7 +172,6 @@ export const PolicyChangedData = z.object({
   labels: z.object({ name: LabelChange, description: LabelChange }).optional(),
 });
 export type PolicyChangedData = z.infer<typeof PolicyChangedData>;
-
 
 export const DecisionVoteRecordedData = z.object({
   decisionId: z.string(),

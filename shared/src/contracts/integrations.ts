@@ -149,7 +149,11 @@ export const EsignSettingsBody = z.strictObject({
   /** Connect HMAC key(s), write-only; several comma-separated (up to 5) while rotating. Omit to keep the stored one. */
   connectHmacKey: z.string().min(16).max(2000).optional(),
   /** Where envelopes are opened (the app links them), e.g. https://demo.docusign.net. */
-  baseUrl: z.string().max(2000).pipe(z.url({ protocol: /^https?$/ })).optional(),
+  baseUrl: z
+    .string()
+    .max(2000)
+    .pipe(z.url({ protocol: /^https?$/ }))
+    .optional(),
 });
 export const EsignSettingsView = z.object({
   configured: z.boolean(),

@@ -6,7 +6,10 @@ import { READ, RESENDABLE, endpoint } from './endpoint';
 
 export const ContactMethods = z.strictObject({
   email: Email.optional(),
-  sms: z.string().regex(/^\+[1-9][0-9]{3,14}$/, 'sms must be a phone number in E.164 form (+ and 4 to 15 digits)').optional(),
+  sms: z
+    .string()
+    .regex(/^\+[1-9][0-9]{3,14}$/, 'sms must be a phone number in E.164 form (+ and 4 to 15 digits)')
+    .optional(),
   chatA: z.string().min(1).max(200).optional(),
   pushEnabled: z.boolean().optional(),
 });
@@ -33,7 +36,10 @@ export const PushDeviceView = z.object({
 export const DeviceIdParams = z.strictObject({ id: z.string().min(1).max(100) });
 
 export const EngineName = Engine;
-const EngineUrl = z.string().max(2000).pipe(z.url({ protocol: /^https?$/, error: 'url must be an http(s) URL' }));
+const EngineUrl = z
+  .string()
+  .max(2000)
+  .pipe(z.url({ protocol: /^https?$/, error: 'url must be an http(s) URL' }));
 const Secret = z.string().min(1).max(2000);
 
 /**
@@ -44,9 +50,15 @@ const Secret = z.string().min(1).max(2000);
  */
 export const EngineSettingsBody = z.strictObject({
   engineA: z.strictObject({ url: EngineUrl, eventKey: Secret.optional() }).nullable().optional(),
-  engineB: z.strictObject({ url: EngineUrl, namespace: z.string().min(1).max(200), apiKey: Secret.optional() }).nullable().optional(),
+  engineB: z
+    .strictObject({ url: EngineUrl, namespace: z.string().min(1).max(200), apiKey: Secret.optional() })
+    .nullable()
+    .optional(),
   trigger: z.strictObject({ url: EngineUrl, secretKey: Secret.optional() }).nullable().optional(),
-  bundled: z.strictObject({ url: EngineUrl, secret: z.string().min(16).max(2000).optional() }).nullable().optional(),
+  bundled: z
+    .strictObject({ url: EngineUrl, secret: z.string().min(16).max(2000).optional() })
+    .nullable()
+    .optional(),
 });
 export const EngineSettingsView = z.object({
   engineA: z.object({ url: z.string(), eventKeySet: z.boolean() }).nullable(),
@@ -56,12 +68,23 @@ export const EngineSettingsView = z.object({
   /** Which engines the deployment's environment configures (the fallback). */
   deployment: z.object({ engineA: z.boolean(), engineB: z.boolean(), trigger: z.boolean(), bundled: z.boolean() }),
 });
-export const EngineTestReply = z.object({ engine: EngineName, source: z.enum(['org', 'deployment']), ok: z.boolean(), status: z.number().nullable(), error: z.string().optional() });
+export const EngineTestReply = z.object({
+  engine: EngineName,
+  source: z.enum(['org', 'deployment']),
+  ok: z.boolean(),
+  status: z.number().nullable(),
+  error: z.string().optional(),
+});
 
 export const NotifierEndpoints = {
   contactMethodsGet: endpoint(SUBJECT.notifier.contactMethodsGet, forwarded({}), ContactMethodsView, READ),
   contactMethodsPut: endpoint(SUBJECT.notifier.contactMethodsPut, forwarded({ body: ContactMethods }), ContactMethodsView, RESENDABLE),
-  pushDeviceRegister: endpoint(SUBJECT.notifier.pushDeviceRegister, forwarded({ body: PushDeviceBody }), PushDeviceView.extend({ created: z.boolean(), reactivated: z.boolean() }), RESENDABLE),
+  pushDeviceRegister: endpoint(
+    SUBJECT.notifier.pushDeviceRegister,
+    forwarded({ body: PushDeviceBody }),
+    PushDeviceView.extend({ created: z.boolean(), reactivated: z.boolean() }),
+    RESENDABLE,
+  ),
   pushDeviceList: endpoint(SUBJECT.notifier.pushDeviceList, forwarded({}), z.object({ devices: z.array(PushDeviceView) }), READ),
   pushDeviceRevoke: endpoint(SUBJECT.notifier.pushDeviceRevoke, forwarded({ params: DeviceIdParams }), PushDeviceView, RESENDABLE),
   deliveries: endpoint(
@@ -91,5 +114,10 @@ export const NotifierEndpoints = {
   engineSettingsPut: endpoint(SUBJECT.notifier.engineSettingsPut, forwarded({ body: EngineSettingsBody }), EngineSettingsView),
   engineTest: endpoint(SUBJECT.notifier.engineTest, forwarded({ params: z.object({ engine: EngineName }) }), EngineTestReply, { timeoutMs: 20_000 }),
   /** Whether an engine can be reached for an org (its settings, or the deployment's): `POST /v1/runs/` refuses otherwise. */
-  engineConfigured: endpoint(SUBJECT.notifier.engineConfigured, z.object({ org: z.string(), engine: z.string() }), z.object({ configured: z.boolean(), source: z.enum(['org', 'deployment']).nullable() }), READ),
+  engineConfigured: endpoint(
+    SUBJECT.notifier.engineConfigured,
+    z.object({ org: z.string(), engine: z.string() }),
+    z.object({ configured: z.boolean(), source: z.enum(['org', 'deployment']).nullable() }),
+    READ,
+  ),
 };

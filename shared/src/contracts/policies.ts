@@ -74,14 +74,12 @@ const policyBodyFields = {
  * Upsert body. `key` may be omitted when `name` is itself a valid key (the spec reads a
  * body with only a name as key = name).
  */
-export const PolicyUpsertBody = z
-  .strictObject({ key: PolicyKey.optional(), ...policyBodyFields })
-  .transform((b, ctx) => {
-    if (b.key) return { ...b, key: b.key };
-    if (POLICY_KEY_PATTERN.test(b.name) && b.name.length <= 64) return { ...b, key: b.name };
-    ctx.addIssue({ code: 'custom', path: ['key'], message: 'key is required (the name is not a valid key)' });
-    return z.NEVER;
-  });
+export const PolicyUpsertBody = z.strictObject({ key: PolicyKey.optional(), ...policyBodyFields }).transform((b, ctx) => {
+  if (b.key) return { ...b, key: b.key };
+  if (POLICY_KEY_PATTERN.test(b.name) && b.name.length <= 64) return { ...b, key: b.name };
+  ctx.addIssue({ code: 'custom', path: ['key'], message: 'key is required (the name is not a valid key)' });
+  return z.NEVER;
+});
 export type PolicyUpsertBody = z.output<typeof PolicyUpsertBody>;
 
 export const PolicyUpdateBody = z.strictObject({
@@ -110,7 +108,10 @@ export const PolicyDefinition = z.object({
   requiresSignature: z.boolean().optional(),
   /** Present (true) only when set, so a definition without it hashes as before. */
   requireFacts: z.boolean().optional(),
-  floor: z.array(z.object({ field: z.string(), op: z.string(), value: z.unknown() })).nullable().optional(),
+  floor: z
+    .array(z.object({ field: z.string(), op: z.string(), value: z.unknown() }))
+    .nullable()
+    .optional(),
 });
 export type PolicyDefinition = z.infer<typeof PolicyDefinition>;
 
@@ -172,7 +173,10 @@ export const PreviewReply = z.object({
 
 export const KeyParams = z.strictObject({ key: PathKey });
 export const VersionParams = z.strictObject({ key: PathKey, n: decimalInt(z.number().int().positive().max(2_147_483_647)) });
-export const CompareQuery = z.strictObject({ from: decimalInt(z.number().int().positive().max(2_147_483_647)), to: decimalInt(z.number().int().positive().max(2_147_483_647)) });
+export const CompareQuery = z.strictObject({
+  from: decimalInt(z.number().int().positive().max(2_147_483_647)),
+  to: decimalInt(z.number().int().positive().max(2_147_483_647)),
+});
 export const DeleteQuery = z.strictObject({ force: z.enum(['true', 'false']).optional() });
 export const CheckBody = z.strictObject({ keys: z.array(PathKey).min(1).max(100) });
 
@@ -190,16 +194,15 @@ const PHONE = /^\+[1-9][0-9]{3,14}$/;
 /** What an endpoint must look like for the channels whose form is known (chat ids are opaque). */
 export function channelEndpointProblem(channel: string, endpoint: string): string | null {
   if (channel === 'webhook' && !HTTP_URL.test(endpoint)) return 'a webhook endpoint must be an http(s) URL';
-  if ((channel === 'sms' || channel === 'phone') && !PHONE.test(endpoint)) return `a ${channel} endpoint must be a phone number in E.164 form (+ and 4 to 15 digits)`;
+  if ((channel === 'sms' || channel === 'phone') && !PHONE.test(endpoint))
+    return `a ${channel} endpoint must be a phone number in E.164 form (+ and 4 to 15 digits)`;
   if (channel === 'email' && !z.email().safeParse(endpoint).success) return 'an email endpoint must be an email address';
   return null;
 }
-export const ChannelInput = z
-  .strictObject({ channel: Channel, endpoint: z.string().min(1).max(2000).optional() })
-  .superRefine((c, ctx) => {
-    const problem = c.endpoint === undefined ? null : channelEndpointProblem(c.channel, c.endpoint);
-    if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['endpoint'] });
-  });
+export const ChannelInput = z.strictObject({ channel: Channel, endpoint: z.string().min(1).max(2000).optional() }).superRefine((c, ctx) => {
+  const problem = c.endpoint === undefined ? null : channelEndpointProblem(c.channel, c.endpoint);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['endpoint'] });
+});
 export const MethodInput = z.strictObject({ surface: Surface, resolvedRef: z.string().min(1).max(2000).optional() });
 
 export const ApproverRegisterBody = z
@@ -215,15 +218,21 @@ export const ApproverRegisterBody = z
     // mailbox is proven with verify). Nothing given is silently dropped.
     const seen = new Set<string>();
     (b.channels ?? []).forEach((c, i) => {
-      if (seen.has(c.channel)) ctx.addIssue({ code: 'custom', path: ['channels', i, 'channel'], message: `${c.channel} is given twice: an approver has one endpoint per channel` });
+      if (seen.has(c.channel))
+        ctx.addIssue({ code: 'custom', path: ['channels', i, 'channel'], message: `${c.channel} is given twice: an approver has one endpoint per channel` });
       seen.add(c.channel);
       if (c.channel === 'email' && c.endpoint !== undefined && c.endpoint.toLowerCase() !== b.email) {
-        ctx.addIssue({ code: 'custom', path: ['channels', i, 'endpoint'], message: 'the email channel is the approver\'s own address; prove another mailbox with POST /v1/approvers/{id}/verify' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['channels', i, 'endpoint'],
+          message: "the email channel is the approver's own address; prove another mailbox with POST /v1/approvers/{id}/verify",
+        });
       }
     });
     const surfaces = new Set<string>();
     (b.methods ?? []).forEach((m, i) => {
-      if (surfaces.has(m.surface)) ctx.addIssue({ code: 'custom', path: ['methods', i, 'surface'], message: `${m.surface} is given twice: an approver has one method per surface` });
+      if (surfaces.has(m.surface))
+        ctx.addIssue({ code: 'custom', path: ['methods', i, 'surface'], message: `${m.surface} is given twice: an approver has one method per surface` });
       surfaces.add(m.surface);
     });
   });
@@ -240,8 +249,10 @@ export const ApproverVerifyBody = z
   .superRefine((b, ctx) => {
     const problem = b.channel && b.endpoint !== undefined ? channelEndpointProblem(b.channel, b.endpoint) : null;
     if (problem) ctx.addIssue({ code: 'custom', message: problem, path: ['endpoint'] });
-    if (b.surface && b.endpoint !== undefined) ctx.addIssue({ code: 'custom', message: 'endpoint goes with a channel; a surface takes resolvedRef', path: ['endpoint'] });
-    if (b.channel && b.resolvedRef !== undefined) ctx.addIssue({ code: 'custom', message: 'resolvedRef goes with a surface; a channel takes endpoint', path: ['resolvedRef'] });
+    if (b.surface && b.endpoint !== undefined)
+      ctx.addIssue({ code: 'custom', message: 'endpoint goes with a channel; a surface takes resolvedRef', path: ['endpoint'] });
+    if (b.channel && b.resolvedRef !== undefined)
+      ctx.addIssue({ code: 'custom', message: 'resolvedRef goes with a surface; a channel takes endpoint', path: ['resolvedRef'] });
   });
 
 export const ApproverView = z.object({

@@ -87,7 +87,10 @@ export function isPrivateAddress(address: string): boolean {
 /** A list of CIDRs (`127.0.0.2/32,10.1.0.0/16`) an operator allows despite being private. */
 export function parseCidrs(list: string | undefined): BlockList {
   const allowed = new BlockList();
-  for (const raw of (list ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const raw of (list ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const [net, bitsText] = raw.split('/');
     const family = isIP(net ?? '');
     if (!net || family === 0) throw new Error(`not a CIDR: ${raw}`);
@@ -122,7 +125,10 @@ export function addressRefusal(address: string, policy: AddressPolicy): string |
 export function literalTargetRefusal(url: string, policy: AddressPolicy): string | undefined {
   let host: string;
   try {
-    host = new URL(url).hostname.replace(/^\[|\]$/g, '').replace(/\.$/, '').toLowerCase();
+    host = new URL(url).hostname
+      .replace(/^\[|\]$/g, '')
+      .replace(/\.$/, '')
+      .toLowerCase();
   } catch {
     return 'not a URL';
   }

@@ -109,7 +109,8 @@ export function createOutboundClient(opts: OutboundClientOptions): OutboundClien
     } catch {
       throw new OutboundError('invalid_url', `not a URL: ${redactUrl(url)}`, true);
     }
-    if (target.protocol !== 'http:' && target.protocol !== 'https:') throw new OutboundError('invalid_url', `only http(s) URLs are called: ${redactUrl(url)}`, true);
+    if (target.protocol !== 'http:' && target.protocol !== 'https:')
+      throw new OutboundError('invalid_url', `only http(s) URLs are called: ${redactUrl(url)}`, true);
     if (target.username || target.password) throw new OutboundError('invalid_url', 'URLs with credentials are not called', true);
     const host = target.hostname.replace(/^\[|\]$/g, '');
     // An address literal never reaches the lookup above: check it here.
@@ -140,7 +141,13 @@ export function createOutboundClient(opts: OutboundClientOptions): OutboundClien
       throw classify(err, signal, url);
     }
     if (res.statusCode >= 300 && res.statusCode < 400) {
-      throw new OutboundError('redirect', `${redactUrl(url)} answered ${res.statusCode} (redirect refused: redirects are never followed${headers.location ? `; location ${redactUrl(headers.location).slice(0, 200)}` : ''})`, false, res.statusCode, body);
+      throw new OutboundError(
+        'redirect',
+        `${redactUrl(url)} answered ${res.statusCode} (redirect refused: redirects are never followed${headers.location ? `; location ${redactUrl(headers.location).slice(0, 200)}` : ''})`,
+        false,
+        res.statusCode,
+        body,
+      );
     }
     return {
       status: res.statusCode,

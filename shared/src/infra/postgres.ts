@@ -50,7 +50,12 @@ export async function startEmbeddedPostgres(opts: {
     persistent: opts.persistent ?? true,
     createPostgresUser: true,
     postgresFlags: [
-      '-c', 'max_connections=300', '-c', 'fsync=off', '-c', 'full_page_writes=off',
+      '-c',
+      'max_connections=300',
+      '-c',
+      'fsync=off',
+      '-c',
+      'full_page_writes=off',
       ...Object.entries(opts.settings ?? {}).flatMap(([k, v]) => ['-c', `${k}=${v}`]),
     ],
     onLog: (m: unknown) => opts.log?.(String(m)),

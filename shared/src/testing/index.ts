@@ -25,7 +25,10 @@ export function testAdminUrl(): string {
 
 /** A database of its own for one test file, dropped at the end. */
 export async function createTestDatabase(label = 't', adminUrl?: string): Promise<TestDatabase> {
-  const name = `${label.replace(/[^a-z0-9]/gi, '').toLowerCase().slice(0, 20)}_${randomBytes(5).toString('hex')}`;
+  const name = `${label
+    .replace(/[^a-z0-9]/gi, '')
+    .toLowerCase()
+    .slice(0, 20)}_${randomBytes(5).toString('hex')}`;
   const admin = adminUrl ?? testAdminUrl();
   const url = await ensureDatabase(admin, name);
   return { url, name, drop: () => dropDatabase(admin, name) };
@@ -54,7 +57,11 @@ export async function startTestNats(opts: { auth?: boolean; provision?: boolean 
   let nats: TestNats;
   if (process.env.TEST_INFRA === 'containers') {
     const { GenericContainer, Wait } = await import('testcontainers');
-    const c = await new GenericContainer('nats:2.10-alpine').withCommand(['-js']).withExposedPorts(4222).withWaitStrategy(Wait.forLogMessage(/Server is ready/)).start();
+    const c = await new GenericContainer('nats:2.10-alpine')
+      .withCommand(['-js'])
+      .withExposedPorts(4222)
+      .withWaitStrategy(Wait.forLogMessage(/Server is ready/))
+      .start();
     const url = `nats://${c.getHost()}:${c.getMappedPort(4222)}`;
     nats = { url, serviceUrl: url, stop: async () => void (await c.stop()) };
   } else {
@@ -136,7 +143,8 @@ export async function storedEvents(jsm: JetStreamManager, stream = STREAM_EVENTS
     const seqs = Array.from({ length: Math.min(100, state.last_seq - from + 1) }, (_, i) => from + i);
     // A sequence deleted from the stream answers an error: skipped.
     const got = await Promise.all(seqs.map((seq) => jsm.streams.getMessage(stream, { seq }).catch(() => null)));
-    for (const m of got) if (m) out.push({ seq: m.seq, subject: m.subject, msgId: m.header?.get('Nats-Msg-Id'), envelope: m.json<EventEnvelope>(), storedAt: m.time });
+    for (const m of got)
+      if (m) out.push({ seq: m.seq, subject: m.subject, msgId: m.header?.get('Nats-Msg-Id'), envelope: m.json<EventEnvelope>(), storedAt: m.time });
   }
   return out;
 }

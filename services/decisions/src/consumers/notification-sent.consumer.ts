@@ -10,7 +10,14 @@ import type { DecisionsStore } from '../store/decisions.store';
  */
 export function notificationSentConsumer(store: DecisionsStore) {
   const record = (events: DomainEvent<typeof EVENT.notificationSent>[]) =>
-    store.timeline.recordNotified(events.map(({ org, data: d }) => ({ org, decisionId: d.decisionId, at: new Date(d.sentAt), data: { channel: d.channel, kind: d.kind, to: d.approver, deliveryId: d.deliveryId } })));
+    store.timeline.recordNotified(
+      events.map(({ org, data: d }) => ({
+        org,
+        decisionId: d.decisionId,
+        at: new Date(d.sentAt),
+        data: { channel: d.channel, kind: d.kind, to: d.approver, deliveryId: d.deliveryId },
+      })),
+    );
   // The events waiting together (up to OFF_PATH_LINGER_MS: a timeline entry nobody waits on) in one statement.
   return batchConsumerOf(DURABLE.decisionsNotificationSent, EVENT.notificationSent, record, { lingerMs: OFF_PATH_LINGER_MS });
 }
@@ -22,6 +29,13 @@ export function notificationSentConsumer(store: DecisionsStore) {
  */
 export function notificationSkippedConsumer(store: DecisionsStore) {
   const record = (events: DomainEvent<typeof EVENT.notificationSkipped>[]) =>
-    store.timeline.recordResumeSkipped(events.map(({ org, data: d }) => ({ org, decisionId: d.decisionId, at: new Date(d.at), data: { channel: d.channel, reason: d.reason, deliveryId: d.deliveryId } })));
+    store.timeline.recordResumeSkipped(
+      events.map(({ org, data: d }) => ({
+        org,
+        decisionId: d.decisionId,
+        at: new Date(d.at),
+        data: { channel: d.channel, reason: d.reason, deliveryId: d.deliveryId },
+      })),
+    );
   return batchConsumerOf(DURABLE.decisionsNotificationSkipped, EVENT.notificationSkipped, record, { lingerMs: OFF_PATH_LINGER_MS });
 }

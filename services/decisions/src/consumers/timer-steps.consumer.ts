@@ -10,7 +10,12 @@ export function timerStepConsumers(lifecycle: Lifecycle) {
       }),
       // Reminders due together (a burst) are applied in one transaction per batch, two
       // batches at once (reminders of different decisions touch different rows).
-      batch: { max: 200, parallel: 2, handler: async (events: DomainEvent<typeof EVENT.timerRemindDue>[]) => void (await lifecycle.remindMany(events.map((e) => ({ org: e.org, id: e.data.decisionId })))) },
+      batch: {
+        max: 200,
+        parallel: 2,
+        handler: async (events: DomainEvent<typeof EVENT.timerRemindDue>[]) =>
+          void (await lifecycle.remindMany(events.map((e) => ({ org: e.org, id: e.data.decisionId })))),
+      },
     },
     consumerOf(DURABLE.decisionsTimerEscalate, EVENT.timerEscalateDue, async (event) => {
       await lifecycle.escalate(event.org, event.data.decisionId, Math.max(1, event.data.step));

@@ -148,10 +148,7 @@ export function outcomeOf(t: Tally): 'APPROVED' | 'REJECTED' | null {
  * that does not name its facts is never authorized, whatever the decision's state, and
  * consume answers it as a bad request (422) rather than a refusal.
  */
-export function refusalOf(
-  d: DecisionState,
-  check: { factsHash?: string; workflowRef?: string; stepRef?: string; consumer?: string },
-): RefusalReason | null {
+export function refusalOf(d: DecisionState, check: { factsHash?: string; workflowRef?: string; stepRef?: string; consumer?: string }): RefusalReason | null {
   if (d.requireFacts && check.factsHash === undefined) return 'facts_required';
   if (d.status !== 'APPROVED') return 'not_approved';
   // Only what the caller sends is compared (spec: "if sent and differs").

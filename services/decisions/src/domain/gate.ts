@@ -43,13 +43,18 @@ export function policyGate(policy: ResolveReply, b: DecisionRequest): GateResult
     throw new AppError('field_owned_by_policy', `assigneeEmail ${b.assigneeEmail} ${why}`, { policy: key, fields: ['assigneeEmail'] });
   }
   if (!policy.satisfiable) {
-    throw new AppError('unsatisfiable_policy', `policy "${key}" cannot be satisfied: ${policy.problems.join('; ')}`, { policy: key, problems: policy.problems });
+    throw new AppError('unsatisfiable_policy', `policy "${key}" cannot be satisfied: ${policy.problems.join('; ')}`, {
+      policy: key,
+      problems: policy.problems,
+    });
   }
   if (def.requiresSignature && !b.esign) {
     throw new AppError('artifact_required', `policy "${key}" requires a signed document: send esign.envelopeId`, { policy: key });
   }
   if (def.requireFacts && b.factsHash === undefined) {
-    throw new AppError('facts_required', `policy "${key}" requires the facts of the action: send factsHash (the SHA-256 of their RFC 8785 canonical JSON)`, { policy: key });
+    throw new AppError('facts_required', `policy "${key}" requires the facts of the action: send factsHash (the SHA-256 of their RFC 8785 canonical JSON)`, {
+      policy: key,
+    });
   }
   if (policy.pin && !policy.pin.matches) {
     throw new AppError('policy_version_mismatch', `policy "${key}" is at version ${policy.pin.current}, not ${policy.pin.requested}`, {
@@ -84,7 +89,9 @@ export function adhocNamed(b: DecisionRequest): string[] {
 /** Checks an ad-hoc request before anything is looked up. */
 export function adhocPrecheck(b: DecisionRequest): void {
   if (b.policyVersion !== undefined) {
-    throw new AppError('invalid_request', 'policyVersion pins a policy: send it with policy', { issues: [{ path: 'body.policyVersion', message: 'needs policy' }] });
+    throw new AppError('invalid_request', 'policyVersion pins a policy: send it with policy', {
+      issues: [{ path: 'body.policyVersion', message: 'needs policy' }],
+    });
   }
   if (adhocNamed(b).length === 0) throw new AppError('approver_required', 'name approvers (or an assigneeEmail), or use a policy');
 }

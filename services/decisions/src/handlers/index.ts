@@ -36,7 +36,8 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
   host.handle(E.consume, async (r) => x.actions.consume(r.org, r.params.id, r.body));
   host.handle(E.cancel, async (r) => x.actions.cancel(r.org, r.params.id, actorOf(r.principal), r.body?.note));
   // Session routes: a reviewer sees and acts on only the decisions naming them (others 404).
-  const visible = (r: { org: string; principal: Principal; params: { id: string } }) => x.reads.requireVisible(r.org, r.params.id, decisionsScopeOf(r.principal));
+  const visible = (r: { org: string; principal: Principal; params: { id: string } }) =>
+    x.reads.requireVisible(r.org, r.params.id, decisionsScopeOf(r.principal));
   host.handle(E.list, async (r) => x.reads.list(r.org, r.query, decisionsScopeOf(r.principal)));
   host.handle(E.workflows, async (r) => x.reads.workflows(r.org, r.query, decisionsScopeOf(r.principal)));
   host.handle(E.get, async (r) => {
@@ -62,7 +63,14 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
   });
   host.handle(E.vote, async (r) => {
     await visible(r);
-    return x.actions.vote({ org: r.org, id: r.params.id, voter: voterOf(r.principal), choice: r.body.decision, note: r.body.note, responseValue: r.body.responseValue });
+    return x.actions.vote({
+      org: r.org,
+      id: r.params.id,
+      voter: voterOf(r.principal),
+      choice: r.body.decision,
+      note: r.body.note,
+      responseValue: r.body.responseValue,
+    });
   });
   host.handle(E.surfaceVote, async (r) =>
     x.actions.vote({

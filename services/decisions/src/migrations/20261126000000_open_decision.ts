@@ -92,7 +92,12 @@ export const LATER_BY_KEY = `-- By the run's key: the unique index (org_id, exte
  * migrations change only those). `defaults`: columns added later, with the value written
  * when a row from a release that does not send them yet comes in.
  */
-export function openDecisionFunction(outboxInsert: string, laterCheck: string = LATER_BY_ROW, columns: string[] = COLUMNS, defaults: Record<string, string> = {}): string {
+export function openDecisionFunction(
+  outboxInsert: string,
+  laterCheck: string = LATER_BY_ROW,
+  columns: string[] = COLUMNS,
+  defaults: Record<string, string> = {},
+): string {
   return `
     CREATE OR REPLACE FUNCTION decisions.open_decision(p_row jsonb, p_entry jsonb, p_events jsonb, p_period text, p_shard smallint, p_default_limit int)
     RETURNS jsonb LANGUAGE plpgsql AS $fn$

@@ -1,5 +1,15 @@
 import type { z } from 'zod';
-import { EVENT, decisionHasTimers, escalationPlanOf, type DecisionTimersData, type DecisionRoute, type EscalationPlan, type DecisionStatus, type DecisionView, type NewEvent } from '@approvals/shared';
+import {
+  EVENT,
+  decisionHasTimers,
+  escalationPlanOf,
+  type DecisionTimersData,
+  type DecisionRoute,
+  type EscalationPlan,
+  type DecisionStatus,
+  type DecisionView,
+  type NewEvent,
+} from '@approvals/shared';
 import { outputOf, type DecisionState } from '../domain/decision';
 
 export interface DecisionRow {
@@ -202,5 +212,8 @@ export function resolvedEvents(r: DecisionRow): NewEvent[] {
 
 /** evt.decision.cancelled of a cancelled row (with its evt.decision.timers). */
 export function cancelledEvents(r: DecisionRow, actor: string | null, note: string | null, at: Date): NewEvent[] {
-  return withTimers({ subject: EVENT.decisionCancelled, org: r.org_id, data: { decisionId: r.id, policy: policyRef(r), actor, note, cancelledAt: at.toISOString() } }, planOf(r));
+  return withTimers(
+    { subject: EVENT.decisionCancelled, org: r.org_id, data: { decisionId: r.id, policy: policyRef(r), actor, note, cancelledAt: at.toISOString() } },
+    planOf(r),
+  );
 }

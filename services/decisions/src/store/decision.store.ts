@@ -115,7 +115,14 @@ export class DecisionStore {
     | { outcome: 'existing'; row: Pick<DecisionRow, 'id' | 'status' | 'expires_at' | 'policy_version' | 'policy_version_id'> }
     | { outcome: 'quota'; used: number; limit: number }
   > {
-    let r: { outcome: 'created' | 'later' | 'existing'; id?: string; status?: string; expires_at?: string | null; policy_version?: number | null; policy_version_id?: string | null };
+    let r: {
+      outcome: 'created' | 'later' | 'existing';
+      id?: string;
+      status?: string;
+      expires_at?: string | null;
+      policy_version?: number | null;
+      policy_version_id?: string | null;
+    };
     const period = quotaPeriod(now);
     const envelopes = toEnvelopes(events);
     try {
@@ -166,7 +173,11 @@ export class DecisionStore {
       await guardedChanges(this.s, {
         guard: { status: 'PENDING' },
         set,
-        rows: rows.map((row) => ({ id: row.id, entries: [{ type: 'cancelled', actor, at: now, data: { supersededBy: keep } }], events: cancelledEvents(row, actor, note, now) })),
+        rows: rows.map((row) => ({
+          id: row.id,
+          entries: [{ type: 'cancelled', actor, at: now, data: { supersededBy: keep } }],
+          events: cancelledEvents(row, actor, note, now),
+        })),
       }),
     );
     return rows.filter((row) => changed.has(row.id));
@@ -236,13 +247,19 @@ export class DecisionStore {
       await guardedChanges(this.s, {
         guard: { status: 'PENDING' },
         set,
-        rows: rows.map((row) => ({ id: row.id, entries: [{ type: 'expired', actor: null, at: now, data: { expiresAt: row.expires_at?.toISOString() } }], events: resolvedEvents(row) })),
+        rows: rows.map((row) => ({
+          id: row.id,
+          entries: [{ type: 'expired', actor: null, at: now, data: { expiresAt: row.expires_at?.toISOString() } }],
+          events: resolvedEvents(row),
+        })),
       }),
     );
     const expired = rows.filter((row) => changed.has(row.id));
     const rest = items.map((i) => i.id).filter((id) => !changed.has(id));
     const notDue: string[] = rest.length
-      ? (await this.q('decisions').whereIn('id', rest).andWhere({ status: 'PENDING' }).andWhere('expires_at', '>', now).select('id')).map((x: { id: string }) => x.id)
+      ? (await this.q('decisions').whereIn('id', rest).andWhere({ status: 'PENDING' }).andWhere('expires_at', '>', now).select('id')).map(
+          (x: { id: string }) => x.id,
+        )
       : [];
     return { expired, notDue };
   }
@@ -295,7 +312,10 @@ export class DecisionStore {
         guard: { status: 'PENDING', reminded_at: null },
         set: { reminded_at: at },
         rows: due.map((row) => {
-          const { entry, events } = reminder(row, votes.filter((v) => v.decision_id === row.id).map((v) => v.voter));
+          const { entry, events } = reminder(
+            row,
+            votes.filter((v) => v.decision_id === row.id).map((v) => v.voter),
+          );
           return { id: row.id, entries: [entry], events };
         }),
       }),
@@ -320,11 +340,21 @@ export class DecisionStore {
       .whereNotNull('workflow_ref')
       .groupBy('workflow_ref')
       .orderBy('workflow_ref')
-      .select('workflow_ref', this.q.raw("count(*) FILTER (WHERE status = 'PENDING') AS pending"), this.q.raw('count(*) AS total'), this.q.raw('max(created_at) AS last_created_at'));
+      .select(
+        'workflow_ref',
+        this.q.raw("count(*) FILTER (WHERE status = 'PENDING') AS pending"),
+        this.q.raw('count(*) AS total'),
+        this.q.raw('max(created_at) AS last_created_at'),
+      );
     byAssignee(q, assignee);
     byApprover(q, approver);
     const rows: Array<{ workflow_ref: string; pending: string; total: string; last_created_at: Date }> = await q;
-    return rows.map((r) => ({ workflowRef: r.workflow_ref, pending: Number(r.pending), total: Number(r.total), lastCreatedAt: r.last_created_at.toISOString() }));
+    return rows.map((r) => ({
+      workflowRef: r.workflow_ref,
+      pending: Number(r.pending),
+      total: Number(r.total),
+      lastCreatedAt: r.last_created_at.toISOString(),
+    }));
   }
 
   private filtered(org: string, f: ListFilter): Knex.QueryBuilder {
@@ -374,7 +404,11 @@ export class DecisionStore {
                      GROUP BY policy_id) c ON c.policy_id = p.id`,
       { org, ids },
     );
-    return (r.rows as Array<{ policy_id: string; pending: number; last_used: Date | null }>).map((x) => ({ policyId: x.policy_id, pending: x.pending, lastUsedAt: x.last_used }));
+    return (r.rows as Array<{ policy_id: string; pending: number; last_used: Date | null }>).map((x) => ({
+      policyId: x.policy_id,
+      pending: x.pending,
+      lastUsedAt: x.last_used,
+    }));
   }
 
   /** The org's decisions carrying this signature envelope, oldest first. */

@@ -56,7 +56,14 @@ export interface GuardedChanges {
  * reads the current state). Answers whether the row was changed.
  */
 export async function guardedChange(s: StoreScope, c: GuardedChange): Promise<boolean> {
-  const changed = await write(s, { guard: c.guard, set: c.set, where: c.where, with: c.with, duplicateIndex: c.duplicateIndex, rows: [{ id: c.id, entries: c.entries, events: c.events }] });
+  const changed = await write(s, {
+    guard: c.guard,
+    set: c.set,
+    where: c.where,
+    with: c.with,
+    duplicateIndex: c.duplicateIndex,
+    rows: [{ id: c.id, entries: c.entries, events: c.events }],
+  });
   return changed.length > 0;
 }
 

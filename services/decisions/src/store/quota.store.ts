@@ -46,7 +46,9 @@ export class QuotaStore {
     const period = quotaPeriod(now);
     const shard = Math.floor(Math.random() * USAGE_SHARDS);
     const envelopes = toEnvelopes(events);
-    const outbox = envelopes.length ? `o AS (${outboxInsert({ from: 'jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)', lease: ':heldFor' })}), ` : '';
+    const outbox = envelopes.length
+      ? `o AS (${outboxInsert({ from: 'jsonb_array_elements(:events::jsonb) WITH ORDINALITY AS x(e, n)', lease: ':heldFor' })}), `
+      : '';
     const r = await this.s.q.raw(
       `WITH ${outbox}q AS (
          SELECT CASE WHEN EXISTS (SELECT 1 FROM org_quotas WHERE org_id = :org)

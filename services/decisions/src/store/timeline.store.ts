@@ -26,13 +26,12 @@ export class TimelineStore {
   /** Entries of many decisions in one statement of fixed text (prepared once per connection), in their order. */
   async many(entries: Array<TimelineEntry & { decisionId: string }>): Promise<void> {
     if (entries.length === 0) return;
-    await this.s.q
-      .raw(
-        `INSERT INTO timeline (decision_id, type, actor, at, data)
+    await this.s.q.raw(
+      `INSERT INTO timeline (decision_id, type, actor, at, data)
          SELECT e->>'decisionId', e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
            FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n`,
-        [JSON.stringify(entries)],
-      );
+      [JSON.stringify(entries)],
+    );
   }
 
   /**
@@ -40,31 +39,37 @@ export class TimelineStore {
    * for a batch, in its order; one per delivery id (unique index), nothing for a decision
    * of another org or none.
    */
-  async recordNotified(entries: Array<{ org: string; decisionId: string; at: Date; data: { channel: string; kind: string; to: string | null; deliveryId: string } }>): Promise<void> {
+  async recordNotified(
+    entries: Array<{ org: string; decisionId: string; at: Date; data: { channel: string; kind: string; to: string | null; deliveryId: string } }>,
+  ): Promise<void> {
     await this.recordDeliveryEntries('notified', entries);
   }
 
   /** `resume_skipped` entries: an engine resume could not be made (and why); once per delivery. */
-  async recordResumeSkipped(entries: Array<{ org: string; decisionId: string; at: Date; data: { channel: string; reason: string; deliveryId: string } }>): Promise<void> {
+  async recordResumeSkipped(
+    entries: Array<{ org: string; decisionId: string; at: Date; data: { channel: string; reason: string; deliveryId: string } }>,
+  ): Promise<void> {
     await this.recordDeliveryEntries('resume_skipped', entries);
   }
 
-  private async recordDeliveryEntries(type: 'notified' | 'resume_skipped', entries: Array<{ org: string; decisionId: string; at: Date; data: { deliveryId: string } }>): Promise<void> {
+  private async recordDeliveryEntries(
+    type: 'notified' | 'resume_skipped',
+    entries: Array<{ org: string; decisionId: string; at: Date; data: { deliveryId: string } }>,
+  ): Promise<void> {
     if (entries.length === 0) return;
     const list = entries.map((e) => ({ org: e.org, decisionId: e.decisionId, at: e.at.toISOString(), data: e.data }));
     // `type` is one of two literals; both have their own partial unique index. The
     // decision is looked up per entry by a scalar subquery (its primary key), never a
     // join: a planner without statistics (a new install) hash-joined the whole table.
-    await this.s.q
-      .raw(
-        `INSERT INTO timeline (decision_id, type, actor, at, data)
+    await this.s.q.raw(
+      `INSERT INTO timeline (decision_id, type, actor, at, data)
        SELECT y.decision_id, '${type}', NULL, (y.e->>'at')::timestamptz, y.e->'data'
          FROM (SELECT x.e, x.ord, (SELECT d.id FROM decisions d WHERE d.id = x.e->>'decisionId' AND d.org_id = x.e->>'org') AS decision_id
                  FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, ord)) y
         WHERE y.decision_id IS NOT NULL
         ORDER BY y.ord
        ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = '${type}' DO NOTHING`,
-        [JSON.stringify(list)],
-      );
+      [JSON.stringify(list)],
+    );
   }
 }

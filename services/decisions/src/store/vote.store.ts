@@ -54,15 +54,24 @@ export class VoteStore {
    * vote. The vote's write (`cast`) holds only if none of it changed since.
    */
   async readForVote(org: string, id: string, email: string | null): Promise<VoteView | undefined> {
-    const r = await sendPrepared<DecisionRow & { vote_voter_disabled: boolean; vote_earlier: (Omit<VoteRow, 'created_at'> & { created_at: string }) | null; vote_approvals: number; vote_rejections: number }>(
-      this.s.q,
-      FOR_VOTE,
-      { org, id, email: email ?? '' },
-    );
+    const r = await sendPrepared<
+      DecisionRow & {
+        vote_voter_disabled: boolean;
+        vote_earlier: (Omit<VoteRow, 'created_at'> & { created_at: string }) | null;
+        vote_approvals: number;
+        vote_rejections: number;
+      }
+    >(this.s.q, FOR_VOTE, { org, id, email: email ?? '' });
     const row = r.rows[0];
     if (!row) return undefined;
     const { vote_voter_disabled: voterDisabled, vote_earlier: earlier, vote_approvals: approvals, vote_rejections: rejections, ...d } = row;
-    return { d: d as DecisionRow, voterDisabled, earlier: earlier ? { ...earlier, created_at: new Date(earlier.created_at) } : undefined, approvals, rejections };
+    return {
+      d: d as DecisionRow,
+      voterDisabled,
+      earlier: earlier ? { ...earlier, created_at: new Date(earlier.created_at) } : undefined,
+      approvals,
+      rejections,
+    };
   }
 
   /**
@@ -85,7 +94,10 @@ export class VoteStore {
         vote_count: seen.vote_count,
         ...(verdict ? { refined_output: seen.refined_output === null ? null : JSON.stringify(seen.refined_output) } : {}),
       },
-      where: { sql: 'NOT EXISTS (SELECT 1 FROM approver_states s WHERE s.org_id = :voteOrg AND s.email = :voter AND s.disabled)', values: { voteOrg: seen.org_id } },
+      where: {
+        sql: 'NOT EXISTS (SELECT 1 FROM approver_states s WHERE s.org_id = :voteOrg AND s.email = :voter AND s.disabled)',
+        values: { voteOrg: seen.org_id },
+      },
       set: { vote_count: seen.vote_count + 1, ...(verdict ?? {}) },
       with: {
         sql: `INSERT INTO votes (id, decision_id, voter, voter_ref, surface, choice, note, response_value, created_at)
@@ -108,7 +120,11 @@ export class VoteStore {
   }
 
   async tally(d: Pick<DecisionRow, 'id' | 'approvals_required' | 'rejections_required'>): Promise<Tally> {
-    const rows: Array<{ choice: string; n: string }> = await this.s.q('votes').where({ decision_id: d.id }).groupBy('choice').select('choice', this.s.q.raw('count(*) as n'));
+    const rows: Array<{ choice: string; n: string }> = await this.s
+      .q('votes')
+      .where({ decision_id: d.id })
+      .groupBy('choice')
+      .select('choice', this.s.q.raw('count(*) as n'));
     const count = (c: string) => Number(rows.find((r) => r.choice === c)?.n ?? 0);
     return { approvals: count('approve'), rejections: count('reject'), approvalsRequired: d.approvals_required, rejectionsRequired: d.rejections_required };
   }
@@ -119,7 +135,11 @@ export class VoteStore {
 
   /** Every vote on a decision, oldest first (a receipt lists them). */
   ofDecision(decisionId: string): Promise<Array<{ voter: string; choice: 'approve' | 'reject'; surface: string; note: string | null; created_at: Date }>> {
-    return this.s.q('votes').where({ decision_id: decisionId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).select('voter', 'choice', 'surface', 'note', 'created_at');
+    return this.s
+      .q('votes')
+      .where({ decision_id: decisionId })
+      .orderBy([{ column: 'created_at' }, { column: 'id' }])
+      .select('voter', 'choice', 'surface', 'note', 'created_at');
   }
 
   async voters(decisionId: string): Promise<string[]> {

@@ -42,7 +42,10 @@ export class WorkflowsStore {
       .ignore()
       .returning('id');
     if (inserted.length === 0) {
-      await this.q('workflows').where({ org_id: org, id: def.id }).whereNot({ definition_hash: hash }).update({ ...fields, updated_at: this.q.fn.now() });
+      await this.q('workflows')
+        .where({ org_id: org, id: def.id })
+        .whereNot({ definition_hash: hash })
+        .update({ ...fields, updated_at: this.q.fn.now() });
     }
     await this.q('workflow_versions')
       .insert({ org_id: org, workflow_id: def.id, version: def.version, definition: JSON.stringify(def), definition_hash: hash })
@@ -63,7 +66,16 @@ export class WorkflowsStore {
     return this.q('runs').where({ org_id: org, idempotency_key: idempotencyKey }).first('id', 'workflow_id', 'input', 'timeout_sec');
   }
 
-  async insertRun(r: { id: string; org: string; workflowId: string; engine: string; idempotencyKey: string | null; input: Record<string, unknown>; timeoutSec: number | null; requestedBy: string }): Promise<void> {
+  async insertRun(r: {
+    id: string;
+    org: string;
+    workflowId: string;
+    engine: string;
+    idempotencyKey: string | null;
+    input: Record<string, unknown>;
+    timeoutSec: number | null;
+    requestedBy: string;
+  }): Promise<void> {
     await this.q('runs').insert({
       id: r.id,
       org_id: r.org,

@@ -29,7 +29,8 @@ export interface CreateDeps {
   policies: CachedCalls;
 }
 
-const quotaExceeded = (limit: number, used: number) => new AppError('quota_exceeded', `the org's monthly decision quota (${limit}) is used up`, { used, limit });
+const quotaExceeded = (limit: number, used: number) =>
+  new AppError('quota_exceeded', `the org's monthly decision quota (${limit}) is used up`, { used, limit });
 
 /**
  * Opening a decision: policy resolved (by policies, with its satisfiability and version
@@ -64,7 +65,14 @@ export function createDecisionOpener(deps: CreateDeps) {
    * when a create on the same run committed later while it waited; the transaction then
    * opens it with its time taken under the lock.
    */
-  async function openAtOnce(org: string, b: DecisionRequest, gate: Gate, by: Requester, marked: string | undefined, found: (row: ExistingRow) => CreateResult): Promise<CreateResult | undefined> {
+  async function openAtOnce(
+    org: string,
+    b: DecisionRequest,
+    gate: Gate,
+    by: Requester,
+    marked: string | undefined,
+    found: (row: ExistingRow) => CreateResult,
+  ): Promise<CreateResult | undefined> {
     const now = clock.now();
     const o = opening(org, b, gate, by, now, marked);
     const r = await store.decisions.openDecision(o.row, o.entry, o.created, now, deps.defaultMonthlyQuota);

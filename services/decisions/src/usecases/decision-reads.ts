@@ -1,4 +1,16 @@
-import { AppError, EVENT, type Clock, NotifierEndpoints, canonicalize, isUniqueViolation, newId, sha256Hex, type Bus, type DecisionStatus, type ResponseSpec } from '@approvals/shared';
+import {
+  AppError,
+  EVENT,
+  type Clock,
+  NotifierEndpoints,
+  canonicalize,
+  isUniqueViolation,
+  newId,
+  sha256Hex,
+  type Bus,
+  type DecisionStatus,
+  type ResponseSpec,
+} from '@approvals/shared';
 import { answerOf, answerableByLink, linkAnswers, quotaPeriod } from '../domain/decision';
 import { toView, type DecisionRow } from '../store/decision.row';
 import type { DecisionsStore } from '../store/decisions.store';
@@ -29,7 +41,11 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
   const answerFor = async (d: DecisionRow, email: string | null) => {
     const person = email === null ? null : email.toLowerCase();
     const votedBefore = person !== null && d.approvers.includes(person) ? (await store.votes.voteOf(d.id, person)) !== undefined : false;
-    return answerOf({ status: d.status, expiresAt: d.expires_at, approvers: d.approvers, requiresSignature: d.requires_signature }, person === null ? null : { email: person, votedBefore }, deps.clock.now());
+    return answerOf(
+      { status: d.status, expiresAt: d.expires_at, approvers: d.approvers, requiresSignature: d.requires_signature },
+      person === null ? null : { email: person, votedBefore },
+      deps.clock.now(),
+    );
   };
   const find = async (org: string, id: string): Promise<DecisionRow> => {
     const d = await store.decisions.find(org, id);
@@ -143,7 +159,9 @@ export function createWorkflows(deps: { store: WorkflowsStore; bus: Bus }) {
         // A registration never moves a workflow back: an older version is a stale deploy.
         const current = await tx.lockedVersion(org, def.id);
         if (current !== undefined && current > def.version) {
-          throw new AppError('conflict', `workflow ${def.id} is at version ${current}; version ${def.version} is older and was not registered`, { currentVersion: current });
+          throw new AppError('conflict', `workflow ${def.id} is at version ${current}; version ${def.version} is older and was not registered`, {
+            currentVersion: current,
+          });
         }
         const created = await tx.save(org, def, hash);
         return { status: 200, body: { id: def.id, version: def.version, created } };
@@ -163,12 +181,19 @@ export function createWorkflows(deps: { store: WorkflowsStore; bus: Bus }) {
       // A repeat is the same request: a key reused for another workflow, input or timeout
       // is a caller bug, refused rather than answered with a run it did not ask for.
       const repeatOf = (run: RunRow) => {
-        const same = run.workflow_id === b.workflowId && canonicalize(run.input ?? {}) === canonicalize(b.input ?? {}) && (run.timeout_sec ?? null) === (b.timeoutSec ?? null);
+        const same =
+          run.workflow_id === b.workflowId &&
+          canonicalize(run.input ?? {}) === canonicalize(b.input ?? {}) &&
+          (run.timeout_sec ?? null) === (b.timeoutSec ?? null);
         if (!same) {
-          throw new AppError('idempotency_key_reused', `idempotencyKey "${b.idempotencyKey}" was already used for a different run request (run ${run.id} of workflow ${run.workflow_id})`, {
-            runId: run.id,
-            workflowId: run.workflow_id,
-          });
+          throw new AppError(
+            'idempotency_key_reused',
+            `idempotencyKey "${b.idempotencyKey}" was already used for a different run request (run ${run.id} of workflow ${run.workflow_id})`,
+            {
+              runId: run.id,
+              workflowId: run.workflow_id,
+            },
+          );
         }
         return { runId: run.id, workflowId: run.workflow_id, duplicate: true };
       };
@@ -177,14 +202,31 @@ export function createWorkflows(deps: { store: WorkflowsStore; bus: Bus }) {
       // A run whose engine nobody configured would be a silent skip: refused instead.
       const engine = await deps.bus.call(NotifierEndpoints.engineConfigured, { org, engine: wf.engine });
       if (!engine.configured) {
-        throw new AppError('engine_not_configured', `workflow ${b.workflowId} runs on ${wf.engine}, which is not configured for this org (PUT /v1/settings/engines) or the deployment`, { engine: wf.engine });
+        throw new AppError(
+          'engine_not_configured',
+          `workflow ${b.workflowId} runs on ${wf.engine}, which is not configured for this org (PUT /v1/settings/engines) or the deployment`,
+          { engine: wf.engine },
+        );
       }
       const runId = newId('run');
       try {
         await store.transaction(async (tx) => {
-          await tx.insertRun({ id: runId, org, workflowId: b.workflowId, engine: wf.engine, idempotencyKey: b.idempotencyKey ?? null, input: b.input ?? {}, timeoutSec: b.timeoutSec ?? null, requestedBy: actor });
+          await tx.insertRun({
+            id: runId,
+            org,
+            workflowId: b.workflowId,
+            engine: wf.engine,
+            idempotencyKey: b.idempotencyKey ?? null,
+            input: b.input ?? {},
+            timeoutSec: b.timeoutSec ?? null,
+            requestedBy: actor,
+          });
           await tx.events([
-            { subject: EVENT.runRequested, org, data: { runId, workflowId: b.workflowId, engine: wf.engine, input: b.input ?? {}, timeoutSec: b.timeoutSec ?? null } },
+            {
+              subject: EVENT.runRequested,
+              org,
+              data: { runId, workflowId: b.workflowId, engine: wf.engine, input: b.input ?? {}, timeoutSec: b.timeoutSec ?? null },
+            },
           ]);
         });
       } catch (err) {

@@ -132,7 +132,8 @@ function verifySession(token: string, secret: string, nowSec: number): JWTPayloa
     }
     throw new AppError('unauthorized', 'token could not be verified');
   }
-  if (payload === null || typeof payload !== 'object' || Array.isArray(payload)) throw new AppError('unauthorized', 'invalid token: its claims are not a JSON object');
+  if (payload === null || typeof payload !== 'object' || Array.isArray(payload))
+    throw new AppError('unauthorized', 'invalid token: its claims are not a JSON object');
   const claims = payload as JWTPayload;
   if (claims.exp === undefined) throw new AppError('unauthorized', 'token lacks the required claim exp');
   if (claims.iat !== undefined && typeof claims.iat !== 'number') throw new AppError('unauthorized', `invalid token: ${CLAIM_NAMES.iat} is invalid`);
@@ -156,7 +157,8 @@ function toAuthError(err: unknown): AppError {
     return new AppError('unavailable', `the identity provider's signing keys could not be fetched; try again (${(err as Error).message})`);
   }
   if (err instanceof joseErrors.JWSSignatureVerificationFailed) return new AppError('unauthorized', 'invalid token: signature verification failed');
-  if (err instanceof joseErrors.JWTInvalid && /Claims Set/.test(err.message)) return new AppError('unauthorized', 'invalid token: its claims are not a JSON object');
+  if (err instanceof joseErrors.JWTInvalid && /Claims Set/.test(err.message))
+    return new AppError('unauthorized', 'invalid token: its claims are not a JSON object');
   if (err instanceof joseErrors.JOSEError) return new AppError('unauthorized', `invalid token: ${err.message}`);
   return new AppError('unauthorized', 'token could not be verified');
 }
@@ -169,6 +171,10 @@ function isFetchFailure(err: unknown): boolean {
 }
 
 /** Signs an HS256 session token (admin CLI and tests). */
-export function signSessionToken(secret: string, claims: { sub: string; email: string; org: string; role?: UserRole; name?: string }, expiresInSec = DEFAULT_SESSION_MAX_AGE_SEC): string {
+export function signSessionToken(
+  secret: string,
+  claims: { sub: string; email: string; org: string; role?: UserRole; name?: string },
+  expiresInSec = DEFAULT_SESSION_MAX_AGE_SEC,
+): string {
   return jwt.sign({ ...claims, role: claims.role ?? 'member' }, secret, { algorithm: 'HS256', expiresIn: expiresInSec });
 }

@@ -33,7 +33,12 @@ export function auditEntryOf(e: DomainEvent): Entry | undefined {
     case EVENT.decisionVoteRecorded:
       return { action: 'decision.vote', actor: e.data.voter, actorLabel: e.data.voter, target: e.data.decisionId };
     case EVENT.decisionResolved:
-      return { action: 'decision.resolved', actor: e.data.decidedBy, actorLabel: e.data.decidedBy ?? (e.data.status === 'EXPIRED' ? 'timeout' : null), target: e.data.decisionId };
+      return {
+        action: 'decision.resolved',
+        actor: e.data.decidedBy,
+        actorLabel: e.data.decidedBy ?? (e.data.status === 'EXPIRED' ? 'timeout' : null),
+        target: e.data.decisionId,
+      };
     case EVENT.decisionVoteRefused:
       return { action: 'decision.vote_refused', actor: e.data.actor, target: e.data.decisionId };
     case EVENT.decisionConsumed:
@@ -41,7 +46,12 @@ export function auditEntryOf(e: DomainEvent): Entry | undefined {
     case EVENT.decisionCancelled:
       return { action: 'decision.cancelled', actor: e.data.actor ?? undefined, target: e.data.decisionId };
     case EVENT.approverChatLinkChanged:
-      return { action: e.data.endpoint === null ? 'approver.chat_unlinked' : 'approver.chat_linked', actor: e.data.actor, actorLabel: e.data.actor, target: e.data.approverId };
+      return {
+        action: e.data.endpoint === null ? 'approver.chat_unlinked' : 'approver.chat_linked',
+        actor: e.data.actor,
+        actorLabel: e.data.actor,
+        target: e.data.approverId,
+      };
     default:
       return undefined;
   }
@@ -61,7 +71,8 @@ export function auditConsumers(store: AccessStore) {
         return entry ? [{ org: event.org, ...entry, details: event.data as Record<string, unknown>, eventId: event.id, at: new Date(event.occurredAt) }] : [];
       }),
     );
-  const consumer = (durable: string, subject: EventSubject | `evt.${string}.>`) => batchConsumerOf(durable, subject as EventSubject, append, { lingerMs: OFF_PATH_LINGER_MS });
+  const consumer = (durable: string, subject: EventSubject | `evt.${string}.>`) =>
+    batchConsumerOf(durable, subject as EventSubject, append, { lingerMs: OFF_PATH_LINGER_MS });
   return [
     consumer(DURABLE.gatewayAuditPolicy, 'evt.policy.>'),
     consumer(DURABLE.gatewayAuditApprover, 'evt.approver.>'),

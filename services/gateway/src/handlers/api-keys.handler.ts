@@ -25,7 +25,14 @@ export function apiKeyHandlers(store: AccessStore) {
     async create(req: LocalRequest<z.infer<typeof CreateApiKeyBody>>): Promise<LocalResult> {
       const roles: ApiKeyRole[] = [...new Set<ApiKeyRole>(req.body.roles ?? ['decisions:write'])];
       const { row, key } = await store.createApiKey({ org: req.org, name: req.body.name, roles, createdBy: actorOf(req.principal) });
-      await store.appendAudit({ org: req.org, action: 'api_key.created', actor: actorOf(req.principal), actorLabel: actorLabelOf(req.principal), target: row.id, details: { roles } });
+      await store.appendAudit({
+        org: req.org,
+        action: 'api_key.created',
+        actor: actorOf(req.principal),
+        actorLabel: actorLabelOf(req.principal),
+        target: row.id,
+        details: { roles },
+      });
       const v = toApiKeyView(row);
       return { status: 201, body: { id: v.id, name: v.name, roles: v.roles, key, prefix: v.prefix, createdAt: v.createdAt } };
     },
@@ -35,7 +42,13 @@ export function apiKeyHandlers(store: AccessStore) {
     async revoke(req: LocalRequest<unknown, unknown, { id: string }>): Promise<LocalResult> {
       const row = await store.revokeApiKey(req.org, req.params.id);
       if (!row) throw new AppError('not_found', 'API key not found');
-      await store.appendAudit({ org: req.org, action: 'api_key.revoked', actor: actorOf(req.principal), actorLabel: actorLabelOf(req.principal), target: row.id });
+      await store.appendAudit({
+        org: req.org,
+        action: 'api_key.revoked',
+        actor: actorOf(req.principal),
+        actorLabel: actorLabelOf(req.principal),
+        target: row.id,
+      });
       return { body: toApiKeyView(row) };
     },
     async rotate(req: LocalRequest<unknown, unknown, { id: string }>): Promise<LocalResult> {
@@ -45,7 +58,13 @@ export function apiKeyHandlers(store: AccessStore) {
         if (!existing) throw new AppError('not_found', 'API key not found');
         throw new AppError('conflict', 'a revoked API key cannot be rotated', { revokedAt: existing.revoked_at?.toISOString() });
       }
-      await store.appendAudit({ org: req.org, action: 'api_key.rotated', actor: actorOf(req.principal), actorLabel: actorLabelOf(req.principal), target: rotated.row.id });
+      await store.appendAudit({
+        org: req.org,
+        action: 'api_key.rotated',
+        actor: actorOf(req.principal),
+        actorLabel: actorLabelOf(req.principal),
+        target: rotated.row.id,
+      });
       return { body: { ...toApiKeyView(rotated.row), key: rotated.key } };
     },
   };

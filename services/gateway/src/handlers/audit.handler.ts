@@ -26,15 +26,25 @@ export function auditHandlers(store: AccessStore) {
       const rows = await store.listAudit(req.org, req.query);
       return {
         body: {
-          entries: rows.map((r: { id: string; action: string; actor: string | null; actor_label: string | null; target: string | null; details: Record<string, unknown>; at: Date }) => ({
-            id: r.id,
-            action: r.action,
-            actor: r.actor,
-            actorLabel: r.actor_label,
-            target: r.target,
-            details: r.details,
-            at: r.at.toISOString(),
-          })),
+          entries: rows.map(
+            (r: {
+              id: string;
+              action: string;
+              actor: string | null;
+              actor_label: string | null;
+              target: string | null;
+              details: Record<string, unknown>;
+              at: Date;
+            }) => ({
+              id: r.id,
+              action: r.action,
+              actor: r.actor,
+              actorLabel: r.actor_label,
+              target: r.target,
+              details: r.details,
+              at: r.at.toISOString(),
+            }),
+          ),
         },
       };
     },

@@ -1,16 +1,35 @@
 import { z } from 'zod';
-import { AppError, SecretBox, actorLabelOf, actorOf, literalTargetRefusal, llmKeyContext, type AddressPolicy, type Logger, type Principal } from '@approvals/shared';
+import {
+  AppError,
+  SecretBox,
+  actorLabelOf,
+  actorOf,
+  literalTargetRefusal,
+  llmKeyContext,
+  type AddressPolicy,
+  type Logger,
+  type Principal,
+} from '@approvals/shared';
 import type { SettingsStore } from '../store/settings.store';
 import type { LocalRequest, LocalResult } from '../http/route';
 
 export const LlmSettingsBody = z.strictObject({
   /** An OpenAI-compatible API base, e.g. https://api.example.com/v1 (POST {baseUrl}/chat/completions). */
-  baseUrl: z.string().max(2000).pipe(z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL' })),
+  baseUrl: z
+    .string()
+    .max(2000)
+    .pipe(z.url({ protocol: /^https?$/, error: 'baseUrl must be an http(s) URL' })),
   model: z.string().min(1).max(200),
   /** Write-only: never read back. Omit to keep the stored key. */
   apiKey: z.string().min(1).max(4000).optional(),
 });
-export const LlmSettingsView = z.object({ configured: z.boolean(), baseUrl: z.string().nullable(), model: z.string().nullable(), apiKeySet: z.boolean(), updatedAt: z.string().nullable() });
+export const LlmSettingsView = z.object({
+  configured: z.boolean(),
+  baseUrl: z.string().nullable(),
+  model: z.string().nullable(),
+  apiKeySet: z.boolean(),
+  updatedAt: z.string().nullable(),
+});
 
 /** PATCH: only the fields present change; `decisionDataDays: null` keeps decision data forever (the default). */
 export const RetentionSettingsBody = z.strictObject({
@@ -108,7 +127,8 @@ export function createSettings(store: SettingsStore, opts: { guard: AddressPolic
         // The key is sealed here and never opened by the gateway: only the decisions service does.
         const apiKey = req.body.apiKey !== undefined ? opts.secrets.seal(req.body.apiKey, llmKeyContext(req.org)) : prev?.apiKey;
         const value: LlmValue = { baseUrl: req.body.baseUrl, model: req.body.model, apiKey };
-        const shown = (v?: LlmValue) => (v ? { baseUrl: v.baseUrl, model: v.model, apiKeySet: Boolean(v.apiKey), apiKeyChanged: v === value && req.body.apiKey !== undefined } : null);
+        const shown = (v?: LlmValue) =>
+          v ? { baseUrl: v.baseUrl, model: v.model, apiKeySet: Boolean(v.apiKey), apiKeyChanged: v === value && req.body.apiKey !== undefined } : null;
         return { body: llmView(await store.write(req.org, 'llm', value, changed(req, 'llm', shown(prev), shown(value)))) };
       },
     },

@@ -87,7 +87,8 @@ export function createApp(deps: AppDeps) {
   const keyLimiter = new RateLimiter(deps.rateLimitPerKeyPerMin);
   const openapi = buildOpenApi(deps.routes, deps.publicBaseUrl);
   for (const r of deps.routes) {
-    if (r.browserBinding && !r.path.startsWith(BROWSER_BINDING_PATH)) throw new Error(`${r.path}: a browser-bound route must be under ${BROWSER_BINDING_PATH} (the cookie's path)`);
+    if (r.browserBinding && !r.path.startsWith(BROWSER_BINDING_PATH))
+      throw new Error(`${r.path}: a browser-bound route must be under ${BROWSER_BINDING_PATH} (the cookie's path)`);
   }
   // The binding cookie is Secure when the app is served over https (a plain-http local run keeps it usable).
   const secureCookies = deps.publicBaseUrl.startsWith('https:');
@@ -221,8 +222,9 @@ export function createApp(deps: AppDeps) {
       app[route.method](path, rawParser, async (req: Req, res) => {
         if (route.target.kind !== 'callback') throw new AppError('internal', 'callback route without a callback target');
         const headers: Record<string, string> = {};
-        for (const [k, v] of Object.entries(req.headers)) if (typeof v === 'string') headers[k] = v;
-        else if (Array.isArray(v)) headers[k] = v.join(', ');
+        for (const [k, v] of Object.entries(req.headers))
+          if (typeof v === 'string') headers[k] = v;
+          else if (Array.isArray(v)) headers[k] = v.join(', ');
         const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
         const reply = await deps.bus.call(CallbackEndpoint(route.target.subject), {
           requestId: String(req.id),
@@ -270,7 +272,9 @@ export function createApp(deps: AppDeps) {
     if (route.target.kind === 'forward') {
       // A resendable request carries an attempt marker, the same on the bus's resend.
       const attempt = route.target.endpoint.idempotent && !route.target.endpoint.readOnly ? { attempt: randomUUID() } : {};
-      const reply = await deps.bus.request(route.target.endpoint, { ...forwarded, ...attempt, source: policySource(req) } as never, { timeoutMs: route.timeoutMs });
+      const reply = await deps.bus.request(route.target.endpoint, { ...forwarded, ...attempt, source: policySource(req) } as never, {
+        timeoutMs: route.timeoutMs,
+      });
       answer(req, res, reply.status ?? route.successStatus ?? 200, reply.data);
       return;
     }
@@ -306,7 +310,10 @@ export function createApp(deps: AppDeps) {
     }
     if (route.scope === 'session' && p.kind !== 'user') {
       const code = route.apiKeyRefusal ?? 'forbidden';
-      throw new AppError(code, code === 'not_an_approver' ? 'an API key cannot vote: automation can ask, never approve' : 'this route takes a signed-in session, not an API key');
+      throw new AppError(
+        code,
+        code === 'not_an_approver' ? 'an API key cannot vote: automation can ask, never approve' : 'this route takes a signed-in session, not an API key',
+      );
     }
     if (route.apiKeyRole && p.kind === 'apiKey' && !p.roles.includes(route.apiKeyRole)) {
       throw new AppError('forbidden', `this API key lacks the role ${route.apiKeyRole}`);
@@ -333,7 +340,8 @@ export function createApp(deps: AppDeps) {
       if (!empty) issues.push({ path: 'body', message: `${req.method} ${route.path} takes no request body` });
     } else {
       const raw = req.body;
-      const absent = raw === undefined || raw === null || (typeof raw === 'object' && !Array.isArray(raw) && Object.keys(raw).length === 0 && !req.header('content-length'));
+      const absent =
+        raw === undefined || raw === null || (typeof raw === 'object' && !Array.isArray(raw) && Object.keys(raw).length === 0 && !req.header('content-length'));
       if (absent && route.bodyOptional) body = undefined;
       else {
         const parsed = route.body.safeParse(raw === undefined ? {} : raw);
@@ -372,7 +380,6 @@ const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Deepest JSON nesting a request may carry (V8's JSON.stringify fails near 4000, JSON.parse takes any). */
 export const MAX_JSON_DEPTH = 64;
-
 
 /** A UTF-16 surrogate half with no partner: JSON allows the escape, UTF-8 cannot encode it. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -422,7 +429,10 @@ function refuseNonJsonBody(req: Req): void {
   const length = req.header('content-length');
   const hasBody = req.header('transfer-encoding') !== undefined || (length !== undefined && length !== '0');
   if (hasBody && !req.is('application/json')) {
-    throw new AppError('unsupported_media_type', `request bodies must be JSON (Content-Type: application/json), not ${req.header('content-type') ?? 'unspecified'}`);
+    throw new AppError(
+      'unsupported_media_type',
+      `request bodies must be JSON (Content-Type: application/json), not ${req.header('content-type') ?? 'unspecified'}`,
+    );
   }
 }
 

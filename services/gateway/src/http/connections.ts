@@ -40,11 +40,7 @@ export const FEW_CONNECTIONS = 8;
  * cap is answered at once with a plain 503 `unavailable` and `Retry-After`, then closed,
  * instead of being left to exhaust file descriptors so that new clients are reset.
  */
-export function createLimitedServer(
-  app: RequestListener,
-  limits: ConnectionLimits,
-  log: Logger,
-): Server {
+export function createLimitedServer(app: RequestListener, limits: ConnectionLimits, log: Logger): Server {
   // The HTTP machinery still parses a refused socket (it reads the handle directly): any
   // request that arrives on one is dropped before it reaches the app.
   const refused = new WeakSet<Socket>();

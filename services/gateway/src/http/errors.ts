@@ -27,9 +27,18 @@ export function toErrorResponse(err: unknown, log: Logger, requestId?: string): 
   const e = err as { type?: string; status?: number; statusCode?: number; message?: string };
   // body-parser errors carry a type and a 4xx status.
   if (e?.type === 'entity.too.large') return { status: 413, body: { error: 'payload_too_large', message: 'request body is larger than the limit' } };
-  if (e?.type === 'body.invalid_utf8') return { status: 400, body: { error: 'invalid_request', message: 'body: the request body is not valid UTF-8', issues: [{ path: 'body', message: 'not valid UTF-8' }] } };
-  if (e?.type === 'entity.parse.failed') return { status: 400, body: { error: 'invalid_request', message: 'request body is not valid JSON', issues: [{ path: 'body', message: 'not valid JSON' }] } };
-  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported') return { status: 415, body: { error: 'unsupported_media_type', message: e.message ?? 'unsupported encoding' } };
+  if (e?.type === 'body.invalid_utf8')
+    return {
+      status: 400,
+      body: { error: 'invalid_request', message: 'body: the request body is not valid UTF-8', issues: [{ path: 'body', message: 'not valid UTF-8' }] },
+    };
+  if (e?.type === 'entity.parse.failed')
+    return {
+      status: 400,
+      body: { error: 'invalid_request', message: 'request body is not valid JSON', issues: [{ path: 'body', message: 'not valid JSON' }] },
+    };
+  if (e?.type === 'encoding.unsupported' || e?.type === 'charset.unsupported')
+    return { status: 415, body: { error: 'unsupported_media_type', message: e.message ?? 'unsupported encoding' } };
   const status = e?.status ?? e?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     const message = e.message ?? 'bad request';

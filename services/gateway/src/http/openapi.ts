@@ -52,7 +52,13 @@ function parameters(route: RouteDef) {
     out.push({ name, in: 'query', required: !s.safeParse(undefined).success, schema: jsonSchema(s, 'input') });
   }
   for (const h of route.headers ?? []) {
-    out.push({ name: h.name, in: 'header', required: false, description: h.description, schema: h.enum ? { type: 'string', enum: h.enum } : { type: 'string' } });
+    out.push({
+      name: h.name,
+      in: 'header',
+      required: false,
+      description: h.description,
+      schema: h.enum ? { type: 'string', enum: h.enum } : { type: 'string' },
+    });
   }
   return out;
 }
@@ -151,10 +157,21 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
     const op: Record<string, unknown> = {
       tags: [r.tag],
       summary: r.summary,
-      description: [r.description, SCOPE_TEXT[r.scope], r.apiKeyRole ? `Requires API key role \`${r.apiKeyRole}\`.` : '', r.scope === 'session' || r.scope === 'either' ? NEEDS_DOC[r.needs ?? 'read'] : '', r.browserBinding ? `Answers with \`Set-Cookie: ${BROWSER_BINDING_COOKIE}\` (HttpOnly, SameSite=Lax, Path=${BROWSER_BINDING_PATH}), reused when the request carries it: the OAuth state it mints can only be brought back by this browser.` : '']
+      description: [
+        r.description,
+        SCOPE_TEXT[r.scope],
+        r.apiKeyRole ? `Requires API key role \`${r.apiKeyRole}\`.` : '',
+        r.scope === 'session' || r.scope === 'either' ? NEEDS_DOC[r.needs ?? 'read'] : '',
+        r.browserBinding
+          ? `Answers with \`Set-Cookie: ${BROWSER_BINDING_COOKIE}\` (HttpOnly, SameSite=Lax, Path=${BROWSER_BINDING_PATH}), reused when the request carries it: the OAuth state it mints can only be brought back by this browser.`
+          : '',
+      ]
         .filter(Boolean)
         .join(' '),
-      operationId: `${r.method}_${r.path.replace(/[{}]/g, '').replace(/[^a-zA-Z0-9]+/g, '_').replace(/^_|_$/g, '')}`,
+      operationId: `${r.method}_${r.path
+        .replace(/[{}]/g, '')
+        .replace(/[^a-zA-Z0-9]+/g, '_')
+        .replace(/^_|_$/g, '')}`,
       parameters: parameters(r),
       responses: responsesOf(r),
     };
@@ -202,18 +219,30 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
       tags: ['agents'],
       summary: 'MCP server for agents (Streamable HTTP, stateless): the tools request_decision, await_decision and check_decision',
       description:
-        'JSON-RPC 2.0 messages of the Model Context Protocol. Send `Accept: application/json, text/event-stream`. Each tool calls the worker API with the caller\'s key, so it needs the role `decisions:write`. API key only (a session is 403). GET and DELETE answer 405: there are no server-initiated streams or sessions.',
+        "JSON-RPC 2.0 messages of the Model Context Protocol. Send `Accept: application/json, text/event-stream`. Each tool calls the worker API with the caller's key, so it needs the role `decisions:write`. API key only (a session is 403). GET and DELETE answer 405: there are no server-initiated streams or sessions.",
       operationId: 'post_mcp',
       parameters: [],
       security: [{ bearer: [] }],
-      requestBody: { required: true, content: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 request, notification or batch' } } } },
+      requestBody: {
+        required: true,
+        content: { 'application/json': { schema: { type: 'object', description: 'A JSON-RPC 2.0 request, notification or batch' } } },
+      },
       responses: {
         '200': {
           description: 'The JSON-RPC response, as JSON or as one server-sent event',
           content: { 'application/json': { schema: { type: 'object' } }, 'text/event-stream': { schema: { type: 'string' } } },
         },
         '202': { description: 'A notification or response was accepted (no body)' },
-        ...errorResponsesOf(['invalid_request', 'unauthorized', 'forbidden', 'payload_too_large', 'unsupported_media_type', 'rate_limited', 'unavailable', 'timeout']),
+        ...errorResponsesOf([
+          'invalid_request',
+          'unauthorized',
+          'forbidden',
+          'payload_too_large',
+          'unsupported_media_type',
+          'rate_limited',
+          'unavailable',
+          'timeout',
+        ]),
         default: ERROR_RESPONSE,
       },
     },
@@ -254,7 +283,9 @@ export function renderDocsPage(spec: ReturnType<typeof buildOpenApi>): string {
       const body = op.requestBody?.content?.['application/json']?.schema;
       const okCode = Object.keys(op.responses).find((k) => k !== 'default');
       const res = op.responses[okCode!]?.content?.['application/json']?.schema;
-      const params = (op.parameters as Array<{ name: string; in: string; required?: boolean }>).map((p) => `<li><code>${esc(p.name)}</code> (${p.in}${p.required ? ', required' : ''})</li>`).join('');
+      const params = (op.parameters as Array<{ name: string; in: string; required?: boolean }>)
+        .map((p) => `<li><code>${esc(p.name)}</code> (${p.in}${p.required ? ', required' : ''})</li>`)
+        .join('');
       const html = `<section class="op"><h3><span class="m ${method}">${method.toUpperCase()}</span> <code>${esc(path)}</code></h3>
 <p>${esc(op.summary)}</p><p class="d">${esc(op.description ?? '')}</p>
 ${params ? `<h4>Parameters</h4><ul>${params}</ul>` : ''}

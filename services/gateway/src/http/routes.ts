@@ -23,7 +23,6 @@ import type { MembersStore } from '../store/members.store';
 import { ChangeMemberBody, InviteMemberBody, MemberIdParams, MemberView, memberHandlers } from '../handlers/members.handler';
 import { httpSchemasOf, type RouteDef } from './route';
 
-
 /** `GET /v1/me`: the signed-in person as the org's member list has them. */
 const MeView = z.object({
   email: z.string(),
@@ -93,18 +92,37 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
     fwd('post', '/v1/worker/decisions', 'worker', 'decisions', 'Open a decision', D.create, {
       ...DW,
       successStatus: 201,
-      errors: ['quota_exceeded', 'policy_version_mismatch', 'unknown_policy', 'field_owned_by_policy', 'approver_required', 'artifact_required', 'facts_required', 'context_contract_violation', 'unsatisfiable_policy', 'approver_domain_not_allowed'],
+      errors: [
+        'quota_exceeded',
+        'policy_version_mismatch',
+        'unknown_policy',
+        'field_owned_by_policy',
+        'approver_required',
+        'artifact_required',
+        'facts_required',
+        'context_contract_violation',
+        'unsatisfiable_policy',
+        'approver_domain_not_allowed',
+      ],
       otherStatuses: { 200: 'No approval needed (`reason: "not_required"`), or (externalRunId, stepRef) already has a decision (`reason: "existing"`)' },
       description:
         '201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision.',
     }),
     fwd('get', '/v1/worker/decisions', 'worker', 'decisions', "The agent's inbox, newest first", D.workerList, DW),
     fwd('get', '/v1/worker/decisions/{id}', 'worker', 'decisions', 'Decision status for polling', D.workerGet, { ...DW, errors: NOT_FOUND }),
-    fwd('get', '/v1/worker/decisions/{id}/wait', 'worker', 'decisions', 'Long poll: answers as soon as the decision is no longer PENDING, or at the end of the wait (still PENDING)', D.wait, {
-      ...DW,
-      errors: NOT_FOUND,
-      timeoutMs: 130_000,
-    }),
+    fwd(
+      'get',
+      '/v1/worker/decisions/{id}/wait',
+      'worker',
+      'decisions',
+      'Long poll: answers as soon as the decision is no longer PENDING, or at the end of the wait (still PENDING)',
+      D.wait,
+      {
+        ...DW,
+        errors: NOT_FOUND,
+        timeoutMs: 130_000,
+      },
+    ),
     fwd('get', '/v1/worker/decisions/{id}/verify', 'worker', 'decisions', 'Verify an approval against the action facts (read-only, always 200)', D.verify, DW),
     fwd('post', '/v1/worker/decisions/{id}/consume', 'worker', 'decisions', 'Consume an approval exactly once', D.consume, {
       ...DW,
@@ -112,24 +130,53 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
       description:
         'A refusal answers 409 `{consumed: false, reason}` (404 for not_found) with the error fields `error` and `message`. On a decision whose policy has `requireFacts`, a consume without `factsHash` answers 422 `facts_required`.',
     }),
-    fwd('get', '/v1/worker/decisions/{id}/receipt', 'worker', 'decisions', 'The signed receipt of an ended decision (compact JWS, EdDSA; verify with /.well-known/jwks.json)', D.workerReceipt, {
-      ...DW,
-      errors: ['not_found', 'not_resolved', 'receipts_not_configured'],
-      description: RECEIPT_TEXT,
-    }),
+    fwd(
+      'get',
+      '/v1/worker/decisions/{id}/receipt',
+      'worker',
+      'decisions',
+      'The signed receipt of an ended decision (compact JWS, EdDSA; verify with /.well-known/jwks.json)',
+      D.workerReceipt,
+      {
+        ...DW,
+        errors: ['not_found', 'not_resolved', 'receipts_not_configured'],
+        description: RECEIPT_TEXT,
+      },
+    ),
     fwd('post', '/v1/worker/decisions/{id}/cancel', 'worker', 'decisions', 'Cancel a pending decision', D.cancel, { ...DW, errors: NOT_FOUND }),
     fwd('post', '/v1/worker/policies/check', 'worker', 'policies', 'Check that policy keys exist and are satisfiable', P.check),
-    fwd('post', '/v1/worker/policies/preview', 'worker', 'policies', 'Preview a policy upsert (writes nothing; refused for the same reasons a save is)', P.preview, {
-      apiKeyRole: 'policies:write',
-      errors: POLICY_REFUSALS,
-    }),
-    fwd('post', '/v1/worker/policies', 'worker', 'policies', 'Upsert a policy (policy as code). Header `X-Policy-Source: repository` records the version source as repository.', P.upsert, {
-      apiKeyRole: 'policies:write',
-      errors: [...POLICY_REFUSALS, 'conflict'],
-      otherStatuses: { 201: 'The policy was created, or an archived one restored' },
-      headers: [{ name: 'X-Policy-Source', description: '`repository` (any case) records the new version\'s source as repository (policy as code); any other value, or none, records `api`.' }],
-      description: 'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed.',
-    }),
+    fwd(
+      'post',
+      '/v1/worker/policies/preview',
+      'worker',
+      'policies',
+      'Preview a policy upsert (writes nothing; refused for the same reasons a save is)',
+      P.preview,
+      {
+        apiKeyRole: 'policies:write',
+        errors: POLICY_REFUSALS,
+      },
+    ),
+    fwd(
+      'post',
+      '/v1/worker/policies',
+      'worker',
+      'policies',
+      'Upsert a policy (policy as code). Header `X-Policy-Source: repository` records the version source as repository.',
+      P.upsert,
+      {
+        apiKeyRole: 'policies:write',
+        errors: [...POLICY_REFUSALS, 'conflict'],
+        otherStatuses: { 201: 'The policy was created, or an archived one restored' },
+        headers: [
+          {
+            name: 'X-Policy-Source',
+            description: "`repository` (any case) records the new version's source as repository (policy as code); any other value, or none, records `api`.",
+          },
+        ],
+        description: 'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed.',
+      },
+    ),
     fwd('get', '/v1/worker/policies', 'worker', 'policies', 'Policy keys and labels', P.list),
     fwd('get', '/v1/worker/policies/{key}', 'worker', 'policies', 'Current definition of a policy', P.get, { errors: NOT_FOUND }),
     fwd('get', '/v1/worker/policies/{key}/versions', 'either', 'policies', 'List versions of a policy', P.versions, { errors: NOT_FOUND }),
@@ -137,25 +184,65 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
     fwd('get', '/v1/worker/policies/{key}/versions/{n}', 'either', 'policies', 'One version of a policy', P.version, { errors: NOT_FOUND }),
 
     // ---- decisions (session)
-    fwd('get', '/v1/decisions/', 'session', 'decisions', 'Decisions of the org, newest first (a page stops early past 8 MiB: continue from offset + its length)', D.list, { needs: 'decide' }),
+    fwd(
+      'get',
+      '/v1/decisions/',
+      'session',
+      'decisions',
+      'Decisions of the org, newest first (a page stops early past 8 MiB: continue from offset + its length)',
+      D.list,
+      { needs: 'decide' },
+    ),
     fwd('get', '/v1/decisions/workflows', 'session', 'decisions', 'Distinct workflows for the inbox filter', D.workflows, { needs: 'decide' }),
     fwd('get', '/v1/decisions/{id}', 'session', 'decisions', 'One decision with tally, timeline and evidence', D.get, { needs: 'decide', errors: NOT_FOUND }),
-    fwd('post', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Attach evidence (append-only while PENDING; identical content is a no-op)', D.addEvidence, {
-      needs: 'decide',
-      errors: ['not_found', 'not_pending'],
-      successStatus: 201,
-    }),
-    fwd('get', '/v1/decisions/{id}/receipt', 'session', 'decisions', 'The signed receipt of an ended decision (compact JWS, EdDSA; verify with /.well-known/jwks.json)', D.receipt, {
-      needs: 'decide',
-      errors: ['not_found', 'not_resolved', 'receipts_not_configured'],
-      description: RECEIPT_TEXT,
-    }),
+    fwd(
+      'post',
+      '/v1/decisions/{id}/evidence',
+      'session',
+      'decisions',
+      'Attach evidence (append-only while PENDING; identical content is a no-op)',
+      D.addEvidence,
+      {
+        needs: 'decide',
+        errors: ['not_found', 'not_pending'],
+        successStatus: 201,
+      },
+    ),
+    fwd(
+      'get',
+      '/v1/decisions/{id}/receipt',
+      'session',
+      'decisions',
+      'The signed receipt of an ended decision (compact JWS, EdDSA; verify with /.well-known/jwks.json)',
+      D.receipt,
+      {
+        needs: 'decide',
+        errors: ['not_found', 'not_resolved', 'receipts_not_configured'],
+        description: RECEIPT_TEXT,
+      },
+    ),
     fwd('get', '/v1/decisions/{id}/evidence', 'session', 'decisions', 'Evidence, oldest first', D.listEvidence, { needs: 'decide', errors: NOT_FOUND }),
-    fwd('put', '/v1/decisions/{id}/output', 'session', 'decisions', "Save the reviewer's refined draft (the decision's approvers only: 403 not_an_approver)", D.saveOutput, { needs: 'decide', errors: ['not_found', 'not_an_approver', 'conflict', 'not_pending'] }),
-    fwd('post', '/v1/decisions/{id}/refine', 'session', 'decisions', 'Revise the draft with the configured model (commits nothing; the decision\'s approvers only)', D.refine, {
-      needs: 'decide',
-      errors: ['not_found', 'not_an_approver', 'conflict', 'not_pending', 'model_not_configured', 'target_not_allowed', 'upstream_error'],
-    }),
+    fwd(
+      'put',
+      '/v1/decisions/{id}/output',
+      'session',
+      'decisions',
+      "Save the reviewer's refined draft (the decision's approvers only: 403 not_an_approver)",
+      D.saveOutput,
+      { needs: 'decide', errors: ['not_found', 'not_an_approver', 'conflict', 'not_pending'] },
+    ),
+    fwd(
+      'post',
+      '/v1/decisions/{id}/refine',
+      'session',
+      'decisions',
+      "Revise the draft with the configured model (commits nothing; the decision's approvers only)",
+      D.refine,
+      {
+        needs: 'decide',
+        errors: ['not_found', 'not_an_approver', 'conflict', 'not_pending', 'model_not_configured', 'target_not_allowed', 'upstream_error'],
+      },
+    ),
     // Scope either: an API key reaches the service, which refuses it with not_an_approver and records the attempt.
     fwd('post', '/v1/decisions/{id}/decide', 'either', 'decisions', 'Record one vote (an API key gets 403 not_an_approver)', D.vote, {
       needs: 'decide',
@@ -170,12 +257,27 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
       needs: 'author',
       errors: [...POLICY_REFUSALS, 'conflict'],
       otherStatuses: { 201: 'The policy was created, or an archived one restored' },
-      description: 'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed. The version source is `dashboard`.',
+      description:
+        'Answers 201 when the policy was created or restored, 200 otherwise; `noop` is true when nothing changed. The version source is `dashboard`.',
     }),
-    fwd('post', '/v1/policies/preview', 'session', 'policies', 'Preview a policy edit from the dashboard (writes nothing; refused for the same reasons a save is)', P.preview, { needs: 'author', errors: POLICY_REFUSALS }),
+    fwd(
+      'post',
+      '/v1/policies/preview',
+      'session',
+      'policies',
+      'Preview a policy edit from the dashboard (writes nothing; refused for the same reasons a save is)',
+      P.preview,
+      { needs: 'author', errors: POLICY_REFUSALS },
+    ),
     fwd('get', '/v1/policies/{key}', 'session', 'policies', 'One policy', P.get, { errors: NOT_FOUND }),
-    fwd('put', '/v1/policies/{key}', 'session', 'policies', 'Replace the definition of an existing policy (404 when absent)', P.update, { needs: 'author', errors: [...POLICY_REFUSALS, 'not_found', 'conflict'] }),
-    fwd('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy (409 policy_in_use unless force=true, admin)', P.remove, { needs: 'author', errors: ['not_found', 'policy_in_use'] }),
+    fwd('put', '/v1/policies/{key}', 'session', 'policies', 'Replace the definition of an existing policy (404 when absent)', P.update, {
+      needs: 'author',
+      errors: [...POLICY_REFUSALS, 'not_found', 'conflict'],
+    }),
+    fwd('delete', '/v1/policies/{key}', 'session', 'policies', 'Archive a policy (409 policy_in_use unless force=true, admin)', P.remove, {
+      needs: 'author',
+      errors: ['not_found', 'policy_in_use'],
+    }),
 
     // ---- approvers (session)
     fwd('post', '/v1/approvers/', 'session', 'approvers', 'Register an approver (idempotent per email; 201 when created)', A.register, {
@@ -185,29 +287,57 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
     }),
     fwd('get', '/v1/approvers/', 'session', 'approvers', 'Approvers with verification state', A.list),
     fwd('get', '/v1/approvers/{id}', 'session', 'approvers', 'One approver', A.get, { errors: NOT_FOUND }),
-    fwd('post', '/v1/approvers/{id}/verify', 'session', 'approvers', 'Mark a channel or method verified or failed', A.verify, { needs: 'admin', errors: NOT_FOUND }),
-    fwd('post', '/v1/approvers/{id}/disable', 'session', 'approvers', 'Soft-disable an approver (idempotent)', A.disable, { needs: 'author', errors: NOT_FOUND }),
+    fwd('post', '/v1/approvers/{id}/verify', 'session', 'approvers', 'Mark a channel or method verified or failed', A.verify, {
+      needs: 'admin',
+      errors: NOT_FOUND,
+    }),
+    fwd('post', '/v1/approvers/{id}/disable', 'session', 'approvers', 'Soft-disable an approver (idempotent)', A.disable, {
+      needs: 'author',
+      errors: NOT_FOUND,
+    }),
     fwd('post', '/v1/approvers/{id}/enable', 'session', 'approvers', 'Enable an approver (idempotent)', A.enable, { needs: 'author', errors: NOT_FOUND }),
 
     // ---- runs, directory, notifications
-    fwd('post', '/v1/runs/', 'either', 'runs', 'Fire the external engine event for a registered workflow (202; a repeated idempotencyKey fires once)', W.startRun, {
-      needs: 'author',
-      ...DW,
-      errors: ['not_found', 'idempotency_key_reused', 'engine_not_configured'],
-      successStatus: 202,
-      description:
-        'A repeat with the same `idempotencyKey` and the same request answers 202 with the first run and fires nothing; the key reused for another workflow, input or timeout is 409 `idempotency_key_reused` with the first `runId` and `workflowId`.',
-    }),
+    fwd(
+      'post',
+      '/v1/runs/',
+      'either',
+      'runs',
+      'Fire the external engine event for a registered workflow (202; a repeated idempotencyKey fires once)',
+      W.startRun,
+      {
+        needs: 'author',
+        ...DW,
+        errors: ['not_found', 'idempotency_key_reused', 'engine_not_configured'],
+        successStatus: 202,
+        description:
+          'A repeat with the same `idempotencyKey` and the same request answers 202 with the first run and fires nothing; the key reused for another workflow, input or timeout is 409 `idempotency_key_reused` with the first `runId` and `workflowId`.',
+      },
+    ),
     fwd('get', '/v1/directory/actor', 'session', 'directory', 'Display label of a user, approver or API key id', DirectoryEndpoints.actor, { needs: 'self' }),
     fwd('get', '/v1/contact-methods/', 'session', 'notifications', "The caller's contact methods", N.contactMethodsGet, { needs: 'self' }),
-    fwd('put', '/v1/contact-methods/', 'session', 'notifications', "Replace the caller's contact methods (fields left out are cleared)", N.contactMethodsPut, { needs: 'self', errors: ['chat_account_not_linked'] }),
-    fwd('post', '/v1/push-devices/', 'session', 'notifications', 'Register a push device (idempotent on user and token; reactivates a revoked one)', N.pushDeviceRegister, {
+    fwd('put', '/v1/contact-methods/', 'session', 'notifications', "Replace the caller's contact methods (fields left out are cleared)", N.contactMethodsPut, {
       needs: 'self',
-      successStatus: 201,
-      otherStatuses: { 200: 'Already registered for this person (`created: false`; `reactivated: true` when it had been revoked)' },
+      errors: ['chat_account_not_linked'],
     }),
+    fwd(
+      'post',
+      '/v1/push-devices/',
+      'session',
+      'notifications',
+      'Register a push device (idempotent on user and token; reactivates a revoked one)',
+      N.pushDeviceRegister,
+      {
+        needs: 'self',
+        successStatus: 201,
+        otherStatuses: { 200: 'Already registered for this person (`created: false`; `reactivated: true` when it had been revoked)' },
+      },
+    ),
     fwd('get', '/v1/push-devices/', 'session', 'notifications', "The caller's push devices", N.pushDeviceList, { needs: 'self' }),
-    fwd('delete', '/v1/push-devices/{id}', 'session', 'notifications', 'Revoke a push device (soft, idempotent)', N.pushDeviceRevoke, { needs: 'self', errors: NOT_FOUND }),
+    fwd('delete', '/v1/push-devices/{id}', 'session', 'notifications', 'Revoke a push device (soft, idempotent)', N.pushDeviceRevoke, {
+      needs: 'self',
+      errors: NOT_FOUND,
+    }),
 
     // ---- callbacks (raw body forwarded for signature checks)
     cb('/webhooks/identity', 'webhooks', 'Identity provider webhook (Svix signature): orgs, user changes, leavers'),
@@ -240,7 +370,7 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
     {
       ...cb('/v1/integrations/chatA/callback', 'integrations', 'chatA install callback (OAuth v2): stores the installation, 302 to the app', 'get'),
       htmlResponses: {
-        302: 'Installed: redirect to the web app\'s integrations page',
+        302: "Installed: redirect to the web app's integrations page",
         400: 'The state is missing, altered, expired, already used or for another provider, or no code came back: nothing stored',
         502: 'The provider did not accept the code: nothing stored',
       },
@@ -248,19 +378,27 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
     {
       ...cb('/v1/integrations/chatB/callback', 'integrations', 'chatB install callback (OAuth2): stores the installation, 302 to the app', 'get'),
       htmlResponses: {
-        302: 'Installed: redirect to the web app\'s integrations page',
+        302: "Installed: redirect to the web app's integrations page",
         400: 'The state is missing, altered, expired, already used or for another provider, or no code came back: nothing stored',
         502: 'The provider did not accept the code: nothing stored',
       },
     },
     ...(['chatA', 'chatB'] as const).map(
       (p): RouteDef => ({
-        ...cb(`/v1/integrations/${p}/link/callback`, 'me', `${p === 'chatA' ? 'Slack (OpenID Connect)' : 'Discord (OAuth2 identify)'} sign-in callback of a person linking their own chat account: 302 to the app`, 'get'),
+        ...cb(
+          `/v1/integrations/${p}/link/callback`,
+          'me',
+          `${p === 'chatA' ? 'Slack (OpenID Connect)' : 'Discord (OAuth2 identify)'} sign-in callback of a person linking their own chat account: 302 to the app`,
+          'get',
+        ),
         description: `Where ${p === 'chatA' ? 'Slack' : 'Discord'} sends the browser back after the sign-in started with \`POST /v1/integrations/${p}/link\`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified ${p} endpoint of the person's approver record.`,
         htmlResponses: {
-          302: 'Linked: redirect to the web app\'s /app/settings/me?linked=' + p,
+          302: "Linked: redirect to the web app's /app/settings/me?linked=" + p,
           400: 'The state is missing, altered, expired, already used, for another provider or purpose, or brought back by another browser (no or another binding cookie), or no code came back: nothing linked',
-          403: p === 'chatA' ? 'The Slack account belongs to another workspace than the org\'s installed one: nothing linked' : 'The Discord account is not a member of the org\'s installed server: nothing linked',
+          403:
+            p === 'chatA'
+              ? "The Slack account belongs to another workspace than the org's installed one: nothing linked"
+              : "The Discord account is not a member of the org's installed server: nothing linked",
           409: 'The org no longer has the workspace installed: nothing linked',
           502: 'The provider did not accept the code: nothing linked',
         },
@@ -382,7 +520,7 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
       scope: 'session',
       needs: 'admin',
       tag: 'members',
-      summary: "Remove a member: their sessions stop at once (401); the last admin cannot be removed: 409 last_admin",
+      summary: 'Remove a member: their sessions stop at once (401); the last admin cannot be removed: 409 last_admin',
       params: MemberIdParams,
       response: MemberView,
       errors: ['not_found', 'last_admin'],
@@ -447,56 +585,167 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
       response: LlmSettingsView,
       target: { kind: 'local', handler: deps.settings.handlers.putLlm },
     },
-    fwd('get', '/v1/settings/engines', 'session', 'settings', 'Engine settings of the org (admin; secrets read back only as set)', N.engineSettingsGet, { needs: 'admin' }),
-    fwd('put', '/v1/settings/engines', 'session', 'settings', 'Set engine settings (admin): engines named are set, null removes one; a bundled secret left out is generated and shown once', N.engineSettingsPut, { needs: 'admin' }),
-    fwd('post', '/v1/settings/engines/{engine}/test', 'session', 'settings', 'Send a signed test event to an engine (admin); answers the receiver status', N.engineTest, { needs: 'admin', errors: ['engine_not_configured'] }),
-    fwd('get', '/v1/settings/approvers', 'session', 'settings', 'Approver settings of the org (admin): the mail domains approvers may come from', ApproverSettingsEndpoints.get, { needs: 'admin' }),
-    fwd('put', '/v1/settings/approvers', 'session', 'settings', 'Set the mail domains approvers may come from (admin; empty: any). Decisions, policies and registrations naming anyone else answer 422 approver_domain_not_allowed', ApproverSettingsEndpoints.put, { needs: 'admin' }),
-    fwd('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings (admin; the HMAC key reads back only as set)', EsignEndpoints.get, { needs: 'admin' }),
+    fwd('get', '/v1/settings/engines', 'session', 'settings', 'Engine settings of the org (admin; secrets read back only as set)', N.engineSettingsGet, {
+      needs: 'admin',
+    }),
+    fwd(
+      'put',
+      '/v1/settings/engines',
+      'session',
+      'settings',
+      'Set engine settings (admin): engines named are set, null removes one; a bundled secret left out is generated and shown once',
+      N.engineSettingsPut,
+      { needs: 'admin' },
+    ),
+    fwd(
+      'post',
+      '/v1/settings/engines/{engine}/test',
+      'session',
+      'settings',
+      'Send a signed test event to an engine (admin); answers the receiver status',
+      N.engineTest,
+      { needs: 'admin', errors: ['engine_not_configured'] },
+    ),
+    fwd(
+      'get',
+      '/v1/settings/approvers',
+      'session',
+      'settings',
+      'Approver settings of the org (admin): the mail domains approvers may come from',
+      ApproverSettingsEndpoints.get,
+      { needs: 'admin' },
+    ),
+    fwd(
+      'put',
+      '/v1/settings/approvers',
+      'session',
+      'settings',
+      'Set the mail domains approvers may come from (admin; empty: any). Decisions, policies and registrations naming anyone else answer 422 approver_domain_not_allowed',
+      ApproverSettingsEndpoints.put,
+      { needs: 'admin' },
+    ),
+    fwd('get', '/v1/settings/esign', 'session', 'settings', 'Signature-provider settings (admin; the HMAC key reads back only as set)', EsignEndpoints.get, {
+      needs: 'admin',
+    }),
     fwd('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings (admin)', EsignEndpoints.put, { needs: 'admin' }),
     fwd('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration: installed, or (admins) the install URL', I.chatB.get, {
       browserBinding: true,
       description: INSTALL_VIEW,
     }),
-    fwd('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'chatB text channels', I.chatB.channels, { errors: ['integration_not_installed', 'integration_not_configured'] }),
-    fwd('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the chatB channel where decisions are announced (admin)', I.chatB.setChannel, { needs: 'admin', errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'] }),
-    fwd('post', '/v1/integrations/chatB/test', 'session', 'integrations', 'Send a chatB test message (admin)', I.chatB.test, { needs: 'admin', errors: ['integration_not_installed', 'integration_not_configured', 'conflict'] }),
+    fwd('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'chatB text channels', I.chatB.channels, {
+      errors: ['integration_not_installed', 'integration_not_configured'],
+    }),
+    fwd('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the chatB channel where decisions are announced (admin)', I.chatB.setChannel, {
+      needs: 'admin',
+      errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'],
+    }),
+    fwd('post', '/v1/integrations/chatB/test', 'session', 'integrations', 'Send a chatB test message (admin)', I.chatB.test, {
+      needs: 'admin',
+      errors: ['integration_not_installed', 'integration_not_configured', 'conflict'],
+    }),
     fwd('get', '/v1/integrations/chatA', 'session', 'integrations', 'chatA integration: installed, or (admins) the install URL', I.chatA.get, {
       browserBinding: true,
       description: INSTALL_VIEW,
     }),
-    fwd('put', '/v1/integrations/chatA/deliberation', 'session', 'integrations', 'chatA deliberation: a thread per decision, a reply per vote (admin)', I.chatA.deliberation, { needs: 'admin', errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'] }),
-    fwd('post', '/v1/integrations/chatA/deliberation/test', 'session', 'integrations', 'Test chatA deliberation (admin)', I.chatA.deliberationTest, { needs: 'admin', errors: ['integration_not_installed', 'integration_not_configured', 'conflict'] }),
-    fwd('get', '/v1/integrations/chatA/channels', 'session', 'integrations', 'chatA channels', I.chatA.channels, { errors: ['integration_not_installed', 'integration_not_configured'] }),
-    fwd('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel where decisions are announced (admin)', I.chatA.setChannel, { needs: 'admin', errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'] }),
-    fwd('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message (admin)', I.chatA.test, { needs: 'admin', errors: ['integration_not_installed', 'integration_not_configured', 'conflict'] }),
+    fwd(
+      'put',
+      '/v1/integrations/chatA/deliberation',
+      'session',
+      'integrations',
+      'chatA deliberation: a thread per decision, a reply per vote (admin)',
+      I.chatA.deliberation,
+      { needs: 'admin', errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'] },
+    ),
+    fwd('post', '/v1/integrations/chatA/deliberation/test', 'session', 'integrations', 'Test chatA deliberation (admin)', I.chatA.deliberationTest, {
+      needs: 'admin',
+      errors: ['integration_not_installed', 'integration_not_configured', 'conflict'],
+    }),
+    fwd('get', '/v1/integrations/chatA/channels', 'session', 'integrations', 'chatA channels', I.chatA.channels, {
+      errors: ['integration_not_installed', 'integration_not_configured'],
+    }),
+    fwd('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel where decisions are announced (admin)', I.chatA.setChannel, {
+      needs: 'admin',
+      errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'],
+    }),
+    fwd('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message (admin)', I.chatA.test, {
+      needs: 'admin',
+      errors: ['integration_not_installed', 'integration_not_configured', 'conflict'],
+    }),
 
     // ---- a person's own chat accounts (session, any role)
-    fwd('get', '/v1/me/chat-links', 'session', 'me', 'Your chat accounts: per provider, the org\'s workspace and the id linked to your approver record, and every channel of that record with its state', I.myLinks, { needs: 'self' }),
-    fwd('post', '/v1/integrations/chatA/link', 'session', 'me', 'Link your own Slack account: the "Sign in with Slack" (OpenID Connect) URL to follow', I.chatA.link, {
-      needs: 'self',
-      errors: ['integration_not_installed', 'integration_not_configured'],
-      browserBinding: true,
-      description: LINK_START('Slack', 'a Slack account of the org\'s installed workspace'),
-    }),
-    fwd('post', '/v1/integrations/chatB/link', 'session', 'me', 'Link your own Discord account: the Discord sign-in (OAuth2 identify) URL to follow', I.chatB.link, {
-      needs: 'self',
-      errors: ['integration_not_installed', 'integration_not_configured'],
-      browserBinding: true,
-      description: LINK_START('Discord', 'a Discord account that is a member of the org\'s installed server'),
-    }),
-    fwd('post', '/v1/me/chat-links/chatA/lookup', 'session', 'me', 'Link your Slack account found by your email (users.lookupByEmail in the org\'s workspace)', I.chatA.linkLookup, {
-      needs: 'self',
-      errors: ['not_found', 'integration_not_installed', 'integration_not_configured'],
-      description:
-        'Slack\'s directory finds the workspace member whose email (verified by Slack) is your session\'s email; that Slack user becomes the verified chatA endpoint of your approver record (registered if you have none). No such member: 404 `not_found` with `reason: "no_slack_user"`. Slack not installed: 409 `integration_not_installed`.',
-    }),
-    fwd('delete', '/v1/me/chat-links/{provider}', 'session', 'me', 'Unlink your chat account: your approver record keeps the channel without an id, pending', I.unlink, {
-      needs: 'self',
-      errors: NOT_FOUND,
-      description: 'Without an approver record: 404 `not_found`. For Slack, a chatA channel without an id is still reached by your email in the workspace (users.lookupByEmail) when notices are sent.',
-    }),
+    fwd(
+      'get',
+      '/v1/me/chat-links',
+      'session',
+      'me',
+      "Your chat accounts: per provider, the org's workspace and the id linked to your approver record, and every channel of that record with its state",
+      I.myLinks,
+      { needs: 'self' },
+    ),
+    fwd(
+      'post',
+      '/v1/integrations/chatA/link',
+      'session',
+      'me',
+      'Link your own Slack account: the "Sign in with Slack" (OpenID Connect) URL to follow',
+      I.chatA.link,
+      {
+        needs: 'self',
+        errors: ['integration_not_installed', 'integration_not_configured'],
+        browserBinding: true,
+        description: LINK_START('Slack', "a Slack account of the org's installed workspace"),
+      },
+    ),
+    fwd(
+      'post',
+      '/v1/integrations/chatB/link',
+      'session',
+      'me',
+      'Link your own Discord account: the Discord sign-in (OAuth2 identify) URL to follow',
+      I.chatB.link,
+      {
+        needs: 'self',
+        errors: ['integration_not_installed', 'integration_not_configured'],
+        browserBinding: true,
+        description: LINK_START('Discord', "a Discord account that is a member of the org's installed server"),
+      },
+    ),
+    fwd(
+      'post',
+      '/v1/me/chat-links/chatA/lookup',
+      'session',
+      'me',
+      "Link your Slack account found by your email (users.lookupByEmail in the org's workspace)",
+      I.chatA.linkLookup,
+      {
+        needs: 'self',
+        errors: ['not_found', 'integration_not_installed', 'integration_not_configured'],
+        description:
+          'Slack\'s directory finds the workspace member whose email (verified by Slack) is your session\'s email; that Slack user becomes the verified chatA endpoint of your approver record (registered if you have none). No such member: 404 `not_found` with `reason: "no_slack_user"`. Slack not installed: 409 `integration_not_installed`.',
+      },
+    ),
+    fwd(
+      'delete',
+      '/v1/me/chat-links/{provider}',
+      'session',
+      'me',
+      'Unlink your chat account: your approver record keeps the channel without an id, pending',
+      I.unlink,
+      {
+        needs: 'self',
+        errors: NOT_FOUND,
+        description:
+          'Without an approver record: 404 `not_found`. For Slack, a chatA channel without an id is still reached by your email in the workspace (users.lookupByEmail) when notices are sent.',
+      },
+    ),
     fwd('get', '/v1/usage/', 'session', 'usage', 'Decisions opened per month, newest first (24 months)', D.usageHistory),
-    fwd('get', '/v1/usage/current', 'session', 'usage', 'This month: the plan, decisions opened and the monthly limit (what 402 quota_exceeded enforces)', D.usageCurrent),
+    fwd(
+      'get',
+      '/v1/usage/current',
+      'session',
+      'usage',
+      'This month: the plan, decisions opened and the monthly limit (what 402 quota_exceeded enforces)',
+      D.usageCurrent,
+    ),
   ];
 }

@@ -27,10 +27,7 @@ export function mountWebApp(app: Express, opts: { dir?: string; oidc?: { issuer:
     res.setHeader('Cache-Control', 'no-store');
     res.json({ oidc: opts.oidc ?? null });
   });
-  app.use(
-    '/app/assets',
-    express.static(join(dir, 'assets'), { immutable: true, maxAge: '365d', index: false, fallthrough: false }),
-  );
+  app.use('/app/assets', express.static(join(dir, 'assets'), { immutable: true, maxAge: '365d', index: false, fallthrough: false }));
   app.get(/^\/app(\/.*)?$/, (_req, res) => {
     if (!existsSync(index)) {
       res.status(503).type('text').send('The web app is not built: `npm start` builds it (or run `npm run build:web`).');

@@ -223,18 +223,23 @@ export function createAccessStore(db: Knex, opts: { changed?: (org: string) => P
         eventId: entry.eventId ?? null,
         at: entry.at ?? null,
       }));
-      await trx
-        .raw(
-          `INSERT INTO audit_log (id, org_id, action, actor, actor_label, target, details, event_id, at)
+      await trx.raw(
+        `INSERT INTO audit_log (id, org_id, action, actor, actor_label, target, details, event_id, at)
            SELECT e->>'id', e->>'org', e->>'action', e->>'actor', e->>'actorLabel', e->>'target', e->'details', e->>'eventId', coalesce((e->>'at')::timestamptz, now())
              FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
            ON CONFLICT (event_id) DO NOTHING`,
-          [JSON.stringify(rows)],
-        );
+        [JSON.stringify(rows)],
+      );
     },
 
     async listAudit(org: string, opts: { limit: number; before?: string; action?: string }) {
-      const q = db('audit_log').where({ org_id: org }).orderBy([{ column: 'at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(opts.limit);
+      const q = db('audit_log')
+        .where({ org_id: org })
+        .orderBy([
+          { column: 'at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .limit(opts.limit);
       if (opts.action) q.andWhere({ action: opts.action });
       if (opts.before) q.andWhere('id', '<', opts.before);
       return q;

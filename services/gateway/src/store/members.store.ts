@@ -85,10 +85,7 @@ export class MemberCache {
  * The org's members (proof-and-reach.md section 6). Every change is written to the audit
  * log in the same transaction, and announced before the answer (`changed`).
  */
-export function createMembersStore(
-  db: Knex,
-  opts: { audit: (trx: Knex, entries: AuditEntry[]) => Promise<void>; changed?: (org: string) => Promise<void> },
-) {
+export function createMembersStore(db: Knex, opts: { audit: (trx: Knex, entries: AuditEntry[]) => Promise<void>; changed?: (org: string) => Promise<void> }) {
   const cache = new MemberCache();
   const changed = async (org: string) => {
     cache.invalidate(org);
@@ -138,7 +135,12 @@ export function createMembersStore(
     },
 
     async list(org: string): Promise<MemberRow[]> {
-      return db('members').where({ org_id: org }).orderBy([{ column: 'status', order: 'asc' }, { column: 'email', order: 'asc' }]);
+      return db('members')
+        .where({ org_id: org })
+        .orderBy([
+          { column: 'status', order: 'asc' },
+          { column: 'email', order: 'asc' },
+        ]);
     },
 
     /** Adds a member, or brings a removed one back with the role given. An active member is a conflict. */
@@ -146,15 +148,21 @@ export function createMembersStore(
       const row = await db.transaction(async (trx) => {
         const current: MemberRow | undefined = await trx('members').where({ org_id: org, email }).forUpdate().first();
         if (current?.status === 'active') {
-          throw new AppError('conflict', `${email} is already a member (role ${current.role}): change the role with PATCH /v1/members/${current.id}`, { member: toMemberView(current) });
+          throw new AppError('conflict', `${email} is already a member (role ${current.role}): change the role with PATCH /v1/members/${current.id}`, {
+            member: toMemberView(current),
+          });
         }
         const [saved]: MemberRow[] = current
           ? await trx('members')
               .where({ id: current.id })
               .update({ role, status: 'active', removed_at: null, invited_by: actor.label, updated_at: trx.fn.now() })
               .returning('*')
-          : await trx('members').insert({ id: newId('member'), org_id: org, email, role, invited_by: actor.label }).returning('*');
-        await opts.audit(trx, [{ org, action: 'member.invited', actor: actor.id, actorLabel: actor.label, target: saved.id, details: { email, role, rejoined: Boolean(current) } }]);
+          : await trx('members')
+              .insert({ id: newId('member'), org_id: org, email, role, invited_by: actor.label })
+              .returning('*');
+        await opts.audit(trx, [
+          { org, action: 'member.invited', actor: actor.id, actorLabel: actor.label, target: saved.id, details: { email, role, rejoined: Boolean(current) } },
+        ]);
         return saved;
       });
       await changed(org);
@@ -164,11 +172,21 @@ export function createMembersStore(
     async setRole(org: string, id: string, role: MemberRole, actor: Actor): Promise<MemberRow> {
       const row = await db.transaction(async (trx) => {
         const current = await locked(trx, org, id);
-        if (current.status !== 'active') throw new AppError('conflict', `${current.email} was removed from the org: invite them again instead`, { member: toMemberView(current) });
+        if (current.status !== 'active')
+          throw new AppError('conflict', `${current.email} was removed from the org: invite them again instead`, { member: toMemberView(current) });
         if (current.role === role) return current;
         if (role !== 'admin') await keepAnAdmin(trx, org, current);
         const [saved]: MemberRow[] = await trx('members').where({ id }).update({ role, updated_at: trx.fn.now() }).returning('*');
-        await opts.audit(trx, [{ org, action: 'member.role_changed', actor: actor.id, actorLabel: actor.label, target: id, details: { email: current.email, before: current.role, after: role } }]);
+        await opts.audit(trx, [
+          {
+            org,
+            action: 'member.role_changed',
+            actor: actor.id,
+            actorLabel: actor.label,
+            target: id,
+            details: { email: current.email, before: current.role, after: role },
+          },
+        ]);
         return saved;
       });
       await changed(org);
@@ -181,8 +199,13 @@ export function createMembersStore(
         const current = await locked(trx, org, id);
         if (current.status === 'removed') return current;
         await keepAnAdmin(trx, org, current);
-        const [saved]: MemberRow[] = await trx('members').where({ id }).update({ status: 'removed', removed_at: trx.fn.now(), updated_at: trx.fn.now() }).returning('*');
-        await opts.audit(trx, [{ org, action: 'member.removed', actor: actor.id, actorLabel: actor.label, target: id, details: { email: current.email, role: current.role } }]);
+        const [saved]: MemberRow[] = await trx('members')
+          .where({ id })
+          .update({ status: 'removed', removed_at: trx.fn.now(), updated_at: trx.fn.now() })
+          .returning('*');
+        await opts.audit(trx, [
+          { org, action: 'member.removed', actor: actor.id, actorLabel: actor.label, target: id, details: { email: current.email, role: current.role } },
+        ]);
         return saved;
       });
       await changed(org);
@@ -197,9 +220,18 @@ export function createMembersStore(
         if (current && current.role === 'admin' && role !== 'admin') await keepAnAdmin(trx, org, current);
         const [saved]: MemberRow[] = current
           ? await trx('members').where({ id: current.id }).update({ role, status: 'active', removed_at: null, updated_at: trx.fn.now() }).returning('*')
-          : await trx('members').insert({ id: newId('member'), org_id: org, email, role, invited_by: actor.label }).returning('*');
+          : await trx('members')
+              .insert({ id: newId('member'), org_id: org, email, role, invited_by: actor.label })
+              .returning('*');
         await opts.audit(trx, [
-          { org, action: current ? 'member.role_changed' : 'member.invited', actor: actor.id, actorLabel: actor.label, target: saved.id, details: { email, before: current?.role ?? null, after: role } },
+          {
+            org,
+            action: current ? 'member.role_changed' : 'member.invited',
+            actor: actor.id,
+            actorLabel: actor.label,
+            target: saved.id,
+            details: { email, before: current?.role ?? null, after: role },
+          },
         ]);
         return saved;
       });

@@ -30,7 +30,9 @@ export function createSettingsStore(db: Knex, opts: { audit?: (trx: Knex, entrie
 
     /** Replaces the value without touching updated_at (a key re-sealed is not a change of setting). */
     async rewrite<V>(org: string, kind: string, value: V): Promise<void> {
-      await db('settings').where({ org_id: org, kind }).update({ value: JSON.stringify(value) });
+      await db('settings')
+        .where({ org_id: org, kind })
+        .update({ value: JSON.stringify(value) });
     },
 
     /** Every row of a kind whose JSON value has `field` set. */

@@ -49,7 +49,12 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
     throw new ApiError(401, 'unauthorized', parsed?.message ?? 'unauthorized');
   }
   if (!res.ok) {
-    throw new ApiError(res.status, parsed?.error ?? 'error', parsed?.message ?? `The request failed (HTTP ${res.status}).`, (parsed ?? {}) as Record<string, unknown>);
+    throw new ApiError(
+      res.status,
+      parsed?.error ?? 'error',
+      parsed?.message ?? `The request failed (HTTP ${res.status}).`,
+      (parsed ?? {}) as Record<string, unknown>,
+    );
   }
   return parsed as T;
 }

@@ -117,7 +117,11 @@ export function ErrorBox({ error }: { error: string | null }) {
 }
 
 export function Loading({ what }: { what: string }) {
-  return <p className="muted" aria-live="polite">Loading {what}…</p>;
+  return (
+    <p className="muted" aria-live="polite">
+      Loading {what}…
+    </p>
+  );
 }
 
 export function Field(props: { label: string; children: ReactNode; hint?: string }) {

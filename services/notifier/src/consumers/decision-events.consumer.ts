@@ -1,4 +1,15 @@
-import { ApproversEndpoints, DURABLE, EVENT, batchConsumerOf, OFF_PATH_LINGER_MS, deliveriesTotal, type CachedCalls, type DomainEvent, type EventSubject, type OrgCache } from '@approvals/shared';
+import {
+  ApproversEndpoints,
+  DURABLE,
+  EVENT,
+  batchConsumerOf,
+  OFF_PATH_LINGER_MS,
+  deliveriesTotal,
+  type CachedCalls,
+  type DomainEvent,
+  type EventSubject,
+  type OrgCache,
+} from '@approvals/shared';
 import { escalationTarget, initialTargets, pushTargets, withPersonalChannels } from '../domain/plan';
 import type { PeopleStore } from '../store/people.store';
 import type { PersonalChannels } from '../domain/plan';
@@ -62,7 +73,9 @@ export function notifierConsumers(deps: {
   const planner = <S extends EventSubject>(durable: string, subject: S, rowsOf: (event: DomainEvent<S>) => Promise<NewDelivery[]>) => {
     // Each row keeps its event's trace: the send (maybe much later) continues it.
     const tracedRowsOf = async (event: DomainEvent<S>) => (await rowsOf(event)).map((r) => ({ ...r, traceparent: event.traceparent ?? null }));
-    return batchConsumerOf(durable, subject, async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(tracedRowsOf))).flat()), { lingerMs: OFF_PATH_LINGER_MS });
+    return batchConsumerOf(durable, subject, async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(tracedRowsOf))).flat()), {
+      lingerMs: OFF_PATH_LINGER_MS,
+    });
   };
 
   return [
@@ -71,66 +84,143 @@ export function notifierConsumers(deps: {
     planner(DURABLE.notifierApproverChanged, EVENT.approverChanged, async (event) => {
       const d = event.data;
       if (!d.mailNotice) return [];
-      const payload = { approver: d.email, what: d.channel ?? d.surface ?? 'endpoint', actorLabel: d.actorLabel, before: d.before ?? null, after: d.after ?? null };
-      return [{ org: event.org, decisionId: d.approverId, eventId: event.id, kind: 'account', channel: 'email', target: d.email, payload, maxAttempts: NOTIFY_MAX_ATTEMPTS }];
+      const payload = {
+        approver: d.email,
+        what: d.channel ?? d.surface ?? 'endpoint',
+        actorLabel: d.actorLabel,
+        before: d.before ?? null,
+        after: d.after ?? null,
+      };
+      return [
+        {
+          org: event.org,
+          decisionId: d.approverId,
+          eventId: event.id,
+          kind: 'account',
+          channel: 'email',
+          target: d.email,
+          payload,
+          maxAttempts: NOTIFY_MAX_ATTEMPTS,
+        },
+      ];
     }),
     planner(DURABLE.notifierRunRequested, EVENT.runRequested, async (event) => {
-        const d = event.data;
-        return [{ org: event.org, decisionId: d.runId, eventId: event.id, kind: 'run', channel: d.engine, target: d.engine, payload: { workflowId: d.workflowId, runId: d.runId, input: d.input, timeoutSec: d.timeoutSec ?? null }, maxAttempts: RESUME_MAX_ATTEMPTS }];
+      const d = event.data;
+      return [
+        {
+          org: event.org,
+          decisionId: d.runId,
+          eventId: event.id,
+          kind: 'run',
+          channel: d.engine,
+          target: d.engine,
+          payload: { workflowId: d.workflowId, runId: d.runId, input: d.input, timeoutSec: d.timeoutSec ?? null },
+          maxAttempts: RESUME_MAX_ATTEMPTS,
+        },
+      ];
     }),
     planner(DURABLE.notifierDecisionCreated, EVENT.decisionCreated, async (event) => {
-        const d = event.data;
-        const route = d.route;
-        const rows: NewDelivery[] = [];
-        for (const { a, push } of await lookup(event.org, d.approvers)) {
-          for (const t of [...initialTargets(a, route, d.plan.strategy), ...push]) {
-            rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'notify', channel: t.channel, target: t.target, payload: { approver: a.email }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
-          }
+      const d = event.data;
+      const route = d.route;
+      const rows: NewDelivery[] = [];
+      for (const { a, push } of await lookup(event.org, d.approvers)) {
+        for (const t of [...initialTargets(a, route, d.plan.strategy), ...push]) {
+          rows.push({
+            org: event.org,
+            decisionId: d.decisionId,
+            eventId: event.id,
+            kind: 'notify',
+            channel: t.channel,
+            target: t.target,
+            payload: { approver: a.email },
+            maxAttempts: NOTIFY_MAX_ATTEMPTS,
+          });
         }
-        return rows;
+      }
+      return rows;
     }),
     planner(DURABLE.notifierDecisionReminded, EVENT.decisionReminded, async (event) => {
-        const d = event.data;
-        const route = d.route;
-        const rows: NewDelivery[] = [];
-        for (const { a, push } of await lookup(event.org, d.to)) {
-          // A reminder reaches the person the way the first notice did: every verified
-          // channel (fanout), or the first channel of an escalate route; push as well.
-          for (const t of [...initialTargets(a, route, route?.strategy ?? 'fanout'), ...push]) {
-            rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'remind', channel: t.channel, target: t.target, payload: { approver: a.email }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
-          }
+      const d = event.data;
+      const route = d.route;
+      const rows: NewDelivery[] = [];
+      for (const { a, push } of await lookup(event.org, d.to)) {
+        // A reminder reaches the person the way the first notice did: every verified
+        // channel (fanout), or the first channel of an escalate route; push as well.
+        for (const t of [...initialTargets(a, route, route?.strategy ?? 'fanout'), ...push]) {
+          rows.push({
+            org: event.org,
+            decisionId: d.decisionId,
+            eventId: event.id,
+            kind: 'remind',
+            channel: t.channel,
+            target: t.target,
+            payload: { approver: a.email },
+            maxAttempts: NOTIFY_MAX_ATTEMPTS,
+          });
         }
-        return rows;
+      }
+      return rows;
     }),
     planner(DURABLE.notifierDecisionEscalated, EVENT.decisionEscalated, async (event) => {
-        const d = event.data;
-        const route = d.route;
-        const rows: NewDelivery[] = [];
-        for (const { a, push } of await lookup(event.org, d.to)) {
-          const t = escalationTarget(a, route, d.step);
-          for (const p of push) rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'escalate', channel: p.channel, target: p.target, payload: { approver: a.email, step: d.step }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
-          if (t) rows.push({ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'escalate', channel: t.channel, target: t.target, payload: { approver: a.email, step: d.step }, maxAttempts: NOTIFY_MAX_ATTEMPTS });
-        }
-        return rows;
+      const d = event.data;
+      const route = d.route;
+      const rows: NewDelivery[] = [];
+      for (const { a, push } of await lookup(event.org, d.to)) {
+        const t = escalationTarget(a, route, d.step);
+        for (const p of push)
+          rows.push({
+            org: event.org,
+            decisionId: d.decisionId,
+            eventId: event.id,
+            kind: 'escalate',
+            channel: p.channel,
+            target: p.target,
+            payload: { approver: a.email, step: d.step },
+            maxAttempts: NOTIFY_MAX_ATTEMPTS,
+          });
+        if (t)
+          rows.push({
+            org: event.org,
+            decisionId: d.decisionId,
+            eventId: event.id,
+            kind: 'escalate',
+            channel: t.channel,
+            target: t.target,
+            payload: { approver: a.email, step: d.step },
+            maxAttempts: NOTIFY_MAX_ATTEMPTS,
+          });
+      }
+      return rows;
     }),
     planner(DURABLE.notifierDecisionResolved, EVENT.decisionResolved, async (event) => {
-        const d = event.data;
-        // The same payload for every engine; `approved` only for APPROVED, so EXPIRED and
-        // REJECTED take the rejection branch.
-        const payload = {
+      const d = event.data;
+      // The same payload for every engine; `approved` only for APPROVED, so EXPIRED and
+      // REJECTED take the rejection branch.
+      const payload = {
+        decisionId: d.decisionId,
+        externalRunId: d.externalRunId,
+        stepRef: d.stepRef,
+        workflowRef: d.workflowRef,
+        status: d.status,
+        approved: d.status === 'APPROVED',
+        decidedBy: d.decidedBy,
+        note: d.note,
+        responseValue: d.responseValue ?? null,
+        output: d.output ?? null,
+        policyVersion: d.policyVersion,
+      };
+      return [
+        {
+          org: event.org,
           decisionId: d.decisionId,
-          externalRunId: d.externalRunId,
-          stepRef: d.stepRef,
-          workflowRef: d.workflowRef,
-          status: d.status,
-          approved: d.status === 'APPROVED',
-          decidedBy: d.decidedBy,
-          note: d.note,
-          responseValue: d.responseValue ?? null,
-          output: d.output ?? null,
-          policyVersion: d.policyVersion,
-        };
-        return [{ org: event.org, decisionId: d.decisionId, eventId: event.id, kind: 'resume', channel: d.engine, target: d.engine, payload, maxAttempts: RESUME_MAX_ATTEMPTS }];
+          eventId: event.id,
+          kind: 'resume',
+          channel: d.engine,
+          target: d.engine,
+          payload,
+          maxAttempts: RESUME_MAX_ATTEMPTS,
+        },
+      ];
     }),
   ];
 }

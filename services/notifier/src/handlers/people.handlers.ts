@@ -1,4 +1,14 @@
-import { AppError, ApproversEndpoints, NotifierEndpoints, actorLabelOf, actorOf, withStatus, type Bus, type Principal, type ServiceHost } from '@approvals/shared';
+import {
+  AppError,
+  ApproversEndpoints,
+  NotifierEndpoints,
+  actorLabelOf,
+  actorOf,
+  withStatus,
+  type Bus,
+  type Principal,
+  type ServiceHost,
+} from '@approvals/shared';
 import type { DeliveriesStore } from '../store/deliveries.store';
 import type { ContactRow, DeviceRow, PeopleStore } from '../store/people.store';
 import type { Engines } from '../usecases/engines';
@@ -55,7 +65,15 @@ export function registerNotifierHandlers(host: ServiceHost, deps: { people: Peop
     const user = userOf(r.principal);
     const email = personOf(r.principal);
     await refuseUnlinkedChat(r.org, email, r.body.chatA);
-    return contactView(await people.replaceContactMethods(r.org, user, { email: r.body.email ?? null, sms: r.body.sms ?? null, chat_a: r.body.chatA ?? null, push_enabled: r.body.pushEnabled ?? false, person_email: email }));
+    return contactView(
+      await people.replaceContactMethods(r.org, user, {
+        email: r.body.email ?? null,
+        sms: r.body.sms ?? null,
+        chat_a: r.body.chatA ?? null,
+        push_enabled: r.body.pushEnabled ?? false,
+        person_email: email,
+      }),
+    );
   });
   host.handle(E.pushDeviceRegister, async (r) => {
     const out = await people.registerDevice(r.org, userOf(r.principal), r.body);
@@ -78,7 +96,18 @@ export function registerNotifierHandlers(host: ServiceHost, deps: { people: Peop
 
   host.handle(E.deliveries, async (r) => ({
     deliveries: (await deps.deliveries.forDecision(r.org, r.decisionId)).map(
-      (d: { id: string; kind: string; channel: string; target: string; status: 'pending'; attempts: number; last_error: string | null; event_id: string; created_at: Date; sent_at: Date | null }) => ({
+      (d: {
+        id: string;
+        kind: string;
+        channel: string;
+        target: string;
+        status: 'pending';
+        attempts: number;
+        last_error: string | null;
+        event_id: string;
+        created_at: Date;
+        sent_at: Date | null;
+      }) => ({
         id: d.id,
         kind: d.kind,
         channel: d.channel,

@@ -45,7 +45,17 @@ export async function sendEngineEvent(t: EngineTarget, m: EngineMessage): Promis
       const headers = { ...bearer(t.secret), 'idempotency-key': m.eventId };
       if (m.kind === 'run') {
         // The run id is the workflow id, so a repeat is refused by Temporal too.
-        await postJson(t.http, `${ns}/workflows/${encodeURIComponent(String(p.runId))}`, { workflowType: { name: p.workflowId }, input: [p.input ?? {}], requestId: m.eventId, ...(p.timeoutSec ? { workflowExecutionTimeout: `${p.timeoutSec}s` } : {}) }, headers);
+        await postJson(
+          t.http,
+          `${ns}/workflows/${encodeURIComponent(String(p.runId))}`,
+          {
+            workflowType: { name: p.workflowId },
+            input: [p.input ?? {}],
+            requestId: m.eventId,
+            ...(p.timeoutSec ? { workflowExecutionTimeout: `${p.timeoutSec}s` } : {}),
+          },
+          headers,
+        );
         return;
       }
       await postJson(t.http, `${ns}/workflows/${encodeURIComponent(String(p.externalRunId))}/signal/approval-resolved`, { input: [p] }, headers);
@@ -81,18 +91,29 @@ export async function sendEngineTest(t: EngineTarget): Promise<{ ok: boolean; st
     let res;
     switch (t.engine) {
       case 'engineA':
-        res = await t.http.send(`${base(t.url)}/e/${encodeURIComponent(t.secret ?? '')}`, { method: 'POST', headers: json, body: JSON.stringify({ name: 'approval/test', id, data: { test: true } }) });
+        res = await t.http.send(`${base(t.url)}/e/${encodeURIComponent(t.secret ?? '')}`, {
+          method: 'POST',
+          headers: json,
+          body: JSON.stringify({ name: 'approval/test', id, data: { test: true } }),
+        });
         break;
       case 'engineB':
         // Describe the namespace: reachable, and the API key accepted.
-        res = await t.http.send(`${base(t.url)}/api/v1/namespaces/${encodeURIComponent(t.namespace ?? 'default')}`, { method: 'GET', headers: bearer(t.secret) });
+        res = await t.http.send(`${base(t.url)}/api/v1/namespaces/${encodeURIComponent(t.namespace ?? 'default')}`, {
+          method: 'GET',
+          headers: bearer(t.secret),
+        });
         break;
       case 'trigger':
         res = await t.http.send(`${base(t.url)}/api/v1/runs?page%5Bsize%5D=1`, { method: 'GET', headers: bearer(t.secret) });
         break;
       case 'bundled': {
         const body = JSON.stringify({ type: 'test', data: { test: true } });
-        res = await t.http.send(t.url, { method: 'POST', headers: { ...json, ...signStandardWebhook(t.secret ?? '', id, Math.floor(Date.now() / 1000), body) }, body });
+        res = await t.http.send(t.url, {
+          method: 'POST',
+          headers: { ...json, ...signStandardWebhook(t.secret ?? '', id, Math.floor(Date.now() / 1000), body) },
+          body,
+        });
         break;
       }
     }
@@ -126,7 +147,12 @@ export function engineProviders(resolve: ResolveEngine, configured: (org: string
       return { status: 'sent' as const };
     },
   }));
-  const polled = (channel: string, reason: string): ChannelProvider => ({ channel, audience: 'engine', unavailable: () => reason, send: async () => ({ status: 'skipped', reason }) });
+  const polled = (channel: string, reason: string): ChannelProvider => ({
+    channel,
+    audience: 'engine',
+    unavailable: () => reason,
+    send: async () => ({ status: 'skipped', reason }),
+  });
   return [
     ...(engines as ChannelProvider[]),
     // Decisions opened by agents (MCP) or plain API callers have no engine to resume: they poll.

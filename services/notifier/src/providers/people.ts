@@ -22,7 +22,10 @@ export function pooledSmtpUrl(smtpUrl: string, maxConnections: number): string {
 }
 
 /** The channels that reach people. Each sends the rendered message it is given, nothing more. */
-export function peopleProviders(config: NotifierConfig, deps: { outbound: Outbound; bus: Bus; people: PeopleStore; push: { fcm?: FcmSender; apns?: ApnsSender }; now?: () => Date }): ChannelProvider[] {
+export function peopleProviders(
+  config: NotifierConfig,
+  deps: { outbound: Outbound; bus: Bus; people: PeopleStore; push: { fcm?: FcmSender; apns?: ApnsSender }; now?: () => Date },
+): ChannelProvider[] {
   let transport: Transporter | undefined;
   const mailer = () => (transport ??= nodemailer.createTransport(pooledSmtpUrl(config.SMTP_URL!, config.SMTP_MAX_CONNECTIONS)));
   const nowSec = () => Math.floor((deps.now?.() ?? new Date()).getTime() / 1000);
@@ -92,7 +95,14 @@ export function peopleProviders(config: NotifierConfig, deps: { outbound: Outbou
       const device = await deps.people.activeDevice(m.to);
       if (!device) return { status: 'skipped', reason: 'the push device was revoked' };
       const sender = device.platform === 'android' ? deps.push.fcm : deps.push.apns;
-      if (!sender) return { status: 'skipped', reason: device.platform === 'android' ? 'PUSH_FCM_SERVICE_ACCOUNT is not configured' : 'PUSH_APNS_KEY (with its key id, team id and topic) is not configured' };
+      if (!sender)
+        return {
+          status: 'skipped',
+          reason:
+            device.platform === 'android'
+              ? 'PUSH_FCM_SERVICE_ACCOUNT is not configured'
+              : 'PUSH_APNS_KEY (with its key id, team id and topic) is not configured',
+        };
       if ((await sender.send(device.token, m.content)) === 'unregistered') {
         await deps.people.revokeById(device.id);
         await announceChange(deps.bus, 'notifier', device.org_id);

@@ -80,7 +80,11 @@ export async function postJson(http: OutboundClient, url: string, body: unknown,
   try {
     // The receiver (an engine) can continue the decision's trace.
     const traceparent = currentTraceparent();
-    const res = await http.send(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(traceparent ? { traceparent } : {}), ...headers }, body: raw ?? JSON.stringify(body) });
+    const res = await http.send(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(traceparent ? { traceparent } : {}), ...headers },
+      body: raw ?? JSON.stringify(body),
+    });
     return expectOk(res, `POST ${url}`).body;
   } catch (err) {
     if (err instanceof OutboundError) throw new DeliveryError(err.kind === 'http' ? err.message : `POST ${url} failed: ${err.message}`, err.permanent);

@@ -39,7 +39,12 @@ export class FcmSender {
     private readonly config: NotifierConfig,
     private readonly http: OutboundClient,
   ) {
-    const sa = JSON.parse(inlineOrFile(config.PUSH_FCM_SERVICE_ACCOUNT!)) as { client_email: string; private_key: string; project_id: string; token_uri?: string };
+    const sa = JSON.parse(inlineOrFile(config.PUSH_FCM_SERVICE_ACCOUNT!)) as {
+      client_email: string;
+      private_key: string;
+      project_id: string;
+      token_uri?: string;
+    };
     this.projectId = sa.project_id;
     const tokenUrl = config.PUSH_FCM_TOKEN_URL ?? sa.token_uri;
     // Node's own fetch, not the node-fetch gaxios would import by default.
@@ -62,7 +67,7 @@ export class FcmSender {
       access = (await this.jwt.getAccessToken()).token;
     } catch (err) {
       const cause = (err as { cause?: { message?: string } }).cause?.message;
-      throw new DeliveryError(`FCM: no access token for the service account: ${(err as Error).message}${cause ? ` (${cause})` : ""}`);
+      throw new DeliveryError(`FCM: no access token for the service account: ${(err as Error).message}${cause ? ` (${cause})` : ''}`);
     }
     const url = `${this.config.PUSH_FCM_URL.replace(/\/$/, '')}/v1/projects/${encodeURIComponent(this.projectId)}/messages:send`;
     const body = {
@@ -73,7 +78,11 @@ export class FcmSender {
         android: { priority: 'high', notification: { click_action: 'OPEN_DECISION' } },
       },
     };
-    const res = await this.http.send(url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${access}` }, body: JSON.stringify(body) });
+    const res = await this.http.send(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${access}` },
+      body: JSON.stringify(body),
+    });
     if (res.status === 404 || res.status === 400) {
       const err = res.json<{ error?: { status?: string; details?: Array<{ errorCode?: string }> } }>()?.error;
       const code = err?.details?.find((d) => d.errorCode)?.errorCode ?? err?.status;

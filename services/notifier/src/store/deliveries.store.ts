@@ -1,4 +1,14 @@
-import { EVENT, changeEachWithEvents, currentTraceparent, newId, WORKFLOW_ENGINES, type HeldEvents, type Knex, type NewEvent, type NotificationSentData } from '@approvals/shared';
+import {
+  EVENT,
+  changeEachWithEvents,
+  currentTraceparent,
+  newId,
+  WORKFLOW_ENGINES,
+  type HeldEvents,
+  type Knex,
+  type NewEvent,
+  type NotificationSentData,
+} from '@approvals/shared';
 import type { DeliveryRow } from '../providers/provider';
 
 export interface NewDelivery {
@@ -21,7 +31,19 @@ export interface NewDelivery {
 }
 
 /** A delivery as the worker sends it. */
-const DELIVERY_COLUMNS = ['id', 'org_id', 'decision_id', 'event_id', 'kind', 'channel', 'target', 'payload', 'attempts', 'max_attempts', 'traceparent'] as const;
+const DELIVERY_COLUMNS = [
+  'id',
+  'org_id',
+  'decision_id',
+  'event_id',
+  'kind',
+  'channel',
+  'target',
+  'payload',
+  'attempts',
+  'max_attempts',
+  'traceparent',
+] as const;
 
 /** Deliveries that reach a person; `resume` and `run` go to workflow engines. */
 const PERSON_KINDS = new Set(['notify', 'remind', 'escalate']);
@@ -33,9 +55,21 @@ export const ENGINE_CHANNELS: ReadonlySet<string> = new Set(WORKFLOW_ENGINES);
  * decision's timeline say why. mcp and api decisions have no engine by design (callers
  * poll): nothing to say. The same whether it is skipped when planned or when sent.
  */
-function skippedEvents(d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel'>, at: Date, reason: string, traceparent?: string | null): NewEvent[] {
+function skippedEvents(
+  d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel'>,
+  at: Date,
+  reason: string,
+  traceparent?: string | null,
+): NewEvent[] {
   if (d.kind !== 'resume' || !ENGINE_CHANNELS.has(d.channel)) return [];
-  return [{ subject: EVENT.notificationSkipped, org: d.org_id, data: { decisionId: d.decision_id, deliveryId: d.id, kind: 'resume', channel: d.channel, reason, at: at.toISOString() }, ...(traceparent ? { traceparent } : {}) }];
+  return [
+    {
+      subject: EVENT.notificationSkipped,
+      org: d.org_id,
+      data: { decisionId: d.decision_id, deliveryId: d.id, kind: 'resume', channel: d.channel, reason, at: at.toISOString() },
+      ...(traceparent ? { traceparent } : {}),
+    },
+  ];
 }
 
 /**
@@ -130,7 +164,20 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
       let toHold = hold;
       const at = new Date();
       const skips: Array<{ key: string; events: NewEvent[] }> = [];
-      const v = { id: [] as string[], org: [] as string[], decision: [] as string[], event: [] as string[], kind: [] as string[], channel: [] as string[], target: [] as string[], payload: [] as string[], skip: [] as Array<string | null>, max: [] as number[], trace: [] as Array<string | null>, held: [] as boolean[] };
+      const v = {
+        id: [] as string[],
+        org: [] as string[],
+        decision: [] as string[],
+        event: [] as string[],
+        kind: [] as string[],
+        channel: [] as string[],
+        target: [] as string[],
+        payload: [] as string[],
+        skip: [] as Array<string | null>,
+        max: [] as number[],
+        trace: [] as Array<string | null>,
+        held: [] as boolean[],
+      };
       for (const r of rows) {
         const id = newId('delivery');
         if (r.skipReason) {
@@ -214,7 +261,9 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
 
     async failed(id: string, error: string, retryInMs: number | null): Promise<void> {
       if (retryInMs === null) {
-        await db('deliveries').where({ id }).update({ status: 'failed', last_error: error.slice(0, 2000), lease_until: null });
+        await db('deliveries')
+          .where({ id })
+          .update({ status: 'failed', last_error: error.slice(0, 2000), lease_until: null });
         return;
       }
       await db('deliveries')
@@ -223,7 +272,9 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
     },
 
     async forDecision(org: string, decisionId: string) {
-      return db('deliveries').where({ org_id: org, decision_id: decisionId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+      return db('deliveries')
+        .where({ org_id: org, decision_id: decisionId })
+        .orderBy([{ column: 'created_at' }, { column: 'id' }]);
     },
   };
 }

@@ -23,7 +23,11 @@ export function createEnginesStore(db: Knex) {
     },
 
     /** Writes the engines given, removes those set to null, leaves the others; one transaction. */
-    async apply(org: string, changes: Array<{ engine: EngineName; row: { url: string; options: Record<string, unknown>; secretSealed: string | null } | null }>, events: NewEvent[] = []): Promise<void> {
+    async apply(
+      org: string,
+      changes: Array<{ engine: EngineName; row: { url: string; options: Record<string, unknown>; secretSealed: string | null } | null }>,
+      events: NewEvent[] = [],
+    ): Promise<void> {
       await db.transaction(async (trx) => {
         if (events.length) await enqueueEvents(trx, events);
         for (const c of changes) {
@@ -32,7 +36,10 @@ export function createEnginesStore(db: Knex) {
             continue;
           }
           const values = { url: c.row.url, options: JSON.stringify(c.row.options), secret_sealed: c.row.secretSealed };
-          await trx('engine_settings').insert({ org_id: org, engine: c.engine, ...values }).onConflict(['org_id', 'engine']).merge({ ...values, updated_at: trx.fn.now() });
+          await trx('engine_settings')
+            .insert({ org_id: org, engine: c.engine, ...values })
+            .onConflict(['org_id', 'engine'])
+            .merge({ ...values, updated_at: trx.fn.now() });
         }
       });
     },

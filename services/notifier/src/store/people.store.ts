@@ -25,7 +25,11 @@ export function createPeopleStore(db: Knex) {
     },
 
     /** Replaces the set: fields left out are cleared. `person_email` (the session's) ties them to the approver record. */
-    async replaceContactMethods(org: string, user: string, values: { email: string | null; sms: string | null; chat_a: string | null; push_enabled: boolean; person_email: string }): Promise<ContactRow> {
+    async replaceContactMethods(
+      org: string,
+      user: string,
+      values: { email: string | null; sms: string | null; chat_a: string | null; push_enabled: boolean; person_email: string },
+    ): Promise<ContactRow> {
       const [row] = await db('contact_methods')
         .insert({ org_id: org, user_id: user, ...values })
         .onConflict(['org_id', 'user_id'])
@@ -63,9 +67,14 @@ export function createPeopleStore(db: Knex) {
     async personalChannels(org: string, emails: string[]): Promise<Map<string, PersonalChannels>> {
       const out = new Map<string, PersonalChannels>();
       if (emails.length === 0) return out;
-      const rows: Array<{ user_id: string; person_email: string; sms: string | null; chat_a: string | null; push_enabled: boolean }> = await db('contact_methods')
+      const rows: Array<{ user_id: string; person_email: string; sms: string | null; chat_a: string | null; push_enabled: boolean }> = await db(
+        'contact_methods',
+      )
         .where({ org_id: org })
-        .whereIn('person_email', emails.map((e) => e.toLowerCase()));
+        .whereIn(
+          'person_email',
+          emails.map((e) => e.toLowerCase()),
+        );
       const pushUsers = rows.filter((r) => r.push_enabled).map((r) => r.user_id);
       const devices: Array<{ id: string; user_id: string }> = pushUsers.length
         ? await db('push_devices').where({ org_id: org }).whereIn('user_id', pushUsers).whereNull('revoked_at').orderBy('created_at').select('id', 'user_id')

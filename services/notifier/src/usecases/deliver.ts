@@ -35,7 +35,15 @@ export function createDeliver(deps: DeliverDeps) {
         // mailbox (an email channel any org member may set) gets "open in app", where the
         // vote needs a session as the approver.
         if (d.answerableByLink && row.target.toLowerCase() === approverOf(row)) {
-          links = (await deps.bus.call(SurfacesEndpoints.mintLinks, { org: row.org_id, decisionId: d.id, approverEmail: approverOf(row), actions: ['approve', 'reject'], expiresAt: d.expiresAt })).links;
+          links = (
+            await deps.bus.call(SurfacesEndpoints.mintLinks, {
+              org: row.org_id,
+              decisionId: d.id,
+              approverEmail: approverOf(row),
+              actions: ['approve', 'reject'],
+              expiresAt: d.expiresAt,
+            })
+          ).links;
         }
         const mail = renderEmail({ d, kind, links, appUrl: appUrl(d.id) });
         // The headers let mail clients and our own tests tell retries of one delivery apart from new mail.
@@ -51,7 +59,15 @@ export function createDeliver(deps: DeliverDeps) {
         return { channel: 'push', to: row.target, content: renderPush(d, kind, appUrl(d.id)) };
       case 'chatA':
       case 'chatB':
-        return { channel: row.channel, to: row.target, org: row.org_id, deliveryId: row.id, decisionId: d.id, approverEmail: approverOf(row), notice: renderChatNotice(d, kind, appUrl(d.id)) };
+        return {
+          channel: row.channel,
+          to: row.target,
+          org: row.org_id,
+          deliveryId: row.id,
+          decisionId: d.id,
+          approverEmail: approverOf(row),
+          notice: renderChatNotice(d, kind, appUrl(d.id)),
+        };
       default:
         throw new Error(`no template for channel ${row.channel}`);
     }
@@ -72,7 +88,12 @@ export function createDeliver(deps: DeliverDeps) {
     let message: OutgoingMessage;
     if (row.kind === 'account') {
       // About the approver's own record, not a decision: the mail is the event's.
-      const p = row.payload as { what: string; actorLabel: string | null; before: { endpoint: string | null; status: string } | null; after: { endpoint: string | null; status: string } | null };
+      const p = row.payload as {
+        what: string;
+        actorLabel: string | null;
+        before: { endpoint: string | null; status: string } | null;
+        after: { endpoint: string | null; status: string } | null;
+      };
       const mail = renderAccountNotice({ org: row.org_id, ...p, appUrl: `${deps.appBaseUrl}/app/me` });
       message = { channel: 'email', to: row.target, ...mail, headers: { 'X-Approvals-Delivery': row.id } };
     } else if (provider.audience === 'engine') {

@@ -9,7 +9,12 @@ import type { EngineSettingsRow, EnginesStore } from '../store/engines.store';
 type Body = z.infer<typeof EngineSettingsBody>;
 
 const secretContext = (org: string, engine: EngineName) => `engine:${engine}:${org}`;
-const SECRET_FIELD: Record<EngineName, 'eventKey' | 'apiKey' | 'secretKey' | 'secret'> = { engineA: 'eventKey', engineB: 'apiKey', trigger: 'secretKey', bundled: 'secret' };
+const SECRET_FIELD: Record<EngineName, 'eventKey' | 'apiKey' | 'secretKey' | 'secret'> = {
+  engineA: 'eventKey',
+  engineB: 'apiKey',
+  trigger: 'secretKey',
+  bundled: 'secret',
+};
 
 /**
  * Engines per org: settings (secrets sealed, write-only; a bundled secret generated and
@@ -35,7 +40,9 @@ export function createEngines(deps: {
     const http = deps.trusted;
     switch (engine) {
       case 'engineA':
-        return config.ENGINE_A_URL && config.ENGINE_A_EVENT_KEY ? { engine, source: 'deployment', url: config.ENGINE_A_URL, secret: config.ENGINE_A_EVENT_KEY, http } : null;
+        return config.ENGINE_A_URL && config.ENGINE_A_EVENT_KEY
+          ? { engine, source: 'deployment', url: config.ENGINE_A_URL, secret: config.ENGINE_A_EVENT_KEY, http }
+          : null;
       case 'engineB':
         return config.ENGINE_B_URL ? { engine, source: 'deployment', url: config.ENGINE_B_URL, namespace: config.ENGINE_B_NAMESPACE, http } : null;
       case 'trigger':
@@ -67,7 +74,12 @@ export function createEngines(deps: {
       engineB: b ? { url: b.url, namespace: b.options.namespace ?? 'default', apiKeySet: Boolean(b.secret_sealed) } : null,
       trigger: t ? { url: t.url, secretKeySet: Boolean(t.secret_sealed) } : null,
       bundled: u ? { url: u.url, secretSet: Boolean(u.secret_sealed), ...(shown?.bundled ? { secret: shown.bundled } : {}) } : null,
-      deployment: { engineA: !!fromDeployment('engineA'), engineB: !!fromDeployment('engineB'), trigger: !!fromDeployment('trigger'), bundled: !!fromDeployment('bundled') },
+      deployment: {
+        engineA: !!fromDeployment('engineA'),
+        engineB: !!fromDeployment('engineB'),
+        trigger: !!fromDeployment('trigger'),
+        bundled: !!fromDeployment('bundled'),
+      },
     };
   }
 
@@ -116,7 +128,9 @@ export function createEngines(deps: {
         const kept = current.get(engine)?.secret_sealed ?? null;
         if (secret === undefined && !kept) {
           if (engine === 'engineA') {
-            throw new AppError('invalid_request', 'body.engineA.eventKey: required the first time', { issues: [{ path: 'body.engineA.eventKey', message: 'required the first time' }] });
+            throw new AppError('invalid_request', 'body.engineA.eventKey: required the first time', {
+              issues: [{ path: 'body.engineA.eventKey', message: 'required the first time' }],
+            });
           }
           if (engine === 'bundled') secret = generated = `whsec_${randomBytes(32).toString('base64')}`;
         }
@@ -131,16 +145,31 @@ export function createEngines(deps: {
       }
       const { deployment: _d, ...before } = view(rows);
       const after = Object.fromEntries(
-        changes.map((c) => [c.engine, c.row && { url: c.row.url, ...c.row.options, secretSet: Boolean(c.row.secretSealed), secretChanged: c.row.secretSealed !== (current.get(c.engine)?.secret_sealed ?? null) }]),
+        changes.map((c) => [
+          c.engine,
+          c.row && {
+            url: c.row.url,
+            ...c.row.options,
+            secretSet: Boolean(c.row.secretSealed),
+            secretChanged: c.row.secretSealed !== (current.get(c.engine)?.secret_sealed ?? null),
+          },
+        ]),
       );
-      await store.apply(org, changes, [{ subject: EVENT.settingsChanged, org, data: { kind: 'engines', actor: by.actor, actorLabel: by.actorLabel, before, after } }]);
+      await store.apply(org, changes, [
+        { subject: EVENT.settingsChanged, org, data: { kind: 'engines', actor: by.actor, actorLabel: by.actorLabel, before, after } },
+      ]);
       await deps.changed?.(org);
       return view(await store.ofOrg(org), generated ? { bundled: generated } : undefined);
     },
 
     async test(org: string, engine: EngineName) {
       const target = await resolve(org, engine);
-      if (!target) throw new AppError('engine_not_configured', `no ${engine} is configured for this org (PUT /v1/settings/engines) or the deployment (ENGINE_* environment)`, { engine });
+      if (!target)
+        throw new AppError(
+          'engine_not_configured',
+          `no ${engine} is configured for this org (PUT /v1/settings/engines) or the deployment (ENGINE_* environment)`,
+          { engine },
+        );
       return { engine, source: target.source, ...(await sendEngineTest(target)) };
     },
 

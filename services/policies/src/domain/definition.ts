@@ -102,7 +102,9 @@ export function checkSatisfiable(def: PolicyDefinition, approvers: ResolvedAppro
   const approvals = def.defaults.approvalsRequired ?? 1;
   const rejections = def.defaults.rejectionsRequired ?? 1;
   if (approvals > enabled.length) {
-    problems.push(`approvalsRequired is ${approvals} but only ${enabled.length} enabled approver(s) are named${disabled.length ? ` (disabled: ${disabled.join(', ')})` : ''}`);
+    problems.push(
+      `approvalsRequired is ${approvals} but only ${enabled.length} enabled approver(s) are named${disabled.length ? ` (disabled: ${disabled.join(', ')})` : ''}`,
+    );
     out.required = approvals;
     out.available = enabled.length;
     out.field = 'approvalsRequired';

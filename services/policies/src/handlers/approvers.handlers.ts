@@ -1,4 +1,15 @@
-import { AccessEndpoints, AppError, ApproverSettingsEndpoints, ApproversEndpoints, DirectoryEndpoints, actorLabelOf, actorOf, type Bus, type Principal, type ServiceHost } from '@approvals/shared';
+import {
+  AccessEndpoints,
+  AppError,
+  ApproverSettingsEndpoints,
+  ApproversEndpoints,
+  DirectoryEndpoints,
+  actorLabelOf,
+  actorOf,
+  type Bus,
+  type Principal,
+  type ServiceHost,
+} from '@approvals/shared';
 import { withStatus } from '@approvals/shared';
 import { bare } from '../domain/definition';
 import type { ApproverActor, ApproversStore } from '../store/approvers.store';
@@ -11,7 +22,10 @@ const actorFrom = (p: Principal): ApproverActor => ({ id: actorOf(p), label: act
 /** The identity provider acting (its verified webhook). */
 const IDENTITY: ApproverActor = { id: null, label: 'identity provider' };
 
-const settingsView = (row?: OrgSettingsRow) => ({ allowedApproverDomains: row?.allowed_approver_domains ?? [], updatedAt: row ? row.updated_at.toISOString() : null });
+const settingsView = (row?: OrgSettingsRow) => ({
+  allowedApproverDomains: row?.allowed_approver_domains ?? [],
+  updatedAt: row ? row.updated_at.toISOString() : null,
+});
 
 export function registerApproverHandlers(
   host: ServiceHost,
@@ -31,7 +45,9 @@ export function registerApproverHandlers(
   host.handle(E.enable, async (r) => (await approvers.setDisabled(r.org, r.params.id, false, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));
   host.handle(E.learnEsign, async (r) => ({ learned: await approvers.learnEsignRef(r.org, r.email.toLowerCase(), r.userId, r.envelopeId) }));
   host.handle(ApproverSettingsEndpoints.get, async (r) => settingsView(await deps.orgSettings.get(r.org)));
-  host.handle(ApproverSettingsEndpoints.put, async (r) => settingsView(await deps.orgSettings.putDomains(r.org, [...new Set(r.body.allowedApproverDomains)], actorFrom(r.principal))));
+  host.handle(ApproverSettingsEndpoints.put, async (r) =>
+    settingsView(await deps.orgSettings.putDomains(r.org, [...new Set(r.body.allowedApproverDomains)], actorFrom(r.principal))),
+  );
   // The identity provider (through the surfaces service's verified webhook).
   host.handle(E.identityUpdated, async (r) => ({ updated: await approvers.applyIdentity(r.identityUserId, { email: r.email, name: r.name }) }));
   host.handle(E.identityDisabled, async (r) => {
@@ -42,7 +58,10 @@ export function registerApproverHandlers(
     return { disabled };
   });
   // The surfaces service only (bus permissions): it has just proven the account is the person's.
-  host.handle(E.linkChat, async (r) => (await approvers.linkChat(r)) ?? Promise.reject(new AppError('not_found', `no approver record for ${r.email} in this org: nothing to unlink`)));
+  host.handle(
+    E.linkChat,
+    async (r) => (await approvers.linkChat(r)) ?? Promise.reject(new AppError('not_found', `no approver record for ${r.email} in this org: nothing to unlink`)),
+  );
   host.handle(E.lookup, async (r) => {
     const registered = new Map((await approvers.lookup(r.org, r.emails)).map((a) => [a.email, a]));
     return { approvers: r.emails.map((e) => registered.get(e) ?? bare(e)) };

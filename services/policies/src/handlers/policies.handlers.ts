@@ -23,4 +23,3 @@ export function registerPolicyHandlers(host: ServiceHost, logic: PolicyLogic): v
   host.handle(E.resolve, async (r) => logic.resolve(r.org, r.key, r.version));
   host.handle(E.resolveAdhoc, async (r) => logic.resolveAdhoc(r.org, r));
 }
-

@@ -33,7 +33,9 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
     CREATE OR REPLACE FUNCTION policies.versions_immutable() RETURNS trigger AS $$
     BEGIN RAISE EXCEPTION 'policy versions are immutable' USING ERRCODE = 'restrict_violation'; END $$ LANGUAGE plpgsql`);
-  await knex.raw(`CREATE TRIGGER policy_versions_immutable BEFORE UPDATE OR DELETE ON policies.policy_versions FOR EACH ROW EXECUTE FUNCTION policies.versions_immutable()`);
+  await knex.raw(
+    `CREATE TRIGGER policy_versions_immutable BEFORE UPDATE OR DELETE ON policies.policy_versions FOR EACH ROW EXECUTE FUNCTION policies.versions_immutable()`,
+  );
 
   await knex.schema.withSchema('policies').createTable('approvers', (t) => {
     t.text('id').primary();

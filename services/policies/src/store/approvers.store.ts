@@ -49,10 +49,20 @@ export function createApproversStore(db: Knex) {
       disabled: r.disabled,
       channels: channels
         .filter((c: { approver_id: string }) => c.approver_id === r.id)
-        .map((c: { channel: never; endpoint: string | null; status: never; verified_at: Date | null }) => ({ channel: c.channel, endpoint: c.endpoint, status: c.status, verifiedAt: iso(c.verified_at) })),
+        .map((c: { channel: never; endpoint: string | null; status: never; verified_at: Date | null }) => ({
+          channel: c.channel,
+          endpoint: c.endpoint,
+          status: c.status,
+          verifiedAt: iso(c.verified_at),
+        })),
       methods: methods
         .filter((m: { approver_id: string }) => m.approver_id === r.id)
-        .map((m: { surface: never; resolved_ref: string | null; status: never; verified_at: Date | null }) => ({ surface: m.surface, resolvedRef: m.resolved_ref, status: m.status, verifiedAt: iso(m.verified_at) })),
+        .map((m: { surface: never; resolved_ref: string | null; status: never; verified_at: Date | null }) => ({
+          surface: m.surface,
+          resolvedRef: m.resolved_ref,
+          status: m.status,
+          verifiedAt: iso(m.verified_at),
+        })),
       createdAt: r.created_at.toISOString(),
       updatedAt: r.updated_at.toISOString(),
     }));
@@ -81,7 +91,10 @@ export function createApproversStore(db: Knex) {
           if (input.name !== undefined && input.name !== row.name) patch.name = input.name;
           if (input.identityUserId !== undefined && input.identityUserId !== row.identity_user_id) patch.identity_user_id = input.identityUserId;
           if (Object.keys(patch).length) {
-            [row] = await trx('approvers').where({ id: row.id }).update({ ...patch, updated_at: trx.fn.now() }).returning('*');
+            [row] = await trx('approvers')
+              .where({ id: row.id })
+              .update({ ...patch, updated_at: trx.fn.now() })
+              .returning('*');
             labelsChanged = true;
           }
         }
@@ -89,7 +102,13 @@ export function createApproversStore(db: Knex) {
         for (const c of channels) {
           const verified = VERIFIED_CHANNELS.has(c.channel);
           const [put] = await trx('approver_channels')
-            .insert({ approver_id: row.id, channel: c.channel, endpoint: c.endpoint ?? null, status: verified ? 'verified' : 'pending', verified_at: verified ? trx.fn.now() : null })
+            .insert({
+              approver_id: row.id,
+              channel: c.channel,
+              endpoint: c.endpoint ?? null,
+              status: verified ? 'verified' : 'pending',
+              verified_at: verified ? trx.fn.now() : null,
+            })
             .onConflict(['approver_id', 'channel'])
             .ignore()
             .returning('channel');
@@ -99,7 +118,13 @@ export function createApproversStore(db: Knex) {
         for (const m of methods) {
           const verified = VERIFIED_METHODS.has(m.surface);
           const [put] = await trx('approver_methods')
-            .insert({ approver_id: row.id, surface: m.surface, resolved_ref: m.resolvedRef ?? null, status: verified ? 'verified' : 'pending', verified_at: verified ? trx.fn.now() : null })
+            .insert({
+              approver_id: row.id,
+              surface: m.surface,
+              resolved_ref: m.resolvedRef ?? null,
+              status: verified ? 'verified' : 'pending',
+              verified_at: verified ? trx.fn.now() : null,
+            })
             .onConflict(['approver_id', 'surface'])
             .ignore()
             .returning('surface');
@@ -110,7 +135,14 @@ export function createApproversStore(db: Knex) {
             {
               subject: EVENT.approverChanged,
               org,
-              data: { approverId: row.id, email: row.email, change: created ? 'registered' : 'updated', actor: actor.id, actorLabel: actor.label, ...(added.length ? { added } : {}) },
+              data: {
+                approverId: row.id,
+                email: row.email,
+                change: created ? 'registered' : 'updated',
+                actor: actor.id,
+                actorLabel: actor.label,
+                ...(added.length ? { added } : {}),
+              },
             },
           ]);
         }
@@ -140,7 +172,13 @@ export function createApproversStore(db: Knex) {
         let row = cur;
         if (cur.disabled !== disabled) {
           [row] = await trx('approvers').where({ id }).update({ disabled, updated_at: trx.fn.now() }).returning('*');
-          await enqueueEvents(trx, [{ subject: disabled ? EVENT.approverDisabled : EVENT.approverEnabled, org, data: { approverId: id, email: cur.email, reason, actor: actor.id, actorLabel: actor.label } }]);
+          await enqueueEvents(trx, [
+            {
+              subject: disabled ? EVENT.approverDisabled : EVENT.approverEnabled,
+              org,
+              data: { approverId: id, email: cur.email, reason, actor: actor.id, actorLabel: actor.label },
+            },
+          ]);
         }
         return (await view(trx, [row]))[0];
       });
@@ -171,8 +209,11 @@ export function createApproversStore(db: Knex) {
         if (Object.keys(patch).length === 0) continue;
         try {
           await db.transaction(async (trx) => {
-            await trx('approvers').where({ id: row.id }).update({ ...patch, updated_at: trx.fn.now() });
-            if (patch.email) await trx('approver_channels').where({ approver_id: row.id, channel: 'email', endpoint: row.email }).update({ endpoint: patch.email });
+            await trx('approvers')
+              .where({ id: row.id })
+              .update({ ...patch, updated_at: trx.fn.now() });
+            if (patch.email)
+              await trx('approver_channels').where({ approver_id: row.id, channel: 'email', endpoint: row.email }).update({ endpoint: patch.email });
           });
           updated++;
         } catch (err) {
@@ -207,9 +248,13 @@ export function createApproversStore(db: Knex) {
           if (input.endpoint === undefined && status === 'verified') {
             const known = await trx('approver_channels').where({ approver_id: id, channel: input.channel }).first('endpoint');
             if (!known?.endpoint) {
-              throw new AppError('invalid_request', `body.endpoint: no ${input.channel} endpoint is known for this approver: send the endpoint being verified`, {
-                issues: [{ path: 'body.endpoint', message: `required: no ${input.channel} endpoint is known for this approver` }],
-              });
+              throw new AppError(
+                'invalid_request',
+                `body.endpoint: no ${input.channel} endpoint is known for this approver: send the endpoint being verified`,
+                {
+                  issues: [{ path: 'body.endpoint', message: `required: no ${input.channel} endpoint is known for this approver` }],
+                },
+              );
             }
           }
           const values: Record<string, unknown> = { approver_id: id, channel: input.channel, status, verified_at: verifiedAt };
@@ -296,18 +341,33 @@ export function createApproversStore(db: Knex) {
         if (!row) {
           if (endpoint === null) return undefined;
           // Registered like POST /v1/approvers/ would (email and inbox proven by the address).
-          [row] = await trx('approvers').insert({ id: newId('approver'), org_id: org, email }).onConflict(['org_id', 'email']).ignore().returning('*');
+          [row] = await trx('approvers')
+            .insert({ id: newId('approver'), org_id: org, email })
+            .onConflict(['org_id', 'email'])
+            .ignore()
+            .returning('*');
           row ??= await trx('approvers').where({ org_id: org, email }).forUpdate().first();
           registered = true;
-          await trx('approver_channels').insert({ approver_id: row!.id, channel: 'email', endpoint: email, status: 'verified', verified_at: trx.fn.now() }).onConflict(['approver_id', 'channel']).ignore();
-          await trx('approver_methods').insert({ approver_id: row!.id, surface: 'inbox', resolved_ref: null, status: 'verified', verified_at: trx.fn.now() }).onConflict(['approver_id', 'surface']).ignore();
+          await trx('approver_channels')
+            .insert({ approver_id: row!.id, channel: 'email', endpoint: email, status: 'verified', verified_at: trx.fn.now() })
+            .onConflict(['approver_id', 'channel'])
+            .ignore();
+          await trx('approver_methods')
+            .insert({ approver_id: row!.id, surface: 'inbox', resolved_ref: null, status: 'verified', verified_at: trx.fn.now() })
+            .onConflict(['approver_id', 'surface'])
+            .ignore();
         }
         const id = row!.id;
-        const before: { endpoint: string | null; status: string } | undefined = await trx('approver_channels').where({ approver_id: id, channel }).first('endpoint', 'status');
+        const before: { endpoint: string | null; status: string } | undefined = await trx('approver_channels')
+          .where({ approver_id: id, channel })
+          .first('endpoint', 'status');
         const status = endpoint === null ? 'pending' : 'verified';
         // Unlinking a chat the record does not have changes nothing (a pending chatA row
         // without an id would have the person looked up by email in Slack: not asked for).
-        const changed = endpoint === null ? Boolean(before) && (before!.endpoint !== null || before!.status !== status) : !before || before.endpoint !== endpoint || before.status !== status;
+        const changed =
+          endpoint === null
+            ? Boolean(before) && (before!.endpoint !== null || before!.status !== status)
+            : !before || before.endpoint !== endpoint || before.status !== status;
         if (changed) {
           await trx('approver_channels')
             .insert({ approver_id: id, channel, endpoint, status, verified_at: endpoint === null ? null : trx.fn.now() })

@@ -54,12 +54,30 @@ export interface SaveResult {
   labelsChanged: boolean;
 }
 
-type JoinedRow = PolicyRow & { v_id: string; v_number: number; v_definition: PolicyDefinition; v_hash: string; v_changed_by: string | null; v_source: VersionRow['source']; v_created_at: Date };
+type JoinedRow = PolicyRow & {
+  v_id: string;
+  v_number: number;
+  v_definition: PolicyDefinition;
+  v_hash: string;
+  v_changed_by: string | null;
+  v_source: VersionRow['source'];
+  v_created_at: Date;
+};
 
 function splitRow(r: JoinedRow): { policy: PolicyRow; version: VersionRow } {
   return {
     policy: r,
-    version: { id: r.v_id, policy_id: r.id, org_id: r.org_id, number: r.v_number, definition: r.v_definition, content_hash: r.v_hash, changed_by: r.v_changed_by, source: r.v_source, created_at: r.v_created_at },
+    version: {
+      id: r.v_id,
+      policy_id: r.id,
+      org_id: r.org_id,
+      number: r.v_number,
+      definition: r.v_definition,
+      content_hash: r.v_hash,
+      changed_by: r.v_changed_by,
+      source: r.v_source,
+      created_at: r.v_created_at,
+    },
   };
 }
 
@@ -87,7 +105,9 @@ function changedEvent(
       source: input.source,
       before: before ? { version: before.number, versionId: before.id, contentHash: before.content_hash } : null,
       after: { version: after.number, versionId: after.id, contentHash: after.content_hash },
-      ...(labels ? { labels: { name: { before: labels.name[0], after: labels.name[1] }, description: { before: labels.description[0], after: labels.description[1] } } } : {}),
+      ...(labels
+        ? { labels: { name: { before: labels.name[0], after: labels.name[1] }, description: { before: labels.description[0], after: labels.description[1] } } }
+        : {}),
     },
   };
 }
@@ -96,7 +116,16 @@ export function createPoliciesStore(db: Knex) {
   const withCurrentVersion = () =>
     db('policies as p')
       .join('policy_versions as v', 'v.id', 'p.current_version_id')
-      .select('p.*', 'v.id as v_id', 'v.number as v_number', 'v.definition as v_definition', 'v.content_hash as v_hash', 'v.changed_by as v_changed_by', 'v.source as v_source', 'v.created_at as v_created_at');
+      .select(
+        'p.*',
+        'v.id as v_id',
+        'v.number as v_number',
+        'v.definition as v_definition',
+        'v.content_hash as v_hash',
+        'v.changed_by as v_changed_by',
+        'v.source as v_source',
+        'v.created_at as v_created_at',
+      );
 
   async function currentVersion(trx: Knex, policy: PolicyRow): Promise<VersionRow> {
     return trx('policy_versions').where({ id: policy.current_version_id }).first();
@@ -188,7 +217,14 @@ export function createPoliciesStore(db: Knex) {
             })
             .returning('*');
           await enqueueEvents(trx, [
-            changedEvent(input, policy, restored ? 'restored' : 'updated', before, version, labelsChanged ? { name: [existing.name, name], description: [existing.description, description] } : undefined),
+            changedEvent(
+              input,
+              policy,
+              restored ? 'restored' : 'updated',
+              before,
+              version,
+              labelsChanged ? { name: [existing.name, name], description: [existing.description, description] } : undefined,
+            ),
           ]);
         }
         return { policy, version, created: false, restored, versionAdded, labelsChanged };
@@ -226,7 +262,11 @@ export function createPoliciesStore(db: Knex) {
      */
     async archive(policyId: string, events: NewEvent[] = []): Promise<PolicyRow | undefined> {
       return db.transaction(async (trx) => {
-        const [row]: PolicyRow[] = await trx('policies').where({ id: policyId }).whereNull('archived_at').update({ archived_at: trx.fn.now(), updated_at: trx.fn.now() }).returning('*');
+        const [row]: PolicyRow[] = await trx('policies')
+          .where({ id: policyId })
+          .whereNull('archived_at')
+          .update({ archived_at: trx.fn.now(), updated_at: trx.fn.now() })
+          .returning('*');
         if (row && events.length) await enqueueEvents(trx, events);
         return row;
       });

@@ -7,7 +7,10 @@ export async function list(deps: PolicyDeps, org: string, principal: Principal) 
   if (principal.kind === 'apiKey') {
     return { policies: rows.map(({ policy }) => ({ key: policy.key, name: policy.name, description: policy.description })) };
   }
-  const usage = await deps.usage(org, rows.map((r) => r.policy.id));
+  const usage = await deps.usage(
+    org,
+    rows.map((r) => r.policy.id),
+  );
   return {
     policies: await Promise.all(rows.map(({ policy, version }) => view(deps, policy, version, usage.get(policy.id) ?? { pending: 0, lastUsedAt: null }))),
   };

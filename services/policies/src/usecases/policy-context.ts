@@ -80,7 +80,12 @@ export async function validateForSave(deps: PolicyDeps, org: string, key: string
   if (!s.ok) throw unsatisfiable(key, s);
 }
 
-export async function view(deps: PolicyDeps, policy: PolicyRow, version: VersionRow, usage?: { pending: number; lastUsedAt: Date | null }): Promise<PolicyView> {
+export async function view(
+  deps: PolicyDeps,
+  policy: PolicyRow,
+  version: VersionRow,
+  usage?: { pending: number; lastUsedAt: Date | null },
+): Promise<PolicyView> {
   const def = version.definition;
   const resolved = await resolveApprovers(deps, policy.org_id, def);
   const s = checkSatisfiable(def, resolved);

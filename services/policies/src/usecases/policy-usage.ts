@@ -18,4 +18,3 @@ export function policyUsageOver(bus: Bus): PolicyUsageOf {
     return out;
   };
 }
-

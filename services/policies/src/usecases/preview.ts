@@ -11,10 +11,7 @@ export async function preview(deps: PolicyDeps, req: { org: string; body: Policy
   const changed = !current || current.content_hash !== contentHash(def);
   // Refused for the same reasons a save is: an unchanged, live policy always saves.
   if (changed || !existing || existing.archived_at) await validateForSave(deps, req.org, b.key, def);
-  const labels = diffValues(
-    existing ? { name: existing.name, description: existing.description } : {},
-    { name: b.name, description: b.description ?? null },
-  );
+  const labels = diffValues(existing ? { name: existing.name, description: existing.description } : {}, { name: b.name, description: b.description ?? null });
   const live = Boolean(existing && !existing.archived_at);
   return {
     preview: {

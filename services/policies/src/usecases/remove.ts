@@ -29,7 +29,14 @@ export async function remove(deps: PolicyDeps, req: { org: string; principal: Pr
           {
             subject: EVENT.policyForceDeleted,
             org: req.org,
-            data: { key: req.key, policyId: policy.id, actor: actorOf(req.principal), actorLabel: actorLabelOf(req.principal), pending: usage.pending, lastUsedAt: usage.lastUsedAt?.toISOString() ?? null },
+            data: {
+              key: req.key,
+              policyId: policy.id,
+              actor: actorOf(req.principal),
+              actorLabel: actorLabelOf(req.principal),
+              pending: usage.pending,
+              lastUsedAt: usage.lastUsedAt?.toISOString() ?? null,
+            },
           },
         ]
       : [

@@ -12,7 +12,10 @@ const UPDATE_ATTEMPTS = 50;
  * makes the save answer 'stale' and the merge is redone on the newer version, so no
  * concurrent PUT loses another's change.
  */
-export async function update(deps: PolicyDeps, req: { org: string; principal: Principal; source?: 'dashboard' | 'api' | 'repository'; key: string; body: PolicyUpdateBody }) {
+export async function update(
+  deps: PolicyDeps,
+  req: { org: string; principal: Principal; source?: 'dashboard' | 'api' | 'repository'; key: string; body: PolicyUpdateBody },
+) {
   const b = req.body;
   for (let attempt = 0; attempt < UPDATE_ATTEMPTS; attempt++) {
     const { policy, version } = await requireCurrent(deps, req.org, req.key);

@@ -35,16 +35,17 @@ export function createTimersStore(db: Knex, held?: HeldEvents) {
      * step), of one text whatever the number of timers.
      */
     async armMany(items: Array<{ org: string; ref: string; timers: PlannedTimer[] }>): Promise<void> {
-      const rows = items.flatMap(({ org, ref, timers }) => timers.map((t) => ({ id: newId('timer'), org, kind: t.kind, ref, step: t.step, dueAt: t.dueAt, data: t.data ?? {} })));
+      const rows = items.flatMap(({ org, ref, timers }) =>
+        timers.map((t) => ({ id: newId('timer'), org, kind: t.kind, ref, step: t.step, dueAt: t.dueAt, data: t.data ?? {} })),
+      );
       if (rows.length === 0) return;
-      await db
-        .raw(
-          `INSERT INTO timers (id, org_id, kind, ref, step, due_at, data)
+      await db.raw(
+        `INSERT INTO timers (id, org_id, kind, ref, step, due_at, data)
            SELECT e->>'id', e->>'org', e->>'kind', e->>'ref', (e->>'step')::int, (e->>'dueAt')::timestamptz, e->'data'
              FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
            ON CONFLICT (kind, ref, step) DO NOTHING`,
-          [JSON.stringify(rows)],
-        );
+        [JSON.stringify(rows)],
+      );
     },
 
     /** Disarms what has not fired of each ref, in one statement. */
@@ -52,8 +53,7 @@ export function createTimersStore(db: Knex, held?: HeldEvents) {
       const list = [...new Set(refs)];
       if (list.length === 0) return 0;
       // `= ANY` of one array: the same text whatever the number of refs.
-      const r = await db
-        .raw('UPDATE timers SET cancelled_at = ? WHERE ref = ANY(?::text[]) AND fired_at IS NULL AND cancelled_at IS NULL', [at, list]);
+      const r = await db.raw('UPDATE timers SET cancelled_at = ? WHERE ref = ANY(?::text[]) AND fired_at IS NULL AND cancelled_at IS NULL', [at, list]);
       return r.rowCount ?? 0;
     },
 
@@ -101,7 +101,9 @@ export function createTimersStore(db: Knex, held?: HeldEvents) {
     },
 
     async list(ref: string): Promise<TimerRow[]> {
-      return db('timers').where({ ref }).orderBy([{ column: 'due_at' }, { column: 'kind' }]);
+      return db('timers')
+        .where({ ref })
+        .orderBy([{ column: 'due_at' }, { column: 'kind' }]);
     },
 
     async counts() {

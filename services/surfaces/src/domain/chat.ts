@@ -37,7 +37,9 @@ export function newInstallState(org: string, provider: ChatProvider, now: Date, 
   return { id: `cis_${randomBytes(16).toString('hex')}`, org, provider, purpose, expiresAt: now.getTime() + INSTALL_STATE_TTL_MS };
 }
 
-export type StateCheck = { ok: true; state: InstallState } | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' | 'wrong_provider' | 'wrong_purpose' };
+export type StateCheck =
+  | { ok: true; state: InstallState }
+  | { ok: false; reason: 'malformed' | 'bad_signature' | 'expired' | 'wrong_provider' | 'wrong_purpose' };
 
 export function verifyInstallState(secret: string, value: string, provider: ChatProvider, now: Date, purpose: StatePurpose = 'install'): StateCheck {
   if (typeof value !== 'string' || value.length > 1000) return { ok: false, reason: 'malformed' };
@@ -52,7 +54,14 @@ export function verifyInstallState(secret: string, value: string, provider: Chat
   } catch {
     return { ok: false, reason: 'malformed' };
   }
-  if (typeof p.i !== 'string' || typeof p.o !== 'string' || (p.p !== 'chatA' && p.p !== 'chatB') || (p.k !== 'install' && p.k !== 'link') || typeof p.e !== 'number') return { ok: false, reason: 'malformed' };
+  if (
+    typeof p.i !== 'string' ||
+    typeof p.o !== 'string' ||
+    (p.p !== 'chatA' && p.p !== 'chatB') ||
+    (p.k !== 'install' && p.k !== 'link') ||
+    typeof p.e !== 'number'
+  )
+    return { ok: false, reason: 'malformed' };
   if (p.p !== provider) return { ok: false, reason: 'wrong_provider' };
   if (p.k !== purpose) return { ok: false, reason: 'wrong_purpose' };
   if (p.e <= now.getTime()) return { ok: false, reason: 'expired' };
@@ -71,7 +80,12 @@ export function slackSignatureValid(signingSecret: string, headers: Record<strin
   if (!Number.isInteger(ts) || !signature) return false;
   if (ts > Math.floor(now.getTime() / 1000) + SIGNATURE_TOLERANCE_SEC) return false;
   try {
-    verifySlackRequest({ signingSecret, body: rawBody, headers: { 'x-slack-signature': signature, 'x-slack-request-timestamp': ts }, nowMilliseconds: now.getTime() });
+    verifySlackRequest({
+      signingSecret,
+      body: rawBody,
+      headers: { 'x-slack-signature': signature, 'x-slack-request-timestamp': ts },
+      nowMilliseconds: now.getTime(),
+    });
     return true;
   } catch {
     return false;

@@ -73,4 +73,3 @@ export function tokenState(row: ActionTokenState, now: Date): TokenState {
   if (row.expires_at.getTime() <= now.getTime()) return 'expired';
   return 'usable';
 }
-

@@ -29,7 +29,11 @@ export type Verified<T> = { ok: true; body: T } | { ok: false; reason: 'signatur
 
 /** Svix (the identity provider's webhooks): `svix-id`, `svix-timestamp` (5 min), `svix-signature`, through the `svix` library. */
 export function svixVerified(secrets: string[], headers: Record<string, string>, rawBody: string): Verified<unknown> {
-  const h = { 'svix-id': header(headers, 'svix-id') ?? '', 'svix-timestamp': header(headers, 'svix-timestamp') ?? '', 'svix-signature': header(headers, 'svix-signature') ?? '' };
+  const h = {
+    'svix-id': header(headers, 'svix-id') ?? '',
+    'svix-timestamp': header(headers, 'svix-timestamp') ?? '',
+    'svix-signature': header(headers, 'svix-signature') ?? '',
+  };
   if (!h['svix-id'] || !h['svix-timestamp'] || !h['svix-signature']) return { ok: false, reason: 'signature' };
   for (const secret of secrets) {
     try {

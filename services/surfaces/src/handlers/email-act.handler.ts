@@ -1,4 +1,14 @@
-import { AppError, DecisionsEndpoints, type Bus, type Clock, type DecisionView, type Logger, type PeekView, type RawCallback, type RawHttpReply } from '@approvals/shared';
+import {
+  AppError,
+  DecisionsEndpoints,
+  type Bus,
+  type Clock,
+  type DecisionView,
+  type Logger,
+  type PeekView,
+  type RawCallback,
+  type RawHttpReply,
+} from '@approvals/shared';
 import { signToken, newTokenId, tokenState, verifyToken, type LinkAction } from '../domain/link-tokens';
 import type { ActionTokenRow, TokenStore } from '../store/action-tokens.store';
 import * as pages from '../templates/pages';
@@ -94,7 +104,8 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
   }
 
   /** The decision as decisions reads it, with whether the link's person can answer it now (`you`). */
-  const peek = (row: ActionTokenRow, timeoutMs = PEEK_TIMEOUT_MS) => bus.call(DecisionsEndpoints.peek, { org: row.org_id, id: row.decision_id, person: row.approver_email }, { timeoutMs });
+  const peek = (row: ActionTokenRow, timeoutMs = PEEK_TIMEOUT_MS) =>
+    bus.call(DecisionsEndpoints.peek, { org: row.org_id, id: row.decision_id, person: row.approver_email }, { timeoutMs });
 
   async function show(req: RawCallback): Promise<RawHttpReply> {
     const from = tokenFrom(req, false);
@@ -164,7 +175,10 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
           outcome = { result: 'not_an_approver', page: (d) => pages.refusedNotApproverPage(d, decisionId, who) };
           break;
         case 'already_voted':
-          outcome = { result: 'already_voted', page: (d) => pages.alreadyVotedPage(d, decisionId, who, e.details.vote as { choice?: unknown; surface?: unknown } | undefined) };
+          outcome = {
+            result: 'already_voted',
+            page: (d) => pages.alreadyVotedPage(d, decisionId, who, e.details.vote as { choice?: unknown; surface?: unknown } | undefined),
+          };
           break;
         case 'not_pending': {
           const status = typeof e.details.status === 'string' ? e.details.status : 'closed';

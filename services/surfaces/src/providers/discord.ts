@@ -37,7 +37,11 @@ export class DiscordApi {
   /** OAuth2 authorization-code exchange: the install's (with its guild) or a person's sign-in. */
   private async token(clientId: string, clientSecret: string, code: string, redirectUri: string) {
     const form = new URLSearchParams({ client_id: clientId, client_secret: clientSecret, grant_type: 'authorization_code', code, redirect_uri: redirectUri });
-    const res = await this.http.send(this.url('/oauth2/token'), { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() });
+    const res = await this.http.send(this.url('/oauth2/token'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: form.toString(),
+    });
     return expectOk(res, 'POST /oauth2/token').json<{ access_token?: string; guild?: { id?: string; name?: string } }>();
   }
 

@@ -61,7 +61,10 @@ export class SlackApi {
       const r = await this.client(token).conversations.info({ channel });
       return r.channel?.id ? null : 'channel_not_found';
     } catch (err) {
-      const error = (err as { code?: string; data?: { error?: string } }).code === 'slack_webapi_platform_error' ? (err as { data?: { error?: string } }).data?.error : undefined;
+      const error =
+        (err as { code?: string; data?: { error?: string } }).code === 'slack_webapi_platform_error'
+          ? (err as { data?: { error?: string } }).data?.error
+          : undefined;
       if (error) return error;
       throw err;
     }
@@ -73,7 +76,13 @@ export class SlackApi {
    * kept): the Slack user and the team they signed in to.
    */
   async signedInUser(clientId: string, clientSecret: string, code: string, redirectUri: string): Promise<{ userId: string; teamId: string }> {
-    const t = await this.client().openid.connect.token({ client_id: clientId, client_secret: clientSecret, code, redirect_uri: redirectUri, grant_type: 'authorization_code' });
+    const t = await this.client().openid.connect.token({
+      client_id: clientId,
+      client_secret: clientSecret,
+      code,
+      redirect_uri: redirectUri,
+      grant_type: 'authorization_code',
+    });
     if (!t.access_token) throw new Error('openid.connect.token answered without an access token');
     const info = await this.client(t.access_token).openid.connect.userInfo();
     const userId = info['https://slack.com/user_id'];

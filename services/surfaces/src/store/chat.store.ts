@@ -63,22 +63,49 @@ const PROVIDER_NAME: Record<ChatProvider, string> = { chatA: 'Slack', chatB: 'Di
 
 /** An installation as the audit log shows it: never its token. */
 const shown = (r: InstallationRow | undefined) =>
-  r ? { workspaceId: r.workspace_id, name: r.name, channel: r.channel_id, deliberation: { enabled: r.deliberation_enabled, channelId: r.deliberation_channel_id } } : null;
+  r
+    ? {
+        workspaceId: r.workspace_id,
+        name: r.name,
+        channel: r.channel_id,
+        deliberation: { enabled: r.deliberation_enabled, channelId: r.deliberation_channel_id },
+      }
+    : null;
 
 /** `evt.settings.changed` of a chat installation (kind `integration.chatA` / `integration.chatB`). */
-function settingsEvent(org: string, provider: ChatProvider, by: SettingsActor, before: InstallationRow | undefined, after: InstallationRow | undefined, change: string): NewEvent {
-  return { subject: EVENT.settingsChanged, org, data: { kind: `integration.${provider}`, actor: by.actor, actorLabel: by.actorLabel, before: shown(before), after: { ...shown(after), change } } };
+function settingsEvent(
+  org: string,
+  provider: ChatProvider,
+  by: SettingsActor,
+  before: InstallationRow | undefined,
+  after: InstallationRow | undefined,
+  change: string,
+): NewEvent {
+  return {
+    subject: EVENT.settingsChanged,
+    org,
+    data: { kind: `integration.${provider}`, actor: by.actor, actorLabel: by.actorLabel, before: shown(before), after: { ...shown(after), change } },
+  };
 }
 
 export function createChatStore(db: Knex, opts: { installations?: OrgCache<InstallationRow[]>; changed?: (org: string | null) => Promise<void> } = {}) {
   const changed = opts.changed ?? (async () => undefined);
 
   /** Changes columns of an org's installation with its audit event, in one transaction. */
-  async function changeInstallation(org: string, provider: ChatProvider, values: Record<string, unknown>, by: SettingsActor, change: string): Promise<InstallationRow | undefined> {
+  async function changeInstallation(
+    org: string,
+    provider: ChatProvider,
+    values: Record<string, unknown>,
+    by: SettingsActor,
+    change: string,
+  ): Promise<InstallationRow | undefined> {
     const row = await db.transaction(async (trx) => {
       const before: InstallationRow | undefined = await trx('chat_installations').where({ org_id: org, provider }).forUpdate().first();
       if (!before) return undefined;
-      const [after]: InstallationRow[] = await trx('chat_installations').where({ org_id: org, provider }).update({ ...values, updated_at: trx.fn.now() }).returning('*');
+      const [after]: InstallationRow[] = await trx('chat_installations')
+        .where({ org_id: org, provider })
+        .update({ ...values, updated_at: trx.fn.now() })
+        .returning('*');
       await enqueueEvents(trx, [settingsEvent(org, provider, by, before, after, change)]);
       return after;
     });
@@ -87,8 +114,26 @@ export function createChatStore(db: Knex, opts: { installations?: OrgCache<Insta
   }
 
   return {
-    async createState(s: { id: string; org: string; provider: ChatProvider; purpose: StatePurpose; userId: string; email: string; browserHash: string; expiresAt: Date }): Promise<void> {
-      await db('chat_install_states').insert({ id: s.id, org_id: s.org, provider: s.provider, purpose: s.purpose, user_id: s.userId, email: s.email, browser_hash: s.browserHash, expires_at: s.expiresAt });
+    async createState(s: {
+      id: string;
+      org: string;
+      provider: ChatProvider;
+      purpose: StatePurpose;
+      userId: string;
+      email: string;
+      browserHash: string;
+      expiresAt: Date;
+    }): Promise<void> {
+      await db('chat_install_states').insert({
+        id: s.id,
+        org_id: s.org,
+        provider: s.provider,
+        purpose: s.purpose,
+        user_id: s.userId,
+        email: s.email,
+        browser_hash: s.browserHash,
+        expires_at: s.expiresAt,
+      });
     },
 
     /** A state as minted (who asked, which browser), to check before spending it. */
@@ -111,7 +156,13 @@ export function createChatStore(db: Knex, opts: { installations?: OrgCache<Insta
     async install(
       org: string,
       provider: ChatProvider,
-      i: { workspaceId: string; name: string | null; botTokenSealed: string | null; botUserId: string | null; slack?: { botId: string | null; appId: string | null; botScopes: string | null; installerUserId: string | null } },
+      i: {
+        workspaceId: string;
+        name: string | null;
+        botTokenSealed: string | null;
+        botUserId: string | null;
+        slack?: { botId: string | null; appId: string | null; botScopes: string | null; installerUserId: string | null };
+      },
       by: SettingsActor,
     ): Promise<void> {
       const values = {
@@ -155,7 +206,10 @@ export function createChatStore(db: Knex, opts: { installations?: OrgCache<Insta
       const n = await db.transaction(async (trx) => {
         const gone: InstallationRow[] = await trx('chat_installations').where({ provider, workspace_id: workspaceId }).delete().returning('*');
         const by = { actor: null, actorLabel: `${PROVIDER_NAME[provider]} (${why})` };
-        await enqueueEvents(trx, gone.map((row) => settingsEvent(row.org_id, provider, by, row, undefined, 'removed')));
+        await enqueueEvents(
+          trx,
+          gone.map((row) => settingsEvent(row.org_id, provider, by, row, undefined, 'removed')),
+        );
         return gone.length;
       });
       await changed(null);
@@ -166,7 +220,13 @@ export function createChatStore(db: Knex, opts: { installations?: OrgCache<Insta
       return changeInstallation(org, provider, { channel_id: channelId }, by, 'channel_set');
     },
 
-    async setDeliberation(org: string, provider: ChatProvider, enabled: boolean, channelId: string | null, by: SettingsActor): Promise<InstallationRow | undefined> {
+    async setDeliberation(
+      org: string,
+      provider: ChatProvider,
+      enabled: boolean,
+      channelId: string | null,
+      by: SettingsActor,
+    ): Promise<InstallationRow | undefined> {
       const values: Record<string, unknown> = { deliberation_enabled: enabled };
       if (channelId !== null) values.deliberation_channel_id = channelId;
       return changeInstallation(org, provider, values, by, 'deliberation_set');

@@ -41,7 +41,9 @@ export function slackNotice(n: ChatNotice, decisionId: string): SlackMessage {
   const blocks: KnownBlock[] = [
     { type: 'header', text: { type: 'plain_text', text: clip(`${n.heading}${n.title}`, 150) } },
     ...(n.question ? [{ type: 'section', text: mrkdwn(n.question) } as KnownBlock] : []),
-    ...(n.lines.length ? [{ type: 'section', text: { type: 'mrkdwn', text: clip(n.lines.map((l) => `• ${slackEscape(l)}`).join('\n'), 2900) } } as KnownBlock] : []),
+    ...(n.lines.length
+      ? [{ type: 'section', text: { type: 'mrkdwn', text: clip(n.lines.map((l) => `• ${slackEscape(l)}`).join('\n'), 2900) } } as KnownBlock]
+      : []),
     {
       type: 'actions',
       block_id: `decision:${decisionId}`,
@@ -81,7 +83,11 @@ export function slackAnnounce(title: string, approvers: string[], appUrl: string
   };
 }
 
-export const slackVoteReply = (voter: string, choice: string, t: { approvals: number; approvalsRequired: number; rejections: number; rejectionsRequired: number }): SlackMessage => ({
+export const slackVoteReply = (
+  voter: string,
+  choice: string,
+  t: { approvals: number; approvalsRequired: number; rejections: number; rejectionsRequired: number },
+): SlackMessage => ({
   text: slackEscape(`${voter} voted ${choice} (${t.approvals}/${t.approvalsRequired} approvals, ${t.rejections}/${t.rejectionsRequired} rejections)`),
 });
 
@@ -92,12 +98,24 @@ export function discordNotice(n: ChatNotice, decisionId: string): DiscordMessage
   const description = [n.question ?? '', ...n.lines.map((l) => `• ${l}`)].filter(Boolean).join('\n');
   return {
     content: clip(`${n.heading}${n.title}`, 2000),
-    embeds: [{ title: clip(n.title, 256), ...(description ? { description: clip(description, 4000) } : {}), url: n.appUrl, ...(n.expiresAt ? { footer: { text: `Open until ${n.expiresAt}` } } : {}) }],
+    embeds: [
+      {
+        title: clip(n.title, 256),
+        ...(description ? { description: clip(description, 4000) } : {}),
+        url: n.appUrl,
+        ...(n.expiresAt ? { footer: { text: `Open until ${n.expiresAt}` } } : {}),
+      },
+    ],
     components: [
       {
         type: 1,
         components: [
-          ...n.buttons.map((b) => ({ type: 2, style: b === 'approve' ? 3 : 4, label: b === 'approve' ? 'Approve' : 'Reject', custom_id: discordCustomId(b, decisionId) })),
+          ...n.buttons.map((b) => ({
+            type: 2,
+            style: b === 'approve' ? 3 : 4,
+            label: b === 'approve' ? 'Approve' : 'Reject',
+            custom_id: discordCustomId(b, decisionId),
+          })),
           { type: 2, style: 5, label: 'Open in app', url: n.appUrl },
         ],
       },

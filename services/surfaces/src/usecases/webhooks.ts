@@ -77,7 +77,11 @@ const Subscription = z.object({
   metadata: z.record(z.string(), z.string()).nullable().optional(),
   items: z
     .object({
-      data: z.array(z.object({ price: z.object({ id: z.string(), lookup_key: z.string().nullable().optional(), metadata: z.record(z.string(), z.string()).nullable().optional() }) })),
+      data: z.array(
+        z.object({
+          price: z.object({ id: z.string(), lookup_key: z.string().nullable().optional(), metadata: z.record(z.string(), z.string()).nullable().optional() }),
+        }),
+      ),
     })
     .optional(),
 });
@@ -134,7 +138,11 @@ export function createWebhooks(deps: WebhookDeps) {
       return esignView(await store.esignOf(org));
     },
 
-    async esignPut(org: string, b: { provider: 'docusign'; accountId: string; connectHmacKey?: string; baseUrl?: string }, by: { actor: string | null; actorLabel: string | null }) {
+    async esignPut(
+      org: string,
+      b: { provider: 'docusign'; accountId: string; connectHmacKey?: string; baseUrl?: string },
+      by: { actor: string | null; actorLabel: string | null },
+    ) {
       const current = await store.esignOf(org);
       if (!b.connectHmacKey && !current) {
         throw new AppError('invalid_request', 'body.connectHmacKey: required the first time (the Connect HMAC key of the account)', {
@@ -142,7 +150,9 @@ export function createWebhooks(deps: WebhookDeps) {
         });
       }
       if (b.connectHmacKey && b.connectHmacKey.split(',').filter((k) => k.trim()).length > 5) {
-        throw new AppError('invalid_request', 'body.connectHmacKey: at most 5 keys', { issues: [{ path: 'body.connectHmacKey', message: 'at most 5 comma-separated keys' }] });
+        throw new AppError('invalid_request', 'body.connectHmacKey: at most 5 keys', {
+          issues: [{ path: 'body.connectHmacKey', message: 'at most 5 comma-separated keys' }],
+        });
       }
       const sealed = b.connectHmacKey ? deps.secrets.seal(b.connectHmacKey, keyContext(org)) : current!.hmac_keys_sealed;
       const row = await store.saveEsign(org, { accountId: b.accountId, hmacKeysSealed: sealed, baseUrl: b.baseUrl ?? null }, by);
@@ -169,7 +179,8 @@ export function createWebhooks(deps: WebhookDeps) {
         .split(',')
         .map((k) => k.trim())
         .filter(Boolean);
-      if (!docusignSignatureValid(keys, req.headers, raw)) return invalidSignature('DocuSign Connect (X-DocuSign-Signature-1..5, HMAC-SHA256 of the body with the account key)');
+      if (!docusignSignatureValid(keys, req.headers, raw))
+        return invalidSignature('DocuSign Connect (X-DocuSign-Signature-1..5, HMAC-SHA256 of the body with the account key)');
       const org = settings.org_id;
       const { decisionIds } = await bus.call(DecisionsEndpoints.byEnvelope, { org, envelopeId: m.data.envelopeId });
       if (decisionIds.length === 0) return ignored(`unknown envelope ${m.data.envelopeId}`);
@@ -177,7 +188,11 @@ export function createWebhooks(deps: WebhookDeps) {
       const outcomes: string[] = [];
       for (const decisionId of decisionIds) {
         if (m.event === 'envelope-voided' || summary?.status === 'voided') {
-          const r = await bus.call(DecisionsEndpoints.signatureVoided, { org, decisionId, note: `envelope voided${summary?.voidedReason ? `: ${summary.voidedReason}` : ''}` });
+          const r = await bus.call(DecisionsEndpoints.signatureVoided, {
+            org,
+            decisionId,
+            note: `envelope voided${summary?.voidedReason ? `: ${summary.voidedReason}` : ''}`,
+          });
           outcomes.push(r.changed ? 'voided' : `unchanged:${r.status}`);
           continue;
         }
@@ -207,7 +222,10 @@ export function createWebhooks(deps: WebhookDeps) {
       const raw = rawBodyOf(req).toString('utf8');
       if (config.IDENTITY_WEBHOOK_SECRET.length === 0) return invalidSignature('the identity provider (IDENTITY_WEBHOOK_SECRET is not configured)');
       const v = svixVerified(config.IDENTITY_WEBHOOK_SECRET, req.headers, raw);
-      if (!v.ok) return v.reason === 'malformed' ? malformed('the body is not JSON') : invalidSignature('the identity provider (svix-id, svix-timestamp, svix-signature)');
+      if (!v.ok)
+        return v.reason === 'malformed'
+          ? malformed('the body is not JSON')
+          : invalidSignature('the identity provider (svix-id, svix-timestamp, svix-signature)');
       const deliveryId = req.headers['svix-id']!;
       const before = await store.seen('identity', deliveryId);
       if (before !== undefined) return json(200, { ok: true, duplicate: true, outcome: before });
@@ -228,14 +246,21 @@ export function createWebhooks(deps: WebhookDeps) {
           if (!u.success) return malformed('user.updated: data.id is required');
           const primary = u.data.email_addresses?.find((a) => a.id === u.data.primary_email_address_id)?.email_address;
           const name = [u.data.first_name, u.data.last_name].filter((s) => s && s.trim()).join(' ') || null;
-          const r = await bus.call(ApproversEndpoints.identityUpdated, { identityUserId: u.data.id, ...(primary ? { email: primary.toLowerCase() } : {}), name });
+          const r = await bus.call(ApproversEndpoints.identityUpdated, {
+            identityUserId: u.data.id,
+            ...(primary ? { email: primary.toLowerCase() } : {}),
+            name,
+          });
           outcome = `approvers_updated:${r.updated}`;
           break;
         }
         case 'user.deleted': {
           const id = typeof e.data.data.id === 'string' ? e.data.data.id : null;
           if (!id) return malformed('user.deleted: data.id is required');
-          const [a, p] = await Promise.all([bus.call(ApproversEndpoints.identityDisabled, { identityUserId: id }), bus.call(NotifierEndpoints.revokeUserDevices, { userId: id })]);
+          const [a, p] = await Promise.all([
+            bus.call(ApproversEndpoints.identityDisabled, { identityUserId: id }),
+            bus.call(NotifierEndpoints.revokeUserDevices, { userId: id }),
+          ]);
           outcome = `approvers_disabled:${a.disabled},devices_revoked:${p.revoked}`;
           break;
         }
@@ -290,7 +315,10 @@ export function createWebhooks(deps: WebhookDeps) {
         const raw = price.metadata?.decision_quota;
         const limit = raw === undefined || raw === '' ? null : Number(raw);
         if (limit !== null && (!Number.isInteger(limit) || limit <= 0)) {
-          log.warn({ eventId: event.id, priceId: price.id, decision_quota: raw }, 'billing: price metadata decision_quota is not a positive integer; plan not applied');
+          log.warn(
+            { eventId: event.id, priceId: price.id, decision_quota: raw },
+            'billing: price metadata decision_quota is not a positive integer; plan not applied',
+          );
           await store.applied('billing', event.id, 'bad_quota');
           return ignored(`price ${price.id} metadata.decision_quota must be a positive integer`);
         }

@@ -12,7 +12,12 @@ import type { ActionContext } from './context';
  * checks read cannot change meanwhile: APPROVED is final, and facts, workflow and step
  * are fixed at creation.
  */
-export async function consume(ctx: ActionContext, org: string, id: string, b: { consumer: string; factsHash?: string; workflowRef?: string; stepRef?: string }) {
+export async function consume(
+  ctx: ActionContext,
+  org: string,
+  id: string,
+  b: { consumer: string; factsHash?: string; workflowRef?: string; stepRef?: string },
+) {
   const { store } = ctx;
   const now = ctx.clock.now();
   // The row its verify read, if this process answered one (once).
@@ -32,7 +37,13 @@ export async function consume(ctx: ActionContext, org: string, id: string, b: { 
       guard: { org_id: org, status: 'APPROVED', consumed_at: null },
       set: { consumed_at: now, consumed_by: b.consumer },
       entries: [{ type: 'consumed', actor: b.consumer, at: now, data: { factsHash: b.factsHash ?? null } }],
-      events: [{ subject: EVENT.decisionConsumed, org, data: { decisionId: id, consumer: b.consumer, factsHash: b.factsHash ?? null, consumedAt: now.toISOString(), policy: policyRef(d) } }],
+      events: [
+        {
+          subject: EVENT.decisionConsumed,
+          org,
+          data: { decisionId: id, consumer: b.consumer, factsHash: b.factsHash ?? null, consumedAt: now.toISOString(), policy: policyRef(d) },
+        },
+      ],
     });
     return spent ? { ok: true as const, already: false, at: now } : undefined;
   };
@@ -42,7 +53,10 @@ export async function consume(ctx: ActionContext, org: string, id: string, b: { 
   if ('reason' in result) {
     // Not a refusal of this approval but a request without what its policy demands.
     if (result.reason === 'facts_required') {
-      throw new AppError('facts_required', 'consume refused: the policy of this decision requires factsHash (the facts of the action)', { consumed: false, reason: 'facts_required' });
+      throw new AppError('facts_required', 'consume refused: the policy of this decision requires factsHash (the facts of the action)', {
+        consumed: false,
+        reason: 'facts_required',
+      });
     }
     const code = result.reason === 'not_found' ? 'not_found' : 'consume_refused';
     throw new AppError(code, `consume refused: ${result.reason}`, { consumed: false, reason: result.reason });

@@ -30,7 +30,13 @@ export async function refine(ctx: ActionContext, org: string, id: string, actor:
   const draft = { content, ...(current.title ? { title: current.title } : {}), ...(current.format ? { format: current.format } : {}) };
   await store.transaction(async (tx) => {
     await tx.evidence.addRefinement({ decisionId: id, actor, feedback, draft, model: llm.model!, at: clock.now() });
-    await tx.decisions.change({ id, guard: { org_id: org }, set: {}, entries: [{ type: 'refined', actor, at: clock.now(), data: { model: llm.model } }], events: [] });
+    await tx.decisions.change({
+      id,
+      guard: { org_id: org },
+      set: {},
+      entries: [{ type: 'refined', actor, at: clock.now(), data: { model: llm.model } }],
+      events: [],
+    });
   });
   return { decisionId: id, draft, model: llm.model! };
 }

@@ -22,7 +22,11 @@ export interface VoteArgs {
 
 /** evt.decision.vote_recorded of a person's vote and the tally it makes. */
 function voteRecorded(org: string, d: DecisionRow, person: Person, choice: 'approve' | 'reject', tally: Tally): NewEvent {
-  return { subject: EVENT.decisionVoteRecorded, org, data: { decisionId: d.id, voter: person.email, choice, surface: person.surface, tally, policy: policyRef(d) } };
+  return {
+    subject: EVENT.decisionVoteRecorded,
+    org,
+    data: { decisionId: d.id, voter: person.email, choice, surface: person.surface, tally, policy: policyRef(d) },
+  };
 }
 
 /** A vote's verdict on `d`: the columns it sets, its timeline entry and evt.decision.resolved (the resolved row is `d` with the verdict). */
@@ -61,7 +65,13 @@ export async function vote(ctx: ActionContext, args: VoteArgs) {
   const attempt = async (seen: VoteView, known: boolean): Promise<Attempt> => {
     const { d } = seen;
     const ruling = voteRuling(
-      { status: d.status, expiresAt: d.expires_at, requiresSignature: d.requires_signature, responseSpec: d.response_spec as ResponseSpec | null, approvers: d.approvers },
+      {
+        status: d.status,
+        expiresAt: d.expires_at,
+        requiresSignature: d.requires_signature,
+        responseSpec: d.response_spec as ResponseSpec | null,
+        approvers: d.approvers,
+      },
       {
         voter: args.voter.kind === 'person' ? args.voter : { kind: 'apiKey' },
         voterDisabled: seen.voterDisabled,
@@ -82,8 +92,21 @@ export async function vote(ctx: ActionContext, args: VoteArgs) {
           id: d.id,
           guard: { org_id: d.org_id },
           set: {},
-          entries: [{ type: 'vote_refused', actor, at: now, data: { choice: args.choice, reason: ruling.why, surface: args.voter.kind === 'person' ? args.voter.surface : 'api' } }],
-          events: [{ subject: EVENT.decisionVoteRefused, org: args.org, data: { decisionId: d.id, actor, choice: args.choice, reason: ruling.why, policy: policyRef(d) } }],
+          entries: [
+            {
+              type: 'vote_refused',
+              actor,
+              at: now,
+              data: { choice: args.choice, reason: ruling.why, surface: args.voter.kind === 'person' ? args.voter.surface : 'api' },
+            },
+          ],
+          events: [
+            {
+              subject: EVENT.decisionVoteRefused,
+              org: args.org,
+              data: { decisionId: d.id, actor, choice: args.choice, reason: ruling.why, policy: policyRef(d) },
+            },
+          ],
         });
         return recorded ? { kind: 'refused', why: ruling.why } : { kind: 'again' };
       }
@@ -97,7 +120,10 @@ export async function vote(ctx: ActionContext, args: VoteArgs) {
         return status ? { kind: 'expired', status } : { kind: 'again' };
       }
       case 'already_voted':
-        return { kind: 'answer', error: new AppError('already_voted', `${actor} has already voted on this decision`, { status: d.status, vote: recordedVote(seen.earlier!) }) };
+        return {
+          kind: 'answer',
+          error: new AppError('already_voted', `${actor} has already voted on this decision`, { status: d.status, vote: recordedVote(seen.earlier!) }),
+        };
       case 'not_pending':
         return { kind: 'answer', error: notPending(ruling.status, 'votes are closed') };
       case 'signature_required':
@@ -105,7 +131,9 @@ export async function vote(ctx: ActionContext, args: VoteArgs) {
       case 'bad_value':
         return {
           kind: 'answer',
-          error: new AppError('invalid_request', `body.responseValue: ${ruling.problem}`, { issues: [{ path: 'body.responseValue', message: ruling.problem }] }),
+          error: new AppError('invalid_request', `body.responseValue: ${ruling.problem}`, {
+            issues: [{ path: 'body.responseValue', message: ruling.problem }],
+          }),
         };
       case 'record':
         break;
@@ -121,7 +149,16 @@ export async function vote(ctx: ActionContext, args: VoteArgs) {
     const verdict = result ? verdictOf(d, result, person, note, args.responseValue, now) : undefined;
     const written = await store.votes.cast(
       d,
-      { id: newId('vote'), voter: person.email, voterRef: person.ref, surface: person.surface, choice: args.choice, note, responseValue: args.responseValue, at: now },
+      {
+        id: newId('vote'),
+        voter: person.email,
+        voterRef: person.ref,
+        surface: person.surface,
+        choice: args.choice,
+        note,
+        responseValue: args.responseValue,
+        at: now,
+      },
       verdict ? verdict.set : null,
       [{ type: 'vote', actor: person.email, at: now, data: { choice: args.choice, note, surface: person.surface } }, ...(verdict ? [verdict.entry] : [])],
       [voteRecorded(args.org, d, person, args.choice, tally), ...(verdict ? verdict.events : [])],

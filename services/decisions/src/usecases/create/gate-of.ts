@@ -7,7 +7,13 @@ import type { CreateDeps } from '../create-decision';
  * satisfiability and version pin) and the context checked against its contract, or the
  * ad-hoc approver set resolved; then the rest of the gate (domain/gate).
  */
-async function checkContract(deps: Pick<CreateDeps, 'contracts'>, org: string, key: string, schema: Record<string, unknown>, data: Record<string, unknown> | null | undefined): Promise<void> {
+async function checkContract(
+  deps: Pick<CreateDeps, 'contracts'>,
+  org: string,
+  key: string,
+  schema: Record<string, unknown>,
+  data: Record<string, unknown> | null | undefined,
+): Promise<void> {
   let violations: string[];
   try {
     violations = await deps.contracts.check(org, schema, data);
@@ -20,13 +26,20 @@ async function checkContract(deps: Pick<CreateDeps, 'contracts'>, org: string, k
     });
   }
   if (violations.length) {
-    throw new AppError('context_contract_violation', `context.data does not satisfy the contract of policy "${key}": ${violations.join('; ')}`, { policy: key, violations });
+    throw new AppError('context_contract_violation', `context.data does not satisfy the contract of policy "${key}": ${violations.join('; ')}`, {
+      policy: key,
+      violations,
+    });
   }
 }
 
 export async function gateOf(deps: Pick<CreateDeps, 'contracts' | 'policies'>, org: string, b: DecisionRequest): Promise<GateResult> {
   if (b.policy) {
-    const policy = await deps.policies.call(PoliciesEndpoints.resolve, org, { org, key: b.policy, ...(b.policyVersion !== undefined ? { version: b.policyVersion } : {}) });
+    const policy = await deps.policies.call(PoliciesEndpoints.resolve, org, {
+      org,
+      key: b.policy,
+      ...(b.policyVersion !== undefined ? { version: b.policyVersion } : {}),
+    });
     if (policy.definition.contextSchema) await checkContract(deps, org, policy.key, policy.definition.contextSchema, b.context?.data);
     return policyGate(policy, b);
   }

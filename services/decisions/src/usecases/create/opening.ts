@@ -83,29 +83,32 @@ export function opening(org: string, b: DecisionRequest, gate: Gate, by: Request
   // The escalation plan, computed here once and carried in the event (scheduler, notifier read it).
   const plan = planOf(row);
   const entry = { type: 'created', actor: createdBy, data: { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null } };
-  const created = withTimers({
-    subject: EVENT.decisionCreated,
-    org,
-    data: {
-      decisionId: id,
-      policy: policyRef(row),
-      approvers: gate.approvers,
-      assigneeEmail: gate.assigneeEmail,
-      externalRunId: b.externalRunId,
-      stepRef: b.stepRef,
-      workflowRef: b.workflowRef ?? null,
-      engine: b.engine,
-      title: b.context?.title ?? null,
-      createdAt: now.toISOString(),
-      expiresAt: expiresAt ? expiresAt.toISOString() : null,
-      timeoutSec: gate.timeoutSec,
-      route: gate.route,
-      plan,
-      requiresSignature: gate.requiresSignature,
-      requestedBy: by.id,
-      requestedByLabel: by.label,
+  const created = withTimers(
+    {
+      subject: EVENT.decisionCreated,
+      org,
+      data: {
+        decisionId: id,
+        policy: policyRef(row),
+        approvers: gate.approvers,
+        assigneeEmail: gate.assigneeEmail,
+        externalRunId: b.externalRunId,
+        stepRef: b.stepRef,
+        workflowRef: b.workflowRef ?? null,
+        engine: b.engine,
+        title: b.context?.title ?? null,
+        createdAt: now.toISOString(),
+        expiresAt: expiresAt ? expiresAt.toISOString() : null,
+        timeoutSec: gate.timeoutSec,
+        route: gate.route,
+        plan,
+        requiresSignature: gate.requiresSignature,
+        requestedBy: by.id,
+        requestedByLabel: by.label,
+      },
     },
-  }, plan);
+    plan,
+  );
   const answer: CreateResult = {
     status: 201,
     body: {

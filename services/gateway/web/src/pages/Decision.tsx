@@ -96,7 +96,11 @@ function AnswerInput({ spec, value, onChange }: { spec: Spec; value: unknown; on
   if (spec.type === 'text') {
     return (
       <Field label="Your answer">
-        {spec.multiline ? <textarea rows={4} value={String(value ?? '')} onChange={(e) => onChange(e.target.value)} /> : <input value={String(value ?? '')} onChange={(e) => onChange(e.target.value)} />}
+        {spec.multiline ? (
+          <textarea rows={4} value={String(value ?? '')} onChange={(e) => onChange(e.target.value)} />
+        ) : (
+          <input value={String(value ?? '')} onChange={(e) => onChange(e.target.value)} />
+        )}
       </Field>
     );
   }
@@ -237,7 +241,10 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
                   disabled={output.busy || draft === null}
                   onClick={() =>
                     output.run(async () => {
-                      await api('PUT', `/v1/decisions/${encodeURIComponent(x.id)}/output`, { ...(current.title ? { title: current.title } : {}), content: draft ?? '' });
+                      await api('PUT', `/v1/decisions/${encodeURIComponent(x.id)}/output`, {
+                        ...(current.title ? { title: current.title } : {}),
+                        content: draft ?? '',
+                      });
                       setDraft(null);
                       d.reload();
                     })
@@ -255,7 +262,9 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
                 disabled={refine.busy || !feedback.trim()}
                 onClick={() =>
                   refine.run(async () => {
-                    const r = await api<ApiReply<'/v1/decisions/{id}/refine', 'post'>>('POST', `/v1/decisions/${encodeURIComponent(x.id)}/refine`, { feedback });
+                    const r = await api<ApiReply<'/v1/decisions/{id}/refine', 'post'>>('POST', `/v1/decisions/${encodeURIComponent(x.id)}/refine`, {
+                      feedback,
+                    });
                     setDraft(r.draft.content);
                     setFeedback('');
                   })
@@ -322,7 +331,11 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
             onSubmit={(ev) => {
               ev.preventDefault();
               void addEvidence.run(async () => {
-                await api('POST', `/v1/decisions/${encodeURIComponent(x.id)}/evidence`, { kind: 'note', ...(evidence.title ? { title: evidence.title } : {}), body: evidence.body });
+                await api('POST', `/v1/decisions/${encodeURIComponent(x.id)}/evidence`, {
+                  kind: 'note',
+                  ...(evidence.title ? { title: evidence.title } : {}),
+                  body: evidence.body,
+                });
                 setEvidence({ title: '', body: '' });
                 d.reload();
               });

@@ -10,7 +10,11 @@ const NAMES = { chatA: 'Slack', chatB: 'Discord' } as const;
 function Chat({ provider, session }: { provider: 'chatA' | 'chatB'; session: Session }) {
   const view = useLoad(() => api<IntegrationView>('GET', `/v1/integrations/${provider}`), [provider]);
   const installed = view.data?.installed === true;
-  const channels = useLoad(() => (installed ? api<ApiReply<'/v1/integrations/chatA/channels', 'get'>>('GET', `/v1/integrations/${provider}/channels`) : Promise.resolve({ channels: [] })), [installed]);
+  const channels = useLoad(
+    () =>
+      installed ? api<ApiReply<'/v1/integrations/chatA/channels', 'get'>>('GET', `/v1/integrations/${provider}/channels`) : Promise.resolve({ channels: [] }),
+    [installed],
+  );
   const [channel, setChannel] = useState('');
   const act = useAction();
   const [sent, setSent] = useState<string | null>(null);
@@ -36,7 +40,12 @@ function Chat({ provider, session }: { provider: 'chatA' | 'chatB'; session: Ses
         <>
           <p>
             Connected to <strong>{view.data.name ?? view.data.teamId ?? view.data.guildId}</strong>. New decisions are announced in{' '}
-            {view.data.channel ? <code>{channels.data?.channels.find((c) => c.id === (view.data as { channel: string }).channel)?.name ?? view.data.channel}</code> : 'no channel yet'}.
+            {view.data.channel ? (
+              <code>{channels.data?.channels.find((c) => c.id === (view.data as { channel: string }).channel)?.name ?? view.data.channel}</code>
+            ) : (
+              'no channel yet'
+            )}
+            .
           </p>
           {admin ? (
             <form
@@ -90,7 +99,11 @@ export function IntegrationsPage({ session }: { session: Session }) {
   return (
     <section>
       <h1>Integrations</h1>
-      {installed === 'chatA' || installed === 'chatB' ? <p role="status" className="notice">{NAMES[installed]} is connected.</p> : null}
+      {installed === 'chatA' || installed === 'chatB' ? (
+        <p role="status" className="notice">
+          {NAMES[installed]} is connected.
+        </p>
+      ) : null}
       <Chat provider="chatA" session={session} />
       <Chat provider="chatB" session={session} />
     </section>

@@ -6,17 +6,17 @@ import { ErrorBox, Field, Loading, useAction, useLoad, when } from '../ui';
 
 // ---- approvers ------------------------------------------------------------------------
 
-
 export function ApproversPage({ session }: { session: Session }) {
   const list = useLoad(() => api<ApiReply<'/v1/approvers/', 'get'>>('GET', '/v1/approvers/'), []);
   const act = useAction();
   const [form, setForm] = useState({ email: '', name: '', channel: '', endpoint: '' });
   const isAdmin = can.admin(session);
   const author = can.author(session);
-  const call = (method: string, path: string, body?: unknown) => act.run(async () => {
-    await api(method, path, body);
-    list.reload();
-  });
+  const call = (method: string, path: string, body?: unknown) =>
+    act.run(async () => {
+      await api(method, path, body);
+      list.reload();
+    });
   return (
     <section>
       <h1>Approvers</h1>
@@ -47,7 +47,11 @@ export function ApproversPage({ session }: { session: Session }) {
                       {c.channel}
                       {c.endpoint && c.channel !== 'email' ? `: ${c.endpoint}` : ''} <span className={`status status-${c.status}`}>{c.status}</span>
                       {isAdmin && c.status !== 'verified' && c.endpoint ? (
-                        <button type="button" className="link" onClick={() => call('POST', `/v1/approvers/${a.id}/verify`, { channel: c.channel, endpoint: c.endpoint, status: 'verified' })}>
+                        <button
+                          type="button"
+                          className="link"
+                          onClick={() => call('POST', `/v1/approvers/${a.id}/verify`, { channel: c.channel, endpoint: c.endpoint, status: 'verified' })}
+                        >
                           Verify {c.channel} of {a.email}
                         </button>
                       ) : null}
@@ -67,50 +71,51 @@ export function ApproversPage({ session }: { session: Session }) {
           ))}
         </tbody>
       </table>
-      {author ? (<>
-      <h2>Register an approver</h2>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void call('POST', '/v1/approvers/', {
-            email: form.email,
-            ...(form.name ? { name: form.name } : {}),
-            ...(form.channel ? { channels: [{ channel: form.channel, ...(form.endpoint ? { endpoint: form.endpoint } : {}) }] } : {}),
-          }).then(() => setForm({ email: '', name: '', channel: '', endpoint: '' }));
-        }}
-      >
-        <Field label="Email">
-          <input type="email" value={form.email} onChange={(e) => setForm({ ...form, email: e.target.value })} required />
-        </Field>
-        <Field label="Name">
-          <input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} />
-        </Field>
-        <Field label="Extra channel">
-          <select value={form.channel} onChange={(e) => setForm({ ...form, channel: e.target.value })}>
-            <option value="">None</option>
-            {['sms', 'chatA', 'chatB', 'webhook', 'phone'].map((c) => (
-              <option key={c}>{c}</option>
-            ))}
-          </select>
-        </Field>
-        <Field label="Channel endpoint" hint="Phone number, Slack or Discord user id, or webhook URL">
-          <input value={form.endpoint} onChange={(e) => setForm({ ...form, endpoint: e.target.value })} />
-        </Field>
-        <button type="submit" disabled={act.busy}>
-          Register approver
-        </button>
-      </form>
-      </>) : null}
+      {author ? (
+        <>
+          <h2>Register an approver</h2>
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void call('POST', '/v1/approvers/', {
+                email: form.email,
+                ...(form.name ? { name: form.name } : {}),
+                ...(form.channel ? { channels: [{ channel: form.channel, ...(form.endpoint ? { endpoint: form.endpoint } : {}) }] } : {}),
+              }).then(() => setForm({ email: '', name: '', channel: '', endpoint: '' }));
+            }}
+          >
+            <Field label="Email">
+              <input type="email" value={form.email} onChange={(e) => setForm({ ...form, email: e.target.value })} required />
+            </Field>
+            <Field label="Name">
+              <input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} />
+            </Field>
+            <Field label="Extra channel">
+              <select value={form.channel} onChange={(e) => setForm({ ...form, channel: e.target.value })}>
+                <option value="">None</option>
+                {['sms', 'chatA', 'chatB', 'webhook', 'phone'].map((c) => (
+                  <option key={c}>{c}</option>
+                ))}
+              </select>
+            </Field>
+            <Field label="Channel endpoint" hint="Phone number, Slack or Discord user id, or webhook URL">
+              <input value={form.endpoint} onChange={(e) => setForm({ ...form, endpoint: e.target.value })} />
+            </Field>
+            <button type="submit" disabled={act.busy}>
+              Register approver
+            </button>
+          </form>
+        </>
+      ) : null}
       <p className="muted">
-        Editors and admins register and manage approvers; only an admin verifies someone else's channel (the approver is mailed a notice), and
-        people link their own Slack or Discord account themselves.
+        Editors and admins register and manage approvers; only an admin verifies someone else's channel (the approver is mailed a notice), and people link their
+        own Slack or Discord account themselves.
       </p>
     </section>
   );
 }
 
 // ---- API keys (admin) -------------------------------------------------------------------
-
 
 function ShownOnce({ value, onDone }: { value: string; onDone: () => void }) {
   const [copied, setCopied] = useState(false);
@@ -124,7 +129,10 @@ function ShownOnce({ value, onDone }: { value: string; onDone: () => void }) {
         <button
           type="button"
           onClick={() => {
-            void navigator.clipboard?.writeText(value).then(() => setCopied(true), () => setCopied(false));
+            void navigator.clipboard?.writeText(value).then(
+              () => setCopied(true),
+              () => setCopied(false),
+            );
           }}
         >
           {copied ? 'Copied' : 'Copy key'}
@@ -236,7 +244,6 @@ export function ApiKeysPage() {
 
 // ---- audit ------------------------------------------------------------------------------
 
-
 export function AuditPage() {
   const [action, setAction] = useState('');
   const [before, setBefore] = useState<string | undefined>(undefined);
@@ -246,7 +253,14 @@ export function AuditPage() {
     <section>
       <h1>Audit log</h1>
       <Field label="Action">
-        <input placeholder="e.g. api_key.created" value={action} onChange={(e) => { setBefore(undefined); setAction(e.target.value); }} />
+        <input
+          placeholder="e.g. api_key.created"
+          value={action}
+          onChange={(e) => {
+            setBefore(undefined);
+            setAction(e.target.value);
+          }}
+        />
       </Field>
       <ErrorBox error={page.error} />
       <table>

@@ -4,7 +4,6 @@ import type { ApiReply, PolicyPreviewView, PolicyView } from '../types';
 import { can, type Session } from '../auth';
 import { ErrorBox, Field, Link, Loading, navigate, useAction, useLoad, when } from '../ui';
 
-
 /** The session's list holds full views (a key-only summary is what an API key reads). */
 type Listed = ApiReply<'/v1/policies/', 'get'>['policies'][number];
 const isFull = (p: Listed): p is Extract<Listed, { version: number }> => 'version' in p;
@@ -42,36 +41,45 @@ export function PoliciesPage({ session }: { session: Session }) {
           ))}
         </tbody>
       </table>
-      {can.author(session) ? (<>
-      <h2>New policy</h2>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          void save.run(async () => {
-            const approvers = form.approvers.split(',').map((s) => s.trim()).filter(Boolean);
-            const p = await api<ApiReply<'/v1/policies/', 'post'>>('POST', '/v1/policies/', { key: form.key, name: form.name, defaults: { approvers, approvalsRequired: Number(form.approvalsRequired) } });
-            navigate(`/app/policies/${encodeURIComponent(p.key)}`);
-          });
-        }}
-      >
-        <Field label="Key">
-          <input value={form.key} onChange={(e) => setForm({ ...form, key: e.target.value })} required />
-        </Field>
-        <Field label="Name">
-          <input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} required />
-        </Field>
-        <Field label="Approvers" hint="Emails, separated by commas">
-          <input value={form.approvers} onChange={(e) => setForm({ ...form, approvers: e.target.value })} />
-        </Field>
-        <Field label="Approvals required">
-          <input type="number" min={1} value={form.approvalsRequired} onChange={(e) => setForm({ ...form, approvalsRequired: e.target.value })} />
-        </Field>
-        <button type="submit" disabled={save.busy}>
-          Create policy
-        </button>
-        <ErrorBox error={save.error} />
-      </form>
-      </>) : null}
+      {can.author(session) ? (
+        <>
+          <h2>New policy</h2>
+          <form
+            onSubmit={(e) => {
+              e.preventDefault();
+              void save.run(async () => {
+                const approvers = form.approvers
+                  .split(',')
+                  .map((s) => s.trim())
+                  .filter(Boolean);
+                const p = await api<ApiReply<'/v1/policies/', 'post'>>('POST', '/v1/policies/', {
+                  key: form.key,
+                  name: form.name,
+                  defaults: { approvers, approvalsRequired: Number(form.approvalsRequired) },
+                });
+                navigate(`/app/policies/${encodeURIComponent(p.key)}`);
+              });
+            }}
+          >
+            <Field label="Key">
+              <input value={form.key} onChange={(e) => setForm({ ...form, key: e.target.value })} required />
+            </Field>
+            <Field label="Name">
+              <input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} required />
+            </Field>
+            <Field label="Approvers" hint="Emails, separated by commas">
+              <input value={form.approvers} onChange={(e) => setForm({ ...form, approvers: e.target.value })} />
+            </Field>
+            <Field label="Approvals required">
+              <input type="number" min={1} value={form.approvalsRequired} onChange={(e) => setForm({ ...form, approvalsRequired: e.target.value })} />
+            </Field>
+            <button type="submit" disabled={save.busy}>
+              Create policy
+            </button>
+            <ErrorBox error={save.error} />
+          </form>
+        </>
+      ) : null}
     </section>
   );
 }
@@ -82,7 +90,10 @@ export function PolicyDetail({ policyKey, session }: { policyKey: string; sessio
   const versions = useLoad(() => api<ApiReply<'/v1/worker/policies/{key}/versions', 'get'>>('GET', `/v1/worker/policies/${k}/versions`), [policyKey]);
   const [cmp, setCmp] = useState<{ from: number; to: number } | null>(null);
   const compare = useLoad(
-    () => (cmp ? api<ApiReply<'/v1/worker/policies/{key}/versions/compare', 'get'>>('GET', `/v1/worker/policies/${k}/versions/compare?from=${cmp.from}&to=${cmp.to}`) : Promise.resolve(null)),
+    () =>
+      cmp
+        ? api<ApiReply<'/v1/worker/policies/{key}/versions/compare', 'get'>>('GET', `/v1/worker/policies/${k}/versions/compare?from=${cmp.from}&to=${cmp.to}`)
+        : Promise.resolve(null),
     [cmp?.from, cmp?.to],
   );
   const [edit, setEdit] = useState<{ name: string; approvers: string; approvalsRequired: string; timeoutSec: string } | null>(null);
@@ -95,7 +106,14 @@ export function PolicyDetail({ policyKey, session }: { policyKey: string; sessio
   const body = () => ({
     key: x.key,
     name: edit!.name,
-    defaults: { ...x.defaults, approvers: edit!.approvers.split(',').map((s) => s.trim()).filter(Boolean), approvalsRequired: Number(edit!.approvalsRequired) },
+    defaults: {
+      ...x.defaults,
+      approvers: edit!.approvers
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+      approvalsRequired: Number(edit!.approvalsRequired),
+    },
     timeoutSec: edit!.timeoutSec ? Number(edit!.timeoutSec) : null,
   });
   const vs = versions.data?.versions ?? [];
@@ -158,7 +176,11 @@ export function PolicyDetail({ policyKey, session }: { policyKey: string; sessio
             <input type="number" min={1} value={edit.timeoutSec} onChange={(e) => setEdit({ ...edit, timeoutSec: e.target.value })} />
           </Field>
           <div className="row">
-            <button type="button" disabled={preview.busy} onClick={() => preview.run(async () => setPreviewed((await api<PolicyPreviewView>('POST', '/v1/policies/preview', body())).preview))}>
+            <button
+              type="button"
+              disabled={preview.busy}
+              onClick={() => preview.run(async () => setPreviewed((await api<PolicyPreviewView>('POST', '/v1/policies/preview', body())).preview))}
+            >
               Preview
             </button>
             <button type="submit" disabled={save.busy}>
@@ -177,7 +199,17 @@ export function PolicyDetail({ policyKey, session }: { policyKey: string; sessio
           ) : null}
         </form>
       ) : !can.author(session) ? null : (
-        <button type="button" onClick={() => setEdit({ name: x.name, approvers: (x.defaults.approvers ?? []).join(', '), approvalsRequired: String(x.defaults.approvalsRequired ?? 1), timeoutSec: x.timeoutSec ? String(x.timeoutSec) : '' })}>
+        <button
+          type="button"
+          onClick={() =>
+            setEdit({
+              name: x.name,
+              approvers: (x.defaults.approvers ?? []).join(', '),
+              approvalsRequired: String(x.defaults.approvalsRequired ?? 1),
+              timeoutSec: x.timeoutSec ? String(x.timeoutSec) : '',
+            })
+          }
+        >
           Edit policy
         </button>
       )}

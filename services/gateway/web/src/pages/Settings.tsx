@@ -74,7 +74,12 @@ export function SettingsPage() {
         onSubmit={(e) => {
           e.preventDefault();
           void s.run(async () => {
-            await api('PUT', '/v1/settings/esign', { provider: 'docusign', accountId: sign.accountId, ...(sign.connectHmacKey ? { connectHmacKey: sign.connectHmacKey } : {}), ...(sign.baseUrl ? { baseUrl: sign.baseUrl } : {}) });
+            await api('PUT', '/v1/settings/esign', {
+              provider: 'docusign',
+              accountId: sign.accountId,
+              ...(sign.connectHmacKey ? { connectHmacKey: sign.connectHmacKey } : {}),
+              ...(sign.baseUrl ? { baseUrl: sign.baseUrl } : {}),
+            });
             esign.reload();
           });
         }}
@@ -118,7 +123,10 @@ function ApproverDomains() {
       }}
     >
       <h2>Approver domains</h2>
-      <Field label="Allowed approver domains" hint="Mail domains approvers must belong to, separated by commas; empty allows any. Decisions, policies and registrations naming anyone else are refused.">
+      <Field
+        label="Allowed approver domains"
+        hint="Mail domains approvers must belong to, separated by commas; empty allows any. Decisions, policies and registrations naming anyone else are refused."
+      >
         <input value={domains} onChange={(e) => setDomains(e.target.value)} placeholder="example.com" />
       </Field>
       <button type="submit" disabled={save.busy}>
@@ -129,7 +137,6 @@ function ApproverDomains() {
     </form>
   );
 }
-
 
 /** Who belongs to the org, with which role (admin). */
 function Members() {
@@ -144,7 +151,10 @@ function Members() {
   return (
     <div>
       <h2>Members</h2>
-      <p className="muted">Admins manage keys, settings, integrations and members; editors change policies and approvers; members read and answer; approvers who are no member sign in as reviewers and see only their decisions.</p>
+      <p className="muted">
+        Admins manage keys, settings, integrations and members; editors change policies and approvers; members read and answer; approvers who are no member sign
+        in as reviewers and see only their decisions.
+      </p>
       <ErrorBox error={list.error ?? act.error} />
       <table>
         <thead>
@@ -157,23 +167,29 @@ function Members() {
           </tr>
         </thead>
         <tbody>
-          {(list.data?.members ?? []).filter((m) => m.status === 'active').map((m) => (
-            <tr key={m.id}>
-              <td>{m.email}</td>
-              <td>
-                <select aria-label={`Role of ${m.email}`} value={m.role} onChange={(e) => void call('PATCH', `/v1/members/${m.id}`, { role: e.target.value })}>
-                  <option value="admin">admin</option>
-                  <option value="editor">editor</option>
-                  <option value="member">member</option>
-                </select>
-              </td>
-              <td>
-                <button type="button" onClick={() => void call('DELETE', `/v1/members/${m.id}`)}>
-                  Remove {m.email}
-                </button>
-              </td>
-            </tr>
-          ))}
+          {(list.data?.members ?? [])
+            .filter((m) => m.status === 'active')
+            .map((m) => (
+              <tr key={m.id}>
+                <td>{m.email}</td>
+                <td>
+                  <select
+                    aria-label={`Role of ${m.email}`}
+                    value={m.role}
+                    onChange={(e) => void call('PATCH', `/v1/members/${m.id}`, { role: e.target.value })}
+                  >
+                    <option value="admin">admin</option>
+                    <option value="editor">editor</option>
+                    <option value="member">member</option>
+                  </select>
+                </td>
+                <td>
+                  <button type="button" onClick={() => void call('DELETE', `/v1/members/${m.id}`)}>
+                    Remove {m.email}
+                  </button>
+                </td>
+              </tr>
+            ))}
         </tbody>
       </table>
       <form

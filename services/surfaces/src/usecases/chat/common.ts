@@ -75,7 +75,14 @@ export function createChatCommon(deps: ChatDeps) {
   const configured = (p: ChatProvider): boolean =>
     p === 'chatA' ? Boolean(config.CHAT_A_CLIENT_ID && config.CHAT_A_CLIENT_SECRET) : Boolean(config.CHAT_B_APPLICATION_ID && config.CHAT_B_CLIENT_SECRET);
   const page = (status: number, heading: string, text: string, after: string) =>
-    render({ status, heading, html: html`<div class="notice ${status < 300 ? 'ok' : 'bad'}"><p>${text}</p><p class="muted">${after}</p></div>` });
+    render({
+      status,
+      heading,
+      html: html`<div class="notice ${status < 300 ? 'ok' : 'bad'}">
+        <p>${text}</p>
+        <p class="muted">${after}</p>
+      </div>`,
+    });
   const installPage = (status: number, heading: string, text: string) => page(status, heading, text, 'Nothing was installed.');
   const linkPage = (status: number, heading: string, text: string) => page(status, heading, text, 'No chat account was linked.');
 
@@ -122,7 +129,14 @@ export function createChatCommon(deps: ChatDeps) {
     /** A chat link as the person sees it: the org's workspace and their approver record's endpoint. */
     linkView(p: ChatProvider, install: InstallationRow | undefined, a: Pick<ApproverView | ResolvedApprover, 'channels'> | undefined): ChatLinkView {
       const c = a?.channels.find((x) => x.channel === p);
-      return { provider: p, installed: Boolean(install), workspace: install ? (install.name ?? install.workspace_id) : null, userId: c?.endpoint ?? null, status: c?.status ?? null, verifiedAt: c?.verifiedAt ?? null };
+      return {
+        provider: p,
+        installed: Boolean(install),
+        workspace: install ? (install.name ?? install.workspace_id) : null,
+        userId: c?.endpoint ?? null,
+        status: c?.status ?? null,
+        verifiedAt: c?.verifiedAt ?? null,
+      };
     },
 
     /**
@@ -133,10 +147,22 @@ export function createChatCommon(deps: ChatDeps) {
     async mintState(r: Asking, p: ChatProvider, purpose: StatePurpose): Promise<string> {
       const who = personOf(r.principal);
       if (!r.browserBinding) {
-        throw new AppError('invalid_request', 'this request carries no browser binding: an authorize URL is minted only on the routes the gateway binds to the browser');
+        throw new AppError(
+          'invalid_request',
+          'this request carries no browser binding: an authorize URL is minted only on the routes the gateway binds to the browser',
+        );
       }
       const s = newInstallState(r.org, p, clock.now(), purpose);
-      await store.createState({ id: s.id, org: r.org, provider: p, purpose, userId: who.userId, email: who.email, browserHash: r.browserBinding, expiresAt: new Date(s.expiresAt) });
+      await store.createState({
+        id: s.id,
+        org: r.org,
+        provider: p,
+        purpose,
+        userId: who.userId,
+        email: who.email,
+        browserHash: r.browserBinding,
+        expiresAt: new Date(s.expiresAt),
+      });
       return signInstallState(config.SURFACES_LINK_SECRET, s);
     },
 
@@ -154,15 +180,24 @@ export function createChatCommon(deps: ChatDeps) {
       const stateValue = first(req.query.state);
       if (!stateValue) return refuse('This link is not valid', 'The request carries no state.');
       const check = verifyInstallState(config.SURFACES_LINK_SECRET, stateValue, p, clock.now(), purpose);
-      if (!check.ok) return refuse('This link is not valid', check.reason === 'expired' ? 'It took longer than 10 minutes.' : 'The link was altered or belongs to something else.');
+      if (!check.ok)
+        return refuse(
+          'This link is not valid',
+          check.reason === 'expired' ? 'It took longer than 10 minutes.' : 'The link was altered or belongs to something else.',
+        );
       const row = await store.state(check.state.id);
-      if (!row || row.org_id !== check.state.org || row.provider !== p || row.purpose !== purpose) return refuse('This link is not valid', 'The link belongs to something else.');
+      if (!row || row.org_id !== check.state.org || row.provider !== p || row.purpose !== purpose)
+        return refuse('This link is not valid', 'The link belongs to something else.');
       if (!browserMatches(req.headers.cookie, row.browser_hash)) {
-        return refuse('This link was started in another browser', 'It can only be completed in the browser that started it (signed in to the app), so nobody can be led to finish someone else’s.');
+        return refuse(
+          'This link was started in another browser',
+          'It can only be completed in the browser that started it (signed in to the app), so nobody can be led to finish someone else’s.',
+        );
       }
       const code = first(req.query.code);
       if (!code) return { reply: pageOf(400, 'Not completed', `No authorization code came back (cancelled?). ${again}`) };
-      if (!(await store.claimState(row.id, row.org_id, p, purpose, clock.now()))) return refuse('This link was already used or has expired', 'Each link works once, within 10 minutes.');
+      if (!(await store.claimState(row.id, row.org_id, p, purpose, clock.now())))
+        return refuse('This link was already used or has expired', 'Each link works once, within 10 minutes.');
       return { row, code };
     },
 
@@ -180,7 +215,9 @@ export function createChatCommon(deps: ChatDeps) {
         if (a.channels.some((c) => c.channel === p && c.status === 'verified' && c.endpoint === userId)) return a.email;
       }
       const enabled = new Set(approvers.filter((a) => !a.disabled).map((a) => a.email));
-      const resolved = (await store.messagesOf(d.id, 'notice')).find((m) => m.provider === p && m.resolved_by_email && m.user_id === userId && m.approver_email && enabled.has(m.approver_email));
+      const resolved = (await store.messagesOf(d.id, 'notice')).find(
+        (m) => m.provider === p && m.resolved_by_email && m.user_id === userId && m.approver_email && enabled.has(m.approver_email),
+      );
       return resolved?.approver_email ?? null;
     },
 
@@ -200,7 +237,11 @@ export function createChatCommon(deps: ChatDeps) {
     /** Records a click as a vote; answers the text to show the person (privately). */
     async vote(org: string, p: ChatProvider, d: PeekView, email: string, choice: 'approve' | 'reject'): Promise<string> {
       try {
-        const r = await bus.call(DecisionsEndpoints.surfaceVote, { org, decisionId: d.id, voterEmail: email, surface: p, decision: choice }, { timeoutMs: VOTE_TIMEOUT_MS });
+        const r = await bus.call(
+          DecisionsEndpoints.surfaceVote,
+          { org, decisionId: d.id, voterEmail: email, surface: p, decision: choice },
+          { timeoutMs: VOTE_TIMEOUT_MS },
+        );
         const t = r.tally;
         return r.status === 'PENDING'
           ? `Your ${VOTE_WORD[choice]} was recorded. Still pending: ${t.approvals}/${t.approvalsRequired} approvals, ${t.rejections}/${t.rejectionsRequired} rejections.`

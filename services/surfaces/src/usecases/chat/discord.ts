@@ -28,14 +28,22 @@ export function createDiscordChat(c: ChatCommon) {
   const p = 'chatB' as const;
   const authorizeUrl = (q: Record<string, string>) => `https://discord.com/oauth2/authorize?${new URLSearchParams(q).toString()}`;
   const requireBot = () => {
-    if (!config.CHAT_B_BOT_TOKEN) throw new AppError('integration_not_configured', 'chatB has no bot token on this deployment: the operator sets CHAT_B_BOT_TOKEN (docs/chat.md)');
+    if (!config.CHAT_B_BOT_TOKEN)
+      throw new AppError('integration_not_configured', 'chatB has no bot token on this deployment: the operator sets CHAT_B_BOT_TOKEN (docs/chat.md)');
   };
 
   return {
     async installUrl(r: Asking): Promise<string> {
       c.requireConfigured(p);
       const state = await c.mintState(r, p, 'install');
-      return authorizeUrl({ client_id: config.CHAT_B_APPLICATION_ID!, scope: 'bot applications.commands', permissions: DISCORD_PERMISSIONS, response_type: 'code', redirect_uri: c.redirectUri(p), state });
+      return authorizeUrl({
+        client_id: config.CHAT_B_APPLICATION_ID!,
+        scope: 'bot applications.commands',
+        permissions: DISCORD_PERMISSIONS,
+        response_type: 'code',
+        redirect_uri: c.redirectUri(p),
+        state,
+      });
     },
 
     /** A person's OAuth2 sign-in (scope `identify`) to prove their own Discord account. */
@@ -55,7 +63,12 @@ export function createDiscordChat(c: ChatCommon) {
       const org = state.org_id;
       try {
         const r = await discord.exchangeCode(config.CHAT_B_APPLICATION_ID!, config.CHAT_B_CLIENT_SECRET!, code, c.redirectUri(p));
-        await store.install(org, p, { workspaceId: r.guildId, name: r.guildName, botTokenSealed: null, botUserId: null }, { actor: state.user_id, actorLabel: state.email });
+        await store.install(
+          org,
+          p,
+          { workspaceId: r.guildId, name: r.guildName, botTokenSealed: null, botUserId: null },
+          { actor: state.user_id, actorLabel: state.email },
+        );
       } catch (err) {
         // The code is never logged: only what failed.
         log.warn({ provider: p, org, err: (err as Error).message }, 'chat install: code exchange failed');
@@ -72,13 +85,18 @@ export function createDiscordChat(c: ChatCommon) {
       const { row: state, code } = spent;
       const org = state.org_id;
       const install = await store.installation(org, p);
-      if (!install || !state.email) return c.linkPage(409, 'Discord is not installed', 'Your organization has no Discord workspace installed any more: an admin installs it first.');
+      if (!install || !state.email)
+        return c.linkPage(409, 'Discord is not installed', 'Your organization has no Discord workspace installed any more: an admin installs it first.');
       let userId: string;
       try {
         userId = await discord.signedInUser(config.CHAT_B_APPLICATION_ID!, config.CHAT_B_CLIENT_SECRET!, code, c.linkRedirectUri(p));
         if (!(await discord.isMember(install.workspace_id, userId))) {
           log.info({ org, provider: p }, 'chat link refused: not a member of the guild');
-          return c.linkPage(403, 'Not in your organization’s Discord server', `Your Discord account is not a member of ${install.name ?? install.workspace_id}, your organization’s server. Join it, then link again.`);
+          return c.linkPage(
+            403,
+            'Not in your organization’s Discord server',
+            `Your Discord account is not a member of ${install.name ?? install.workspace_id}, your organization’s server. Join it, then link again.`,
+          );
         }
       } catch (err) {
         // Neither the code nor the person's token is ever logged: only what failed.
@@ -96,7 +114,10 @@ export function createDiscordChat(c: ChatCommon) {
     async checkChannel(row: InstallationRow, channelId: string): Promise<void> {
       requireBot();
       const guild = await discord.guildOfChannel(channelId);
-      if (guild !== row.workspace_id) throw new AppError('channel_not_in_workspace', `${channelId} is not a channel of the installed Discord server ${row.name ?? row.workspace_id}`, { channelId });
+      if (guild !== row.workspace_id)
+        throw new AppError('channel_not_in_workspace', `${channelId} is not a channel of the installed Discord server ${row.name ?? row.workspace_id}`, {
+          channelId,
+        });
     },
 
     testMessage: async (_row: InstallationRow, channel: string) => ({ channel, messageId: await discord.send(channel, discordTestMessage) }),
@@ -107,11 +128,24 @@ export function createDiscordChat(c: ChatCommon) {
       if (emailOfTarget(req.target)) return { status: 'skipped' as const, reason: 'a chatB endpoint must be a Discord user id' };
       const channel = await discord.openDm(req.target);
       const id = await discord.send(channel, discordNotice(req.notice, req.decisionId));
-      await store.recordMessage({ org_id: row.org_id, provider: p, decision_id: req.decisionId, kind: 'notice', delivery_id: req.deliveryId, approver_email: req.approverEmail, user_id: req.target, channel_id: channel, message_id: id });
+      await store.recordMessage({
+        org_id: row.org_id,
+        provider: p,
+        decision_id: req.decisionId,
+        kind: 'notice',
+        delivery_id: req.deliveryId,
+        approver_email: req.approverEmail,
+        user_id: req.target,
+        channel_id: channel,
+        message_id: id,
+      });
       return { status: 'sent' as const, channel, messageId: id };
     },
 
-    announce: async (_row: InstallationRow, channel: string, title: string, approvers: string[], url: string) => ({ channel, id: await discord.send(channel, discordAnnounce(title, approvers, url)) }),
+    announce: async (_row: InstallationRow, channel: string, title: string, approvers: string[], url: string) => ({
+      channel,
+      id: await discord.send(channel, discordAnnounce(title, approvers, url)),
+    }),
 
     async showOutcome(_row: InstallationRow, m: ChatMessageRow, title: string, status: string, decidedBy: string | null, url: string): Promise<void> {
       if (config.CHAT_B_BOT_TOKEN) await discord.edit(m.channel_id, m.message_id, discordOutcome(title, status, decidedBy, url));

@@ -1,4 +1,13 @@
-import { AppError, ApproversEndpoints, DecisionsEndpoints, EVENT, type ChatLinkView, type ChatProvider, type DecisionChatData, type IntegrationView } from '@approvals/shared';
+import {
+  AppError,
+  ApproversEndpoints,
+  DecisionsEndpoints,
+  EVENT,
+  type ChatLinkView,
+  type ChatProvider,
+  type DecisionChatData,
+  type IntegrationView,
+} from '@approvals/shared';
 import type { SettingsActor } from '../../store/chat.store';
 import { createChatCommon, isAdmin, personOf, type Asking, type ChatDeps, type ChatNotify } from './common';
 import { createDiscordChat } from './discord';
@@ -41,7 +50,13 @@ export function createChat(deps: ChatDeps) {
     async test(org: string, p: ChatProvider, which: 'channel' | 'deliberation' = 'channel') {
       const row = await c.installed(org, p);
       const channel = which === 'channel' ? row.channel_id : row.deliberation_channel_id;
-      if (!channel) throw new AppError('conflict', which === 'channel' ? `no ${p} channel is set: PUT /v1/integrations/${p}/channel first` : 'no deliberation channel is set: PUT /v1/integrations/chatA/deliberation first');
+      if (!channel)
+        throw new AppError(
+          'conflict',
+          which === 'channel'
+            ? `no ${p} channel is set: PUT /v1/integrations/${p}/channel first`
+            : 'no deliberation channel is set: PUT /v1/integrations/chatA/deliberation first',
+        );
       // Only ever the channel stored by a checked PUT (the org's own workspace).
       return { sent: true as const, ...(await surface[p].testMessage(row, channel)) };
     },
@@ -76,7 +91,13 @@ export function createChat(deps: ChatDeps) {
       return {
         email,
         approver: a?.registered ?? false,
-        chat: (['chatA', 'chatB'] as const).map((p) => c.linkView(p, installs.find((i) => i.provider === p), a?.registered ? a : undefined)),
+        chat: (['chatA', 'chatB'] as const).map((p) =>
+          c.linkView(
+            p,
+            installs.find((i) => i.provider === p),
+            a?.registered ? a : undefined,
+          ),
+        ),
         channels: a?.registered ? a.channels : [],
       };
     },
@@ -131,24 +152,54 @@ export function createChat(deps: ChatDeps) {
     async announce(org: string, e: { decisionId: string; title: string | null; approvers: string[] }): Promise<void> {
       const title = e.title ?? `Decision ${e.decisionId}`;
       // Most orgs have nothing to announce to: one read, and done.
-      const installs = (await store.installationsOf(org)).filter((r) => r.channel_id || (r.provider === 'chatA' && r.deliberation_enabled && r.deliberation_channel_id));
+      const installs = (await store.installationsOf(org)).filter(
+        (r) => r.channel_id || (r.provider === 'chatA' && r.deliberation_enabled && r.deliberation_channel_id),
+      );
       if (installs.length === 0) return;
       const posted = await store.messagesOf(e.decisionId);
       for (const row of installs) {
         const p = row.provider;
         if (row.channel_id && !posted.some((m) => m.provider === p && m.kind === 'announce')) {
           const m = await surface[p].announce(row, row.channel_id, title, e.approvers, c.appUrl(e.decisionId));
-          await store.recordMessage({ org_id: org, provider: p, decision_id: e.decisionId, kind: 'announce', delivery_id: `announce:${e.decisionId}`, approver_email: null, user_id: null, channel_id: m.channel, message_id: m.id });
+          await store.recordMessage({
+            org_id: org,
+            provider: p,
+            decision_id: e.decisionId,
+            kind: 'announce',
+            delivery_id: `announce:${e.decisionId}`,
+            approver_email: null,
+            user_id: null,
+            channel_id: m.channel,
+            message_id: m.id,
+          });
         }
         if (p === 'chatA' && row.deliberation_enabled && row.deliberation_channel_id && !posted.some((m) => m.kind === 'thread')) {
           const m = await slack.announce(row, row.deliberation_channel_id, title, e.approvers, c.appUrl(e.decisionId));
-          await store.recordMessage({ org_id: org, provider: p, decision_id: e.decisionId, kind: 'thread', delivery_id: `thread:${e.decisionId}`, approver_email: null, user_id: null, channel_id: m.channel, message_id: m.id });
+          await store.recordMessage({
+            org_id: org,
+            provider: p,
+            decision_id: e.decisionId,
+            kind: 'thread',
+            delivery_id: `thread:${e.decisionId}`,
+            approver_email: null,
+            user_id: null,
+            channel_id: m.channel,
+            message_id: m.id,
+          });
         }
       }
     },
 
     /** A vote: a reply in the decision's deliberation thread. */
-    async voteInThread(org: string, e: { decisionId: string; voter: string; choice: string; tally: { approvals: number; approvalsRequired: number; rejections: number; rejectionsRequired: number } }): Promise<void> {
+    async voteInThread(
+      org: string,
+      e: {
+        decisionId: string;
+        voter: string;
+        choice: string;
+        tally: { approvals: number; approvalsRequired: number; rejections: number; rejectionsRequired: number };
+      },
+    ): Promise<void> {
       // Without an installation nothing was posted (the cached list: no read for most orgs).
       if ((await store.installationsOf(org)).length === 0) return;
       const thread = (await store.messagesOf(e.decisionId, 'thread')).find((m) => m.org_id === org);

@@ -117,7 +117,12 @@ export function createInstallationStore(store: ChatStore, secrets: SecretBox): I
       if (!i.bot?.token || !i.team?.id) throw new Error('oauth.v2.access answered without a bot token or team');
       const sealed = secrets.seal(i.bot.token, tokenContext(m.org, 'chatA'));
       const slack = { botId: i.bot.id || null, appId: i.appId ?? null, botScopes: i.bot.scopes?.join(',') || null, installerUserId: i.user?.id || null };
-      await store.install(m.org, 'chatA', { workspaceId: i.team.id, name: i.team.name ?? null, botTokenSealed: sealed, botUserId: i.bot.userId ?? null, slack }, { actor: m.actor ?? null, actorLabel: m.actorLabel ?? null });
+      await store.install(
+        m.org,
+        'chatA',
+        { workspaceId: i.team.id, name: i.team.name ?? null, botTokenSealed: sealed, botUserId: i.bot.userId ?? null, slack },
+        { actor: m.actor ?? null, actorLabel: m.actorLabel ?? null },
+      );
     },
     async fetchInstallation(q): Promise<Installation> {
       const row = q.teamId ? (await store.byWorkspace('chatA', q.teamId)).find((r) => r.bot_token_sealed) : undefined;
@@ -126,7 +131,12 @@ export function createInstallationStore(store: ChatStore, secrets: SecretBox): I
         team: { id: row.workspace_id, ...(row.name ? { name: row.name } : {}) },
         enterprise: undefined,
         user: { id: row.installer_user_id ?? '', token: undefined, scopes: undefined },
-        bot: { token: secrets.open(row.bot_token_sealed!, tokenContext(row.org_id, 'chatA')), userId: row.bot_user_id ?? '', id: row.bot_id ?? '', scopes: row.bot_scopes ? row.bot_scopes.split(',') : [] },
+        bot: {
+          token: secrets.open(row.bot_token_sealed!, tokenContext(row.org_id, 'chatA')),
+          userId: row.bot_user_id ?? '',
+          id: row.bot_id ?? '',
+          scopes: row.bot_scopes ? row.bot_scopes.split(',') : [],
+        },
         ...(row.app_id ? { appId: row.app_id } : {}),
         isEnterpriseInstall: false,
         authVersion: 'v2',

@@ -21,7 +21,14 @@ export function createSlackChat(c: ChatCommon) {
   const installationStore = createInstallationStore(store, secrets);
   // The callback's state is ours (spent before the code is exchanged): InstallProvider does not check it again.
   const installer = c.configured(p)
-    ? new InstallProvider({ clientId: config.CHAT_A_CLIENT_ID!, clientSecret: config.CHAT_A_CLIENT_SECRET!, stateVerification: false, installationStore, clientOptions: slack.clientOptions, logger: slackLogger(log, 'slack-oauth') })
+    ? new InstallProvider({
+        clientId: config.CHAT_A_CLIENT_ID!,
+        clientSecret: config.CHAT_A_CLIENT_SECRET!,
+        stateVerification: false,
+        installationStore,
+        clientOptions: slack.clientOptions,
+        logger: slackLogger(log, 'slack-oauth'),
+      })
     : null;
   const receiver = new CallbackReceiver({ signingSecret: config.CHAT_A_SIGNING_SECRET, now: () => clock.now() });
   const app = new App({
@@ -33,7 +40,13 @@ export function createSlackChat(c: ChatCommon) {
       const installs = teamId ? await store.byWorkspace(p, teamId) : [];
       const withToken = installs.find((r) => r.bot_token_sealed);
       if (!withToken) return { teamId, installs };
-      return { teamId, installs, botToken: c.botToken(withToken), ...(withToken.bot_user_id ? { botUserId: withToken.bot_user_id } : {}), ...(withToken.bot_id ? { botId: withToken.bot_id } : {}) };
+      return {
+        teamId,
+        installs,
+        botToken: c.botToken(withToken),
+        ...(withToken.bot_user_id ? { botUserId: withToken.bot_user_id } : {}),
+        ...(withToken.bot_id ? { botId: withToken.bot_id } : {}),
+      };
     },
   });
 
@@ -48,13 +61,20 @@ export function createSlackChat(c: ChatCommon) {
       await privately('This workspace is not connected to the approval service; nothing was counted.');
       return answer(context, ignored('unknown team'));
     }
-    const found = action.value ? await c.findDecision(installs.map((i) => i.org_id), action.value) : null;
+    const found = action.value
+      ? await c.findDecision(
+          installs.map((i) => i.org_id),
+          action.value,
+        )
+      : null;
     if (!found) {
       await privately('This decision is not one of this workspace’s; nothing was counted.');
       return answer(context, ignored('unknown decision'));
     }
     const email = await c.approverOf(found.org, p, found.d, b.user.id);
-    await privately(email ? await c.vote(found.org, p, found.d, email, buttonChoice(action.action_id)!) : 'You are not an approver of this decision; nothing was counted.');
+    await privately(
+      email ? await c.vote(found.org, p, found.d, email, buttonChoice(action.action_id)!) : 'You are not an approver of this decision; nothing was counted.',
+    );
     answer(context, json(200, { ok: true }));
   });
 
@@ -79,7 +99,14 @@ export function createSlackChat(c: ChatCommon) {
       c.requireConfigured(p);
       const row = await c.installed(r.org, p);
       const state = await c.mintState(r, p, 'link');
-      const q = new URLSearchParams({ response_type: 'code', scope: 'openid', client_id: config.CHAT_A_CLIENT_ID!, redirect_uri: c.linkRedirectUri(p), state, team: row.workspace_id });
+      const q = new URLSearchParams({
+        response_type: 'code',
+        scope: 'openid',
+        client_id: config.CHAT_A_CLIENT_ID!,
+        redirect_uri: c.linkRedirectUri(p),
+        state,
+        team: row.workspace_id,
+      });
       return `https://slack.com/openid/connect/authorize?${q.toString()}`;
     },
 
@@ -119,13 +146,18 @@ export function createSlackChat(c: ChatCommon) {
       const { row: state, code } = spent;
       const org = state.org_id;
       const install = await store.installation(org, p);
-      if (!install || !state.email) return c.linkPage(409, 'Slack is not installed', 'Your organization has no Slack workspace installed any more: an admin installs it first.');
+      if (!install || !state.email)
+        return c.linkPage(409, 'Slack is not installed', 'Your organization has no Slack workspace installed any more: an admin installs it first.');
       let userId: string;
       try {
         const u = await slack.signedInUser(config.CHAT_A_CLIENT_ID!, config.CHAT_A_CLIENT_SECRET!, code, c.linkRedirectUri(p));
         if (u.teamId !== install.workspace_id) {
           log.info({ org, provider: p, teamId: u.teamId }, 'chat link refused: another Slack workspace');
-          return c.linkPage(403, 'Another Slack workspace', `You signed in to a different Slack workspace. Only an account of ${install.name ?? install.workspace_id}, your organization’s workspace, can be linked.`);
+          return c.linkPage(
+            403,
+            'Another Slack workspace',
+            `You signed in to a different Slack workspace. Only an account of ${install.name ?? install.workspace_id}, your organization’s workspace, can be linked.`,
+          );
         }
         userId = u.userId;
       } catch (err) {
@@ -144,7 +176,11 @@ export function createSlackChat(c: ChatCommon) {
       const row = await c.installed(r.org, p);
       const userId = await slack.lookupByEmail(c.botToken(row), email);
       if (!userId) {
-        throw new AppError('not_found', `no Slack user of the workspace ${row.name ?? row.workspace_id} has the email ${email} (Slack finds only addresses it has verified): sign in with Slack instead`, { reason: 'no_slack_user' });
+        throw new AppError(
+          'not_found',
+          `no Slack user of the workspace ${row.name ?? row.workspace_id} has the email ${email} (Slack finds only addresses it has verified): sign in with Slack instead`,
+          { reason: 'no_slack_user' },
+        );
       }
       return c.linkView(p, row, await bus.call(ApproversEndpoints.linkChat, { org: r.org, email, channel: p, endpoint: userId, via: 'slack_email' }));
     },
@@ -154,7 +190,12 @@ export function createSlackChat(c: ChatCommon) {
     /** The workspace's own bot token must see the channel (`conversations.info`). */
     async checkChannel(row: InstallationRow, channelId: string): Promise<void> {
       const problem = await slack.channelProblem(c.botToken(row), channelId);
-      if (problem) throw new AppError('channel_not_in_workspace', `${channelId} is not a channel of the installed Slack workspace ${row.name ?? row.workspace_id} (Slack: ${problem})`, { channelId });
+      if (problem)
+        throw new AppError(
+          'channel_not_in_workspace',
+          `${channelId} is not a channel of the installed Slack workspace ${row.name ?? row.workspace_id} (Slack: ${problem})`,
+          { channelId },
+        );
     },
 
     async testMessage(row: InstallationRow, channel: string) {
