@@ -94,11 +94,9 @@ describe('evt.decision.timers, next to the events of decisions with timers', () 
     // What the scheduler sends when the deadline is due.
     const eventId = `evt_${randomBytes(8).toString('hex')}`;
     const data = { decisionId: id, timerId: `tmr_${randomBytes(4).toString('hex')}`, kind: 'expire', step: 0, dueAt: new Date().toISOString() };
-    await stream
-      .js()
-      .publish(EVENT.timerExpireDue, encodeJson({ id: eventId, type: EVENT.timerExpireDue, org, occurredAt: new Date().toISOString(), data }), {
-        msgID: eventId,
-      });
+    await stream.js().publish(EVENT.timerExpireDue, encodeJson({ id: eventId, type: EVENT.timerExpireDue, org, occurredAt: new Date().toISOString(), data }), {
+      msgID: eventId,
+    });
     await waitFor(async () => (await readDecision(stack, a, id)).status === 'EXPIRED', { what: 'the decision to expire' });
     const { own, companions } = await eventsOf(id);
     expect(own.find((m) => m.subject === EVENT.decisionResolved)?.envelope.data).toMatchObject({ status: 'EXPIRED' });

@@ -52,18 +52,16 @@ describe('push and personal contact methods', () => {
       const body = JSON.parse(raw);
       fcmCalls.push({ path: req.url ?? '', auth: req.headers.authorization, body });
       if (body.message?.token === 'dead-android') {
-        res
-          .writeHead(404, { 'content-type': 'application/json' })
-          .end(
-            JSON.stringify({
-              error: {
-                code: 404,
-                status: 'NOT_FOUND',
-                message: 'Requested entity was not found.',
-                details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'UNREGISTERED' }],
-              },
-            }),
-          );
+        res.writeHead(404, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            error: {
+              code: 404,
+              status: 'NOT_FOUND',
+              message: 'Requested entity was not found.',
+              details: [{ '@type': 'type.googleapis.com/google.firebase.fcm.v1.FcmError', errorCode: 'UNREGISTERED' }],
+            },
+          }),
+        );
         return;
       }
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ name: 'projects/approvals-test/messages/1' }));
