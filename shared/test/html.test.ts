@@ -10,11 +10,7 @@ describe('the html tag', () => {
 
   it('nests fragments and arrays of fragments without escaping them twice', () => {
     const items = ['a<b', 'c&d'].map((x) => html`<li>${x}</li>`);
-    expect(
-      html`<ul>
-        ${items}
-      </ul>`.value,
-    ).toBe('<ul><li>a&lt;b</li><li>c&amp;d</li></ul>');
+    expect(html`<ul>${items}</ul>`.value).toBe('<ul><li>a&lt;b</li><li>c&amp;d</li></ul>');
   });
 
   it('renders nothing for false, null and undefined, and numbers as text', () => {

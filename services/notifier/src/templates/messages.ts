@@ -79,28 +79,15 @@ export function renderEmail(args: { d: EmailDecision; kind: NoticeKind; links?: 
     .filter((l) => l !== '')
     .join('\n');
   const button = (href: string, label: string, color: string) => html`<a href="${href}" style="${BUTTON_STYLE};background:${color}">${label}</a>`;
-  const body = html`${rawHtml('<!doctype html>')}
-    <html>
-      <body style="font:15px/1.5 system-ui,sans-serif;color:#1d1d1f;max-width:640px">
-        <h2 style="margin:0 0 8px">${title}</h2>
-        ${c.prompt && html`<p>${c.prompt}</p>`}
-        ${lines.length > 0 &&
-        html`<ul>
-          ${lines.map((l) => html`<li>${l}</li>`)}
-        </ul>`}
-        ${d.requiresSignature &&
-        html`<p>This decision is made by signing the document${esign?.documentUrl && html`: <a href="${esign.documentUrl}">open the envelope</a>`}.</p>`}
-        <p>
-          ${links?.approve && button(links.approve, 'Approve', '#0a7a3e')}${links?.reject && button(links.reject, 'Reject', '#b42318')}${button(
-            appUrl,
-            'Open in app',
-            '#1d4ed8',
-          )}
-        </p>
-        ${expires && html`<p style="color:#666;font-size:13px">${expires}</p>`}
-        <p style="color:#666;font-size:12px">You receive this because you are an approver of this decision.</p>
-      </body>
-    </html>`;
+  const body = html`${rawHtml('<!doctype html>')}<html><body style="font:15px/1.5 system-ui,sans-serif;color:#1d1d1f;max-width:640px">
+<h2 style="margin:0 0 8px">${title}</h2>
+${c.prompt && html`<p>${c.prompt}</p>`}
+${lines.length > 0 && html`<ul>${lines.map((l) => html`<li>${l}</li>`)}</ul>`}
+${d.requiresSignature && html`<p>This decision is made by signing the document${esign?.documentUrl && html`: <a href="${esign.documentUrl}">open the envelope</a>`}.</p>`}
+<p>${links?.approve && button(links.approve, 'Approve', '#0a7a3e')}${links?.reject && button(links.reject, 'Reject', '#b42318')}${button(appUrl, 'Open in app', '#1d4ed8')}</p>
+${expires && html`<p style="color:#666;font-size:13px">${expires}</p>`}
+<p style="color:#666;font-size:12px">You receive this because you are an approver of this decision.</p>
+</body></html>`;
   return { subject, text, html: body.value };
 }
 
@@ -194,24 +181,12 @@ export function renderAccountNotice(args: {
     'If you did not expect this change, tell an admin of the organisation at once.',
     `Your channels: ${args.appUrl}`,
   ].join('\n');
-  const body = html`${rawHtml('<!doctype html>')}
-    <html>
-      <body style="font:15px/1.5 system-ui,sans-serif;color:#1d1d1f;max-width:640px">
-        <h2 style="margin:0 0 8px">Your ${name} was changed</h2>
-        <p>${who} changed your ${name} for approvals in the organisation <strong>${args.org}</strong>.</p>
-        <table style="border-collapse:collapse">
-          <tr>
-            <td style="padding:2px 12px 2px 0;color:#666">Before</td>
-            <td>${was}</td>
-          </tr>
-          <tr>
-            <td style="padding:2px 12px 2px 0;color:#666">Now</td>
-            <td>${now}</td>
-          </tr>
-        </table>
-        <p>Answers given from a verified endpoint count as yours. If you did not expect this change, tell an admin of the organisation at once.</p>
-        <p><a href="${args.appUrl}">Your channels in the app</a></p>
-      </body>
-    </html>`;
+  const body = html`${rawHtml('<!doctype html>')}<html><body style="font:15px/1.5 system-ui,sans-serif;color:#1d1d1f;max-width:640px">
+<h2 style="margin:0 0 8px">Your ${name} was changed</h2>
+<p>${who} changed your ${name} for approvals in the organisation <strong>${args.org}</strong>.</p>
+<table style="border-collapse:collapse"><tr><td style="padding:2px 12px 2px 0;color:#666">Before</td><td>${was}</td></tr><tr><td style="padding:2px 12px 2px 0;color:#666">Now</td><td>${now}</td></tr></table>
+<p>Answers given from a verified endpoint count as yours. If you did not expect this change, tell an admin of the organisation at once.</p>
+<p><a href="${args.appUrl}">Your channels in the app</a></p>
+</body></html>`;
   return { subject, text, html: body.value };
 }

@@ -55,24 +55,23 @@ export interface Page {
 
 export function render(p: Page): RawHttpReply {
   const body = html`${rawHtml('<!doctype html>')}
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <meta name="robots" content="noindex, nofollow" />
-        <meta name="referrer" content="no-referrer" />
-        <title>${p.heading}</title>
-        <style>
-          ${STYLE}
-        </style>
-      </head>
-      <body>
-        <main>
-          <h1>${p.heading}</h1>
-          ${p.html}
-        </main>
-      </body>
-    </html> `;
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="robots" content="noindex, nofollow">
+<meta name="referrer" content="no-referrer">
+<title>${p.heading}</title>
+<style>${STYLE}</style>
+</head>
+<body>
+<main>
+<h1>${p.heading}</h1>
+${p.html}
+</main>
+</body>
+</html>
+`;
   return { status: p.status, headers: { ...PAGE_HEADERS, ...(p.extraHeaders ?? {}) }, body: body.value };
 }
 
@@ -123,43 +122,18 @@ function renderBlock(b: unknown): SafeHtml | null {
   const text = (v: unknown, max = MAX_TEXT) => clip(String(v ?? ''), max);
   switch (block.kind) {
     case 'text':
-      return html`<div class="block">
-        ${heading('Note')}
-        <p class="prompt">${text(block.text)}</p>
-      </div>`;
+      return html`<div class="block">${heading('Note')}<p class="prompt">${text(block.text)}</p></div>`;
     case 'fields': {
       const fields = Array.isArray(block.fields) ? (block.fields as Array<Record<string, unknown>>).slice(0, 50) : [];
-      return html`<div class="block">
-        ${heading('Details')}
-        <dl>
-          ${fields.map(
-            (f) =>
-              html`<dt>${text(f?.label, 200)}</dt>
-                <dd>${text(f?.value, 500)}</dd>`,
-          )}
-        </dl>
-      </div>`;
+      return html`<div class="block">${heading('Details')}<dl>${fields.map((f) => html`<dt>${text(f?.label, 200)}</dt><dd>${text(f?.value, 500)}</dd>`)}</dl></div>`;
     }
     case 'tool_call':
-      return html`<div class="block">
-        ${heading('Tool call')}
-        <p><strong>${text(block.tool, 200)}</strong></p>
-        <pre>${text(json(block.args))}</pre>
-      </div>`;
+      return html`<div class="block">${heading('Tool call')}<p><strong>${text(block.tool, 200)}</strong></p><pre>${text(json(block.args))}</pre></div>`;
     case 'diff':
-      return html`<div class="block">
-        ${heading('Change')}
-        <p class="muted">Before</p>
-        <pre>${text(block.before)}</pre>
-        <p class="muted">After</p>
-        <pre>${text(block.after)}</pre>
-      </div>`;
+      return html`<div class="block">${heading('Change')}<p class="muted">Before</p><pre>${text(block.before)}</pre><p class="muted">After</p><pre>${text(block.after)}</pre></div>`;
     case 'ai_output': {
       const model = str(block.model);
-      return html`<div class="block">
-        ${heading('AI output')}${model && html`<p class="muted">Model: ${clip(model, 200)}</p>`}
-        <pre>${text(block.output)}</pre>
-      </div>`;
+      return html`<div class="block">${heading('AI output')}${model && html`<p class="muted">Model: ${clip(model, 200)}</p>`}<pre>${text(block.output)}</pre></div>`;
     }
     default:
       return null;
@@ -173,10 +147,8 @@ function renderSummary(d: DecisionView): SafeHtml {
   const blocks = Array.isArray(ctx?.blocks) ? (ctx!.blocks as unknown[]) : [];
   const more = blocks.length > MAX_BLOCKS && html`<p class="muted">and ${blocks.length - MAX_BLOCKS} more item(s), shown in the app.</p>`;
   return html`${prompt && html`<p class="prompt">${clip(prompt, 4000)}</p>`}
-  ${blocks.length > 0 &&
-  html`<h2>Context</h2>
-    ${blocks.slice(0, MAX_BLOCKS).map(renderBlock)}${more}`}
-  ${d.expiresAt && html`<p class="muted">Open until ${formatTime(d.expiresAt)}.</p>`}`;
+${blocks.length > 0 && html`<h2>Context</h2>${blocks.slice(0, MAX_BLOCKS).map(renderBlock)}${more}`}
+${d.expiresAt && html`<p class="muted">Open until ${formatTime(d.expiresAt)}.</p>`}`;
 }
 
 function formatTime(iso: string): string {
@@ -189,9 +161,9 @@ const notice = (kind: 'ok' | 'warn' | 'bad' | 'info', content: SafeHtml) => html
 function voteForm(token: string, action: LinkAction, label: string): SafeHtml {
   // Relative action: the same URL (query included), whatever prefix a proxy put in front.
   return html`<form method="post" action="act?token=${encodeURIComponent(token)}">
-    <input type="hidden" name="token" value="${token}" />
-    <button type="submit" class="${action}">${label}</button>
-  </form>`;
+<input type="hidden" name="token" value="${token}">
+<button type="submit" class="${action}">${label}</button>
+</form>`;
 }
 
 // ---- GET pages
@@ -202,12 +174,8 @@ export function confirmPage(d: DecisionView, action: LinkAction, email: string, 
     status: 200,
     heading: decisionTitle(d, d.id),
     html: html`${renderSummary(d)}
-    ${notice(
-      'info',
-      html`<p>You are about to <strong>${a.verb}</strong> this decision as <strong>${email}</strong>.</p>
-        <p class="muted">Nothing is recorded until you press the button.</p>`,
-    )}
-    ${voteForm(token, action, `${a.label} as ${email}`)}`,
+${notice('info', html`<p>You are about to <strong>${a.verb}</strong> this decision as <strong>${email}</strong>.</p><p class="muted">Nothing is recorded until you press the button.</p>`)}
+${voteForm(token, action, `${a.label} as ${email}`)}`,
   });
 }
 
@@ -217,8 +185,7 @@ export function notApproverPage(d: DecisionView, email: string): RawHttpReply {
     heading: decisionTitle(d, d.id),
     html: notice(
       'bad',
-      html`<p><strong>${email}</strong> is not an approver of this decision, so this link cannot record a vote.</p>
-        <p class="muted">Only the people named on the decision when it was created can answer it.</p>`,
+      html`<p><strong>${email}</strong> is not an approver of this decision, so this link cannot record a vote.</p><p class="muted">Only the people named on the decision when it was created can answer it.</p>`,
     ),
   });
 }
@@ -229,8 +196,7 @@ export function notPendingPage(d: DecisionView | null, decisionId: string, statu
     heading: decisionTitle(d, decisionId),
     html: notice(
       'warn',
-      html`<p>This decision is no longer pending: it is <strong>${status}</strong> (${statusWord(status)}).</p>
-        <p class="muted">Votes are closed; nothing was recorded.</p>`,
+      html`<p>This decision is no longer pending: it is <strong>${status}</strong> (${statusWord(status)}).</p><p class="muted">Votes are closed; nothing was recorded.</p>`,
     ),
   });
 }
@@ -241,8 +207,7 @@ export function signatureOnlyPage(d: DecisionView | null, decisionId: string, ht
     heading: decisionTitle(d, decisionId),
     html: notice(
       'warn',
-      html`<p>This decision requires a signed document: only the signature decides it.</p>
-        <p class="muted">Approve or reject by signing (or declining) the document; this link cannot record a vote.</p>`,
+      html`<p>This decision requires a signed document: only the signature decides it.</p><p class="muted">Approve or reject by signing (or declining) the document; this link cannot record a vote.</p>`,
     ),
   });
 }
@@ -253,8 +218,7 @@ export function needsAnswerPage(d: DecisionView | null, decisionId: string, http
     heading: decisionTitle(d, decisionId),
     html: notice(
       'warn',
-      html`<p>Approving this decision needs an answer (a choice or a text) that an email link cannot carry.</p>
-        <p class="muted">Answer it in the app. Nothing was recorded.</p>`,
+      html`<p>Approving this decision needs an answer (a choice or a text) that an email link cannot carry.</p><p class="muted">Answer it in the app. Nothing was recorded.</p>`,
     ),
   });
 }
@@ -279,8 +243,7 @@ export function usedPage(usedResult: string | null): RawHttpReply {
     heading: 'This link has already been used',
     html: notice(
       'warn',
-      html`<p>Each action link works once${what && html`; when it was used, ${what}`}.</p>
-        <p class="muted">Nothing was changed this time.</p>`,
+      html`<p>Each action link works once${what && html`; when it was used, ${what}`}.</p><p class="muted">Nothing was changed this time.</p>`,
     ),
   });
 }
@@ -289,11 +252,7 @@ export function expiredPage(): RawHttpReply {
   return render({
     status: 410,
     heading: 'This link has expired',
-    html: notice(
-      'warn',
-      html`<p>Action links stop working when the decision's time runs out.</p>
-        <p class="muted">Nothing was changed.</p>`,
-    ),
+    html: notice('warn', html`<p>Action links stop working when the decision's time runs out.</p><p class="muted">Nothing was changed.</p>`),
   });
 }
 
@@ -303,8 +262,7 @@ export function invalidLinkPage(): RawHttpReply {
     heading: 'This link is not valid',
     html: notice(
       'bad',
-      html`<p>The link is incomplete or has been altered. Open it again from the original email, making sure it is not cut off.</p>
-        <p class="muted">Nothing was changed.</p>`,
+      html`<p>The link is incomplete or has been altered. Open it again from the original email, making sure it is not cut off.</p><p class="muted">Nothing was changed.</p>`,
     ),
   });
 }
@@ -313,11 +271,7 @@ export function decisionGonePage(): RawHttpReply {
   return render({
     status: 410,
     heading: 'This decision no longer exists',
-    html: notice(
-      'warn',
-      html`<p>The decision this link points to could not be found.</p>
-        <p class="muted">Nothing was changed.</p>`,
-    ),
+    html: notice('warn', html`<p>The decision this link points to could not be found.</p><p class="muted">Nothing was changed.</p>`),
   });
 }
 
@@ -327,7 +281,7 @@ export function tryAgainPage(retry: { token: string; action: LinkAction } | null
     status: 503,
     heading: 'Please try again',
     html: html`${notice('bad', html`<p>We could not reach the approval service just now. Nothing was recorded and your link still works.</p>`)}
-    ${retry && voteForm(retry.token, retry.action, 'Try again')}`,
+${retry && voteForm(retry.token, retry.action, 'Try again')}`,
     extraHeaders: { 'retry-after': '5' },
   });
 }
@@ -345,19 +299,12 @@ export function recordedPage(d: DecisionView | null, decisionId: string, action:
   const a = ACTION_WORD[action];
   const outcome =
     status === 'PENDING'
-      ? html`<p>
-          The decision is still <strong>PENDING</strong>: ${tally.approvals} of ${tally.approvalsRequired} approval(s), ${tally.rejections} of
-          ${tally.rejectionsRequired} rejection(s).
-        </p>`
+      ? html`<p>The decision is still <strong>PENDING</strong>: ${tally.approvals} of ${tally.approvalsRequired} approval(s), ${tally.rejections} of ${tally.rejectionsRequired} rejection(s).</p>`
       : html`<p>The decision is now <strong>${status}</strong> (${statusWord(status)}).</p>`;
   return render({
     status: 200,
     heading: decisionTitle(d, decisionId),
-    html: notice(
-      'ok',
-      html`<p>Your ${a.noun} was recorded, as <strong>${email}</strong>.</p>
-        ${outcome}`,
-    ),
+    html: notice('ok', html`<p>Your ${a.noun} was recorded, as <strong>${email}</strong>.</p>${outcome}`),
   });
 }
 
@@ -379,10 +326,7 @@ export function alreadyVotedPage(d: DecisionView | null, decisionId: string, ema
     heading: decisionTitle(d, decisionId),
     html: notice(
       'warn',
-      html`<p>
-        <strong>${email}</strong> has already voted on this decision.${recorded} Each person votes once; nothing was
-        changed.${d && d.status !== 'PENDING' && html` The decision is ${d.status}.`}
-      </p>`,
+      html`<p><strong>${email}</strong> has already voted on this decision.${recorded} Each person votes once; nothing was changed.${d && d.status !== 'PENDING' && html` The decision is ${d.status}.`}</p>`,
     ),
   });
 }

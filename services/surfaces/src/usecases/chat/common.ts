@@ -75,14 +75,7 @@ export function createChatCommon(deps: ChatDeps) {
   const configured = (p: ChatProvider): boolean =>
     p === 'chatA' ? Boolean(config.CHAT_A_CLIENT_ID && config.CHAT_A_CLIENT_SECRET) : Boolean(config.CHAT_B_APPLICATION_ID && config.CHAT_B_CLIENT_SECRET);
   const page = (status: number, heading: string, text: string, after: string) =>
-    render({
-      status,
-      heading,
-      html: html`<div class="notice ${status < 300 ? 'ok' : 'bad'}">
-        <p>${text}</p>
-        <p class="muted">${after}</p>
-      </div>`,
-    });
+    render({ status, heading, html: html`<div class="notice ${status < 300 ? 'ok' : 'bad'}"><p>${text}</p><p class="muted">${after}</p></div>` });
   const installPage = (status: number, heading: string, text: string) => page(status, heading, text, 'Nothing was installed.');
   const linkPage = (status: number, heading: string, text: string) => page(status, heading, text, 'No chat account was linked.');
 
