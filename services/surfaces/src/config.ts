@@ -17,8 +17,11 @@ export function deriveLinkSecret(authJwtSecret: string): string {
 const optional = <T extends z.ZodType>(schema: T) => z.preprocess((v) => (v === '' ? undefined : v), schema.optional());
 const apiUrl = (name: string, fallback: string) => z.preprocess((v) => (v === '' ? undefined : v), z.string().url(`${name} must be a URL`).default(fallback));
 
-/** A comma-separated list of secrets (every one is accepted: rotation without downtime). */
-const secretList = (name: string) =>
+/**
+ * A comma-separated list of secrets (every one is accepted: rotation without downtime),
+ * each at least `min` characters, at most `max` of them.
+ */
+const secretList = (name: string, { min = 8, max = 5 }: { min?: number; max?: number } = {}) =>
   z
     .preprocess(
       (v) =>
@@ -28,7 +31,7 @@ const secretList = (name: string) =>
               .split(',')
               .map((s) => s.trim())
               .filter(Boolean),
-      z.array(z.string().min(8, `each ${name} entry must be at least 8 characters`)).max(5),
+      z.array(z.string().min(min, `each ${name} entry must be at least ${min} characters`)).max(max),
     )
     .default([]);
 
@@ -59,18 +62,7 @@ export const SurfacesEnv = BaseServiceEnv.extend(SecretsEnv.shape)
      * Secrets links were signed with before a rotation, comma-separated (16+ characters
      * each): still accepted when checking a link, never used to sign one.
      */
-    SURFACES_LINK_SECRET_PREVIOUS: z
-      .preprocess(
-        (v) =>
-          v === '' || v === undefined
-            ? []
-            : String(v)
-                .split(',')
-                .map((s) => s.trim())
-                .filter(Boolean),
-        z.array(z.string().min(16, 'each SURFACES_LINK_SECRET_PREVIOUS entry must be at least 16 characters')),
-      )
-      .default([]),
+    SURFACES_LINK_SECRET_PREVIOUS: secretList('SURFACES_LINK_SECRET_PREVIOUS', { min: 16, max: 100 }),
     /** Only read to derive SURFACES_LINK_SECRET when that is unset. */
     AUTH_JWT_SECRET: optionalSecret('AUTH_JWT_SECRET must be at least 16 characters'),
   })
