@@ -104,6 +104,8 @@ export const SUBJECT = {
     engineSettingsPut: 'svc.notifier.engine_settings_put',
     engineTest: 'svc.notifier.engine_test',
     engineConfigured: 'svc.notifier.engine_configured',
+    callbackSettingsGet: 'svc.notifier.callback_settings_get',
+    callbackSecretRotate: 'svc.notifier.callback_secret_rotate',
     echo: 'svc.notifier.echo',
   },
   integrations: {
@@ -166,6 +168,8 @@ export const EVENT = {
    * (docs/architecture.md "Timers follow a decision").
    */
   decisionTimers: 'evt.decision.timers',
+  /** A decision opened with a callbackUrl ended: the notifier POSTs its callback (written next to the end's event, only for such decisions). */
+  decisionCallback: 'evt.decision.callback',
   policyForceDeleted: 'evt.policy.force_deleted',
   /** A policy created, changed (a new version or new labels), restored or archived: the audit log's. */
   policyChanged: 'evt.policy.changed',
@@ -186,6 +190,8 @@ export const EVENT = {
   runRequested: 'evt.run.requested',
   notificationSent: 'evt.notification.sent',
   notificationSkipped: 'evt.notification.skipped',
+  /** One attempt to deliver a decision's callback (sent or failed): the decision's timeline. */
+  callbackAttempted: 'evt.notification.callback',
   test: 'evt.test.ping',
 } as const;
 export type EventSubject = (typeof EVENT)[keyof typeof EVENT];
@@ -233,12 +239,14 @@ export const DURABLE = {
   surfacesDecisionChat: 'surfaces-decision-chat',
   decisionsApproverState: 'decisions-approver-state',
   decisionsNotificationSkipped: 'decisions-notification-skipped',
+  decisionsCallbackAttempted: 'decisions-callback-attempted',
   notifierDecisionCreated: 'notifier-decision-created',
   notifierDecisionResolved: 'notifier-decision-resolved',
   notifierDecisionReminded: 'notifier-decision-reminded',
   notifierDecisionEscalated: 'notifier-decision-escalated',
   notifierRunRequested: 'notifier-run-requested',
   notifierApproverChanged: 'notifier-approver-changed',
+  notifierDecisionCallback: 'notifier-decision-callback',
   schedulerDecisionTimers: 'scheduler-decision-timers',
 } as const;
 export type Durable = (typeof DURABLE)[keyof typeof DURABLE];
@@ -269,11 +277,13 @@ export const DURABLE_SUBJECT = {
   // Both approver events (disabled, enabled) in one durable: their order matters.
   [DURABLE.decisionsApproverState]: 'evt.approver.>',
   [DURABLE.decisionsNotificationSkipped]: EVENT.notificationSkipped,
+  [DURABLE.decisionsCallbackAttempted]: EVENT.callbackAttempted,
   [DURABLE.notifierDecisionCreated]: EVENT.decisionCreated,
   [DURABLE.notifierDecisionResolved]: EVENT.decisionResolved,
   [DURABLE.notifierDecisionReminded]: EVENT.decisionReminded,
   [DURABLE.notifierDecisionEscalated]: EVENT.decisionEscalated,
   [DURABLE.notifierRunRequested]: EVENT.runRequested,
   [DURABLE.notifierApproverChanged]: EVENT.approverChanged,
+  [DURABLE.notifierDecisionCallback]: EVENT.decisionCallback,
   [DURABLE.schedulerDecisionTimers]: EVENT.decisionTimers,
 } as const satisfies Record<Durable, string>;

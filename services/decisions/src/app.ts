@@ -14,7 +14,7 @@ import {
 } from '@approvals/shared';
 import type { DecisionsConfig } from './config';
 import { timerExpireConsumer } from './consumers/timer-expire.consumer';
-import { notificationSentConsumer, notificationSkippedConsumer } from './consumers/notification-sent.consumer';
+import { callbackAttemptedConsumer, notificationSentConsumer, notificationSkippedConsumer } from './consumers/notification-sent.consumer';
 import { approverStateConsumer } from './consumers/approver-state.consumer';
 import { timerStepConsumers } from './consumers/timer-steps.consumer';
 import { createLifecycle } from './usecases/lifecycle';
@@ -60,7 +60,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       const signer = await createReceiptSigner({ signingKey: config.RECEIPT_SIGNING_KEY, retiredKeys: config.RECEIPT_RETIRED_KEYS });
       if (signer.kid === null) ctx.log.warn('RECEIPT_SIGNING_KEY is not set: receipts are refused (409 receipts_not_configured)');
       registerDecisionHandlers(ctx.host, {
-        create: createDecisionOpener({ store, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts, policies }),
+        create: createDecisionOpener({ store, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts, policies, guard: outboundGuard(config) }),
         actions,
         reads: createDecisionReads({ store, actions, clock: ctx.clock, defaultMonthlyQuota: quota }),
         workflows: createWorkflows({ store: new WorkflowsStore(ctx.db), bus: ctx.bus }),
@@ -72,6 +72,7 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       ctx.consume(notificationSentConsumer(store));
       ctx.consume(approverStateConsumer(store));
       ctx.consume(notificationSkippedConsumer(store));
+      ctx.consume(callbackAttemptedConsumer(store));
       const stopWaiters = () => waiters.stop();
       for (const c of timerStepConsumers(createLifecycle({ store, bus: ctx.bus, clock: ctx.clock, log: ctx.log }))) ctx.consume(c);
       return {

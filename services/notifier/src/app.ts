@@ -25,6 +25,9 @@ import { createEngines } from './usecases/engines';
 import { createEnginesStore, type EngineSettingsRow } from './store/engines.store';
 import { ApnsSender, FcmSender } from './providers/push';
 import { DeliveryWorker } from './worker';
+import { callbackProvider } from './providers/callbacks';
+import { createCallbacksStore, type CallbackSecretRow } from './store/callbacks.store';
+import { createCallbacks } from './usecases/callbacks';
 
 export const NOTIFIER_VERSION = '0.1.0';
 
@@ -69,9 +72,22 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
         cache: engineSettings,
         changed: (org) => announceChange(ctx.bus, 'notifier', org),
       });
+      // An org's callback secrets, read on every callback: kept until this service announces a change.
+      const callbackSecrets = new OrgCache<CallbackSecretRow | null>();
+      const callbacks = createCallbacks({
+        store: createCallbacksStore(ctx.db),
+        secrets: SecretBox.fromConfig(config),
+        clock: ctx.clock,
+        cache: callbackSecrets,
+        changed: (org) => announceChange(ctx.bus, 'notifier', org),
+      });
       const deliver = createDeliver({
         bus: ctx.bus,
-        providers: [...peopleProviders(config, { outbound, bus: ctx.bus, people, push }), ...engineProviders(engines.resolve, engines.isConfigured)],
+        providers: [
+          ...peopleProviders(config, { outbound, bus: ctx.bus, people, push }),
+          ...engineProviders(engines.resolve, engines.isConfigured),
+          callbackProvider({ http: outbound.tenant, signingSecrets: callbacks.signingSecrets }),
+        ],
         appBaseUrl: config.APP_BASE_URL ?? config.PUBLIC_BASE_URL,
       });
       worker = new DeliveryWorker({
@@ -81,12 +97,12 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
         pollMs: config.DELIVERY_POLL_MS,
         retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
       });
-      registerNotifierHandlers(ctx.host, { people, deliveries, engines, bus: ctx.bus });
+      registerNotifierHandlers(ctx.host, { people, deliveries, engines, callbacks, bus: ctx.bus });
       const approvers = new CachedCalls(ctx.bus);
       const personal = new OrgCache<Map<string, PersonalChannels>>();
       const stopFollowing = [
         followChanges(ctx.bus, ctx.log, 'policies', [approvers.cache]),
-        followChanges(ctx.bus, ctx.log, 'notifier', [personal, engineSettings]),
+        followChanges(ctx.bus, ctx.log, 'notifier', [personal, engineSettings, callbackSecrets]),
       ];
       for (const c of notifierConsumers({ store: deliveries, people, approvers, personal, worker, unavailable: deliver.unavailable })) ctx.consume(c);
       worker.start();

@@ -1,5 +1,5 @@
 import { SpanKind, contextFrom, deliveriesTotal, inSpan, type Logger } from '@approvals/shared';
-import { retryDelayMs } from './domain/plan';
+import { CALLBACK_RETRY_CAP_MS, retryDelayMs } from './domain/plan';
 import { DeliveryError, type DeliveryRow } from './providers/provider';
 import type { DeliveriesStore } from './store/deliveries.store';
 import type { Deliver } from './usecases/deliver';
@@ -101,14 +101,16 @@ export class DeliveryWorker {
         { kind: SpanKind.PRODUCER, parent: contextFrom(d.traceparent), attributes: { 'approvals.delivery': d.id, 'approvals.channel': d.channel } },
         () => this.deps.deliver(d),
       );
-      if (r.status === 'sent') await store.sent(d);
+      if (r.status === 'sent') await store.sent(r.httpStatus !== undefined ? { ...d, httpStatus: r.httpStatus } : d);
       else await store.skipped(d, r.reason);
       deliveriesTotal.inc({ channel: d.channel, outcome: r.status });
     } catch (err) {
       const permanent = err instanceof DeliveryError && err.permanent;
       const exhausted = d.attempts >= d.max_attempts;
       const message = (err as Error).message ?? String(err);
-      await store.failed(d.id, message, permanent || exhausted ? null : retryDelayMs(d.attempts, this.deps.retryBaseMs));
+      // A callback's backoff is capped at an hour: its attempts last about a day (CALLBACK_MAX_ATTEMPTS).
+      const retryIn = permanent || exhausted ? null : retryDelayMs(d.attempts, this.deps.retryBaseMs, d.kind === 'callback' ? CALLBACK_RETRY_CAP_MS : undefined);
+      await store.failed(d, message, retryIn, err instanceof DeliveryError ? err.status : undefined);
       deliveriesTotal.inc({ channel: d.channel, outcome: permanent || exhausted ? 'failed' : 'retry' });
       log[permanent || exhausted ? 'error' : 'warn'](
         { deliveryId: d.id, channel: d.channel, attempts: d.attempts, err: message },

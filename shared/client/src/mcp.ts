@@ -193,6 +193,13 @@ const RequestInput = z.strictObject({
     .describe('Which step of the run asks (default "decision"); verify_decision and consume_decision can check it.'),
   workflow_ref: z.string().max(1000).optional().describe('Which workflow asks; verify_decision and consume_decision can check it.'),
   exclusive: z.boolean().optional().describe('Cancel the other PENDING decisions of the same external_run_id: only this one stays open.'),
+  callback_url: z
+    .string()
+    .max(2000)
+    .optional()
+    .describe(
+      "An http(s) URL that receives the decision's end as a signed POST (Standard Webhooks, the org's callback secret): {type: \"decision.resolved\", data}. Optional: await_decision works without it.",
+    ),
 });
 
 const IdArg = z.string().min(1).max(100).describe('The decision_id returned by request_decision.');
@@ -349,6 +356,7 @@ const REQUEST_ARG_PATHS: Array<[string, string]> = [
   ['body.stepRef', 'step_ref'],
   ['body.workflowRef', 'workflow_ref'],
   ['body.exclusive', 'exclusive'],
+  ['body.callbackUrl', 'callback_url'],
 ];
 const BINDING_ARG_PATHS: Array<[string, string]> = [
   ['body.factsHash', 'facts_hash'],
@@ -474,6 +482,7 @@ export function createApprovalsMcpServer(client: ApprovalsClient): McpServer {
         if (args.esign !== undefined) body.esign = args.esign;
         if (args.workflow_ref !== undefined) body.workflowRef = args.workflow_ref;
         if (args.exclusive !== undefined) body.exclusive = args.exclusive;
+        if (args.callback_url !== undefined) body.callbackUrl = args.callback_url;
         if (facts.hash !== undefined) body.factsHash = facts.hash;
         const opened = await client.createDecision(body);
         if (!opened.decisionId) {

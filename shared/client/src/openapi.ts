@@ -1272,6 +1272,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/settings/callbacks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The org's callback signing secret (admin): whether one is set, since when, and until when the previous one still signs
+         * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
+         */
+        get: operations["get_v1_settings_callbacks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/settings/callbacks/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A new callback signing secret (admin), shown this once; the previous one keeps signing alongside for 24 h (two signatures in webhook-signature)
+         * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
+         */
+        post: operations["post_v1_settings_callbacks_rotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/settings/approvers": {
         parameters: {
             query?: never;
@@ -2037,6 +2077,7 @@ export interface operations {
                             } | null;
                             requiresSignature: boolean;
                             factsHash: string | null;
+                            callbackUrl: string | null;
                             approvers: string[];
                             assigneeEmail: string | null;
                             createdAt: string;
@@ -2239,6 +2280,7 @@ export interface operations {
                     timeoutSec?: number;
                     exclusive?: boolean;
                     factsHash?: string;
+                    callbackUrl?: string;
                     approvers?: string[];
                     approvalsRequired?: number;
                     rejectionsRequired?: number;
@@ -2368,7 +2410,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Well-formed but refused by a rule: `approver_domain_not_allowed`, `approver_required`, `artifact_required`, `context_contract_violation`, `facts_required`, `field_owned_by_policy`, `unknown_policy`, `unsatisfiable_policy` */
+            /** @description Well-formed but refused by a rule: `approver_domain_not_allowed`, `approver_required`, `artifact_required`, `context_contract_violation`, `facts_required`, `field_owned_by_policy`, `invalid_callback_url`, `unknown_policy`, `unsatisfiable_policy` */
             422: {
                 headers: {
                     [name: string]: unknown;
@@ -2376,7 +2418,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
-                        error?: "approver_domain_not_allowed" | "approver_required" | "artifact_required" | "context_contract_violation" | "facts_required" | "field_owned_by_policy" | "unknown_policy" | "unsatisfiable_policy";
+                        error?: "approver_domain_not_allowed" | "approver_required" | "artifact_required" | "context_contract_violation" | "facts_required" | "field_owned_by_policy" | "invalid_callback_url" | "unknown_policy" | "unsatisfiable_policy";
                     };
                 };
             };
@@ -2554,6 +2596,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         factsHash: string | null;
+                        callbackUrl: string | null;
                         approvers: string[];
                         assigneeEmail: string | null;
                         createdAt: string;
@@ -2789,6 +2832,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         factsHash: string | null;
+                        callbackUrl: string | null;
                         approvers: string[];
                         assigneeEmail: string | null;
                         createdAt: string;
@@ -4965,6 +5009,7 @@ export interface operations {
                             } | null;
                             requiresSignature: boolean;
                             factsHash: string | null;
+                            callbackUrl: string | null;
                             approvers: string[];
                             assigneeEmail: string | null;
                             createdAt: string;
@@ -5300,6 +5345,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         factsHash: string | null;
+                        callbackUrl: string | null;
                         approvers: string[];
                         assigneeEmail: string | null;
                         createdAt: string;
@@ -12845,6 +12891,218 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         error?: "engine_not_configured";
+                    };
+                };
+            };
+            /** @description Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again): `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Unavailable right now: try again (`Retry-After`): `unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unavailable";
+                    };
+                };
+            };
+            /** @description No answer in time: try again: `timeout` */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "timeout";
+                    };
+                };
+            };
+            /** @description Any other error (500 `internal` carries an `errorId` that is also logged) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_v1_settings_callbacks: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        secretSet: boolean;
+                        createdAt: string | null;
+                        previousUntil: string | null;
+                    };
+                };
+            };
+            /** @description The request is malformed (`issues` names each problem): `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unauthorized";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "forbidden";
+                    };
+                };
+            };
+            /** @description Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again): `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Unavailable right now: try again (`Retry-After`): `unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unavailable";
+                    };
+                };
+            };
+            /** @description No answer in time: try again: `timeout` */
+            504: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "timeout";
+                    };
+                };
+            };
+            /** @description Any other error (500 `internal` carries an `errorId` that is also logged) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_v1_settings_callbacks_rotate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The new signing secret (`whsec_` + base64 of 32 random bytes), shown this once */
+                        secret: string;
+                        createdAt: string;
+                        /** @description The previous secret keeps signing alongside until then (24 h); null when there was none */
+                        previousUntil: string | null;
+                    };
+                };
+            };
+            /** @description The request is malformed (`issues` names each problem): `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unauthorized";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "forbidden";
                     };
                 };
             };

@@ -119,6 +119,15 @@ export const DecisionRequest = z.strictObject({
   timeoutSec: z.number().int().positive().max(INT4_MAX).optional(),
   exclusive: z.boolean().optional(),
   factsHash: FactsHash.optional(),
+  /**
+   * Where the decision's end is POSTed (`decision.resolved`, Standard Webhooks signed with
+   * the org's callback secret); an address the outbound guard refuses is 422 invalid_callback_url.
+   */
+  callbackUrl: z
+    .string()
+    .max(2000)
+    .pipe(z.url({ protocol: /^https?$/, error: 'callbackUrl must be an http(s) URL' }))
+    .optional(),
   // Ad-hoc decisions (no policy) name their approvers and quorum.
   approvers: z.array(Email).min(1).max(50).optional(),
   approvalsRequired: z.number().int().positive().optional(),
@@ -176,6 +185,8 @@ export const DecisionView = z.object({
   esign: EsignAttachment.nullable(),
   requiresSignature: z.boolean(),
   factsHash: z.string().nullable(),
+  /** Where the decision's end is POSTed, when the caller asked for a callback. */
+  callbackUrl: z.string().nullable(),
   approvers: z.array(z.string()),
   assigneeEmail: z.string().nullable(),
   createdAt: z.string(),

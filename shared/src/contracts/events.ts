@@ -217,6 +217,74 @@ export function decisionHasTimers(plan: EscalationPlan): boolean {
   return plan.steps.length > 0;
 }
 
+/**
+ * What a workflow engine receives on resume and a caller's callback carries as `data`:
+ * one payload for every end (APPROVED, REJECTED, EXPIRED, CANCELLED). `approved` only for
+ * APPROVED, so the other ends take the rejection branch.
+ */
+export const ResumePayload = z.object({
+  decisionId: z.string(),
+  externalRunId: z.string(),
+  stepRef: z.string(),
+  workflowRef: z.string().nullable(),
+  status: z.enum(['APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED']),
+  approved: z.boolean(),
+  decidedBy: z.string().nullable(),
+  note: z.string().nullable(),
+  responseValue: z.unknown(),
+  output: z.unknown(),
+  policyVersion: z.number().nullable(),
+});
+export type ResumePayload = z.infer<typeof ResumePayload>;
+
+/** The resume payload of a resolved decision (its evt.decision.resolved). */
+export function resumePayloadOf(d: DecisionResolvedData): ResumePayload {
+  return {
+    decisionId: d.decisionId,
+    externalRunId: d.externalRunId,
+    stepRef: d.stepRef,
+    workflowRef: d.workflowRef,
+    status: d.status,
+    approved: d.status === 'APPROVED',
+    decidedBy: d.decidedBy,
+    note: d.note,
+    responseValue: d.responseValue ?? null,
+    output: d.output ?? null,
+    policyVersion: d.policyVersion,
+  };
+}
+
+/**
+ * `evt.decision.callback`: a decision opened with a `callbackUrl` ended. The decisions
+ * service writes it next to evt.decision.resolved or evt.decision.cancelled, only for
+ * such decisions; the notifier POSTs `{type: "decision.resolved", data: payload}` to
+ * `url`, signed with the org's callback secret, its `webhook-id` this event's id.
+ */
+export const DecisionCallbackData = z.object({
+  decisionId: z.string(),
+  url: z.string(),
+  payload: ResumePayload,
+});
+export type DecisionCallbackData = z.infer<typeof DecisionCallbackData>;
+
+/**
+ * `evt.notification.callback`: one attempt to deliver a decision's callback, sent (a 2xx) or
+ * failed (`status`: the receiver's answer, null when none came; `final`: no retry
+ * follows). The decision's timeline records each as `callback_sent` or `callback_failed`.
+ */
+export const CallbackAttemptedData = z.object({
+  decisionId: z.string(),
+  deliveryId: z.string(),
+  attempt: z.number().int().positive(),
+  url: z.string(),
+  outcome: z.enum(['sent', 'failed']),
+  status: z.number().int().nullable(),
+  error: z.string().nullable(),
+  final: z.boolean(),
+  at: z.string(),
+});
+export type CallbackAttemptedData = z.infer<typeof CallbackAttemptedData>;
+
 export const DecisionVoteRefusedData = z.object({
   decisionId: z.string(),
   actor: z.string(),
@@ -361,6 +429,7 @@ export const EVENT_DATA = {
   [EVENT.decisionEscalated]: DecisionEscalatedData,
   [EVENT.decisionChat]: DecisionChatData,
   [EVENT.decisionTimers]: DecisionTimersData,
+  [EVENT.decisionCallback]: DecisionCallbackData,
   [EVENT.policyForceDeleted]: PolicyForceDeletedData,
   [EVENT.policyChanged]: PolicyChangedData,
   [EVENT.approverDisabled]: ApproverStateData,
@@ -376,6 +445,7 @@ export const EVENT_DATA = {
   [EVENT.runRequested]: RunRequestedData,
   [EVENT.notificationSent]: NotificationSentData,
   [EVENT.notificationSkipped]: NotificationSkippedData,
+  [EVENT.callbackAttempted]: CallbackAttemptedData,
   [EVENT.test]: z.record(z.string(), z.unknown()),
 } as const satisfies Record<EventSubject, z.ZodType>;
 

@@ -76,6 +76,20 @@ export const EngineTestReply = z.object({
   error: z.string().optional(),
 });
 
+/** `GET /v1/settings/callbacks`: whether the org has a callback secret (never the secret itself). */
+export const CallbackSettingsView = z.object({
+  secretSet: z.boolean(),
+  createdAt: z.string().nullable(),
+  /** Until when the previous secret still signs beside the current one (null: none). */
+  previousUntil: z.string().nullable(),
+});
+/** `POST /v1/settings/callbacks/rotate`: the new secret, shown this once. */
+export const CallbackSecretReply = z.object({
+  secret: z.string().describe('The new signing secret (`whsec_` + base64 of 32 random bytes), shown this once'),
+  createdAt: z.string(),
+  previousUntil: z.string().nullable().describe('The previous secret keeps signing alongside until then (24 h); null when there was none'),
+});
+
 export const NotifierEndpoints = {
   contactMethodsGet: endpoint(SUBJECT.notifier.contactMethodsGet, forwarded({}), ContactMethodsView, READ),
   contactMethodsPut: endpoint(SUBJECT.notifier.contactMethodsPut, forwarded({ body: ContactMethods }), ContactMethodsView, RESENDABLE),
@@ -112,6 +126,8 @@ export const NotifierEndpoints = {
   revokeUserDevices: endpoint(SUBJECT.notifier.revokeUserDevices, z.object({ userId: z.string().min(1) }), z.object({ revoked: z.number() }), RESENDABLE),
   engineSettingsGet: endpoint(SUBJECT.notifier.engineSettingsGet, forwarded({}), EngineSettingsView, READ),
   engineSettingsPut: endpoint(SUBJECT.notifier.engineSettingsPut, forwarded({ body: EngineSettingsBody }), EngineSettingsView),
+  callbackSettingsGet: endpoint(SUBJECT.notifier.callbackSettingsGet, forwarded({}), CallbackSettingsView, READ),
+  callbackSecretRotate: endpoint(SUBJECT.notifier.callbackSecretRotate, forwarded({}), CallbackSecretReply),
   engineTest: endpoint(SUBJECT.notifier.engineTest, forwarded({ params: z.object({ engine: EngineName }) }), EngineTestReply, { timeoutMs: 20_000 }),
   /** Whether an engine can be reached for an org (its settings, or the deployment's): `POST /v1/runs/` refuses otherwise. */
   engineConfigured: endpoint(

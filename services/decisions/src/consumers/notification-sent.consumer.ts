@@ -39,3 +39,30 @@ export function notificationSkippedConsumer(store: DecisionsStore) {
     );
   return batchConsumerOf(DURABLE.decisionsNotificationSkipped, EVENT.notificationSkipped, record, { lingerMs: OFF_PATH_LINGER_MS });
 }
+
+/**
+ * evt.notification.callback (the notifier tried to deliver a decision's callback) →
+ * `callback_sent` or `callback_failed` `{url, status, error, attempt, final, deliveryId}`,
+ * once per attempt; the events waiting together in one statement.
+ */
+export function callbackAttemptedConsumer(store: DecisionsStore) {
+  const record = (events: DomainEvent<typeof EVENT.callbackAttempted>[]) =>
+    store.timeline.recordCallbackAttempts(
+      events.map(({ org, data: d }) => ({
+        org,
+        decisionId: d.decisionId,
+        at: new Date(d.at),
+        sent: d.outcome === 'sent',
+        data: {
+          attemptId: `${d.deliveryId}:${d.attempt}`,
+          deliveryId: d.deliveryId,
+          attempt: d.attempt,
+          url: d.url,
+          status: d.status,
+          error: d.error,
+          final: d.final,
+        },
+      })),
+    );
+  return batchConsumerOf(DURABLE.decisionsCallbackAttempted, EVENT.callbackAttempted, record, { lingerMs: OFF_PATH_LINGER_MS });
+}

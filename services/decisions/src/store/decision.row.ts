@@ -9,6 +9,8 @@ import {
   type DecisionStatus,
   type DecisionView,
   type NewEvent,
+  type ResumePayload,
+  resumePayloadOf,
 } from '@approvals/shared';
 import { outputOf, type DecisionState } from '../domain/decision';
 
@@ -40,6 +42,8 @@ export interface DecisionRow {
   facts_hash: string | null;
   /** Opened under a policy with requireFacts: verify and consume need the factsHash. */
   require_facts: boolean;
+  /** Where the decision's end is POSTed (evt.decision.callback), when the caller asked. */
+  callback_url: string | null;
   exclusive: boolean;
   created_by: string | null;
   decided_by: string | null;
@@ -89,6 +93,7 @@ export const DECISION_COLUMNS = [
   'esign',
   'facts_hash',
   'require_facts',
+  'callback_url',
   'exclusive',
   'created_by',
   'decided_by',
@@ -132,6 +137,7 @@ export function toView(r: DecisionRow): DecisionView {
     esign: r.esign as DecisionView['esign'],
     requiresSignature: r.requires_signature,
     factsHash: r.facts_hash,
+    callbackUrl: r.callback_url ?? null,
     approvers: r.approvers,
     assigneeEmail: r.assignee_email,
     createdAt: r.created_at.toISOString(),
@@ -200,20 +206,46 @@ export function withTimers(event: TimedEvent, plan: EscalationPlan): NewEvent[] 
 }
 
 /**
+ * `events`, and after them evt.decision.callback when the decision was opened with a
+ * callbackUrl: the notifier POSTs its end there. Written in the same statement as the
+ * end's event, so one never goes out without the other; a decision without a callback
+ * writes none.
+ */
+function withCallback(events: NewEvent[], r: Pick<DecisionRow, 'id' | 'org_id' | 'callback_url'>, payload: ResumePayload): NewEvent[] {
+  if (!r.callback_url) return events;
+  return [...events, { subject: EVENT.decisionCallback, org: r.org_id, data: { decisionId: r.id, url: r.callback_url, payload } }];
+}
+
+/**
  * evt.decision.resolved of a resolved row, with its evt.decision.timers unless it expired:
  * every timer of a decision is due by its expiry (the reminder and escalation steps come
  * before it), so an expired decision has nothing left to disarm. A burst of expiries
- * writes no companion.
+ * writes no companion. And its callback, when it has one.
  */
 export function resolvedEvents(r: DecisionRow): NewEvent[] {
-  const event = { subject: EVENT.decisionResolved, org: r.org_id, data: resolvedEventData(r) } as const;
-  return r.status === 'EXPIRED' ? [event] : withTimers(event, planOf(r));
+  const data = resolvedEventData(r);
+  const event = { subject: EVENT.decisionResolved, org: r.org_id, data } as const;
+  return withCallback(r.status === 'EXPIRED' ? [event] : withTimers(event, planOf(r)), r, resumePayloadOf(data));
 }
 
-/** evt.decision.cancelled of a cancelled row (with its evt.decision.timers). */
+/** evt.decision.cancelled of a cancelled row (with its evt.decision.timers, and its callback when it has one). */
 export function cancelledEvents(r: DecisionRow, actor: string | null, note: string | null, at: Date): NewEvent[] {
-  return withTimers(
+  const cancelled = withTimers(
     { subject: EVENT.decisionCancelled, org: r.org_id, data: { decisionId: r.id, policy: policyRef(r), actor, note, cancelledAt: at.toISOString() } },
     planOf(r),
   );
+  const payload: ResumePayload = {
+    decisionId: r.id,
+    externalRunId: r.external_run_id,
+    stepRef: r.step_ref,
+    workflowRef: r.workflow_ref,
+    status: 'CANCELLED',
+    approved: false,
+    decidedBy: actor,
+    note,
+    responseValue: null,
+    output: null,
+    policyVersion: r.policy_version,
+  };
+  return withCallback(cancelled, r, payload);
 }

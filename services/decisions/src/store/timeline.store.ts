@@ -52,23 +52,51 @@ export class TimelineStore {
     await this.recordDeliveryEntries('resume_skipped', entries);
   }
 
+  /**
+   * `callback_sent` / `callback_failed` entries: one attempt to deliver the decision's
+   * callback, with the receiver's status; once per attempt (`attemptId`), however often
+   * its event is redelivered.
+   */
+  async recordCallbackAttempts(
+    entries: Array<{
+      org: string;
+      decisionId: string;
+      at: Date;
+      sent: boolean;
+      data: { attemptId: string; deliveryId: string; attempt: number; url: string; status: number | null; error: string | null; final: boolean };
+    }>,
+  ): Promise<void> {
+    if (entries.length === 0) return;
+    const list = entries.map((e) => ({ org: e.org, decisionId: e.decisionId, at: e.at.toISOString(), type: e.sent ? 'callback_sent' : 'callback_failed', data: e.data }));
+    await this.insertEntries(list, `(decision_id, (data->>'attemptId')) WHERE type IN ('callback_sent', 'callback_failed')`);
+  }
+
   private async recordDeliveryEntries(
     type: 'notified' | 'resume_skipped',
     entries: Array<{ org: string; decisionId: string; at: Date; data: { deliveryId: string } }>,
   ): Promise<void> {
     if (entries.length === 0) return;
-    const list = entries.map((e) => ({ org: e.org, decisionId: e.decisionId, at: e.at.toISOString(), data: e.data }));
-    // `type` is one of two literals; both have their own partial unique index. The
-    // decision is looked up per entry by a scalar subquery (its primary key), never a
-    // join: a planner without statistics (a new install) hash-joined the whole table.
+    const list = entries.map((e) => ({ org: e.org, decisionId: e.decisionId, at: e.at.toISOString(), type, data: e.data }));
+    // `type` is one of two literals; both have their own partial unique index.
+    await this.insertEntries(list, `(decision_id, (data->>'deliveryId')) WHERE type = '${type}'`);
+  }
+
+  /**
+   * Timeline entries of another service's events, each once: `conflict` names the partial
+   * unique index that makes a redelivered event write nothing. The decision is looked up
+   * per entry by a scalar subquery (its primary key), never a join: a planner without
+   * statistics (a new install) hash-joined the whole table. A decision of another org, or
+   * none, gets nothing.
+   */
+  private async insertEntries(list: Array<{ org: string; decisionId: string; at: string; type: string; data: unknown }>, conflict: string): Promise<void> {
     await this.s.q.raw(
       `INSERT INTO timeline (decision_id, type, actor, at, data)
-       SELECT y.decision_id, '${type}', NULL, (y.e->>'at')::timestamptz, y.e->'data'
+       SELECT y.decision_id, y.e->>'type', NULL, (y.e->>'at')::timestamptz, y.e->'data'
          FROM (SELECT x.e, x.ord, (SELECT d.id FROM decisions d WHERE d.id = x.e->>'decisionId' AND d.org_id = x.e->>'org') AS decision_id
                  FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, ord)) y
         WHERE y.decision_id IS NOT NULL
         ORDER BY y.ord
-       ON CONFLICT (decision_id, (data->>'deliveryId')) WHERE type = '${type}' DO NOTHING`,
+       ON CONFLICT ${conflict} DO NOTHING`,
       [JSON.stringify(list)],
     );
   }

@@ -5,6 +5,8 @@ import {
   type ContractEngine,
   isUniqueViolation,
   idRandomOf,
+  literalTargetRefusal,
+  type AddressPolicy,
   type Bus,
   type CachedCalls,
   type Clock,
@@ -27,6 +29,8 @@ export interface CreateDeps {
   contracts: ContractEngine;
   /** The policies service's answers, cached until it announces a change (bus/invalidation). */
   policies: CachedCalls;
+  /** The outbound guard: a callbackUrl it refuses is refused at create. */
+  guard: AddressPolicy;
 }
 
 const quotaExceeded = (limit: number, used: number) =>
@@ -90,6 +94,14 @@ export function createDecisionOpener(deps: CreateDeps) {
 
   return async function create(req: { org: string; principal: Principal; body: DecisionRequest; attempt?: string }): Promise<CreateResult> {
     const { org, body: b } = req;
+    if (b.callbackUrl !== undefined) {
+      // The literal check of the outbound guard (the connect-time check is the real one: a name may resolve anywhere later).
+      const refused = literalTargetRefusal(b.callbackUrl, deps.guard);
+      if (refused) {
+        const message = `callbackUrl may not point at ${refused}: callbacks are sent from inside this deployment (WEBHOOK_ALLOW_PRIVATE_TARGETS=true allows it)`;
+        throw new AppError('invalid_callback_url', message, { issues: [{ path: 'body.callbackUrl', message }] });
+      }
+    }
     // No read before the gate: a repeat is found by the insert (its unique key). Only when
     // the gate refuses or finds no approval needed is the first decision looked for, so a
     // repeat still answers with it even if the policy changed (or went away) since.

@@ -5,6 +5,7 @@ import {
   batchConsumerOf,
   OFF_PATH_LINGER_MS,
   deliveriesTotal,
+  resumePayloadOf,
   type CachedCalls,
   type DomainEvent,
   type EventSubject,
@@ -15,10 +16,16 @@ import type { PeopleStore } from '../store/people.store';
 import type { PersonalChannels } from '../domain/plan';
 import type { DeliveriesStore, NewDelivery } from '../store/deliveries.store';
 import type { DeliveryRow } from '../providers/provider';
+import { CALLBACK_CHANNEL, type CallbackPayload } from '../providers/callbacks';
 
 /** People notifications give up after a day of retries; engine resumes keep going for days. */
 export const NOTIFY_MAX_ATTEMPTS = 12;
 export const RESUME_MAX_ATTEMPTS = 100;
+/**
+ * A callback is retried for about a day: its backoff is capped at an hour
+ * (CALLBACK_RETRY_CAP_MS), so 12 attempts take about an hour and 23 more the rest of the day.
+ */
+export const CALLBACK_MAX_ATTEMPTS = 35;
 
 /**
  * Plans deliveries from decision events. Planning writes rows (idempotent on event,
@@ -192,23 +199,27 @@ export function notifierConsumers(deps: {
       }
       return rows;
     }),
+    // A caller's callback: the decisions service wrote the event, with its payload, only for decisions opened with a callbackUrl.
+    planner(DURABLE.notifierDecisionCallback, EVENT.decisionCallback, async (event) => {
+      const d = event.data;
+      const payload: CallbackPayload = { url: d.url, type: 'decision.resolved', data: d.payload };
+      return [
+        {
+          org: event.org,
+          decisionId: d.decisionId,
+          eventId: event.id,
+          kind: 'callback',
+          channel: CALLBACK_CHANNEL,
+          target: d.url,
+          payload: payload as unknown as Record<string, unknown>,
+          maxAttempts: CALLBACK_MAX_ATTEMPTS,
+        },
+      ];
+    }),
     planner(DURABLE.notifierDecisionResolved, EVENT.decisionResolved, async (event) => {
       const d = event.data;
-      // The same payload for every engine; `approved` only for APPROVED, so EXPIRED and
-      // REJECTED take the rejection branch.
-      const payload = {
-        decisionId: d.decisionId,
-        externalRunId: d.externalRunId,
-        stepRef: d.stepRef,
-        workflowRef: d.workflowRef,
-        status: d.status,
-        approved: d.status === 'APPROVED',
-        decidedBy: d.decidedBy,
-        note: d.note,
-        responseValue: d.responseValue ?? null,
-        output: d.output ?? null,
-        policyVersion: d.policyVersion,
-      };
+      // The same payload for every engine (and a caller's callback).
+      const payload = resumePayloadOf(d);
       return [
         {
           org: event.org,

@@ -44,6 +44,9 @@ export function escalationTarget(a: ResolvedApprover, route: Route | null, step:
   return orderedTargets(a, route)[step];
 }
 
+/** The longest wait between two attempts at a caller's callback (other deliveries: 10 minutes). */
+export const CALLBACK_RETRY_CAP_MS = 60 * 60_000;
+
 /** Delay before a failed delivery's next attempt (attempt 1 is the first retry): the tree's one backoff, jittered. */
 export function retryDelayMs(attempt: number, baseMs = 1000, maxMs = 10 * 60_000, random?: () => number): number {
   return backoffDelayMs(attempt, { baseMs, maxMs, random });

@@ -12,6 +12,7 @@ import {
 import type { DeliveriesStore } from '../store/deliveries.store';
 import type { ContactRow, DeviceRow, PeopleStore } from '../store/people.store';
 import type { Engines } from '../usecases/engines';
+import type { Callbacks } from '../usecases/callbacks';
 
 function personOf(p: Principal): string {
   if (p.kind !== 'user') throw new AppError('forbidden', 'contact methods and devices belong to a signed-in person');
@@ -31,7 +32,10 @@ const deviceView = (r: DeviceRow) => ({
   revokedAt: r.revoked_at ? r.revoked_at.toISOString() : null,
 });
 
-export function registerNotifierHandlers(host: ServiceHost, deps: { people: PeopleStore; deliveries: DeliveriesStore; engines: Engines; bus: Bus }): void {
+export function registerNotifierHandlers(
+  host: ServiceHost,
+  deps: { people: PeopleStore; deliveries: DeliveriesStore; engines: Engines; callbacks: Callbacks; bus: Bus },
+): void {
   const { people } = deps;
   const E = NotifierEndpoints;
   const contactView = (r?: ContactRow) => ({
@@ -92,6 +96,10 @@ export function registerNotifierHandlers(host: ServiceHost, deps: { people: Peop
   host.handle(E.engineSettingsPut, async (r) => deps.engines.put(r.org, r.body, { actor: actorOf(r.principal), actorLabel: actorLabelOf(r.principal) }));
   host.handle(E.engineTest, async (r) => deps.engines.test(r.org, r.params.engine));
   host.handle(E.engineConfigured, async (r) => deps.engines.configured(r.org, r.engine));
+
+  // Callbacks per org (admin only at the gateway): the signing secret, shown once by a rotation.
+  host.handle(E.callbackSettingsGet, async (r) => deps.callbacks.view(r.org));
+  host.handle(E.callbackSecretRotate, async (r) => deps.callbacks.rotate(r.org, { actor: actorOf(r.principal), actorLabel: actorLabelOf(r.principal) }));
   host.handle(E.revokeUserDevices, async (r) => ({ revoked: await people.revokeAllOf(r.userId) }));
 
   host.handle(E.deliveries, async (r) => ({

@@ -11,7 +11,7 @@ export interface DeliveryRow {
    * `run`: the engine event that starts a workflow run (decision_id holds the run id).
    * `account`: a mail to an approver about their own record (decision_id holds the approver id).
    */
-  kind: 'notify' | 'remind' | 'escalate' | 'resume' | 'run' | 'account';
+  kind: 'notify' | 'remind' | 'escalate' | 'resume' | 'run' | 'account' | 'callback';
   channel: string;
   target: string;
   payload: Record<string, unknown>;
@@ -20,7 +20,8 @@ export interface DeliveryRow {
   traceparent?: string | null;
 }
 
-export type SendResult = { status: 'sent'; detail?: string } | { status: 'skipped'; reason: string };
+/** `httpStatus`: the receiver's answer, where the channel has one (a callback's timeline entry shows it). */
+export type SendResult = { status: 'sent'; detail?: string; httpStatus?: number } | { status: 'skipped'; reason: string };
 
 /** A notice to a person, rendered by the template module: the provider sends it as is. */
 export type PersonMessage =
@@ -34,10 +35,10 @@ export type PersonMessage =
   /** `to`: the push device id (its token and platform are looked up at send time). */
   | { channel: 'push'; to: string; content: PushContent };
 
-/** An engine event: a decision's verdict (resume) or a workflow run to start. */
+/** An engine event: a decision's verdict (resume), a workflow run to start, or a caller's callback. */
 export interface EngineMessage {
   org: string;
-  kind: 'resume' | 'run';
+  kind: 'resume' | 'run' | 'callback';
   /** The event id: the idempotency key the receiver dedupes on (at-least-once delivery). */
   eventId: string;
   payload: Record<string, unknown>;
@@ -67,6 +68,8 @@ export class DeliveryError extends Error {
     message: string,
     /** A permanent failure (4xx other than 408/429): retrying cannot help. */
     readonly permanent = false,
+    /** The receiver's HTTP status, when it answered. */
+    readonly status?: number,
   ) {
     super(message);
   }
@@ -87,7 +90,7 @@ export async function postJson(http: OutboundClient, url: string, body: unknown,
     });
     return expectOk(res, `POST ${url}`).body;
   } catch (err) {
-    if (err instanceof OutboundError) throw new DeliveryError(err.kind === 'http' ? err.message : `POST ${url} failed: ${err.message}`, err.permanent);
+    if (err instanceof OutboundError) throw new DeliveryError(err.kind === 'http' ? err.message : `POST ${url} failed: ${err.message}`, err.permanent, err.status);
     throw err;
   }
 }

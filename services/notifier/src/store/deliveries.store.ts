@@ -77,8 +77,45 @@ function skippedEvents(
  * it back after this. `held`: the events of a mark go out right after it commits
  * (`HeldEvents`), not through the relay.
  */
+/**
+ * The event of one attempt at a caller's callback (kind `callback`): the decision's
+ * timeline records it as `callback_sent` or `callback_failed` with the receiver's status.
+ */
+function callbackAttemptEvents(
+  d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'target'> & { attempts?: number },
+  at: Date,
+  outcome: { sent: true; status: number | null } | { sent: false; status: number | null; error: string; final: boolean },
+  traceparent?: string | null,
+): NewEvent[] {
+  if (d.kind !== 'callback') return [];
+  return [
+    {
+      subject: EVENT.callbackAttempted,
+      org: d.org_id,
+      data: {
+        decisionId: d.decision_id,
+        deliveryId: d.id,
+        attempt: Math.max(1, d.attempts ?? 1),
+        url: d.target,
+        outcome: outcome.sent ? 'sent' : 'failed',
+        status: outcome.status,
+        error: outcome.sent ? null : outcome.error.slice(0, 500),
+        final: outcome.sent ? true : outcome.final,
+        at: at.toISOString(),
+      },
+      ...(traceparent ? { traceparent } : {}),
+    },
+  ];
+}
+
 export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?: HeldEvents; markLingerMs?: number } = { leaseSec: 60 }) {
-  type Marked = Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel'> & { payload?: DeliveryRow['payload'] };
+  type Marked = Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'channel'> & {
+    payload?: DeliveryRow['payload'];
+    target?: string;
+    attempts?: number;
+    /** The receiver's answer (a callback's timeline entry). */
+    httpStatus?: number;
+  };
   type Mark = { d: Marked; at: Date; reason: string | null; traceparent?: string; resolve: () => void; reject: (err: unknown) => void };
   type Outcome = 'sent' | 'skipped';
   /**
@@ -95,8 +132,9 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
             RETURNING d.id AS key`,
           [ms.map((m) => m.d.id), ms.map((m) => m.at.toISOString())],
         ),
-      // A notice to a person: the decision's `notified` timeline entry. Not an engine call.
+      // A notice to a person: the decision's `notified` timeline entry; a callback: its `callback_sent`. Not an engine call.
       events: ({ d, at, traceparent }) => {
+        if (d.kind === 'callback') return callbackAttemptEvents({ ...d, target: d.target ?? '' }, at, { sent: true, status: d.httpStatus ?? null }, traceparent);
         if (!PERSON_KINDS.has(d.kind)) return [];
         const data: NotificationSentData = {
           decisionId: d.decision_id,
@@ -259,16 +297,30 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
       return mark('skipped', d, reason);
     },
 
-    async failed(id: string, error: string, retryInMs: number | null): Promise<void> {
-      if (retryInMs === null) {
-        await db('deliveries')
-          .where({ id })
-          .update({ status: 'failed', last_error: error.slice(0, 2000), lease_until: null });
+    /**
+     * A failed attempt: retried in `retryInMs`, or (null) failed for good. A callback's
+     * attempt also writes its evt.notification.callback (the `callback_failed` timeline entry,
+     * with the receiver's `status`) in the same statement.
+     */
+    async failed(
+      d: Pick<DeliveryRow, 'id' | 'org_id' | 'decision_id' | 'kind' | 'target' | 'attempts'> & { traceparent?: string | null },
+      error: string,
+      retryInMs: number | null,
+      status?: number,
+    ): Promise<void> {
+      const change =
+        retryInMs === null
+          ? db.raw(`UPDATE deliveries SET status = 'failed', last_error = ?, lease_until = NULL WHERE id = ? RETURNING id AS key`, [error.slice(0, 2000), d.id])
+          : db.raw(
+              `UPDATE deliveries SET last_error = ?, lease_until = NULL, next_attempt_at = now() + (? * interval '1 millisecond') WHERE id = ? RETURNING id AS key`,
+              [error.slice(0, 2000), retryInMs, d.id],
+            );
+      const events = callbackAttemptEvents(d, new Date(), { sent: false, status: status ?? null, error, final: retryInMs === null }, currentTraceparent());
+      if (events.length === 0) {
+        await change;
         return;
       }
-      await db('deliveries')
-        .where({ id })
-        .update({ last_error: error.slice(0, 2000), lease_until: null, next_attempt_at: db.raw(`now() + (? * interval '1 millisecond')`, [retryInMs]) });
+      await changeEachWithEvents(db, change, [{ key: d.id, events }], opts.held);
     },
 
     async forDecision(org: string, decisionId: string) {

@@ -97,7 +97,8 @@ export function createDeliver(deps: DeliverDeps) {
       const mail = renderAccountNotice({ org: row.org_id, ...p, appUrl: `${deps.appBaseUrl}/app/me` });
       message = { channel: 'email', to: row.target, ...mail, headers: { 'X-Approvals-Delivery': row.id } };
     } else if (provider.audience === 'engine') {
-      message = { org: row.org_id, kind: row.kind === 'run' ? 'run' : 'resume', eventId: row.event_id, payload: row.payload } satisfies EngineMessage;
+      const kind = row.kind === 'run' || row.kind === 'callback' ? row.kind : 'resume';
+      message = { org: row.org_id, kind, eventId: row.event_id, payload: row.payload } satisfies EngineMessage;
     } else {
       // Fresh, so a notice never shows stale state; a decision no longer open gets none.
       const d = await deps.bus.call(DecisionsEndpoints.peek, { org: row.org_id, id: row.decision_id });

@@ -63,6 +63,7 @@ function rowOf(org: string, b: DecisionRequest, gate: Gate, createdBy: string, n
     esign: b.esign || null,
     facts_hash: b.factsHash ?? null,
     require_facts: gate.requireFacts,
+    callback_url: b.callbackUrl ?? null,
     exclusive: b.exclusive === true,
     created_by: createdBy,
     created_at: now,
