@@ -93,6 +93,7 @@ describe('reading decisions', () => {
         esign: null,
         requiresSignature: false,
         factsHash: null,
+        callbackUrl: null,
         approvers: ['alice@example.com'],
         assigneeEmail: null,
         createdAt: expect.stringMatching(ISO),
