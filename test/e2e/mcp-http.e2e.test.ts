@@ -62,6 +62,7 @@ describe('MCP over Streamable HTTP', () => {
         'step_ref',
         'facts',
         'facts_hash',
+        'callback_url',
       ]),
     );
     expect(Object.keys((byName.consume_decision!.inputSchema as { properties: object }).properties)).toEqual(
@@ -207,6 +208,18 @@ describe('MCP over Streamable HTTP', () => {
     expect(structured(await client.callTool({ name: 'consume_decision', arguments: { decision_id: id, consumer: 'deployer', facts } }))).toMatchObject({
       consumed: true,
     });
+    await client.close();
+  });
+
+  it('callback_url: kept on the decision; one the outbound guard refuses is an invalid_callback_url tool error', async () => {
+    const client = await connect(apiKey);
+    const base = { title: 't', question: 'q', timeout_minutes: 5, approvers: ['ops@example.com'] };
+    const id = structured(await client.callTool({ name: 'request_decision', arguments: { ...base, callback_url: 'https://hooks.example.com/approvals' } }))
+      .decision_id as string;
+    expect((await stack.http('GET', `/v1/worker/decisions/${id}`, { token: apiKey })).body.callbackUrl).toBe('https://hooks.example.com/approvals');
+    const refused = await client.callTool({ name: 'request_decision', arguments: { ...base, callback_url: 'http://169.254.169.254/latest' } });
+    expect(refused.isError).toBe(true);
+    expect(JSON.parse((refused.content as Array<{ text: string }>)[0]!.text)).toMatchObject({ error: 'invalid_callback_url', status: 422 });
     await client.close();
   });
 
