@@ -97,6 +97,27 @@ describe('approvals CLI', () => {
       expect(await versions('deploys')).toHaveLength(1);
     });
 
+    it('applies deploy/examples/policies as it is; the refunds example insists on facts and its contract', async () => {
+      const o = await stack.newOrg();
+      const examples = join(__dirname, '..', '..', '..', 'deploy', 'examples', 'policies');
+      const run = await runCli(['policies', 'apply', examples], { APPROVALS_URL: stack.baseUrl, APPROVALS_API_KEY: o.apiKey });
+      expect({ code: run.code, stderr: run.stderr, stdout: run.code === 0 ? '' : run.stdout }).toEqual({ code: 0, stderr: '', stdout: '' });
+      expect(run.stdout).toMatch(/3 policies: 3 created, 0 updated, .*0 unchanged, 0 refused/);
+      const mine = new ApprovalsClient({ baseUrl: stack.baseUrl, apiKey: o.apiKey });
+      expect(await mine.getPolicy('refunds')).toMatchObject({ requireFacts: true, timeoutSec: 86400 });
+      expect(await mine.getPolicy('prod-deploys')).toMatchObject({ defaults: { approvalsRequired: 2 } });
+      expect(await mine.getPolicy('customer-emails')).toMatchObject({ timeoutSec: 14400 });
+      const ask = (extra: Record<string, unknown>) =>
+        stack.http('POST', '/v1/worker/decisions', {
+          token: o.apiKey,
+          body: { engine: 'api', externalRunId: `r-${JSON.stringify(extra).length}`, stepRef: 'refund', policy: 'refunds', ...extra },
+        });
+      const data = { customer: 'c_42', amountEur: 1200, reason: 'double charge' };
+      expect((await ask({ context: { title: 'Refund', data } })).body.error).toBe('facts_required');
+      expect((await ask({ context: { title: 'Refund', data: { customer: 'c_42' } }, factsHash: factsHash(data) })).body.error).toBe('context_contract_violation');
+      expect((await ask({ context: { title: 'Refund 1,200 EUR to c_42', data }, factsHash: factsHash(data) })).status).toBe(201);
+    });
+
     it('--dry-run prints the diff of a change and writes nothing; applying writes v2', async () => {
       write('refunds.json', {
         key: 'refunds',
