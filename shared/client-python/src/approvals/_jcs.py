@@ -25,14 +25,14 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-from typing import Any, List, Mapping
+from typing import Any, List, Mapping, Set
 
 __all__ = ["canonicalize", "facts_hash", "FACTS_HASH_PATTERN", "number_to_string"]
 
 #: 64 lowercase hex characters: the shape of a facts hash.
 FACTS_HASH_PATTERN = re.compile(r"^[0-9a-f]{64}$")
 
-#: Far deeper than any facts object; stops a cyclic value before the stack does.
+#: Far deeper than any facts object (as the TypeScript client); cycles are refused apart.
 _MAX_DEPTH = 1000
 
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -95,9 +95,9 @@ def number_to_string(x: "int | float") -> str:
     return head + "e" + sign + str(abs(e))
 
 
-def _write(value: Any, out: List[str], depth: int) -> None:
+def _write(value: Any, out: List[str], depth: int, path: Set[int]) -> None:
     if depth > _MAX_DEPTH:
-        raise ValueError("canonicalize: nested deeper than %d levels (or cyclic)" % _MAX_DEPTH)
+        raise ValueError("canonicalize: nested deeper than %d levels" % _MAX_DEPTH)
     if value is None:
         out.append("null")
     elif value is True:
@@ -109,6 +109,7 @@ def _write(value: Any, out: List[str], depth: int) -> None:
     elif isinstance(value, (int, float)):
         out.append(number_to_string(value))
     elif isinstance(value, Mapping):
+        _enter(value, path)
         for k in value:
             if not isinstance(k, str):
                 raise TypeError("canonicalize: object keys must be str, not %s" % type(k).__name__)
@@ -118,23 +119,35 @@ def _write(value: Any, out: List[str], depth: int) -> None:
                 out.append(",")
             out.append(_string(k))
             out.append(":")
-            _write(value[k], out, depth + 1)
+            _write(value[k], out, depth + 1, path)
         out.append("}")
+        path.discard(id(value))
     elif isinstance(value, (list, tuple)):
+        _enter(value, path)
         out.append("[")
         for i, v in enumerate(value):
             if i:
                 out.append(",")
-            _write(v, out, depth + 1)
+            _write(v, out, depth + 1, path)
         out.append("]")
+        path.discard(id(value))
     else:
         raise TypeError("canonicalize: %s is not JSON" % type(value).__name__)
+
+
+def _enter(container: Any, path: Set[int]) -> None:
+    if id(container) in path:
+        raise ValueError("canonicalize: the value contains itself (cyclic)")
+    path.add(id(container))
 
 
 def canonicalize(value: Any) -> str:
     """The RFC 8785 canonical JSON text of ``value`` (keys sorted at every level, no white space)."""
     out: List[str] = []
-    _write(value, out, 0)
+    try:
+        _write(value, out, 0, set())
+    except RecursionError:
+        raise ValueError("canonicalize: nested too deep for this interpreter's recursion limit") from None
     return "".join(out)
 
 
