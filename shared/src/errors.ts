@@ -35,6 +35,7 @@ export const ERROR_STATUS = {
   approver_required: 422,
   artifact_required: 422,
   facts_required: 422,
+  note_required: 422,
   context_contract_violation: 422,
   unsatisfiable_policy: 422,
   invalid_policy: 422,

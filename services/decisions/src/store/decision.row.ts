@@ -40,6 +40,10 @@ export interface DecisionRow {
   facts_hash: string | null;
   /** Opened under a policy with requireFacts: verify and consume need the factsHash. */
   require_facts: boolean;
+  /** Opened under a policy with requireRejectNote: a reject needs a note. */
+  require_reject_note: boolean;
+  /** The policy's name when the decision was opened (null without a policy, or from before it was kept). */
+  policy_name: string | null;
   exclusive: boolean;
   created_by: string | null;
   decided_by: string | null;
@@ -89,6 +93,8 @@ export const DECISION_COLUMNS = [
   'esign',
   'facts_hash',
   'require_facts',
+  'require_reject_note',
+  'policy_name',
   'exclusive',
   'created_by',
   'decided_by',
@@ -120,7 +126,9 @@ export function toView(r: DecisionRow): DecisionView {
     refinedOutput: r.refined_output as DecisionView['refinedOutput'],
     output: outputOf(r.refined_output, r.proposed_output) as DecisionView['output'],
     policy: r.policy_key,
+    policyName: r.policy_name ?? r.policy_key,
     policyVersion: r.policy_version,
+    requireRejectNote: r.require_reject_note,
     policyVersionId: r.policy_version_id,
     externalRunId: r.external_run_id,
     stepRef: r.step_ref,
