@@ -467,7 +467,7 @@ export interface paths {
         put?: never;
         /**
          * Record one vote (an API key gets 403 not_an_approver)
-         * @description A second vote by the same reviewer is 409 `already_voted` with `status` and the recorded `vote` `{choice, note, surface, responseValue?, at}`, also when the decision has since resolved (a retry whose answer was lost learns that its vote counted). Anyone else voting on a resolved decision gets 409 `not_pending` with `status`. Session or API key. Any signed-in role; a `reviewer` reaches only the decisions naming them (others 404).
+         * @description A second vote by the same reviewer is 409 `already_voted` with `status` and the recorded `vote` `{choice, note, surface, responseValue?, at}`, also when the decision has since resolved (a retry whose answer was lost learns that its vote counted). Anyone else voting on a resolved decision gets 409 `not_pending` with `status`. Under a policy with `requireRejectNote`, a reject without a `note` is 422 `note_required`. Session or API key. Any signed-in role; a `reviewer` reaches only the decisions naming them (others 404).
          */
         post: operations["post_v1_decisions_id_decide"];
         delete?: never;
@@ -1947,7 +1947,9 @@ export interface operations {
                                 content: string;
                             } | null;
                             policy: string | null;
+                            policyName: string | null;
                             policyVersion: number | null;
+                            requireRejectNote: boolean;
                             policyVersionId: string | null;
                             externalRunId: string;
                             stepRef: string;
@@ -2464,7 +2466,9 @@ export interface operations {
                             content: string;
                         } | null;
                         policy: string | null;
+                        policyName: string | null;
                         policyVersion: number | null;
+                        requireRejectNote: boolean;
                         policyVersionId: string | null;
                         externalRunId: string;
                         stepRef: string;
@@ -2699,7 +2703,9 @@ export interface operations {
                             content: string;
                         } | null;
                         policy: string | null;
+                        policyName: string | null;
                         policyVersion: number | null;
+                        requireRejectNote: boolean;
                         policyVersionId: string | null;
                         externalRunId: string;
                         stepRef: string;
@@ -3641,6 +3647,7 @@ export interface operations {
                     } | null;
                     requiresSignature?: boolean;
                     requireFacts?: boolean;
+                    requireRejectNote?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -3843,6 +3850,7 @@ export interface operations {
                             } | null;
                             requiresSignature: boolean;
                             requireFacts: boolean;
+                            requireRejectNote: boolean;
                             floor: {
                                 field: string;
                                 op: string;
@@ -3990,6 +3998,7 @@ export interface operations {
                     } | null;
                     requiresSignature?: boolean;
                     requireFacts?: boolean;
+                    requireRejectNote?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -4029,6 +4038,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -4083,6 +4093,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -4279,6 +4290,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -4438,6 +4450,7 @@ export interface operations {
                                 } | null;
                                 requiresSignature?: boolean;
                                 requireFacts?: boolean;
+                                requireRejectNote?: boolean;
                                 floor?: {
                                     field: string;
                                     op: string;
@@ -4724,6 +4737,7 @@ export interface operations {
                             } | null;
                             requiresSignature?: boolean;
                             requireFacts?: boolean;
+                            requireRejectNote?: boolean;
                             floor?: {
                                 field: string;
                                 op: string;
@@ -4875,7 +4889,9 @@ export interface operations {
                                 content: string;
                             } | null;
                             policy: string | null;
+                            policyName: string | null;
                             policyVersion: number | null;
+                            requireRejectNote: boolean;
                             policyVersionId: string | null;
                             externalRunId: string;
                             stepRef: string;
@@ -5210,7 +5226,9 @@ export interface operations {
                             content: string;
                         } | null;
                         policy: string | null;
+                        policyName: string | null;
                         policyVersion: number | null;
+                        requireRejectNote: boolean;
                         policyVersionId: string | null;
                         externalRunId: string;
                         stepRef: string;
@@ -6391,6 +6409,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Well-formed but refused by a rule: `note_required` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "note_required";
+                    };
+                };
+            };
             /** @description Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again): `rate_limited` */
             429: {
                 headers: {
@@ -6477,6 +6507,7 @@ export interface operations {
                             } | null;
                             requiresSignature: boolean;
                             requireFacts: boolean;
+                            requireRejectNote: boolean;
                             floor: {
                                 field: string;
                                 op: string;
@@ -6621,6 +6652,7 @@ export interface operations {
                     } | null;
                     requiresSignature?: boolean;
                     requireFacts?: boolean;
+                    requireRejectNote?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -6660,6 +6692,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -6714,6 +6747,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -6904,6 +6938,7 @@ export interface operations {
                     } | null;
                     requiresSignature?: boolean;
                     requireFacts?: boolean;
+                    requireRejectNote?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -7107,6 +7142,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -7259,6 +7295,7 @@ export interface operations {
                     } | null;
                     requiresSignature?: boolean;
                     requireFacts?: boolean;
+                    requireRejectNote?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -7298,6 +7335,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
