@@ -191,9 +191,7 @@ export function decisionContentOf(d: DecisionContentInput, limits: ContentLimits
     data,
     source: safeLink(c.sourceUrl),
     blocks,
-    output: out
-      ? { title: out.title ?? null, format: out.format === 'markdown' ? 'markdown' : 'text', content: cutText(out.content, limits.output) }
-      : null,
+    output: out ? { title: out.title ?? null, format: out.format === 'markdown' ? 'markdown' : 'text', content: cutText(out.content, limits.output) } : null,
     deadline: d.expiresAt ?? null,
     policy: d.policy ? { key: d.policy, name: d.policyName ?? d.policy, version: d.policyVersion ?? null } : null,
     signature: d.requiresSignature ? { document: safeLink(esign.documentUrl) } : null,
@@ -208,6 +206,9 @@ export function policyLabel(p: NonNullable<DecisionContent['policy']>): string {
 
 /** What is left off for lack of room, as a sentence; null when nothing is. */
 export function moreLine(m: DecisionContent['more']): string | null {
-  const parts = [m.data ? `${m.data} more data field${m.data === 1 ? '' : 's'}` : '', m.blocks ? `${m.blocks} more block${m.blocks === 1 ? '' : 's'}` : ''].filter(Boolean);
+  const parts = [
+    m.data ? `${m.data} more data field${m.data === 1 ? '' : 's'}` : '',
+    m.blocks ? `${m.blocks} more block${m.blocks === 1 ? '' : 's'}` : '',
+  ].filter(Boolean);
   return parts.length ? `… and ${parts.join(' and ')}: open the decision in the app to see them.` : null;
 }

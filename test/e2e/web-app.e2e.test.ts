@@ -217,7 +217,9 @@ describe('web app in Chromium', () => {
     await expect(data.getByText('<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>').isVisible()).resolves.toBe(true);
     await expect(data.getByRole('cell', { name: '{"cpu":2}' }).isVisible()).resolves.toBe(true);
     await expect(page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).resolves.toBeUndefined();
-    await expect(page.getByRole('link', { name: 'https://tickets.example.com/T-1042' }).getAttribute('href')).resolves.toBe('https://tickets.example.com/T-1042');
+    await expect(page.getByRole('link', { name: 'https://tickets.example.com/T-1042' }).getAttribute('href')).resolves.toBe(
+      'https://tickets.example.com/T-1042',
+    );
     await expect(page.getByText('policy Refunds with reasons (v1)').isVisible()).resolves.toBe(true);
     // The policy requires a reason with a reject: Reject waits for one.
     const reject = page.getByRole('button', { name: 'Reject' });

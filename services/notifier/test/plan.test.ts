@@ -153,7 +153,13 @@ describe('chat notice content', () => {
   const d = {
     id: 'dec_9',
     status: 'PENDING',
-    context: { title: 'Refund', prompt: 'Refund $40?', aiReasoning: 'Asked twice.', data: { order: 42 }, blocks: [{ kind: 'fields', fields: [{ label: 'Order', value: '42' }] }] },
+    context: {
+      title: 'Refund',
+      prompt: 'Refund $40?',
+      aiReasoning: 'Asked twice.',
+      data: { order: 42 },
+      blocks: [{ kind: 'fields', fields: [{ label: 'Order', value: '42' }] }],
+    },
     expiresAt: null,
     output: null,
     proposedOutput: null,

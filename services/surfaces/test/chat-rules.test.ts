@@ -263,10 +263,18 @@ describe('buttons and targets', () => {
   it('Reject asks for the reason: the Slack modal and the Discord modal (type 9), required under requireRejectNote', () => {
     const m = slackRejectModal({ decisionId: 'dec_1', title: 'T', required: true });
     expect(m).toMatchObject({ type: 'modal', callback_id: 'reject_reason', private_metadata: JSON.stringify({ decisionId: 'dec_1' }) });
-    expect(m.blocks[1]).toMatchObject({ type: 'input', block_id: 'reason', optional: false, element: { type: 'plain_text_input', action_id: 'note', max_length: 4000 } });
+    expect(m.blocks[1]).toMatchObject({
+      type: 'input',
+      block_id: 'reason',
+      optional: false,
+      element: { type: 'plain_text_input', action_id: 'note', max_length: 4000 },
+    });
     expect(slackRejectModal({ decisionId: 'dec_1', title: 'T', required: false }).blocks[1]).toMatchObject({ optional: true });
     const d = discordRejectModal({ decisionId: 'dec_1', title: 'T', required: true });
-    expect(d).toMatchObject({ type: 9, data: { custom_id: 'reject_note:dec_1', components: [{ type: 1, components: [{ type: 4, custom_id: 'note', required: true }] }] } });
+    expect(d).toMatchObject({
+      type: 9,
+      data: { custom_id: 'reject_note:dec_1', components: [{ type: 1, components: [{ type: 4, custom_id: 'note', required: true }] }] },
+    });
     expect(buttonChoice(d.data.custom_id)).toBe('reject');
     expect(decisionOfCustomId(d.data.custom_id)).toBe('dec_1');
   });

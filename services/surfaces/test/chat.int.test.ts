@@ -569,7 +569,12 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       expect(JSON.stringify(res.body.view.blocks)).toContain('rejection was recorded');
       const d = await read(id);
       expect(d).toMatchObject({ status: 'REJECTED', note: 'Wrong service' });
-      expect(d.timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({ actor: A, surface: 'chatA', choice: 'reject', note: 'Wrong service' });
+      expect(d.timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({
+        actor: A,
+        surface: 'chatA',
+        choice: 'reject',
+        note: 'Wrong service',
+      });
     });
 
     it('under requireRejectNote the reason is required: an empty one keeps the modal open with an error, and nothing is counted', async () => {
@@ -585,10 +590,13 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       });
       expect(res.status).toBe(201);
       const id = res.body.decisionId as string;
-      await waitFor(() => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'U_ANN' && String(c.body.text).includes('Strict deploy')), {
-        timeoutMs: 15_000,
-        what: 'the DM',
-      });
+      await waitFor(
+        () => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'U_ANN' && String(c.body.text).includes('Strict deploy')),
+        {
+          timeoutMs: 15_000,
+          what: 'the DM',
+        },
+      );
       await slackReject('U_ANN', id, 2);
       const opened = await waitFor(() => slack.calls.find((c) => c.name === 'views.open' && c.body.trigger_id === 'trigger-2'), { what: 'views.open' });
       expect(opened.body.view.blocks[1]).toMatchObject({ block_id: 'reason', optional: false, label: { text: 'Reason (required)' } });
@@ -1152,7 +1160,14 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       expect(embed.footer.text).toBe('No policy');
       const idx = discord.calls.indexOf(dm);
       const mid = `M${discord.calls.slice(0, idx + 1).filter((c) => c.method === 'POST' && /\/messages$/.test(c.path)).length}`;
-      const base = { id: 'i-cal-r', application_id: 'discord-app-id', channel_id: 'DM_D_CAL', user: { id: 'D_CAL' }, message: { id: mid, channel_id: 'DM_D_CAL' }, token: 't' };
+      const base = {
+        id: 'i-cal-r',
+        application_id: 'discord-app-id',
+        channel_id: 'DM_D_CAL',
+        user: { id: 'D_CAL' },
+        message: { id: mid, channel_id: 'DM_D_CAL' },
+        token: 't',
+      };
       const click = await discordPost({ ...base, type: 3, data: { custom_id: `reject:${id}`, component_type: 2 } });
       expect(click.status).toBe(200);
       expect(click.body).toMatchObject({
@@ -1166,10 +1181,18 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
         type: 5,
         data: { custom_id: `reject_note:${id}`, components: [{ type: 1, components: [{ type: 4, custom_id: 'note', value: 'No rollback plan' }] }] },
       });
-      expect(submit.body).toEqual({ type: 4, data: { content: expect.stringContaining('rejection was recorded'), flags: 64, allowed_mentions: { parse: [] } } });
+      expect(submit.body).toEqual({
+        type: 4,
+        data: { content: expect.stringContaining('rejection was recorded'), flags: 64, allowed_mentions: { parse: [] } },
+      });
       const d = await read(id);
       expect(d).toMatchObject({ status: 'REJECTED', note: 'No rollback plan' });
-      expect(d.timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({ actor: C, surface: 'chatB', choice: 'reject', note: 'No rollback plan' });
+      expect(d.timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({
+        actor: C,
+        surface: 'chatB',
+        choice: 'reject',
+        note: 'No rollback plan',
+      });
     });
   });
 });

@@ -128,7 +128,8 @@ export const DecisionContentSchema = z.object({
   more: z.object({ data: z.number().int().nonnegative(), blocks: z.number().int().nonnegative() }),
 });
 // The schema and the view model's type are one shape (a compile error names a drift).
-const sameShape: [z.infer<typeof DecisionContentSchema>, DecisionContent] extends [DecisionContent, z.infer<typeof DecisionContentSchema>] ? true : never = true;
+const sameShape: [z.infer<typeof DecisionContentSchema>, DecisionContent] extends [DecisionContent, z.infer<typeof DecisionContentSchema>] ? true : never =
+  true;
 void sameShape;
 
 export const ChatNotice = z.object({

@@ -1,13 +1,4 @@
-import {
-  CONTENT_LIMITS,
-  decisionContentHtml,
-  decisionContentOf,
-  decisionContentText,
-  html,
-  rawHtml,
-  type ChatNotice,
-  type PeekView,
-} from '@approvals/shared';
+import { CONTENT_LIMITS, decisionContentHtml, decisionContentOf, decisionContentText, html, rawHtml, type ChatNotice, type PeekView } from '@approvals/shared';
 
 /**
  * Every message the notifier sends to a person, rendered here and nowhere else: the

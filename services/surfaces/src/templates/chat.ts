@@ -216,7 +216,8 @@ export const slackPrivately = (text: string) => ({ response_type: 'ephemeral' as
  * look like a mention (nothing pings anyway: `allowed_mentions`).
  */
 export const discordEscape = (s: string) => s.replace(/[\\*_~`|<>#[\]()-]/g, '\\$&').replace(/@/g, '@\u2060');
-const discordSafeLink = (l: SafeLink) => (l.href ? `[${discordEscape(clip(l.text, 200))}](${l.href.replace(/[()\s]/g, encodeURIComponent)})` : discordEscape(l.text));
+const discordSafeLink = (l: SafeLink) =>
+  l.href ? `[${discordEscape(clip(l.text, 200))}](${l.href.replace(/[()\s]/g, encodeURIComponent)})` : discordEscape(l.text);
 
 /**
  * The decision's content as a Discord embed (the one Discord renderer of it): the question
@@ -236,7 +237,9 @@ export function discordContent(c: DecisionContent, url: string): NonNullable<Dis
   const fields = [
     ...c.data.map((r) => field(discordEscape(r.label), `${discordEscape(r.value.text)}${r.source ? ` *(${discordEscape(r.source)})*` : ''}`, true)),
     ...(c.source ? [field('Source', discordSafeLink(c.source))] : []),
-    ...c.blocks.map((b) => field(discordEscape(b.title), b.lines.map((l) => (l.label ? `**${discordEscape(l.label)}:** ` : '') + discordEscape(l.value.text)).join('\n'))),
+    ...c.blocks.map((b) =>
+      field(discordEscape(b.title), b.lines.map((l) => (l.label ? `**${discordEscape(l.label)}:** ` : '') + discordEscape(l.value.text)).join('\n')),
+    ),
     ...(c.output ? [field(`Proposed output${c.output.title ? `: ${discordEscape(c.output.title)}` : ''}`, discordEscape(c.output.content.text))] : []),
   ].slice(0, 25);
   const footer = [c.policy ? `Policy: ${policyLabel(c.policy)}` : 'No policy', ...(c.deadline ? [`Open until ${c.deadline}`] : [])].join(' · ');

@@ -109,11 +109,6 @@ function renderSummary(d: DecisionView): SafeHtml {
   return decisionContentHtml(decisionContentOf(d, CONTENT_LIMITS.page), { title: false });
 }
 
-function formatTime(iso: string): string {
-  const t = Date.parse(iso);
-  return Number.isNaN(t) ? iso : `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
-}
-
 const notice = (kind: 'ok' | 'warn' | 'bad' | 'info', content: SafeHtml) => html`<div class="notice ${kind === 'info' ? '' : kind}">${content}</div>`;
 
 /** A vote's note, as the API takes it. */
@@ -141,7 +136,13 @@ ${field}
 // ---- GET pages
 
 /** What the link would do, with the decision's content and the reason field; `missingNote`: shown again because a required reason was left empty. */
-export function confirmPage(d: DecisionView, action: LinkAction, email: string, token: string, opts: { note?: string; missingNote?: boolean } = {}): RawHttpReply {
+export function confirmPage(
+  d: DecisionView,
+  action: LinkAction,
+  email: string,
+  token: string,
+  opts: { note?: string; missingNote?: boolean } = {},
+): RawHttpReply {
   const a = ACTION_WORD[action];
   const required = action === 'reject' && d.requireRejectNote;
   return render({

@@ -207,7 +207,11 @@ export function createDiscordChat(c: ChatCommon) {
         return json(200, discordRejectModal({ decisionId: found.d.id, title: c.titleOf(found.d), required: found.d.requireRejectNote }));
       }
       if (submitted) {
-        const typed = i.data?.components?.flatMap((row) => row.components).find((x) => x.custom_id === REJECT_NOTE_INPUT)?.value?.trim() ?? '';
+        const typed =
+          i.data?.components
+            ?.flatMap((row) => row.components)
+            .find((x) => x.custom_id === REJECT_NOTE_INPUT)
+            ?.value?.trim() ?? '';
         return privately(await c.vote(found.org, p, found.d, email, 'reject', typed || undefined));
       }
       return privately(await c.vote(found.org, p, found.d, email, choice));

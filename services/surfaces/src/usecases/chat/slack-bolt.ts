@@ -39,9 +39,7 @@ const SlackViewSubmission = z.object({
   view: z.object({
     callback_id: z.string(),
     private_metadata: z.string().max(3000).optional(),
-    state: z
-      .object({ values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullable().optional() }).passthrough())) })
-      .optional(),
+    state: z.object({ values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullable().optional() }).passthrough())) }).optional(),
   }),
 });
 export type SlackViewSubmission = z.infer<typeof SlackViewSubmission>;
