@@ -216,7 +216,7 @@ describe('web app in Chromium', () => {
     // Markup in data stays text: shown as typed, never run.
     await expect(data.getByText('<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>').isVisible()).resolves.toBe(true);
     await expect(data.getByRole('cell', { name: '{"cpu":2}' }).isVisible()).resolves.toBe(true);
-    await expect(page.evaluate(() => (window as unknown as { __xss?: number }).__xss)).resolves.toBeUndefined();
+    await expect(page.evaluate(() => (globalThis as { __xss?: number }).__xss)).resolves.toBeUndefined();
     await expect(page.getByRole('link', { name: 'https://tickets.example.com/T-1042' }).getAttribute('href')).resolves.toBe(
       'https://tickets.example.com/T-1042',
     );

@@ -579,7 +579,7 @@ describe('surfaces: email action links', () => {
       expect(ok.text).toContain('Your rejection was recorded');
       const d = await read(id);
       expect(d.status).toBe('REJECTED');
-      expect(votes(d).map((v: { actor: string; note: string }) => [v.actor, v.note])).toEqual([
+      expect(votes(d).map((v) => [(v as { actor?: string }).actor, (v as { note?: string }).note])).toEqual([
         [B, 'Too risky today'],
         [A, 'Not before the freeze ends'],
       ]);
