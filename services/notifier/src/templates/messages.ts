@@ -1,4 +1,14 @@
-import { CONTENT_LIMITS, decisionContentHtml, decisionContentOf, decisionContentText, html, rawHtml, type ChatNotice, type PeekView } from '@approvals/shared';
+import {
+  CONTENT_LIMITS,
+  cutText,
+  decisionContentHtml,
+  decisionContentOf,
+  decisionContentText,
+  html,
+  rawHtml,
+  type ChatNotice,
+  type PeekView,
+} from '@approvals/shared';
 
 /**
  * Every message the notifier sends to a person, rendered here and nowhere else: the
@@ -82,10 +92,10 @@ export function renderPush(
   kind: NoticeKind,
   appUrl: string,
 ): { title: string; body: string; url: string; decisionId: string } {
-  const c = decisionContentOf(d, CONTENT_LIMITS.chat);
+  const c = decisionContentOf(d, CONTENT_LIMITS.mail);
   const first = c.blocks[0]?.lines[0]?.value.text;
   const body = c.question?.text ?? (first || 'Open the app to decide.');
-  return { title: `${PREFIX[kind]}${c.title}`.slice(0, 200), body: body.slice(0, 1000), url: appUrl, decisionId: d.id };
+  return { title: cutText(`${PREFIX[kind]}${c.title}`, 200).text, body: cutText(body, 1000).text, url: appUrl, decisionId: d.id };
 }
 
 /** The names people read for channels and signature methods. */
