@@ -36,6 +36,7 @@ export const ERROR_STATUS = {
   artifact_required: 422,
   facts_required: 422,
   invalid_callback_url: 422,
+  note_required: 422,
   context_contract_violation: 422,
   unsatisfiable_policy: 422,
   invalid_policy: 422,

@@ -14,6 +14,8 @@ export * from './runtime';
 export * from './bus/index';
 export * from './contracts/index';
 export * from './policy-contract';
+export * from './decision-content';
+export * from './decision-content-render';
 export * from './contract-engine';
 export * from './metrics';
 export * from './tracing';

@@ -1,3 +1,4 @@
+import { isEnriched } from './enriched';
 import { canonicalize } from './jcs';
 
 /**
@@ -7,10 +8,7 @@ import { canonicalize } from './jcs';
  * a legacy floor see, and the floor itself.
  */
 
-/** An enriched value `{value, src}` is seen by the contract and the floor as its `value`. */
-export function isEnriched(v: unknown): v is { value: unknown; src: unknown } {
-  return typeof v === 'object' && v !== null && !Array.isArray(v) && 'value' in v && 'src' in v && Object.keys(v).length === 2;
-}
+export { isEnriched };
 
 export function plainValues(data: Record<string, unknown> | undefined | null): Record<string, unknown> {
   const out: Record<string, unknown> = {};

@@ -72,7 +72,13 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
       externalRunId: 'run-mail',
       stepRef: 'approve-refund',
       policy: 'refunds',
-      context: { title: 'Refund order 1042', prompt: 'Refund 120 EUR?', blocks: [{ kind: 'text', text: 'Customer asked twice' }] },
+      context: {
+        title: 'Refund order 1042',
+        prompt: 'Refund 120 EUR?',
+        aiReasoning: 'The customer was charged twice.',
+        data: { order: '1042', memo: '<script>alert(1)</script>' },
+        blocks: [{ kind: 'text', text: 'Customer asked twice' }],
+      },
     });
 
     const [annMail] = await waitFor(() => (mailsTo('ann@example.com', 'Refund order 1042').length ? mailsTo('ann@example.com', 'Refund order 1042') : null), {
@@ -82,6 +88,13 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
     await waitFor(() => mailsTo('bob@example.com', 'Refund order 1042').length === 1, { timeoutMs: 15_000, what: 'mail to bob' });
     expect(annMail.subject).toContain('Refund order 1042');
     expect(annMail.body).toContain('Customer asked twice');
+    // The reasoning and the data, in the text part and (escaped) in the HTML part, with the policy.
+    expect(annMail.body).toContain('Why this is asked:\nThe customer was charged twice.'.replace('\n', annMail.body.includes('\r\n') ? '\r\n' : '\n'));
+    expect(annMail.body).toContain('memo: <script>alert(1)</script>');
+    expect(annMail.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(annMail.body).not.toMatch(/<script>alert\(1\)<\/script><\/td>/);
+    expect(annMail.body).toContain('Policy: Refunds (v1)');
+    // The confirm page shows them as well.
     const links = actionLinks(annMail);
     expect(links.approve).toBeDefined();
     expect(links.reject).toBeDefined();
@@ -90,6 +103,9 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
     const page = await stack.http('GET', local(links.approve!));
     expect(page.status).toBe(200);
     expect(page.text).toContain('<form');
+    expect(page.text).toContain('Why this is asked');
+    expect(page.text).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
+    expect(page.text).not.toContain('<script>alert(1)');
     expect((await read(id)).status).toBe('PENDING');
 
     const token = new URL(links.approve!).searchParams.get('token')!;

@@ -145,7 +145,7 @@ describe('web app in Chromium', () => {
       await page.screenshot({ path: SCREENSHOT, fullPage: true });
     }
     await page.getByLabel('Partial refund').check();
-    await page.getByLabel('Note (optional)').fill('half now');
+    await page.getByLabel('Reason (optional)').fill('half now');
     await page.getByRole('button', { name: 'Approve' }).click();
     await page.getByText('APPROVED').first().waitFor();
     const d = (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body;
@@ -185,6 +185,51 @@ describe('web app in Chromium', () => {
     await page.getByLabel('Feedback for the model').fill('be warmer');
     await page.getByRole('button', { name: 'Refine with the model' }).click();
     await waitFor(async () => ((await draft.inputValue()).includes('revised: be warmer') ? true : null), { what: 'the refined draft in the editor' });
+    await ctx.close();
+  });
+
+  it('reviewer: the decision page shows the data, "Why this is asked", the source and the policy, all as text; a reject under requireRejectNote waits for a reason', async () => {
+    const key = 'web-reasons';
+    const pol = await stack.http('POST', '/v1/policies/', {
+      token: admin,
+      body: { key, name: 'Refunds with reasons', defaults: { approvers: [REVIEWER] }, requireRejectNote: true },
+    });
+    expect(pol.status).toBe(201);
+    const id = await openDecision('web-context', {
+      approvers: undefined,
+      policy: key,
+      context: {
+        title: 'Refund order web-context',
+        prompt: 'Refund the customer?',
+        aiReasoning: 'The customer was charged twice for order 1042.',
+        data: { service: 'billing-api', payload: '<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>', limits: { cpu: 2 } },
+        sourceUrl: 'https://tickets.example.com/T-1042',
+      },
+    });
+    const { page, ctx } = await open(stack.session({ org, email: REVIEWER }), `/app/decisions/${id}`);
+    await page.getByRole('heading', { name: 'Refund order web-context' }).waitFor();
+    await page.getByRole('heading', { name: 'Why this is asked' }).waitFor();
+    await expect(page.getByText('The customer was charged twice for order 1042.').isVisible()).resolves.toBe(true);
+    const data = page.getByRole('region', { name: 'Data' });
+    await expect(data.getByRole('rowheader', { name: 'service' }).isVisible()).resolves.toBe(true);
+    await expect(data.getByRole('cell', { name: 'billing-api' }).isVisible()).resolves.toBe(true);
+    // Markup in data stays text: shown as typed, never run.
+    await expect(data.getByText('<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>').isVisible()).resolves.toBe(true);
+    await expect(data.getByRole('cell', { name: '{"cpu":2}' }).isVisible()).resolves.toBe(true);
+    await expect(page.evaluate(() => (globalThis as { __xss?: number }).__xss)).resolves.toBeUndefined();
+    await expect(page.getByRole('link', { name: 'https://tickets.example.com/T-1042' }).getAttribute('href')).resolves.toBe(
+      'https://tickets.example.com/T-1042',
+    );
+    await expect(page.getByText('policy Refunds with reasons (v1)').isVisible()).resolves.toBe(true);
+    // The policy requires a reason with a reject: Reject waits for one.
+    const reject = page.getByRole('button', { name: 'Reject' });
+    await expect(reject.isDisabled()).resolves.toBe(true);
+    await page.getByLabel('Reason (required with a reject)').fill('Already refunded by hand');
+    await expect(reject.isDisabled()).resolves.toBe(false);
+    await reject.click();
+    await page.getByText('REJECTED').first().waitFor();
+    const d = (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body;
+    expect(d).toMatchObject({ status: 'REJECTED', decidedBy: REVIEWER, note: 'Already refunded by hand' });
     await ctx.close();
   });
 

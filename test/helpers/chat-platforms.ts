@@ -132,6 +132,11 @@ export async function startSlackStandIn(opts: { team?: { id: string; name: strin
         ts += 1;
         // A DM to a user id opens the IM channel D<user>.
         return reply({ ok: true, channel: String(body.channel).startsWith('U') ? `D${body.channel}` : body.channel, ts: `${ts}.000100` });
+      case 'views.open':
+        // A trigger_id comes with a click and opens one modal.
+        if (!authed) return reply({ ok: false, error: 'not_authed' });
+        if (typeof body.trigger_id !== 'string' || !body.trigger_id) return reply({ ok: false, error: 'invalid_trigger_id' });
+        return reply({ ok: true, view: { id: `V${(ts += 1)}`, ...(body.view as object) } });
       case 'chat.update':
         return reply(authed ? { ok: true, channel: body.channel, ts: body.ts } : { ok: false, error: 'not_authed' });
       case 'users.lookupByEmail': {

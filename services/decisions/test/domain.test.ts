@@ -98,6 +98,17 @@ describe('a vote', () => {
     expect(voteRuling(text, ballot({ choice: 'reject' }), clock.now())).toEqual({ kind: 'record' });
   });
 
+  it('under requireRejectNote, a reject without a reason (empty or blank) is note_required; an approve needs none', () => {
+    const strict = { ...open(), requireRejectNote: true };
+    expect(voteRuling(strict, ballot({ choice: 'reject' }), clock.now())).toEqual({ kind: 'note_required' });
+    expect(voteRuling(strict, ballot({ choice: 'reject', note: '  ' }), clock.now())).toEqual({ kind: 'note_required' });
+    expect(voteRuling(strict, ballot({ choice: 'reject', note: 'wrong service' }), clock.now())).toEqual({ kind: 'record' });
+    expect(voteRuling(strict, ballot(), clock.now())).toEqual({ kind: 'record' });
+    expect(voteRuling(open(), ballot({ choice: 'reject' }), clock.now())).toEqual({ kind: 'record' });
+    // Who may vote and whether they did come first.
+    expect(voteRuling(strict, ballot({ choice: 'reject', votedBefore: true }), clock.now())).toEqual({ kind: 'already_voted' });
+  });
+
   it('resolves at the first threshold reached', () => {
     const t = { approvalsRequired: 2, rejectionsRequired: 1 };
     expect(outcomeOf({ ...t, approvals: 1, rejections: 0 })).toBeNull();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import type { ResolvedApprover } from '@approvals/shared';
 import { escalationTarget, initialTargets, orderedTargets, pushTargets, retryDelayMs, withPersonalChannels } from '../src/domain/plan';
-import { renderChatNotice, renderEmail, summarizeBlock } from '../src/templates/messages';
+import { renderChatNotice, renderEmail } from '../src/templates/messages';
 
 const approver = (over: Partial<ResolvedApprover> = {}): ResolvedApprover => ({
   email: 'ann@example.com',
@@ -79,16 +79,22 @@ describe('email content', () => {
     responseSpec: null,
     requiresSignature: false,
     esign: null,
+    output: null,
+    proposedOutput: null,
+    policy: null,
+    policyName: null,
+    policyVersion: null,
     expiresAt: '2026-11-22T10:00:00.000Z',
   } as never;
 
-  it('renders subject, escaped HTML, summarized blocks and links', () => {
+  it('renders subject, escaped HTML, the blocks and links', () => {
     const m = renderEmail({ d: base, kind: 'notify', links: { approve: 'https://x/a', reject: 'https://x/r' }, appUrl: 'https://x/app/decisions/dec_1' });
     expect(m.subject).toBe('Approval needed: Ship <v2>');
     expect(m.html).toContain('Ship &lt;v2&gt;');
     expect(m.html).not.toContain('<v2>');
-    expect(m.text).toContain('- Env: prod');
+    expect(m.text).toContain('  Env: prod');
     expect(m.text).toContain('Approve: https://x/a');
+    expect(m.text).toContain('Open until 2026-11-22T10:00:00.000Z');
     expect(renderEmail({ d: base, kind: 'remind', appUrl: 'u' }).subject).toBe('Reminder: Ship <v2>');
   });
 
@@ -106,10 +112,40 @@ describe('email content', () => {
     expect(m.html).not.toContain('signing');
   });
 
-  it('summarizes each block kind in one line', () => {
-    expect(summarizeBlock({ kind: 'diff', before: 'a', after: 'b' })).toBe('change: a → b');
-    expect(summarizeBlock({ kind: 'tool_call', tool: 'refund', args: { id: 1 } })).toBe('tool refund {"id":1}');
-    expect(summarizeBlock({ kind: 'ai_output', model: 'm', output: 'x'.repeat(400) })).toHaveLength(3 + 300 + 1);
+  it('shows the reasoning, the data as a table (nested as JSON, cut visibly), the source, the output and the policy, all escaped', () => {
+    const d = {
+      ...(base as object),
+      context: {
+        title: 'Deploy',
+        aiReasoning: 'The canary is <b>green</b>.',
+        data: { service: '<script>alert(1)</script>', version: { value: '1.2.3', src: 'ci' }, limits: { cpu: 2 }, log: 'x'.repeat(5000) },
+        sourceUrl: 'javascript:alert(1)',
+      },
+      proposedOutput: { content: 'Release notes <i>here</i>' },
+      policy: 'deploys',
+      policyName: 'Production deploys',
+      policyVersion: 3,
+    } as never;
+    const m = renderEmail({ d, kind: 'notify', appUrl: 'https://x/app' });
+    expect(m.html).toContain('Why this is asked');
+    expect(m.html).toContain('The canary is &lt;b&gt;green&lt;/b&gt;.');
+    expect(m.html).toMatch(/<th[^>]*>service<\/th><td[^>]*>&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+    expect(m.html).not.toContain('<script>');
+    expect(m.html).toContain('1.2.3 <small');
+    expect(m.html).toContain('{&quot;cpu&quot;:2}');
+    expect(m.html).toContain(`${'x'.repeat(999)}…`);
+    expect(m.html).not.toContain('x'.repeat(1000));
+    // Not http(s): text, never a link.
+    expect(m.html).not.toContain('href="javascript');
+    expect(m.html).toContain('javascript:alert(1)');
+    expect(m.html).toContain('Release notes &lt;i&gt;here&lt;/i&gt;');
+    expect(m.html).toContain('Policy Production deploys (v3)');
+    expect(m.text).toContain('Why this is asked:\nThe canary is <b>green</b>.');
+    expect(m.text).toContain('service: <script>alert(1)</script>');
+    expect(m.text).toContain('version: 1.2.3 (ci)');
+    expect(m.text).toContain('limits: {"cpu":2}');
+    expect(m.text).toContain('Source: javascript:alert(1)');
+    expect(m.text).toContain('Policy: Production deploys (v3)');
   });
 });
 
@@ -117,21 +153,34 @@ describe('chat notice content', () => {
   const d = {
     id: 'dec_9',
     status: 'PENDING',
-    context: { title: 'Refund', prompt: 'Refund $40?', blocks: [{ kind: 'fields', fields: [{ label: 'Order', value: '42' }] }] },
+    context: {
+      title: 'Refund',
+      prompt: 'Refund $40?',
+      aiReasoning: 'Asked twice.',
+      data: { order: 42 },
+      blocks: [{ kind: 'fields', fields: [{ label: 'Order', value: '42' }] }],
+    },
     expiresAt: null,
+    output: null,
+    proposedOutput: null,
+    policy: 'refunds',
+    policyName: 'Refunds',
+    policyVersion: 2,
     answerableByLink: true,
     linkAnswers: ['approve', 'reject'],
   } as never;
-  it('carries title, question, key context and the buttons decisions allows', () => {
-    expect(renderChatNotice(d, 'remind', 'https://app/x')).toEqual({
-      kind: 'remind',
-      heading: 'Reminder: ',
+  it('carries the content (the one view model, cut for chat) and the buttons decisions allows', () => {
+    const n = renderChatNotice(d, 'remind', 'https://app/x');
+    expect(n).toMatchObject({ kind: 'remind', heading: 'Reminder: ', buttons: ['approve', 'reject'], appUrl: 'https://app/x' });
+    expect(n.content).toMatchObject({
       title: 'Refund',
-      question: 'Refund $40?',
-      lines: ['Order: 42'],
-      buttons: ['approve', 'reject'],
-      appUrl: 'https://app/x',
-      expiresAt: null,
+      question: { text: 'Refund $40?', cut: false },
+      reasoning: { text: 'Asked twice.', cut: false },
+      data: [{ label: 'order', value: { text: '42', cut: false }, source: null }],
+      blocks: [{ kind: 'fields', title: 'Details', lines: [{ label: 'Order', value: { text: '42', cut: false } }] }],
+      policy: { key: 'refunds', name: 'Refunds', version: 2 },
+      deadline: null,
+      signature: null,
     });
     const signed = renderChatNotice(
       {
@@ -145,7 +194,7 @@ describe('chat notice content', () => {
       'u',
     );
     expect(signed.buttons).toEqual([]);
-    expect(signed.lines.at(-1)).toBe('Decided by signing the document: https://sign/e');
+    expect(signed.content.signature).toEqual({ document: { text: 'https://sign/e', href: 'https://sign/e' } });
     expect(renderChatNotice({ ...(d as object), answerableByLink: false, linkAnswers: ['reject'] } as never, 'notify', 'u').buttons).toEqual(['reject']);
   });
 });

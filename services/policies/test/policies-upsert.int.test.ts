@@ -87,6 +87,7 @@ describe('policy upsert over HTTP', () => {
         contextSchema: body.contextSchema,
         requiresSignature: false,
         requireFacts: false,
+        requireRejectNote: false,
         floor: body.floor,
         version: 1,
         versionId: expect.stringMatching(/^pv_/),
@@ -210,6 +211,28 @@ describe('policy upsert over HTTP', () => {
       const off = await post({ ...base, requireFacts: false });
       expect(off.body).toMatchObject({ version: 4, requireFacts: false, contentHash: plain.body.contentHash });
       expectInvalid(await post({ ...base, requireFacts: 'yes' }), 'body.requireFacts');
+    });
+  });
+
+  describe('requireRejectNote', () => {
+    it('is versioned and content-hashed like requireFacts: set, read back, merged by PUT, and unset again', async () => {
+      const key = uniqueKey('reasons');
+      const base = { key, name: 'Refunds', defaults: { approvers: ['a@example.com'] } };
+      const plain = await post(base);
+      expect(plain.body).toMatchObject({ version: 1, requireRejectNote: false });
+      const strict = await post({ ...base, requireRejectNote: true });
+      expect(strict.body).toMatchObject({
+        version: 2,
+        requireRejectNote: true,
+        contentHash: factsHash({ defaults: { approvers: ['a@example.com'] }, requireRejectNote: true }),
+      });
+      const v2 = await stack.http('GET', `/v1/worker/policies/${key}/versions/2`, { token: apiKey });
+      expect(v2.body.definition).toMatchObject({ requireRejectNote: true });
+      const put = await stack.http('PUT', `/v1/policies/${key}`, { token: editor, body: { timeoutSec: 600 } });
+      expect(put.body).toMatchObject({ version: 3, requireRejectNote: true, timeoutSec: 600 });
+      const off = await post({ ...base, requireRejectNote: false });
+      expect(off.body).toMatchObject({ version: 4, requireRejectNote: false, contentHash: plain.body.contentHash });
+      expectInvalid(await post({ ...base, requireRejectNote: 'yes' }), 'body.requireRejectNote');
     });
   });
 

@@ -2,11 +2,13 @@ import { describe, expect, it } from '@jest/globals';
 import { createHmac, generateKeyPairSync, sign } from 'node:crypto';
 import {
   BROWSER_BINDING_COOKIE,
+  CONTENT_LIMITS,
   ManualClock,
   browserBindingCookie,
   browserBindingHash,
   browserMatches,
   browserNonceOf,
+  decisionContentOf,
   newBrowserNonce,
 } from '@approvals/shared';
 import {
@@ -24,12 +26,14 @@ import {
 import {
   discordAnnounce,
   discordNotice,
+  discordRejectModal,
   discordOutcome,
   discordPrivately,
   discordTestMessage,
   slackAnnounce,
   slackEscape,
   slackNotice,
+  slackRejectModal,
   slackOutcome,
   slackPrivately,
   slackTestMessage,
@@ -141,12 +145,9 @@ describe('buttons and targets', () => {
     const notice = {
       kind: 'notify' as const,
       heading: 'Approval needed: ',
-      title: 'Sign <it>',
-      question: 'a & b',
-      lines: ['x: <y>'],
+      content: decisionContentOf({ id: 'dec_1', context: { title: 'Sign <it>', prompt: 'a & b', data: { x: '<y>' } } }, CONTENT_LIMITS.chat),
       buttons: [] as Array<'approve' | 'reject'>,
       appUrl: 'https://app/x',
-      expiresAt: null,
     };
     const signed = slackNotice(notice, 'dec_1');
     const actions = signed.blocks!.find((b) => b.type === 'actions') as { elements: Array<{ action_id: string }> };
@@ -162,12 +163,27 @@ describe('buttons and targets', () => {
     const notice = {
       kind: 'notify' as const,
       heading: 'Approval needed: ',
-      title: evil,
-      question: evil,
-      lines: [`why: ${evil}`],
+      content: decisionContentOf(
+        {
+          id: 'dec_1',
+          context: {
+            title: evil,
+            prompt: evil,
+            aiReasoning: evil,
+            data: { [evil]: evil, nested: { x: evil } },
+            sourceUrl: evil,
+            blocks: [{ kind: 'fields', title: evil, fields: [{ label: evil, value: evil }] }],
+          },
+          proposedOutput: { title: evil, content: evil },
+          policy: 'p',
+          policyName: evil,
+          policyVersion: 1,
+          expiresAt: evil,
+        },
+        CONTENT_LIMITS.chat,
+      ),
       buttons: ['approve' as const],
       appUrl: 'https://app/x',
-      expiresAt: evil,
     };
     const slack = [
       slackNotice(notice, 'dec_1'),
@@ -195,5 +211,71 @@ describe('buttons and targets', () => {
       discordPrivately(evil).data,
     ];
     for (const m of discord) expect(m.allowed_mentions).toEqual({ parse: [] });
+    // Discord: every text it parses shows the mention syntax as typed (backslash-escaped), and @ cannot read as a mention.
+    const embed = discordNotice(notice, 'dec_1').embeds![0] as { description: string; fields: Array<{ name: string; value: string }> };
+    for (const t of [embed.description, ...embed.fields.flatMap((f) => [f.name, f.value])]) {
+      expect(t).not.toMatch(/(^|[^\\])<[@#!]/);
+      expect(t).not.toMatch(/@everyone/);
+    }
+    const modal = slackRejectModal({ decisionId: 'dec_1', title: evil, required: true });
+    for (const t of parsed({ text: '', blocks: modal.blocks })) expect(t).not.toMatch(/<[!@#]/);
+  });
+
+  it('a notice shows the content on both platforms: reasoning, data, a source link only when http(s), the policy, cut values marked', () => {
+    const content = decisionContentOf(
+      {
+        id: 'dec_2',
+        context: {
+          title: 'Deploy api',
+          aiReasoning: 'The canary is green.',
+          data: { service: 'api', version: { value: '1.2.3', src: 'ci' }, log: 'y'.repeat(500) },
+          sourceUrl: 'https://ci.example.com/run/1',
+        },
+        policy: 'deploys',
+        policyName: 'Deploys',
+        policyVersion: 4,
+        expiresAt: '2026-12-01T00:00:00.000Z',
+      },
+      CONTENT_LIMITS.chat,
+    );
+    const n = { kind: 'notify' as const, heading: 'Approval needed: ', content, buttons: ['approve' as const, 'reject' as const], appUrl: 'https://app/x' };
+    const slackText = JSON.stringify(slackNotice(n, 'dec_2').blocks);
+    expect(slackText).toContain('*Why this is asked*\\nThe canary is green.');
+    expect(slackText).toContain('*service*\\napi');
+    expect(slackText).toContain('*version*\\n1.2.3 _(ci)_');
+    expect(slackText).toContain(`${'y'.repeat(149)}…`);
+    expect(slackText).toContain('<https://ci.example.com/run/1|https://ci.example.com/run/1>');
+    expect(slackText).toContain('Policy: Deploys (v4) · Open until 2026-12-01T00:00:00.000Z');
+    const embed = discordNotice(n, 'dec_2').embeds![0] as { description: string; fields: Array<{ name: string; value: string }>; footer: { text: string } };
+    expect(embed.description).toBe('**Why this is asked**\nThe canary is green.');
+    expect(embed.fields).toEqual(
+      expect.arrayContaining([
+        { name: 'service', value: 'api', inline: true },
+        { name: 'Source', value: '[https://ci.example.com/run/1](https://ci.example.com/run/1)', inline: false },
+      ]),
+    );
+    expect(embed.footer.text).toBe('Policy: Deploys (v4) · Open until 2026-12-01T00:00:00.000Z');
+    const unsafe = decisionContentOf({ id: 'd', context: { sourceUrl: 'javascript:alert(1)' } }, CONTENT_LIMITS.chat);
+    expect(unsafe.source).toEqual({ text: 'javascript:alert(1)', href: null });
+    expect(JSON.stringify(slackNotice({ ...n, content: unsafe }, 'd').blocks)).not.toContain('<javascript');
+  });
+
+  it('Reject asks for the reason: the Slack modal and the Discord modal (type 9), required under requireRejectNote', () => {
+    const m = slackRejectModal({ decisionId: 'dec_1', title: 'T', required: true });
+    expect(m).toMatchObject({ type: 'modal', callback_id: 'reject_reason', private_metadata: JSON.stringify({ decisionId: 'dec_1' }) });
+    expect(m.blocks[1]).toMatchObject({
+      type: 'input',
+      block_id: 'reason',
+      optional: false,
+      element: { type: 'plain_text_input', action_id: 'note', max_length: 4000 },
+    });
+    expect(slackRejectModal({ decisionId: 'dec_1', title: 'T', required: false }).blocks[1]).toMatchObject({ optional: true });
+    const d = discordRejectModal({ decisionId: 'dec_1', title: 'T', required: true });
+    expect(d).toMatchObject({
+      type: 9,
+      data: { custom_id: 'reject_note:dec_1', components: [{ type: 1, components: [{ type: 4, custom_id: 'note', required: true }] }] },
+    });
+    expect(buttonChoice(d.data.custom_id)).toBe('reject');
+    expect(decisionOfCustomId(d.data.custom_id)).toBe('dec_1');
   });
 });

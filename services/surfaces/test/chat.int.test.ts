@@ -514,6 +514,101 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
     });
   });
 
+  describe('a reason with a Slack reject', () => {
+    const A = 'ann@example.com';
+    const slackReject = (user: string, decisionId: string, n: number) =>
+      slackPost('/v1/surfaces/chatA/interactivity', {
+        payload: JSON.stringify({
+          type: 'block_actions',
+          team: { id: slack.team.id, domain: 'acme' },
+          user: { id: user, team_id: slack.team.id },
+          trigger_id: `trigger-${n}`,
+          actions: [{ action_id: 'reject', value: decisionId, type: 'button', block_id: `decision:${decisionId}` }],
+          response_url: `${slack.url}/respond/r${n}`,
+        }),
+      });
+    const submitReason = (user: string, metadata: string, note: string | null) =>
+      slackPost('/v1/surfaces/chatA/interactivity', {
+        payload: JSON.stringify({
+          type: 'view_submission',
+          team: { id: slack.team.id, domain: 'acme' },
+          user: { id: user, team_id: slack.team.id },
+          view: {
+            id: 'V1',
+            callback_id: 'reject_reason',
+            private_metadata: metadata,
+            state: { values: { reason: { note: { type: 'plain_text_input', value: note } } } },
+          },
+        }),
+      });
+
+    it('the DM shows the data and the reasoning; Reject opens a modal (views.open with the trigger_id); the submission records the vote with the reason', async () => {
+      const id = await open('chat-a-reason', [A], {
+        context: { title: 'Deploy billing', prompt: 'Ship it?', aiReasoning: 'The canary is <!channel> green.', data: { service: 'billing-api' } },
+      });
+      const dm = await waitFor(
+        () => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'U_ANN' && String(c.body.text).includes('Deploy billing')),
+        { timeoutMs: 15_000, what: 'the DM with the content' },
+      );
+      const blocks = JSON.stringify(dm.body.blocks);
+      expect(blocks).toContain('*Why this is asked*\\nThe canary is &lt;!channel&gt; green.');
+      expect(blocks).toContain('*service*\\nbilling-api');
+      expect(blocks).toContain('No policy');
+
+      expect((await slackReject('U_ANN', id, 1)).status).toBe(200);
+      const opened = await waitFor(() => slack.calls.find((c) => c.name === 'views.open' && c.body.trigger_id === 'trigger-1'), { what: 'views.open' });
+      expect(opened.headers.authorization).toBe(`Bearer ${slack.botToken}`);
+      expect(opened.body.view).toMatchObject({ type: 'modal', callback_id: 'reject_reason' });
+      expect(opened.body.view.blocks[1]).toMatchObject({ type: 'input', block_id: 'reason', optional: true });
+      // Opening the form counts nothing.
+      expect((await read(id)).tally.rejections).toBe(0);
+
+      const res = await submitReason('U_ANN', opened.body.view.private_metadata, 'Wrong service');
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ response_action: 'update', view: { type: 'modal' } });
+      expect(JSON.stringify(res.body.view.blocks)).toContain('rejection was recorded');
+      const d = await read(id);
+      expect(d).toMatchObject({ status: 'REJECTED', note: 'Wrong service' });
+      expect(d.timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({
+        actor: A,
+        surface: 'chatA',
+        choice: 'reject',
+        note: 'Wrong service',
+      });
+    });
+
+    it('under requireRejectNote the reason is required: an empty one keeps the modal open with an error, and nothing is counted', async () => {
+      const key = `chat-reasons-${Date.now().toString(36)}`;
+      const pol = await stack.http('POST', '/v1/policies/', {
+        token: admin,
+        body: { key, name: 'Reasons', defaults: { approvers: [A] }, requireRejectNote: true },
+      });
+      expect(pol.status).toBe(201);
+      const res = await stack.http('POST', '/v1/worker/decisions', {
+        token: apiKey,
+        body: { engine: 'bundled', externalRunId: 'chat-a-reason-required', stepRef: 'approve', policy: key, context: { title: 'Strict deploy' } },
+      });
+      expect(res.status).toBe(201);
+      const id = res.body.decisionId as string;
+      await waitFor(
+        () => slack.calls.find((c) => c.name === 'chat.postMessage' && c.body.channel === 'U_ANN' && String(c.body.text).includes('Strict deploy')),
+        {
+          timeoutMs: 15_000,
+          what: 'the DM',
+        },
+      );
+      await slackReject('U_ANN', id, 2);
+      const opened = await waitFor(() => slack.calls.find((c) => c.name === 'views.open' && c.body.trigger_id === 'trigger-2'), { what: 'views.open' });
+      expect(opened.body.view.blocks[1]).toMatchObject({ block_id: 'reason', optional: false, label: { text: 'Reason (required)' } });
+      const empty = await submitReason('U_ANN', opened.body.view.private_metadata, null);
+      expect(empty.body).toEqual({ response_action: 'errors', errors: { reason: expect.stringContaining('requires a reason') } });
+      expect((await read(id)).tally.rejections).toBe(0);
+      const ok = await submitReason('U_ANN', opened.body.view.private_metadata, 'Freeze week');
+      expect(JSON.stringify(ok.body.view.blocks)).toContain('rejection was recorded');
+      expect(await read(id)).toMatchObject({ status: 'REJECTED', note: 'Freeze week' });
+    });
+  });
+
   describe('no live mention in anything posted (Slack)', () => {
     /** Every text Slack parses for mentions in a message: the top-level text and each mrkdwn field. */
     const parsedTexts = (body: Record<string, any>): string[] => {
@@ -1039,6 +1134,65 @@ describe('chat surfaces: Slack (chatA) and Discord (chatB)', () => {
       });
       expect(ok.body.data.content).toContain('approval was recorded');
       expect((await read(id)).timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({ actor: DEE, surface: 'chatB' });
+    });
+
+    it('the DM shows the data and the reasoning; Reject answers a modal (type 9) and its MODAL_SUBMIT (type 5) records the vote with the reason', async () => {
+      const id = await open('chat-b-reason', [C], {
+        context: {
+          title: 'Deploy billing',
+          prompt: 'Ship it?',
+          aiReasoning: 'The canary is green.',
+          data: { service: 'billing-api', version: { value: '4.2.0', src: 'ci' } },
+        },
+      });
+      const dm = await waitFor(
+        () => discord.calls.find((c) => c.method === 'POST' && c.path === '/channels/DM_D_CAL/messages' && String(c.body.content).includes('Deploy billing')),
+        { timeoutMs: 15_000, what: 'Discord DM with the content' },
+      );
+      const embed = dm.body.embeds[0];
+      expect(embed.description).toContain('**Why this is asked**\nThe canary is green.');
+      expect(embed.fields).toEqual(
+        expect.arrayContaining([
+          { name: 'service', value: 'billing\\-api', inline: true },
+          { name: 'version', value: '4.2.0 *(ci)*', inline: true },
+        ]),
+      );
+      expect(embed.footer.text).toBe('No policy');
+      const idx = discord.calls.indexOf(dm);
+      const mid = `M${discord.calls.slice(0, idx + 1).filter((c) => c.method === 'POST' && /\/messages$/.test(c.path)).length}`;
+      const base = {
+        id: 'i-cal-r',
+        application_id: 'discord-app-id',
+        channel_id: 'DM_D_CAL',
+        user: { id: 'D_CAL' },
+        message: { id: mid, channel_id: 'DM_D_CAL' },
+        token: 't',
+      };
+      const click = await discordPost({ ...base, type: 3, data: { custom_id: `reject:${id}`, component_type: 2 } });
+      expect(click.status).toBe(200);
+      expect(click.body).toMatchObject({
+        type: 9,
+        data: { custom_id: `reject_note:${id}`, components: [{ type: 1, components: [{ type: 4, custom_id: 'note', required: false }] }] },
+      });
+      // The click alone counts nothing.
+      expect((await read(id)).tally.rejections).toBe(0);
+      const submit = await discordPost({
+        ...base,
+        type: 5,
+        data: { custom_id: `reject_note:${id}`, components: [{ type: 1, components: [{ type: 4, custom_id: 'note', value: 'No rollback plan' }] }] },
+      });
+      expect(submit.body).toEqual({
+        type: 4,
+        data: { content: expect.stringContaining('rejection was recorded'), flags: 64, allowed_mentions: { parse: [] } },
+      });
+      const d = await read(id);
+      expect(d).toMatchObject({ status: 'REJECTED', note: 'No rollback plan' });
+      expect(d.timeline.find((t: { type: string }) => t.type === 'vote')).toMatchObject({
+        actor: C,
+        surface: 'chatB',
+        choice: 'reject',
+        note: 'No rollback plan',
+      });
     });
   });
 });

@@ -498,6 +498,94 @@ describe('surfaces: email action links', () => {
     });
   });
 
+  // ---- what the page shows, and the reason
+
+  describe('the context and the reason', () => {
+    const postWith = (link: string, note: string) =>
+      stack.http('POST', pathOf(link), {
+        rawBody: new URLSearchParams({ token: tokenOf(link), note }).toString(),
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      });
+
+    it('the confirm page shows the data as a table, "Why this is asked" and the source, escaped; a reason typed is recorded on the vote', async () => {
+      const { id, expiresAt } = await open({
+        approvalsRequired: 2,
+        context: {
+          title: 'Deploy billing',
+          prompt: 'Ship it?',
+          aiReasoning: 'The canary is <b>green</b> for 30 minutes.',
+          data: { service: '<script>alert(1)</script>', version: { value: '4.2.0', src: 'ci' }, limits: { cpu: 2 } },
+          sourceUrl: 'https://ci.example.com/run/42',
+        },
+      });
+      const links = await mint(id, A, expiresAt);
+      const page = await get(links.reject!);
+      expectPage(page, 200);
+      expect(page.text).toContain('Why this is asked');
+      expect(page.text).toContain('The canary is &lt;b&gt;green&lt;/b&gt; for 30 minutes.');
+      expect(page.text).toMatch(/<th[^>]*>service<\/th><td[^>]*>&lt;script&gt;alert\(1\)&lt;\/script&gt;/);
+      expect(page.text).toContain('4.2.0 <small');
+      expect(page.text).toContain('{&quot;cpu&quot;:2}');
+      expect(page.text).toContain('<a href="https://ci.example.com/run/42" rel="noreferrer noopener">');
+      expect(page.text).toContain('No policy');
+      // The reason: optional here.
+      expect(page.text).toMatch(/<textarea id="note" name="note" rows="4" maxlength="4000">/);
+
+      const res = await postWith(links.reject!, 'Wrong service\r\nand no rollback plan');
+      expectPage(res, 200);
+      expect(res.text).toContain('Your rejection was recorded');
+      const d = await read(id);
+      expect(votes(d)).toEqual([expect.objectContaining({ actor: A, choice: 'reject', surface: 'email', note: 'Wrong service\nand no rollback plan' })]);
+    });
+
+    it('under a policy with requireRejectNote: the page insists, a reject without a reason records nothing and the link still works; the API answers 422 note_required', async () => {
+      const key = uniq('reasons');
+      const pol = await stack.http('POST', '/v1/policies/', {
+        token: admin,
+        body: { key, name: 'Reasons required', defaults: { approvers: [A, B], approvalsRequired: 2, rejectionsRequired: 2 }, requireRejectNote: true },
+      });
+      expect(pol.status).toBe(201);
+      expect(pol.body).toMatchObject({ requireRejectNote: true });
+      const { id, expiresAt } = await open({ approvers: undefined, policy: key });
+      const view = await read(id);
+      expect(view).toMatchObject({ policy: key, policyName: 'Reasons required', policyVersion: 1, requireRejectNote: true });
+      const links = await mint(id, A, expiresAt);
+      const page = await get(links.reject!);
+      expectPage(page, 200);
+      expect(page.text).toContain('Policy Reasons required (v1)');
+      expect(page.text).toMatch(/<textarea id="note" name="note" rows="4" maxlength="4000" required>/);
+      // Approve needs no reason.
+      expect((await get(links.approve!)).text).not.toMatch(/<textarea[^>]* required>/);
+
+      const before = await snapshot(id);
+      const refused = await postWith(links.reject!, '   ');
+      expectPage(refused, 422);
+      expect(refused.text).toContain('requires a reason with a reject');
+      expect(hasForm(refused)).toBe(true);
+      expect(await snapshot(id)).toEqual(before);
+      expect((await tokenRow(links.reject!)).used_at).toBeNull();
+
+      // Over REST: the same rule, 422 note_required.
+      const ben = stack.session({ org, email: B });
+      const rest = await stack.http('POST', `/v1/decisions/${id}/decide`, { token: ben, body: { decision: 'reject' } });
+      expect(rest.status).toBe(422);
+      expect(rest.body).toMatchObject({ error: 'note_required' });
+      expect(await snapshot(id)).toEqual(before);
+      const restOk = await stack.http('POST', `/v1/decisions/${id}/decide`, { token: ben, body: { decision: 'reject', note: 'Too risky today' } });
+      expect(restOk.status).toBe(200);
+
+      const ok = await postWith(links.reject!, 'Not before the freeze ends');
+      expectPage(ok, 200);
+      expect(ok.text).toContain('Your rejection was recorded');
+      const d = await read(id);
+      expect(d.status).toBe('REJECTED');
+      expect(votes(d).map((v) => [(v as { actor?: string }).actor, (v as { note?: string }).note])).toEqual([
+        [B, 'Too risky today'],
+        [A, 'Not before the freeze ends'],
+      ]);
+    });
+  });
+
   // ---- claims
 
   describe('claims', () => {

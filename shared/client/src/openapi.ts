@@ -467,7 +467,7 @@ export interface paths {
         put?: never;
         /**
          * Record one vote (an API key gets 403 not_an_approver)
-         * @description A second vote by the same reviewer is 409 `already_voted` with `status` and the recorded `vote` `{choice, note, surface, responseValue?, at}`, also when the decision has since resolved (a retry whose answer was lost learns that its vote counted). Anyone else voting on a resolved decision gets 409 `not_pending` with `status`. Session or API key. Any signed-in role; a `reviewer` reaches only the decisions naming them (others 404).
+         * @description A second vote by the same reviewer is 409 `already_voted` with `status` and the recorded `vote` `{choice, note, surface, responseValue?, at}`, also when the decision has since resolved (a retry whose answer was lost learns that its vote counted). Anyone else voting on a resolved decision gets 409 `not_pending` with `status`. Under a policy with `requireRejectNote`, a reject without a `note` is 422 `note_required`. Session or API key. Any signed-in role; a `reviewer` reaches only the decisions naming them (others 404).
          */
         post: operations["post_v1_decisions_id_decide"];
         delete?: never;
@@ -1987,7 +1987,9 @@ export interface operations {
                                 content: string;
                             } | null;
                             policy: string | null;
+                            policyName: string | null;
                             policyVersion: number | null;
+                            requireRejectNote: boolean;
                             policyVersionId: string | null;
                             externalRunId: string;
                             stepRef: string;
@@ -2506,7 +2508,9 @@ export interface operations {
                             content: string;
                         } | null;
                         policy: string | null;
+                        policyName: string | null;
                         policyVersion: number | null;
+                        requireRejectNote: boolean;
                         policyVersionId: string | null;
                         externalRunId: string;
                         stepRef: string;
@@ -2742,7 +2746,9 @@ export interface operations {
                             content: string;
                         } | null;
                         policy: string | null;
+                        policyName: string | null;
                         policyVersion: number | null;
+                        requireRejectNote: boolean;
                         policyVersionId: string | null;
                         externalRunId: string;
                         stepRef: string;
@@ -3685,6 +3691,7 @@ export interface operations {
                     } | null;
                     requiresSignature?: boolean;
                     requireFacts?: boolean;
+                    requireRejectNote?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -3887,6 +3894,7 @@ export interface operations {
                             } | null;
                             requiresSignature: boolean;
                             requireFacts: boolean;
+                            requireRejectNote: boolean;
                             floor: {
                                 field: string;
                                 op: string;
@@ -4034,6 +4042,7 @@ export interface operations {
                     } | null;
                     requiresSignature?: boolean;
                     requireFacts?: boolean;
+                    requireRejectNote?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -4073,6 +4082,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -4127,6 +4137,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -4323,6 +4334,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -4482,6 +4494,7 @@ export interface operations {
                                 } | null;
                                 requiresSignature?: boolean;
                                 requireFacts?: boolean;
+                                requireRejectNote?: boolean;
                                 floor?: {
                                     field: string;
                                     op: string;
@@ -4768,6 +4781,7 @@ export interface operations {
                             } | null;
                             requiresSignature?: boolean;
                             requireFacts?: boolean;
+                            requireRejectNote?: boolean;
                             floor?: {
                                 field: string;
                                 op: string;
@@ -4919,7 +4933,9 @@ export interface operations {
                                 content: string;
                             } | null;
                             policy: string | null;
+                            policyName: string | null;
                             policyVersion: number | null;
+                            requireRejectNote: boolean;
                             policyVersionId: string | null;
                             externalRunId: string;
                             stepRef: string;
@@ -5255,7 +5271,9 @@ export interface operations {
                             content: string;
                         } | null;
                         policy: string | null;
+                        policyName: string | null;
                         policyVersion: number | null;
+                        requireRejectNote: boolean;
                         policyVersionId: string | null;
                         externalRunId: string;
                         stepRef: string;
@@ -6437,6 +6455,18 @@ export interface operations {
                     };
                 };
             };
+            /** @description Well-formed but refused by a rule: `note_required` */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "note_required";
+                    };
+                };
+            };
             /** @description Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again): `rate_limited` */
             429: {
                 headers: {
@@ -6523,6 +6553,7 @@ export interface operations {
                             } | null;
                             requiresSignature: boolean;
                             requireFacts: boolean;
+                            requireRejectNote: boolean;
                             floor: {
                                 field: string;
                                 op: string;
@@ -6667,6 +6698,7 @@ export interface operations {
                     } | null;
                     requiresSignature?: boolean;
                     requireFacts?: boolean;
+                    requireRejectNote?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -6706,6 +6738,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -6760,6 +6793,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -6950,6 +6984,7 @@ export interface operations {
                     } | null;
                     requiresSignature?: boolean;
                     requireFacts?: boolean;
+                    requireRejectNote?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -7153,6 +7188,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;
@@ -7305,6 +7341,7 @@ export interface operations {
                     } | null;
                     requiresSignature?: boolean;
                     requireFacts?: boolean;
+                    requireRejectNote?: boolean;
                     floor?: {
                         field: string;
                         /** @enum {string} */
@@ -7344,6 +7381,7 @@ export interface operations {
                         } | null;
                         requiresSignature: boolean;
                         requireFacts: boolean;
+                        requireRejectNote: boolean;
                         floor: {
                             field: string;
                             op: string;

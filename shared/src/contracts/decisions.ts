@@ -173,7 +173,11 @@ export const DecisionView = z.object({
   /** The approved text: the reviewer's edit if any, otherwise the proposed output. */
   output: ProposedOutput.nullable(),
   policy: z.string().nullable(),
+  /** The policy's name when the decision was opened (its key for decisions opened before names were kept). */
+  policyName: z.string().nullable(),
   policyVersion: z.number().nullable(),
+  /** Opened under a policy with requireRejectNote: a reject without a note is 422 note_required. */
+  requireRejectNote: z.boolean(),
   policyVersionId: z.string().nullable(),
   externalRunId: z.string(),
   stepRef: z.string(),

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { SUBJECT } from '../subjects';
 import { forwarded } from './common';
+import type { DecisionContent } from '../decision-content';
 import { ApproverView } from './policies';
 import { READ, RESENDABLE, endpoint } from './endpoint';
 
@@ -102,17 +103,43 @@ export const IntegrationsEndpoints = {
  * (content: what to show, which answers may be given by button); the surfaces service
  * encodes it in the platform's format (Slack blocks, Discord components) and sends it.
  */
+const ShownText = z.object({ text: z.string(), cut: z.boolean() });
+const SafeLink = z.object({ text: z.string(), href: z.string().nullable() });
+/** The decision's content as reviewers see it (decision-content.ts `decisionContentOf`), cut to a chat message's room. */
+export const DecisionContentSchema = z.object({
+  title: z.string(),
+  question: ShownText.nullable(),
+  reasoning: ShownText.nullable(),
+  data: z.array(z.object({ label: z.string(), value: ShownText, source: z.string().nullable() })).max(200),
+  source: SafeLink.nullable(),
+  blocks: z
+    .array(
+      z.object({
+        kind: z.enum(['text', 'fields', 'tool_call', 'diff', 'ai_output']),
+        title: z.string(),
+        lines: z.array(z.object({ label: z.string().nullable(), value: ShownText })),
+      }),
+    )
+    .max(100),
+  output: z.object({ title: z.string().nullable(), format: z.enum(['text', 'markdown']), content: ShownText }).nullable(),
+  deadline: z.string().nullable(),
+  policy: z.object({ key: z.string(), name: z.string(), version: z.number().nullable() }).nullable(),
+  signature: z.object({ document: SafeLink.nullable() }).nullable(),
+  more: z.object({ data: z.number().int().nonnegative(), blocks: z.number().int().nonnegative() }),
+});
+// The schema and the view model's type are one shape (a compile error names a drift).
+const sameShape: [z.infer<typeof DecisionContentSchema>, DecisionContent] extends [DecisionContent, z.infer<typeof DecisionContentSchema>] ? true : never =
+  true;
+void sameShape;
+
 export const ChatNotice = z.object({
   kind: z.enum(['notify', 'remind', 'escalate']),
   heading: z.string(),
-  title: z.string(),
-  question: z.string().nullable(),
-  /** Key context, one line each. */
-  lines: z.array(z.string()).max(20),
+  /** What the message shows of the decision: the one view model, cut for chat (`CONTENT_LIMITS.chat`). */
+  content: DecisionContentSchema,
   /** Answers the buttons may give ([] on a signature decision: no buttons). */
   buttons: z.array(z.enum(['approve', 'reject'])),
   appUrl: z.string(),
-  expiresAt: z.string().nullable(),
 });
 export type ChatNotice = z.infer<typeof ChatNotice>;
 

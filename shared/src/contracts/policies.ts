@@ -67,6 +67,8 @@ const policyBodyFields = {
   requiresSignature: z.boolean().optional(),
   /** Every decision under the policy binds its facts: a create or consume without factsHash is 422 facts_required. */
   requireFacts: z.boolean().optional(),
+  /** A reject needs a reason: the surfaces insist and a reject without note is 422 note_required. */
+  requireRejectNote: z.boolean().optional(),
   floor: z.array(FloorCondition).max(50).nullable().optional(),
 };
 
@@ -90,6 +92,7 @@ export const PolicyUpdateBody = z.strictObject({
   contextSchema: ContextSchemaInput.nullable().optional(),
   requiresSignature: z.boolean().optional(),
   requireFacts: z.boolean().optional(),
+  requireRejectNote: z.boolean().optional(),
   floor: z.array(FloorCondition).max(50).nullable().optional(),
 });
 export type PolicyUpdateBody = z.infer<typeof PolicyUpdateBody>;
@@ -108,6 +111,8 @@ export const PolicyDefinition = z.object({
   requiresSignature: z.boolean().optional(),
   /** Present (true) only when set, so a definition without it hashes as before. */
   requireFacts: z.boolean().optional(),
+  /** Present (true) only when set, like requireFacts. */
+  requireRejectNote: z.boolean().optional(),
   floor: z
     .array(z.object({ field: z.string(), op: z.string(), value: z.unknown() }))
     .nullable()
@@ -127,6 +132,7 @@ export const PolicyView = z.object({
   contextSchema: z.record(z.string(), z.unknown()).nullable(),
   requiresSignature: z.boolean(),
   requireFacts: z.boolean(),
+  requireRejectNote: z.boolean(),
   floor: z.array(z.object({ field: z.string(), op: z.string(), value: z.unknown() })).nullable(),
   version: z.number(),
   versionId: z.string(),

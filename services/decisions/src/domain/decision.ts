@@ -80,6 +80,7 @@ export type VoteRuling =
   | { kind: 'not_pending'; status: DecisionStatus }
   | { kind: 'signature_required' }
   | { kind: 'bad_value'; problem: string }
+  | { kind: 'note_required' }
   | { kind: 'record' };
 
 /**
@@ -89,10 +90,18 @@ export type VoteRuling =
  * the refusal is recorded. An earlier vote comes next, so a reviewer whose reply was lost
  * and who retries the vote that resolved the decision learns that it counted
  * (already_voted), not only that votes are closed. A vote past the deadline expires the
- * decision instead of counting.
+ * decision instead of counting. Under requireRejectNote, a reject without a reason (an
+ * empty or blank note) is not recorded: the voter is asked for one (note_required).
  */
 export function voteRuling(
-  d: { status: DecisionStatus; expiresAt: Date | null; requiresSignature: boolean; responseSpec: ResponseSpec | null; approvers: string[] },
+  d: {
+    status: DecisionStatus;
+    expiresAt: Date | null;
+    requiresSignature: boolean;
+    responseSpec: ResponseSpec | null;
+    approvers: string[];
+    requireRejectNote?: boolean;
+  },
   ballot: {
     voter: { kind: 'person'; email: string } | { kind: 'apiKey' };
     /** The voter is an approver disabled since (a leaver): they no longer answer. */
@@ -100,6 +109,7 @@ export function voteRuling(
     surface: string;
     choice: 'approve' | 'reject';
     responseValue?: unknown;
+    note?: string | null;
     votedBefore: boolean;
   },
   now: Date,
@@ -110,6 +120,7 @@ export function voteRuling(
   if (isPastDeadline(d, now)) return { kind: 'expire' };
   if (d.status !== 'PENDING') return { kind: 'not_pending', status: d.status };
   if (d.requiresSignature && ballot.surface !== 'esign') return { kind: 'signature_required' };
+  if (ballot.choice === 'reject' && d.requireRejectNote && !ballot.note?.trim()) return { kind: 'note_required' };
   const problem = responseValueProblem(d.responseSpec, ballot.responseValue, ballot.choice);
   return problem ? { kind: 'bad_value', problem } : { kind: 'record' };
 }

@@ -10,6 +10,8 @@ export interface Gate {
   requiresSignature: boolean;
   /** The policy has requireFacts: the decision keeps it (verify and consume need the factsHash). */
   requireFacts: boolean;
+  /** The policy has requireRejectNote: the decision keeps it (a reject needs a note). */
+  requireRejectNote: boolean;
   route: DecisionRoute | null;
   policy: ResolveReply | null;
   reason: 'created' | 'floor';
@@ -75,6 +77,7 @@ export function policyGate(policy: ResolveReply, b: DecisionRequest): GateResult
     timeoutSec: def.timeoutSec ?? null,
     requiresSignature: def.requiresSignature === true,
     requireFacts: def.requireFacts === true,
+    requireRejectNote: def.requireRejectNote === true,
     route: def.defaults.route ?? null,
     policy,
     reason,
@@ -118,6 +121,7 @@ export function adhocGate(b: DecisionRequest, resolved: ResolveAdhocReply): Gate
     timeoutSec: b.timeoutSec ?? null,
     requiresSignature: false,
     requireFacts: false,
+    requireRejectNote: false,
     route: null,
     policy: null,
     reason: 'created',

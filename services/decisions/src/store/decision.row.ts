@@ -44,6 +44,10 @@ export interface DecisionRow {
   require_facts: boolean;
   /** Where the decision's end is POSTed (evt.decision.callback), when the caller asked. */
   callback_url: string | null;
+  /** Opened under a policy with requireRejectNote: a reject needs a note. */
+  require_reject_note: boolean;
+  /** The policy's name when the decision was opened (null without a policy, or from before it was kept). */
+  policy_name: string | null;
   exclusive: boolean;
   created_by: string | null;
   decided_by: string | null;
@@ -94,6 +98,8 @@ export const DECISION_COLUMNS = [
   'facts_hash',
   'require_facts',
   'callback_url',
+  'require_reject_note',
+  'policy_name',
   'exclusive',
   'created_by',
   'decided_by',
@@ -125,7 +131,9 @@ export function toView(r: DecisionRow): DecisionView {
     refinedOutput: r.refined_output as DecisionView['refinedOutput'],
     output: outputOf(r.refined_output, r.proposed_output) as DecisionView['output'],
     policy: r.policy_key,
+    policyName: r.policy_name ?? r.policy_key,
     policyVersion: r.policy_version,
+    requireRejectNote: r.require_reject_note,
     policyVersionId: r.policy_version_id,
     externalRunId: r.external_run_id,
     stepRef: r.step_ref,

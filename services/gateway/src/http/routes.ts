@@ -247,9 +247,9 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
     // Scope either: an API key reaches the service, which refuses it with not_an_approver and records the attempt.
     fwd('post', '/v1/decisions/{id}/decide', 'either', 'decisions', 'Record one vote (an API key gets 403 not_an_approver)', D.vote, {
       needs: 'decide',
-      errors: ['not_found', 'not_an_approver', 'signature_required', 'already_voted', 'not_pending'],
+      errors: ['not_found', 'not_an_approver', 'signature_required', 'already_voted', 'not_pending', 'note_required'],
       description:
-        'A second vote by the same reviewer is 409 `already_voted` with `status` and the recorded `vote` `{choice, note, surface, responseValue?, at}`, also when the decision has since resolved (a retry whose answer was lost learns that its vote counted). Anyone else voting on a resolved decision gets 409 `not_pending` with `status`.',
+        'A second vote by the same reviewer is 409 `already_voted` with `status` and the recorded `vote` `{choice, note, surface, responseValue?, at}`, also when the decision has since resolved (a retry whose answer was lost learns that its vote counted). Anyone else voting on a resolved decision gets 409 `not_pending` with `status`. Under a policy with `requireRejectNote`, a reject without a `note` is 422 `note_required`.',
     }),
 
     // ---- policies (session)

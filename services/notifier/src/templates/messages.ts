@@ -1,4 +1,14 @@
-import { html, rawHtml, type ChatNotice, type PeekView } from '@approvals/shared';
+import {
+  CONTENT_LIMITS,
+  cutText,
+  decisionContentHtml,
+  decisionContentOf,
+  decisionContentText,
+  html,
+  rawHtml,
+  type ChatNotice,
+  type PeekView,
+} from '@approvals/shared';
 
 /**
  * Every message the notifier sends to a person, rendered here and nowhere else: the
@@ -8,46 +18,18 @@ import { html, rawHtml, type ChatNotice, type PeekView } from '@approvals/shared
 
 export type NoticeKind = 'notify' | 'remind' | 'escalate';
 
-export interface DecisionContext {
-  title: string | null;
-  prompt: string | null;
-  blocks: Array<Record<string, unknown>>;
-}
-
-export function contextOf(d: Pick<PeekView, 'context'>): DecisionContext {
-  const c = (d.context ?? {}) as { title?: string | null; prompt?: string | null; blocks?: Array<Record<string, unknown>> };
-  return { title: c.title ?? null, prompt: c.prompt ?? null, blocks: c.blocks ?? [] };
-}
-
-/** One line per block: enough to decide from the message, the app has the rest. */
-export function summarizeBlock(b: Record<string, unknown>): string {
-  const head = b.title ? `${b.title}: ` : '';
-  const cut = (s: unknown, n = 300) => {
-    const t = String(s ?? '');
-    return t.length > n ? `${t.slice(0, n)}…` : t;
-  };
-  switch (b.kind) {
-    case 'text':
-      return head + cut(b.text);
-    case 'fields':
-      return head + (b.fields as Array<{ label: string; value: string }>).map((f) => `${f.label}: ${cut(f.value, 100)}`).join('; ');
-    case 'tool_call':
-      return `${head}tool ${b.tool} ${cut(JSON.stringify(b.args), 200)}`;
-    case 'diff':
-      return `${head}change: ${cut(b.before, 120)} → ${cut(b.after, 120)}`;
-    case 'ai_output':
-      return `${head}${b.model ? `${b.model}: ` : ''}${cut(b.output)}`;
-    default:
-      return head;
-  }
-}
+/** The decision's title as subjects, SMS and push name it. */
+const titleOf = (d: Pick<PeekView, 'id' | 'context'>) => decisionContentOf(d, CONTENT_LIMITS.chat).title;
 
 const PREFIX: Record<NoticeKind, string> = { notify: 'Approval needed: ', remind: 'Reminder: ', escalate: 'Still waiting: ' };
 
 /** The event name a webhook receiver sees for each kind of notice. */
 export const WEBHOOK_TYPE: Record<NoticeKind, string> = { notify: 'decision.created', remind: 'decision.reminded', escalate: 'decision.escalated' };
 
-type EmailDecision = Pick<PeekView, 'id' | 'context' | 'esign' | 'expiresAt' | 'requiresSignature'>;
+type EmailDecision = Pick<
+  PeekView,
+  'id' | 'context' | 'esign' | 'expiresAt' | 'requiresSignature' | 'output' | 'proposedOutput' | 'policy' | 'policyName' | 'policyVersion'
+>;
 
 export interface RenderedEmail {
   subject: string;
@@ -57,35 +39,24 @@ export interface RenderedEmail {
 
 const BUTTON_STYLE = 'display:inline-block;padding:10px 18px;margin-right:8px;border-radius:6px;color:#fff;text-decoration:none;font-weight:600';
 
+/** A decision's mail: its content (the one view model, cut for mail), the answer links and "Open in app". */
 export function renderEmail(args: { d: EmailDecision; kind: NoticeKind; links?: Record<string, string>; appUrl: string }): RenderedEmail {
   const { d, kind, links, appUrl } = args;
-  const c = contextOf(d);
-  const title = c.title ?? `Decision ${d.id}`;
-  const subject = `${PREFIX[kind]}${title}`.slice(0, 250);
-  const lines = c.blocks.map(summarizeBlock).filter(Boolean);
-  const esign = d.esign as { documentUrl?: string; envelopeId?: string } | null;
-  const expires = d.expiresAt ? `This request expires at ${d.expiresAt}.` : '';
+  const content = decisionContentOf(d, CONTENT_LIMITS.mail);
+  const subject = `${PREFIX[kind]}${content.title}`.slice(0, 250);
   const text = [
-    title,
-    c.prompt ?? '',
-    ...lines.map((l) => `- ${l}`),
+    ...decisionContentText(content),
     '',
-    d.requiresSignature ? `This decision is made by signing the document${esign?.documentUrl ? `: ${esign.documentUrl}` : ''}.` : '',
     links?.approve ? `Approve: ${links.approve}` : '',
     links?.reject ? `Reject: ${links.reject}` : '',
     `Open in the app: ${appUrl}`,
-    expires,
   ]
-    .filter((l) => l !== '')
+    .filter((l, i, all) => l !== '' || (i > 0 && all[i - 1] !== ''))
     .join('\n');
   const button = (href: string, label: string, color: string) => html`<a href="${href}" style="${BUTTON_STYLE};background:${color}">${label}</a>`;
   const body = html`${rawHtml('<!doctype html>')}<html><body style="font:15px/1.5 system-ui,sans-serif;color:#1d1d1f;max-width:640px">
-<h2 style="margin:0 0 8px">${title}</h2>
-${c.prompt && html`<p>${c.prompt}</p>`}
-${lines.length > 0 && html`<ul>${lines.map((l) => html`<li>${l}</li>`)}</ul>`}
-${d.requiresSignature && html`<p>This decision is made by signing the document${esign?.documentUrl && html`: <a href="${esign.documentUrl}">open the envelope</a>`}.</p>`}
+${decisionContentHtml(content)}
 <p>${links?.approve && button(links.approve, 'Approve', '#0a7a3e')}${links?.reject && button(links.reject, 'Reject', '#b42318')}${button(appUrl, 'Open in app', '#1d4ed8')}</p>
-${expires && html`<p style="color:#666;font-size:13px">${expires}</p>`}
 <p style="color:#666;font-size:12px">You receive this because you are an approver of this decision.</p>
 </body></html>`;
   return { subject, text, html: body.value };
@@ -98,36 +69,21 @@ export function renderWebhook(d: PeekView, kind: NoticeKind): string {
 }
 
 export function renderSms(d: Pick<PeekView, 'id' | 'context'>, appUrl: string): string {
-  return `Approval needed: ${contextOf(d).title ?? d.id}. Open ${appUrl}`;
+  return `Approval needed: ${titleOf(d)}. Open ${appUrl}`;
 }
 
-export function renderPhone(d: Pick<PeekView, 'context'>): string {
-  return `An approval is waiting for you: ${contextOf(d).title ?? 'a decision'}.`;
-}
-
-/** On a signature decision, where the document is signed (only the signature decides). */
-function signatureLine(d: Pick<PeekView, 'esign'>): string {
-  const url = (d.esign as { documentUrl?: string } | null)?.documentUrl;
-  return `Decided by signing the document${url ? `: ${url}` : ''}`;
+export function renderPhone(d: Pick<PeekView, 'id' | 'context'>): string {
+  return `An approval is waiting for you: ${titleOf(d)}.`;
 }
 
 /**
- * A chat notice (chatA, chatB): what the message shows. Buttons only for the answers a
- * click can give (decisions' `linkAnswers`: none on a signature decision); the surfaces
- * service encodes it as Slack blocks or Discord components.
+ * A chat notice (chatA, chatB): the decision's content (the one view model, cut for a chat
+ * message) and the buttons. Buttons only for the answers a click can give (decisions'
+ * `linkAnswers`: none on a signature decision); the surfaces service renders it as Slack
+ * blocks or a Discord embed.
  */
 export function renderChatNotice(d: PeekView, kind: NoticeKind, appUrl: string): ChatNotice {
-  const c = contextOf(d);
-  return {
-    kind,
-    heading: PREFIX[kind],
-    title: c.title ?? `Decision ${d.id}`,
-    question: c.prompt,
-    lines: [...c.blocks.map(summarizeBlock).filter(Boolean).slice(0, 19), ...(d.requiresSignature ? [signatureLine(d)] : [])],
-    buttons: d.linkAnswers,
-    appUrl,
-    expiresAt: d.expiresAt,
-  };
+  return { kind, heading: PREFIX[kind], content: decisionContentOf(d, CONTENT_LIMITS.chat), buttons: d.linkAnswers, appUrl };
 }
 
 /** A push notification: the kind and title, the question, a deep link to the decision in the app. */
@@ -136,9 +92,10 @@ export function renderPush(
   kind: NoticeKind,
   appUrl: string,
 ): { title: string; body: string; url: string; decisionId: string } {
-  const c = contextOf(d);
-  const body = c.prompt ?? (c.blocks.map(summarizeBlock).find(Boolean) || 'Open the app to decide.');
-  return { title: `${PREFIX[kind]}${c.title ?? `Decision ${d.id}`}`.slice(0, 200), body: body.slice(0, 1000), url: appUrl, decisionId: d.id };
+  const c = decisionContentOf(d, CONTENT_LIMITS.mail);
+  const first = c.blocks[0]?.lines[0]?.value.text;
+  const body = c.question?.text ?? (first || 'Open the app to decide.');
+  return { title: cutText(`${PREFIX[kind]}${c.title}`, 200).text, body: cutText(body, 1000).text, url: appUrl, decisionId: d.id };
 }
 
 /** The names people read for channels and signature methods. */

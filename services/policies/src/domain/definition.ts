@@ -1,6 +1,6 @@
 import { canonicalize, sha256Hex, type PolicyDefinition, type PolicyUpsertBody, type ResolvedApprover } from '@approvals/shared';
 
-type Input = Pick<PolicyUpsertBody, 'defaults' | 'timeoutSec' | 'contextSchema' | 'requiresSignature' | 'requireFacts' | 'floor'>;
+type Input = Pick<PolicyUpsertBody, 'defaults' | 'timeoutSec' | 'contextSchema' | 'requiresSignature' | 'requireFacts' | 'requireRejectNote' | 'floor'>;
 
 /**
  * Request body → the versioned content. Legacy `defaults.surface`: `esign` turns into
@@ -18,6 +18,7 @@ export function normalizeDefinition(input: Input): PolicyDefinition {
   if (requiresSignature) def.requiresSignature = true;
   // Like requiresSignature, only `true` is kept: a policy without it hashes as it did before the option existed.
   if (input.requireFacts === true) def.requireFacts = true;
+  if (input.requireRejectNote === true) def.requireRejectNote = true;
   if (input.floor !== undefined && input.floor !== null && input.floor.length > 0) def.floor = input.floor;
   return def;
 }

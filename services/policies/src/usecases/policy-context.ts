@@ -104,6 +104,7 @@ export async function view(
     contextSchema: def.contextSchema ?? null,
     requiresSignature: def.requiresSignature === true,
     requireFacts: def.requireFacts === true,
+    requireRejectNote: def.requireRejectNote === true,
     floor: def.floor ?? null,
     version: version.number,
     versionId: version.id,

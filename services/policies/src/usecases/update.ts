@@ -26,6 +26,7 @@ export async function update(
       contextSchema: b.contextSchema !== undefined ? b.contextSchema : cur.contextSchema,
       requiresSignature: b.requiresSignature !== undefined ? b.requiresSignature : cur.requiresSignature,
       requireFacts: b.requireFacts !== undefined ? b.requireFacts : cur.requireFacts,
+      requireRejectNote: b.requireRejectNote !== undefined ? b.requireRejectNote : cur.requireRejectNote,
       floor: b.floor !== undefined ? b.floor : (cur.floor as never),
     });
     const out = await savePolicy(deps, { ...req, name: b.name, description: b.description, def, expectedVersion: policy.current_version }, 'update');

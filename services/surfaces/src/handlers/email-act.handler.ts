@@ -64,11 +64,15 @@ export function createMintLinksHandler(deps: Pick<EmailLinkDeps, 'store' | 'cloc
   };
 }
 
-type TokenFrom = { ok: true; token: string } | { ok: false };
+type TokenFrom = { ok: true; token: string; note: string } | { ok: false };
 
-/** The token from the query and (for POST) an urlencoded form body; both must agree. */
+/**
+ * The token from the query and (for POST) an urlencoded form body; both must agree. The
+ * form's `note` (the reason, trimmed, at most NOTE_MAX characters) comes with it.
+ */
 function tokenFrom(req: RawCallback, readBody: boolean): TokenFrom {
   const found = new Set<string>();
+  let note = '';
   const q = req.query.token;
   for (const v of Array.isArray(q) ? q : q === undefined ? [] : [q]) if (typeof v === 'string') found.add(v);
   if (readBody && req.bodyBase64) {
@@ -76,10 +80,12 @@ function tokenFrom(req: RawCallback, readBody: boolean): TokenFrom {
     if (type.startsWith('application/x-www-form-urlencoded')) {
       const form = new URLSearchParams(Buffer.from(req.bodyBase64, 'base64').toString('utf8'));
       for (const v of form.getAll('token')) found.add(v);
+      // A browser sends CRLF in a textarea; the note keeps plain newlines.
+      note = (form.get('note') ?? '').replace(/\r\n/g, '\n').trim().slice(0, pages.NOTE_MAX);
     }
   }
   if (found.size !== 1) return { ok: false };
-  return { ok: true, token: [...found][0]! };
+  return { ok: true, token: [...found][0]!, note };
 }
 
 const isTransient = (err: unknown) => !(err instanceof AppError) || err.transient || err.code === 'internal';
@@ -157,7 +163,7 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
     try {
       const r = await bus.call(
         DecisionsEndpoints.surfaceVote,
-        { org: claimed.org_id, decisionId, voterEmail: who, surface: 'email', decision: claimed.action },
+        { org: claimed.org_id, decisionId, voterEmail: who, surface: 'email', decision: claimed.action, ...(from.note ? { note: from.note } : {}) },
         { timeoutMs: VOTE_TIMEOUT_MS },
       );
       outcome = { result: `recorded:${r.status}`, page: (d) => pages.recordedPage(d, decisionId, claimed.action, who, r.status, r.tally) };
@@ -167,9 +173,15 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
         // person can retry. A vote that did land makes the retry answer "already voted".
         await store.release(claimed.id, now).catch((e) => log.error({ err: e, tokenId: claimed.id }, 'could not release an email link claim'));
         log.warn({ err, tokenId: claimed.id, decisionId }, 'email link vote failed; claim released');
-        return pages.tryAgainPage({ token: from.token, action: claimed.action });
+        return pages.tryAgainPage({ token: from.token, action: claimed.action, note: from.note });
       }
       const e = err as AppError;
+      if (e.code === 'note_required') {
+        // The policy insists on a reason: the link stays unspent and the form comes back.
+        await store.release(claimed.id, now).catch((x) => log.error({ err: x, tokenId: claimed.id }, 'could not release an email link claim'));
+        const d = await peek(claimed, 3_000).catch(() => null);
+        return d ? pages.confirmPage(d, claimed.action, who, from.token, { note: from.note, missingNote: true }) : pages.tryAgainPage(null);
+      }
       switch (e.code) {
         case 'not_an_approver':
           outcome = { result: 'not_an_approver', page: (d) => pages.refusedNotApproverPage(d, decisionId, who) };

@@ -1,4 +1,14 @@
-import { escapeHtml, html, rawHtml, type DecisionView, type RawHttpReply, type SafeHtml } from '@approvals/shared';
+import {
+  CONTENT_LIMITS,
+  decisionContentHtml,
+  decisionContentOf,
+  escapeHtml,
+  html,
+  rawHtml,
+  type DecisionView,
+  type RawHttpReply,
+  type SafeHtml,
+} from '@approvals/shared';
 import type { LinkAction } from '../domain/link-tokens';
 
 /**
@@ -21,8 +31,6 @@ export const PAGE_HEADERS: Readonly<Record<string, string>> = {
 /** HTML-escapes text for element content and quoted attribute values (the shared escaper). */
 export const esc = escapeHtml;
 
-const clip = (s: string, max: number) => (s.length > max ? `${s.slice(0, max)}…` : s);
-
 const STYLE = rawHtml(`
 *{box-sizing:border-box}
 body{margin:0;padding:24px 12px;background:#f4f5f7;color:#1f2328;font:15px/1.5 -apple-system,BlinkMacSystemFont,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
@@ -42,6 +50,8 @@ dt{color:#59636e}dd{margin:0;word-break:break-word}
 .notice.warn{background:#fff8c5;border-color:#eed888}
 .notice.bad{background:#ffebe9;border-color:#ffcecb}
 form{margin:20px 0 0}
+textarea{width:100%;font:inherit;padding:8px;border:1px solid #d8dee4;border-radius:6px;margin:0 0 12px}
+table.data th{white-space:nowrap}
 button{font:inherit;font-weight:600;padding:10px 20px;border-radius:6px;border:1px solid transparent;cursor:pointer;color:#fff}
 button.approve{background:#1f883d}button.reject{background:#cf222e}
 `);
@@ -90,92 +100,58 @@ const ACTION_WORD: Record<LinkAction, { verb: string; noun: string; label: strin
 
 // ---- decision summary
 
-interface ContextLike {
-  title?: unknown;
-  prompt?: unknown;
-  blocks?: unknown;
-}
-
-const str = (v: unknown): string | null => (typeof v === 'string' && v.trim() !== '' ? v : null);
-
 export function decisionTitle(d: Pick<DecisionView, 'id' | 'context'> | null, fallbackId: string): string {
-  const ctx = (d?.context ?? null) as ContextLike | null;
-  return str(ctx?.title) ?? `Decision ${d?.id ?? fallbackId}`;
+  return d ? decisionContentOf(d).title : `Decision ${fallbackId}`;
 }
 
-const MAX_BLOCKS = 20;
-const MAX_TEXT = 1500;
-
-function json(v: unknown): string {
-  try {
-    return JSON.stringify(v, null, 2) ?? '';
-  } catch {
-    return '';
-  }
-}
-
-/** One block of `context.blocks` as a short summary. Unknown kinds are skipped. */
-function renderBlock(b: unknown): SafeHtml | null {
-  if (!b || typeof b !== 'object') return null;
-  const block = b as Record<string, unknown>;
-  const heading = (fallback: string) => html`<h3>${str(block.title) ?? fallback}</h3>`;
-  const text = (v: unknown, max = MAX_TEXT) => clip(String(v ?? ''), max);
-  switch (block.kind) {
-    case 'text':
-      return html`<div class="block">${heading('Note')}<p class="prompt">${text(block.text)}</p></div>`;
-    case 'fields': {
-      const fields = Array.isArray(block.fields) ? (block.fields as Array<Record<string, unknown>>).slice(0, 50) : [];
-      return html`<div class="block">${heading('Details')}<dl>${fields.map((f) => html`<dt>${text(f?.label, 200)}</dt><dd>${text(f?.value, 500)}</dd>`)}</dl></div>`;
-    }
-    case 'tool_call':
-      return html`<div class="block">${heading('Tool call')}<p><strong>${text(block.tool, 200)}</strong></p><pre>${text(json(block.args))}</pre></div>`;
-    case 'diff':
-      return html`<div class="block">${heading('Change')}<p class="muted">Before</p><pre>${text(block.before)}</pre><p class="muted">After</p><pre>${text(block.after)}</pre></div>`;
-    case 'ai_output': {
-      const model = str(block.model);
-      return html`<div class="block">${heading('AI output')}${model && html`<p class="muted">Model: ${clip(model, 200)}</p>`}<pre>${text(block.output)}</pre></div>`;
-    }
-    default:
-      return null;
-  }
-}
-
-/** Title is the page heading; this is the prompt, the blocks and the deadline. */
+/** The decision's content (the one view model, its one HTML renderer); the title is the page's heading. */
 function renderSummary(d: DecisionView): SafeHtml {
-  const ctx = (d.context ?? null) as ContextLike | null;
-  const prompt = str(ctx?.prompt);
-  const blocks = Array.isArray(ctx?.blocks) ? (ctx!.blocks as unknown[]) : [];
-  const more = blocks.length > MAX_BLOCKS && html`<p class="muted">and ${blocks.length - MAX_BLOCKS} more item(s), shown in the app.</p>`;
-  return html`${prompt && html`<p class="prompt">${clip(prompt, 4000)}</p>`}
-${blocks.length > 0 && html`<h2>Context</h2>${blocks.slice(0, MAX_BLOCKS).map(renderBlock)}${more}`}
-${d.expiresAt && html`<p class="muted">Open until ${formatTime(d.expiresAt)}.</p>`}`;
-}
-
-function formatTime(iso: string): string {
-  const t = Date.parse(iso);
-  return Number.isNaN(t) ? iso : `${new Date(t).toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  return decisionContentHtml(decisionContentOf(d, CONTENT_LIMITS.page), { title: false });
 }
 
 const notice = (kind: 'ok' | 'warn' | 'bad' | 'info', content: SafeHtml) => html`<div class="notice ${kind === 'info' ? '' : kind}">${content}</div>`;
 
-function voteForm(token: string, action: LinkAction, label: string): SafeHtml {
+/** A vote's note, as the API takes it. */
+export const NOTE_MAX = 4000;
+
+/**
+ * The vote form: the token, the reason (optional, or required for a reject under a policy
+ * with requireRejectNote) and the button. `note`: what was typed, kept when the page is
+ * shown again.
+ */
+function voteForm(token: string, action: LinkAction, label: string, opts: { note?: string; required?: boolean; editable?: boolean } = {}): SafeHtml {
+  const field =
+    opts.editable === false
+      ? html`<input type="hidden" name="note" value="${opts.note ?? ''}">`
+      : html`<p><label for="note"><strong>Reason</strong> ${opts.required ? html`(required)` : html`<span class="muted">(optional, recorded with your vote)</span>`}</label></p>
+<textarea id="note" name="note" rows="4" maxlength="${NOTE_MAX}"${rawHtml(opts.required ? ' required' : '')}>${opts.note ?? ''}</textarea>`;
   // Relative action: the same URL (query included), whatever prefix a proxy put in front.
   return html`<form method="post" action="act?token=${encodeURIComponent(token)}">
 <input type="hidden" name="token" value="${token}">
+${field}
 <button type="submit" class="${action}">${label}</button>
 </form>`;
 }
 
 // ---- GET pages
 
-export function confirmPage(d: DecisionView, action: LinkAction, email: string, token: string): RawHttpReply {
+/** What the link would do, with the decision's content and the reason field; `missingNote`: shown again because a required reason was left empty. */
+export function confirmPage(
+  d: DecisionView,
+  action: LinkAction,
+  email: string,
+  token: string,
+  opts: { note?: string; missingNote?: boolean } = {},
+): RawHttpReply {
   const a = ACTION_WORD[action];
+  const required = action === 'reject' && d.requireRejectNote;
   return render({
-    status: 200,
+    status: opts.missingNote ? 422 : 200,
     heading: decisionTitle(d, d.id),
     html: html`${renderSummary(d)}
+${opts.missingNote && notice('bad', html`<p>The policy of this decision requires a reason with a reject. Nothing was recorded: give one and press the button again.</p>`)}
 ${notice('info', html`<p>You are about to <strong>${a.verb}</strong> this decision as <strong>${email}</strong>.</p><p class="muted">Nothing is recorded until you press the button.</p>`)}
-${voteForm(token, action, `${a.label} as ${email}`)}`,
+${voteForm(token, action, `${a.label} as ${email}`, { note: opts.note, required })}`,
   });
 }
 
@@ -276,12 +252,12 @@ export function decisionGonePage(): RawHttpReply {
 }
 
 /** A passing failure: the token was not spent, so the same link (or this button) works again. */
-export function tryAgainPage(retry: { token: string; action: LinkAction } | null): RawHttpReply {
+export function tryAgainPage(retry: { token: string; action: LinkAction; note?: string } | null): RawHttpReply {
   return render({
     status: 503,
     heading: 'Please try again',
     html: html`${notice('bad', html`<p>We could not reach the approval service just now. Nothing was recorded and your link still works.</p>`)}
-${retry && voteForm(retry.token, retry.action, 'Try again')}`,
+${retry && voteForm(retry.token, retry.action, 'Try again', { note: retry.note, editable: false })}`,
     extraHeaders: { 'retry-after': '5' },
   });
 }

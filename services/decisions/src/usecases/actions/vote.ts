@@ -71,6 +71,7 @@ export async function vote(ctx: ActionContext, args: VoteArgs) {
         requiresSignature: d.requires_signature,
         responseSpec: d.response_spec as ResponseSpec | null,
         approvers: d.approvers,
+        requireRejectNote: d.require_reject_note,
       },
       {
         voter: args.voter.kind === 'person' ? args.voter : { kind: 'apiKey' },
@@ -78,6 +79,7 @@ export async function vote(ctx: ActionContext, args: VoteArgs) {
         surface: args.voter.kind === 'person' ? args.voter.surface : 'api',
         choice: args.choice,
         responseValue: args.responseValue,
+        note: args.note,
         votedBefore: seen.earlier !== undefined,
       },
       now,
@@ -133,6 +135,13 @@ export async function vote(ctx: ActionContext, args: VoteArgs) {
           kind: 'answer',
           error: new AppError('invalid_request', `body.responseValue: ${ruling.problem}`, {
             issues: [{ path: 'body.responseValue', message: ruling.problem }],
+          }),
+        };
+      case 'note_required':
+        return {
+          kind: 'answer',
+          error: new AppError('note_required', 'the policy of this decision requires a reason with a reject: send a note', {
+            issues: [{ path: 'body.note', message: 'required with a reject' }],
           }),
         };
       case 'record':

@@ -64,6 +64,8 @@ function rowOf(org: string, b: DecisionRequest, gate: Gate, createdBy: string, n
     facts_hash: b.factsHash ?? null,
     require_facts: gate.requireFacts,
     callback_url: b.callbackUrl ?? null,
+    require_reject_note: gate.requireRejectNote,
+    policy_name: p?.name ?? null,
     exclusive: b.exclusive === true,
     created_by: createdBy,
     created_at: now,

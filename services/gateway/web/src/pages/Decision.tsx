@@ -1,73 +1,11 @@
 import { useState } from 'react';
-import type { ApiReply, Block, FullDecision, ResponseSpec } from '../types';
+import type { ApiReply, FullDecision, ResponseSpec } from '../types';
+import { DecisionContentView } from '../content';
 import { api } from '../api';
 import type { Session } from '../auth';
 import { ErrorBox, Field, Loading, Status, useAction, useLoad, when } from '../ui';
 
 type Spec = ResponseSpec;
-
-function BlockView({ b }: { b: Block }) {
-  const heading = (fallback: string) => <h3>{(b as { title?: string }).title ?? fallback}</h3>;
-  switch (b.kind) {
-    case 'text':
-      return (
-        <div className="block">
-          {heading('Note')}
-          <p className="pre">{b.text}</p>
-        </div>
-      );
-    case 'fields':
-      return (
-        <div className="block">
-          {heading('Details')}
-          <dl>
-            {b.fields.map((f, i) => (
-              <div key={i}>
-                <dt>{f.label}</dt>
-                <dd>{f.value}</dd>
-              </div>
-            ))}
-          </dl>
-        </div>
-      );
-    case 'tool_call':
-      return (
-        <div className="block">
-          {heading('Tool call')}
-          <p>
-            <code>{b.tool}</code>
-          </p>
-          <pre>{JSON.stringify(b.args, null, 2)}</pre>
-        </div>
-      );
-    case 'diff':
-      return (
-        <div className="block">
-          {heading('Change')}
-          <div className="side">
-            <div>
-              <h4>Before</h4>
-              <pre>{b.before}</pre>
-            </div>
-            <div>
-              <h4>After</h4>
-              <pre>{b.after}</pre>
-            </div>
-          </div>
-        </div>
-      );
-    case 'ai_output':
-      return (
-        <div className="block">
-          {heading('AI output')}
-          {b.model ? <p className="muted">Model: {b.model}</p> : null}
-          <pre>{b.output}</pre>
-        </div>
-      );
-    default:
-      return null;
-  }
-}
 
 function AnswerInput({ spec, value, onChange }: { spec: Spec; value: unknown; onChange: (v: unknown) => void }) {
   if (spec.type === 'select') {
@@ -131,7 +69,6 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
   if (d.error && !d.data) return <ErrorBox error={d.error} />;
   if (!d.data) return <Loading what="the decision" />;
   const x = d.data;
-  const ctx = (x.context ?? {}) as { title?: string; prompt?: string; aiReasoning?: string; blocks?: Block[]; sourceUrl?: string };
   const spec = (x.responseSpec ?? { type: 'approval' }) as Spec;
   const pending = x.status === 'PENDING';
   const esign = x.esign as { envelopeId?: string; documentUrl?: string } | null;
@@ -163,29 +100,15 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
 
   return (
     <article className="decision">
-      <h1>{ctx.title ?? `Decision ${x.id}`}</h1>
-      <p className="meta">
-        <Status status={x.status} /> <span>run {x.externalRunId}</span> <span>step {x.stepRef}</span>
-        {x.policy ? (
-          <span>
-            policy {x.policy} v{x.policyVersion}
-          </span>
-        ) : (
-          <span>no policy</span>
-        )}
-        <span>opened {when(x.createdAt)}</span>
-        {x.expiresAt ? <span>due {when(x.expiresAt)}</span> : null}
-      </p>
-      {ctx.prompt ? <p className="prompt">{ctx.prompt}</p> : null}
-      {ctx.aiReasoning ? (
-        <details>
-          <summary>Why the agent asks</summary>
-          <p className="pre">{ctx.aiReasoning}</p>
-        </details>
-      ) : null}
-      {(ctx.blocks ?? []).map((b, i) => (
-        <BlockView key={i} b={b} />
-      ))}
+      <DecisionContentView
+        d={{ ...x, output: null, proposedOutput: null }}
+        meta={
+          <>
+            <Status status={x.status} /> <span>run {x.externalRunId}</span> <span>step {x.stepRef}</span>
+            <span>opened {when(x.createdAt)}</span>
+          </>
+        }
+      />
 
       {!pending ? (
         <section className="outcome" aria-label="Outcome">
@@ -284,14 +207,20 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
         <section aria-label="Your answer" className="answer">
           <h2>Your answer</h2>
           <AnswerInput spec={spec} value={answer} onChange={setAnswer} />
-          <Field label="Note (optional)">
-            <textarea rows={2} value={note} onChange={(e) => setNote(e.target.value)} />
+          <Field label={x.requireRejectNote ? 'Reason (required with a reject)' : 'Reason (optional)'}>
+            <textarea rows={2} maxLength={4000} value={note} onChange={(e) => setNote(e.target.value)} />
           </Field>
           <div className="row">
             <button type="button" className="approve" disabled={vote.busy} onClick={() => decide('approve')}>
               Approve
             </button>
-            <button type="button" className="reject" disabled={vote.busy} onClick={() => decide('reject')}>
+            <button
+              type="button"
+              className="reject"
+              disabled={vote.busy || (x.requireRejectNote && !note.trim())}
+              title={x.requireRejectNote && !note.trim() ? 'The policy requires a reason with a reject' : undefined}
+              onClick={() => decide('reject')}
+            >
               Reject
             </button>
           </div>

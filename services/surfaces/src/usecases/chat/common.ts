@@ -1,8 +1,10 @@
 import {
   AppError,
   ApproversEndpoints,
+  CONTENT_LIMITS,
   ChatNotifyRequest,
   DecisionsEndpoints,
+  decisionContentOf,
   SecretBox,
   browserMatches,
   html,
@@ -85,7 +87,7 @@ export function createChatCommon(deps: ChatDeps) {
     appUrl: (decisionId: string) => `${appBase}/app/decisions/${encodeURIComponent(decisionId)}`,
     redirectUri: (p: ChatProvider) => `${config.PUBLIC_BASE_URL}/v1/integrations/${p}/callback`,
     linkRedirectUri: (p: ChatProvider) => `${config.PUBLIC_BASE_URL}/v1/integrations/${p}/link/callback`,
-    titleOf: (d: Pick<PeekView, 'id' | 'context'>) => ((d.context as { title?: string } | null)?.title ?? `Decision ${d.id}`) as string,
+    titleOf: (d: Pick<PeekView, 'id' | 'context'>) => decisionContentOf(d, CONTENT_LIMITS.chat).title,
     configured,
     installPage,
     linkPage,
@@ -228,11 +230,11 @@ export function createChatCommon(deps: ChatDeps) {
     },
 
     /** Records a click as a vote; answers the text to show the person (privately). */
-    async vote(org: string, p: ChatProvider, d: PeekView, email: string, choice: 'approve' | 'reject'): Promise<string> {
+    async vote(org: string, p: ChatProvider, d: PeekView, email: string, choice: 'approve' | 'reject', note?: string): Promise<string> {
       try {
         const r = await bus.call(
           DecisionsEndpoints.surfaceVote,
-          { org, decisionId: d.id, voterEmail: email, surface: p, decision: choice },
+          { org, decisionId: d.id, voterEmail: email, surface: p, decision: choice, ...(note ? { note } : {}) },
           { timeoutMs: VOTE_TIMEOUT_MS },
         );
         const t = r.tally;
@@ -252,6 +254,8 @@ export function createChatCommon(deps: ChatDeps) {
             return 'You are not an approver of this decision; nothing was counted.';
           case 'invalid_request':
             return 'This decision needs an answer a button cannot give: open it in the app.';
+          case 'note_required':
+            return 'The policy of this decision requires a reason with a reject; nothing was counted. Click Reject again and give one.';
           default:
             log.warn({ err, decisionId: d.id }, 'chat vote failed');
             return 'The vote could not be recorded just now: please try again.';

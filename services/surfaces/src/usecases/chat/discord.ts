@@ -2,7 +2,16 @@ import { AppError, ApproversEndpoints, type RawCallback, type RawHttpReply } fro
 import { z } from 'zod';
 import { buttonChoice, decisionOfCustomId, discordSignatureValid, emailOfTarget } from '../../domain/chat';
 import type { ChatMessageRow, InstallationRow } from '../../store/chat.store';
-import { discordAnnounce, discordNotice, discordOutcome, discordPrivately, discordTestMessage } from '../../templates/chat';
+import {
+  DISCORD_REJECT_MODAL,
+  REJECT_NOTE_INPUT,
+  discordAnnounce,
+  discordNotice,
+  discordOutcome,
+  discordPrivately,
+  discordRejectModal,
+  discordTestMessage,
+} from '../../templates/chat';
 import { errorJson, json, rawBodyOf, type Asking, type ChatCommon, type ChatNotify } from './common';
 
 /** Discord bot permissions: view channels, send messages, read message history. */
@@ -15,7 +24,17 @@ const DiscordInteraction = z.object({
   member: z.object({ user: z.object({ id: z.string() }) }).optional(),
   user: z.object({ id: z.string() }).optional(),
   message: z.object({ id: z.string(), channel_id: z.string().optional() }).optional(),
-  data: z.object({ custom_id: z.string().max(100).optional(), component_type: z.number().optional() }).optional(),
+  data: z
+    .object({
+      custom_id: z.string().max(100).optional(),
+      component_type: z.number().optional(),
+      /** MODAL_SUBMIT: the modal's rows of text inputs with what was typed. */
+      components: z
+        .array(z.object({ components: z.array(z.object({ custom_id: z.string().max(100), value: z.string().max(4000).optional() })).max(5) }))
+        .max(5)
+        .optional(),
+    })
+    .optional(),
 });
 
 /**
@@ -168,8 +187,11 @@ export function createDiscordChat(c: ChatCommon) {
       const i = parsed.data;
       if (i.type === 1) return json(200, { type: 1 });
       const privately = (content: string) => json(200, discordPrivately(content));
-      if (i.type !== 3) return privately('This interaction is not handled.');
-      const choice = buttonChoice(i.data?.custom_id);
+      // 3: a button (MESSAGE_COMPONENT); 5: the reject modal submitted (MODAL_SUBMIT).
+      if (i.type !== 3 && i.type !== 5) return privately('This interaction is not handled.');
+      const submitted = i.type === 5;
+      if (submitted && !i.data?.custom_id?.startsWith(`${DISCORD_REJECT_MODAL}:`)) return privately('This form is not handled.');
+      const choice = submitted ? 'reject' : buttonChoice(i.data?.custom_id);
       const decisionId = decisionOfCustomId(i.data?.custom_id);
       const userId = i.member?.user.id ?? i.user?.id;
       if (!choice || !decisionId || !userId) return privately('This button is not a vote.');
@@ -180,6 +202,18 @@ export function createDiscordChat(c: ChatCommon) {
       if (!found) return privately('This decision is not known here; nothing was counted.');
       const email = await c.approverOf(found.org, p, found.d, userId);
       if (!email) return privately('You are not an approver of this decision; nothing was counted.');
+      // Reject asks for the reason first: a modal (type 9); its MODAL_SUBMIT records the vote with it.
+      if (!submitted && choice === 'reject') {
+        return json(200, discordRejectModal({ decisionId: found.d.id, title: c.titleOf(found.d), required: found.d.requireRejectNote }));
+      }
+      if (submitted) {
+        const typed =
+          i.data?.components
+            ?.flatMap((row) => row.components)
+            .find((x) => x.custom_id === REJECT_NOTE_INPUT)
+            ?.value?.trim() ?? '';
+        return privately(await c.vote(found.org, p, found.d, email, 'reject', typed || undefined));
+      }
       return privately(await c.vote(found.org, p, found.d, email, choice));
     },
   };

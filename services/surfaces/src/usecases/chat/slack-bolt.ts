@@ -27,8 +27,22 @@ const SlackBlockActions = z.object({
   user: z.object({ id: z.string(), team_id: z.string().optional() }),
   actions: z.array(z.object({ action_id: z.string(), value: z.string().max(200).optional() })).min(1),
   response_url: z.string().url().optional(),
+  trigger_id: z.string().max(200).optional(),
 });
 export type SlackBlockActions = z.infer<typeof SlackBlockActions>;
+
+/** The reject modal submitted: the reason typed, the decision in `private_metadata`. */
+const SlackViewSubmission = z.object({
+  type: z.literal('view_submission'),
+  team: z.object({ id: z.string() }).nullable().optional(),
+  user: z.object({ id: z.string(), team_id: z.string().optional() }),
+  view: z.object({
+    callback_id: z.string(),
+    private_metadata: z.string().max(3000).optional(),
+    state: z.object({ values: z.record(z.string(), z.record(z.string(), z.object({ value: z.string().nullable().optional() }).passthrough())) }).optional(),
+  }),
+});
+export type SlackViewSubmission = z.infer<typeof SlackViewSubmission>;
 
 const header = (headers: Record<string, string>, name: string): string | undefined => headers[name] ?? headers[name.toLowerCase()];
 const unsigned = () => errorJson(401, 'invalid_signature', 'the request is not signed by Slack (X-Slack-Signature, X-Slack-Request-Timestamp within 300 s)');
@@ -76,11 +90,16 @@ type Parsed = { body: Record<string, unknown>; unhandled: string } | { reply: Ra
 function parseInteraction(raw: string): Parsed {
   const payloadText = new URLSearchParams(raw).get('payload');
   if (!payloadText) return { reply: errorJson(400, 'invalid_request', 'form field payload is required') };
-  let payload: { type?: unknown; actions?: Array<{ action_id?: unknown }> };
+  let payload: { type?: unknown; actions?: Array<{ action_id?: unknown }>; view?: { callback_id?: unknown } };
   try {
     payload = JSON.parse(payloadText);
   } catch {
     return { reply: errorJson(400, 'invalid_json', 'form field payload is not JSON') };
+  }
+  if (payload?.type === 'view_submission') {
+    const v = SlackViewSubmission.safeParse(payload);
+    if (!v.success) return { reply: errorJson(400, 'invalid_request', `payload: ${v.error.issues[0]?.message ?? 'malformed'}`) };
+    return { body: payload as Record<string, unknown>, unhandled: `view ${v.data.view.callback_id} is not handled` };
   }
   if (payload?.type !== 'block_actions') return { body: payload ?? {}, unhandled: `interaction type ${String(payload?.type)} is not handled` };
   const b = SlackBlockActions.safeParse(payload);

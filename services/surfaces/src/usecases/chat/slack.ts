@@ -3,9 +3,30 @@ import { App } from '@slack/bolt';
 import { InstallProvider } from '@slack/oauth';
 import { buttonChoice, emailOfTarget } from '../../domain/chat';
 import type { ChatMessageRow, InstallationRow } from '../../store/chat.store';
-import { slackAnnounce, slackNotice, slackOutcome, slackPrivately, slackTestMessage, slackVoteReply } from '../../templates/chat';
+import {
+  REJECT_NOTE_BLOCK,
+  REJECT_NOTE_INPUT,
+  SLACK_REJECT_VIEW,
+  slackAnnounce,
+  slackModalNoteRequired,
+  slackModalResult,
+  slackNotice,
+  slackOutcome,
+  slackPrivately,
+  slackRejectModal,
+  slackTestMessage,
+  slackVoteReply,
+} from '../../templates/chat';
 import { ignored, json, personOf, type Asking, type ChatCommon, type ChatNotify } from './common';
-import { CallbackReceiver, answer, asIncomingMessage, createInstallationStore, slackLogger, type SlackBlockActions } from './slack-bolt';
+import {
+  CallbackReceiver,
+  answer,
+  asIncomingMessage,
+  createInstallationStore,
+  slackLogger,
+  type SlackBlockActions,
+  type SlackViewSubmission,
+} from './slack-bolt';
 
 const SLACK_SCOPES = ['chat:write', 'im:write', 'users:read', 'users:read.email', 'channels:read', 'groups:read'];
 
@@ -50,8 +71,12 @@ export function createSlackChat(c: ChatCommon) {
     },
   });
 
-  /** A vote button (`approve…` / `reject…`, the decision in `value`): the clicker's private answer, the vote counted if they are its approver. */
-  app.action(/^(approve|reject)/, async ({ body, ack, respond, context }) => {
+  /**
+   * A vote button (`approve…` / `reject…`, the decision in `value`): the clicker's private
+   * answer, the vote counted if they are its approver. Reject asks for the reason first: a
+   * modal (`views.open` with the click's trigger_id) whose submission records the vote.
+   */
+  app.action(/^(approve|reject)/, async ({ body, ack, respond, context, client }) => {
     await ack();
     const b = body as unknown as SlackBlockActions;
     const action = b.actions[0]!;
@@ -72,10 +97,54 @@ export function createSlackChat(c: ChatCommon) {
       return answer(context, ignored('unknown decision'));
     }
     const email = await c.approverOf(found.org, p, found.d, b.user.id);
-    await privately(
-      email ? await c.vote(found.org, p, found.d, email, buttonChoice(action.action_id)!) : 'You are not an approver of this decision; nothing was counted.',
-    );
+    if (!email) {
+      await privately('You are not an approver of this decision; nothing was counted.');
+      return answer(context, json(200, { ok: true }));
+    }
+    const choice = buttonChoice(action.action_id)!;
+    if (choice === 'reject' && b.trigger_id) {
+      try {
+        await client.views.open({
+          trigger_id: b.trigger_id,
+          view: slackRejectModal({ decisionId: found.d.id, title: c.titleOf(found.d), required: found.d.requireRejectNote }),
+        });
+        return answer(context, json(200, { ok: true, modal: true }));
+      } catch (err) {
+        // A trigger is valid for 3 seconds: a slow click gets the private answer instead.
+        log.warn({ err: (err as Error).message, decisionId: found.d.id }, 'chatA views.open failed');
+        await privately('The reason form could not be opened: click Reject again.');
+        return answer(context, json(200, { ok: true }));
+      }
+    }
+    await privately(await c.vote(found.org, p, found.d, email, choice));
     answer(context, json(200, { ok: true }));
+  });
+
+  /** The reject modal submitted: the vote recorded with the reason; the modal shows the answer. */
+  app.view(SLACK_REJECT_VIEW, async ({ ack, body, context }) => {
+    await ack();
+    const v = body as unknown as SlackViewSubmission;
+    const note = v.view.state?.values[REJECT_NOTE_BLOCK]?.[REJECT_NOTE_INPUT]?.value?.trim() ?? '';
+    let decisionId: unknown;
+    try {
+      decisionId = (JSON.parse(v.view.private_metadata ?? '{}') as { decisionId?: unknown }).decisionId;
+    } catch {
+      decisionId = undefined;
+    }
+    const installs = context.installs as InstallationRow[];
+    const found =
+      typeof decisionId === 'string' && installs.length
+        ? await c.findDecision(
+            installs.map((i) => i.org_id),
+            decisionId,
+          )
+        : null;
+    if (!found) return answer(context, json(200, slackModalResult('This decision is not one of this workspace’s; nothing was counted.')));
+    if (found.d.requireRejectNote && note === '') return answer(context, json(200, slackModalNoteRequired()));
+    const email = await c.approverOf(found.org, p, found.d, v.user.id);
+    if (!email) return answer(context, json(200, slackModalResult('You are not an approver of this decision; nothing was counted.')));
+    const text = await c.vote(found.org, p, found.d, email, 'reject', note.slice(0, 4000) || undefined);
+    answer(context, json(200, slackModalResult(text)));
   });
 
   /** The app was uninstalled from a workspace, or its tokens revoked: every org's installation of it goes. */
