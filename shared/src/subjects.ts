@@ -105,6 +105,8 @@ export const SUBJECT = {
     engineTest: 'svc.notifier.engine_test',
     engineConfigured: 'svc.notifier.engine_configured',
     echo: 'svc.notifier.echo',
+    /** The gateway hands over sign-in links to mail (the email-link sign-in and member invitations). */
+    signInMail: 'svc.notifier.sign_in_mail',
   },
   integrations: {
     chatA: {

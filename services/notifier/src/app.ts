@@ -13,6 +13,7 @@ import {
 } from '@approvals/shared';
 import type { NotifierConfig } from './config';
 import { notifierConsumers } from './consumers/decision-events.consumer';
+import { registerSignInMailHandler } from './handlers/sign-in-mail.handler';
 import { registerNotifierHandlers } from './handlers/people.handlers';
 import { migrations } from './migrations/index';
 import { engineProviders } from './providers/engines';
@@ -73,6 +74,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
         bus: ctx.bus,
         providers: [...peopleProviders(config, { outbound, bus: ctx.bus, people, push }), ...engineProviders(engines.resolve, engines.isConfigured)],
         appBaseUrl: config.APP_BASE_URL ?? config.PUBLIC_BASE_URL,
+        secrets: SecretBox.fromConfig(config),
       });
       worker = new DeliveryWorker({
         store: deliveries,
@@ -82,6 +84,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
         retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
       });
       registerNotifierHandlers(ctx.host, { people, deliveries, engines, bus: ctx.bus });
+      registerSignInMailHandler(ctx.host, { deliveries, worker, unavailable: deliver.unavailable });
       const approvers = new CachedCalls(ctx.bus);
       const personal = new OrgCache<Map<string, PersonalChannels>>();
       const stopFollowing = [

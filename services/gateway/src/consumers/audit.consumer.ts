@@ -1,5 +1,6 @@
 import { DURABLE, EVENT, batchConsumerOf, OFF_PATH_LINGER_MS, type DomainEvent, type EventSubject } from '@approvals/shared';
 import type { AccessStore, AuditEntry } from '../store/access.store';
+import type { SignInStore } from '../store/sign-in.store';
 
 type Entry = Pick<AuditEntry, 'action' | 'actor' | 'actorLabel' | 'target'>;
 
@@ -63,8 +64,22 @@ export function auditEntryOf(e: DomainEvent): Entry | undefined {
  * loses nothing). The entry is keyed by event id, so a redelivered event writes nothing
  * twice. The events waiting together (up to OFF_PATH_LINGER_MS) are written in one statement.
  */
-export function auditConsumers(store: AccessStore) {
-  const append = async (events: DomainEvent[]) =>
+/**
+ * The approvers an event names, with their org: who may ask for a sign-in link as a
+ * `reviewer` (docs/access.md). A registered approver record, or a decision naming them.
+ */
+export function approversNamedBy(e: DomainEvent): Array<{ org: string; email: string }> {
+  if (e.type === EVENT.decisionCreated) return (e.data as { approvers: string[] }).approvers.map((email) => ({ org: e.org, email }));
+  if (e.type === EVENT.approverChanged && (e.data as { change: string }).change === 'registered') return [{ org: e.org, email: (e.data as { email: string }).email }];
+  return [];
+}
+
+export function auditConsumers(store: AccessStore, signIn: Pick<SignInStore, 'noteApprovers'>) {
+  const append = async (events: DomainEvent[]) => {
+    await signIn.noteApprovers(events.flatMap(approversNamedBy));
+    await appendAudit(events);
+  };
+  const appendAudit = async (events: DomainEvent[]) =>
     store.appendAuditMany(
       events.flatMap((event) => {
         const entry = auditEntryOf(event);
