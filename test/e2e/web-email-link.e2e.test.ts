@@ -83,7 +83,7 @@ describe('sign-in by email link in Chromium', () => {
     await page.waitForURL((u) => u.pathname === '/app/login');
     await page.getByText('Sign in to open the decision you were sent.').waitFor();
     const before = smtp.mails.length;
-    await page.getByLabel('Email').fill(REVIEWER);
+    await page.getByRole('textbox', { name: 'Email' }).fill(REVIEWER);
     await page.getByRole('button', { name: 'Email me a sign-in link' }).click();
     await page.getByText('We sent you a link.').waitFor();
 
