@@ -23,7 +23,16 @@ describe('sign-in by email link in Chromium', () => {
     stack = await startStack({ label: 'weblink', env: { SMTP_URL: smtp.url, DELIVERY_POLL_MS: '50' } });
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   });
   afterAll(async () => {
@@ -62,7 +71,9 @@ describe('sign-in by email link in Chromium', () => {
     // The gateway learns who the decision names from its event (as it writes the audit log).
     await waitFor(
       async () =>
-        ((await stack.http('GET', '/v1/audit/?action=decision.created', { token: admin })).body.entries as Array<{ target: string }>).some((e) => e.target === id),
+        ((await stack.http('GET', '/v1/audit/?action=decision.created', { token: admin })).body.entries as Array<{ target: string }>).some(
+          (e) => e.target === id,
+        ),
       { what: 'the decision in the audit log' },
     );
 

@@ -70,7 +70,8 @@ export function auditEntryOf(e: DomainEvent): Entry | undefined {
  */
 export function approversNamedBy(e: DomainEvent): Array<{ org: string; email: string }> {
   if (e.type === EVENT.decisionCreated) return (e.data as { approvers: string[] }).approvers.map((email) => ({ org: e.org, email }));
-  if (e.type === EVENT.approverChanged && (e.data as { change: string }).change === 'registered') return [{ org: e.org, email: (e.data as { email: string }).email }];
+  if (e.type === EVENT.approverChanged && (e.data as { change: string }).change === 'registered')
+    return [{ org: e.org, email: (e.data as { email: string }).email }];
   return [];
 }
 

@@ -9,9 +9,7 @@ export const EmailLinkBody = z.strictObject({
     .string()
     .max(500)
     .optional()
-    .describe(
-      'Where the app goes after sign-in: a path inside the app (`/app/…`, same origin), carried in the link as `next`; anything else is dropped',
-    ),
+    .describe('Where the app goes after sign-in: a path inside the app (`/app/…`, same origin), carried in the link as `next`; anything else is dropped'),
 });
 export const EmailLinkSent = z.object({ sent: z.literal(true) });
 export const RedeemBody = z.strictObject({ code: z.string().min(1).max(200).describe('the `code` of the link `{PUBLIC_BASE_URL}/app/login?code=…`') });

@@ -290,7 +290,13 @@ export function createApp(deps: AppDeps) {
     if (route.target.kind !== 'local') throw new AppError('internal', 'a public route is answered by the gateway itself');
     refuseNonJsonBody(req);
     const input = validate(route, req);
-    const out = await route.target.handler({ requestId: String(req.id), principal: undefined as never, org: '', ip: req.ip ?? req.socket.remoteAddress ?? 'unknown', ...input });
+    const out = await route.target.handler({
+      requestId: String(req.id),
+      principal: undefined as never,
+      org: '',
+      ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+      ...input,
+    });
     answer(req, res, out.status ?? route.successStatus ?? 200, out.body);
   }
 

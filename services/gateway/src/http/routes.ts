@@ -489,7 +489,7 @@ export function buildRoutes(deps: {
       tag: 'auth',
       summary: "Redeem a sign-in link's code for a session of its org",
       description:
-        "Answers `{sessionToken, org, email, role}`: a member gets their role, an approver who is no member `reviewer` (the inbox and the decisions naming them). A code works once: of concurrent redeems exactly one succeeds. Used, expired or unknown: 401 `invalid_code`.",
+        'Answers `{sessionToken, org, email, role}`: a member gets their role, an approver who is no member `reviewer` (the inbox and the decisions naming them). A code works once: of concurrent redeems exactly one succeeds. Used, expired or unknown: 401 `invalid_code`.',
       body: RedeemBody,
       response: Redeemed,
       errors: ['invalid_code'],

@@ -97,8 +97,8 @@ function Login({ onSession }: { onSession: (s: Session) => void }) {
       {next.startsWith('/app/decisions/') ? <p>Sign in to open the decision you were sent.</p> : null}
       {sentTo ? (
         <p role="status">
-          We sent you a link. If <strong>{sentTo}</strong> belongs to an organisation here, a sign-in link is on its way (one per organisation); it works
-          once, for 15 minutes. Open it in this browser to land back where you were.
+          We sent you a link. If <strong>{sentTo}</strong> belongs to an organisation here, a sign-in link is on its way (one per organisation). It works once,
+          for 15 minutes{next === '/app/' ? '' : ', and brings you back to where you were going'}.
         </p>
       ) : (
         <form onSubmit={send} aria-label="Sign in by email">

@@ -102,7 +102,14 @@ export function createDeliver(deps: DeliverDeps) {
     } else if (row.kind === 'sign_in') {
       // A sign-in link, sealed by the gateway: opened only now, and never sent once expired
       // (a retry after its 15 minutes would mail a dead link).
-      const p = row.payload as { org: string; role: string; purpose: 'sign_in' | 'invitation'; linkSealed: string; expiresAt: string; invitedBy?: string | null };
+      const p = row.payload as {
+        org: string;
+        role: string;
+        purpose: 'sign_in' | 'invitation';
+        linkSealed: string;
+        expiresAt: string;
+        invitedBy?: string | null;
+      };
       const expiresAt = new Date(p.expiresAt);
       if (expiresAt.getTime() <= Date.now()) return { status: 'skipped', reason: 'the sign-in link expired before it could be sent' };
       const link = deps.secrets.open(p.linkSealed, `sign-in-link:${row.decision_id}`);
