@@ -178,6 +178,26 @@ describe('sign-in by email link', () => {
     expect(session.body).toMatchObject({ org: a.org, email: 'ivy@example.com', role: 'editor' });
   });
 
+  it('a registered approver signs in as reviewer; once disabled, their link opens nothing', async () => {
+    const who = 'reg@example.com';
+    const registered = await stack.http('POST', '/v1/approvers/', { token: b.admin, body: { email: who } });
+    expect(registered.status).toBe(201);
+    const audited = async (action: string) =>
+      ((await stack.http('GET', `/v1/audit/?action=${action}&limit=200`, { token: b.admin })).body.entries as Array<{ target: string }>).some(
+        (e) => e.target === registered.body.id,
+      );
+    await waitFor(() => audited('approver.registered'), { what: 'the registration in the audit log' });
+    await ask(who);
+    await ask(who);
+    const [first, second] = await linkMails(who, 2);
+    expect((await redeem(codeOf(first!)!)).body).toMatchObject({ org: b.org, email: who, role: 'reviewer' });
+    expect((await stack.http('POST', `/v1/approvers/${registered.body.id}/disable`, { token: b.admin })).status).toBe(200);
+    await waitFor(() => audited('approver.disabled'), { what: 'the disable in the audit log' });
+    const refused = await redeem(codeOf(second!)!);
+    expect(refused.status).toBe(401);
+    expect(refused.body.error).toBe('invalid_code');
+  });
+
   it('bad input is a 400 with the error body; a link request takes no Authorization and needs none', async () => {
     const bad = await stack.http('POST', '/v1/auth/email-link', { body: { email: 'not-an-email' } });
     expect(bad.status).toBe(400);

@@ -1,6 +1,6 @@
 import { DURABLE, EVENT, batchConsumerOf, OFF_PATH_LINGER_MS, type DomainEvent, type EventSubject } from '@approvals/shared';
 import type { AccessStore, AuditEntry } from '../store/access.store';
-import type { SignInStore } from '../store/sign-in.store';
+import type { ApproverOfOrg, SignInStore } from '../store/sign-in.store';
 
 type Entry = Pick<AuditEntry, 'action' | 'actor' | 'actorLabel' | 'target'>;
 
@@ -65,19 +65,33 @@ export function auditEntryOf(e: DomainEvent): Entry | undefined {
  * twice. The events waiting together (up to OFF_PATH_LINGER_MS) are written in one statement.
  */
 /**
- * The approvers an event names, with their org: who may ask for a sign-in link as a
- * `reviewer` (docs/access.md). A registered approver record, or a decision naming them.
+ * How an event changes who is an approver of an org, for who may sign in by email as a
+ * `reviewer` (docs/access.md): named on a decision or registered adds them; disabled (an
+ * admin, or the identity provider for a leaver) takes them out; enabled puts them back.
  */
-export function approversNamedBy(e: DomainEvent): Array<{ org: string; email: string }> {
-  if (e.type === EVENT.decisionCreated) return (e.data as { approvers: string[] }).approvers.map((email) => ({ org: e.org, email }));
-  if (e.type === EVENT.approverChanged && (e.data as { change: string }).change === 'registered')
-    return [{ org: e.org, email: (e.data as { email: string }).email }];
-  return [];
+export function reachOf(e: DomainEvent): { add: ApproverOfOrg[]; remove: ApproverOfOrg[] } {
+  const one = (email: string) => [{ org: e.org, email }];
+  switch (e.type) {
+    case EVENT.decisionCreated:
+      return { add: e.data.approvers.map((email) => ({ org: e.org, email })), remove: [] };
+    case EVENT.approverChanged:
+      return { add: e.data.change === 'registered' ? one(e.data.email) : [], remove: [] };
+    case EVENT.approverEnabled:
+      return { add: one(e.data.email), remove: [] };
+    case EVENT.approverDisabled:
+      return { add: [], remove: one(e.data.email) };
+    default:
+      return { add: [], remove: [] };
+  }
 }
 
-export function auditConsumers(store: AccessStore, signIn: Pick<SignInStore, 'noteApprovers'>) {
+export function auditConsumers(store: AccessStore, signIn: Pick<SignInStore, 'applyReach'>) {
   const append = async (events: DomainEvent[]) => {
-    await signIn.noteApprovers(events.flatMap(approversNamedBy));
+    // In event order: a disable after a registration in one batch leaves the person out.
+    for (const e of events) {
+      const change = reachOf(e);
+      if (change.add.length || change.remove.length) await signIn.applyReach(change);
+    }
     await appendAudit(events);
   };
   const appendAudit = async (events: DomainEvent[]) =>

@@ -23,6 +23,12 @@ export interface NewSignInLink {
   expiresAt: Date;
 }
 
+/** A person who is an approver of an org. */
+export interface ApproverOfOrg {
+  org: string;
+  email: string;
+}
+
 /** A limit on requests in a sliding window: at most `max` per `key`. */
 export interface Limit {
   key: string;
@@ -62,18 +68,16 @@ export function createSignInStore(db: Knex) {
       return Boolean(await db('approver_reach').where({ email, org_id: org }).first('org_id'));
     },
 
-    /** People the events name as approvers of an org (idempotent). */
-    async noteApprovers(entries: Array<{ org: string; email: string }>): Promise<void> {
-      const seen = new Map<string, { org_id: string; email: string }>();
-      for (const e of entries) {
-        const email = e.email.toLowerCase();
-        seen.set(`${e.org}\u0000${email}`, { org_id: e.org, email });
-      }
-      if (seen.size === 0) return;
-      await db('approver_reach')
-        .insert([...seen.values()])
-        .onConflict(['email', 'org_id'])
-        .ignore();
+    /** Who the events name as approvers of an org, and who is no longer one (idempotent). */
+    async applyReach(change: { add: ApproverOfOrg[]; remove: ApproverOfOrg[] }): Promise<void> {
+      const rows = (list: ApproverOfOrg[]) => {
+        const seen = new Map<string, { org_id: string; email: string }>();
+        for (const e of list) seen.set(`${e.org}\u0000${e.email.toLowerCase()}`, { org_id: e.org, email: e.email.toLowerCase() });
+        return [...seen.values()];
+      };
+      const add = rows(change.add);
+      if (add.length) await db('approver_reach').insert(add).onConflict(['email', 'org_id']).ignore();
+      for (const r of rows(change.remove)) await db('approver_reach').where(r).delete();
     },
 
     /**
