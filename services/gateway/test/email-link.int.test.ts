@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { Client } from 'pg';
 import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
-import { startSmtp, type Mail } from '../../../test/helpers/third-parties';
+import { actionLinks, startSmtp, type Mail } from '../../../test/helpers/third-parties';
 
 /**
  * Sign-in by email link (proof-and-reach.md section 4, docs/access.md): the same 202 for
@@ -196,6 +196,16 @@ describe('sign-in by email link', () => {
     const refused = await redeem(codeOf(second!)!);
     expect(refused.status).toBe(401);
     expect(refused.body.error).toBe('invalid_code');
+  });
+
+  it('the email confirm page links to the decision in the app, where the approver signs in by email', async () => {
+    const who = 'confirm@example.com';
+    const id = await nameApprover(a, who, 'el-confirm');
+    const notice = await waitFor(() => smtp.mails.find((m) => m.to.includes(who) && m.body.includes(`/app/decisions/${id}`)), { what: 'the decision mail' });
+    const approve = actionLinks(notice).approve!;
+    const page = await fetch(`${stack.baseUrl}${new URL(approve).pathname}${new URL(approve).search}`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toMatch(new RegExp(`<a href="[^"]*/app/decisions/${id}">Open in app</a>`));
   });
 
   it('bad input is a 400 with the error body; a link request takes no Authorization and needs none', async () => {

@@ -31,6 +31,8 @@ export interface EmailLinkDeps {
   /** Also accepted when checking a link (a rotation in progress). */
   previousSecrets?: readonly string[];
   publicBaseUrl: string;
+  /** Where the web app is served: the pages' "Open in app" (`{appBaseUrl}/app/decisions/{id}`). */
+  appBaseUrl?: string;
 }
 
 /** svc.surfaces.mint_links: one token row per action, one link per action. */
@@ -90,6 +92,8 @@ const isTransient = (err: unknown) => !(err instanceof AppError) || err.transien
  */
 export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute; post: CallbackRoute } {
   const { store, bus, clock, log, secret } = deps;
+  const appBase = (deps.appBaseUrl ?? deps.publicBaseUrl).replace(/\/+$/, '');
+  const appUrlOf = (decisionId: string) => `${appBase}/app/decisions/${encodeURIComponent(decisionId)}`;
 
   /** Signature, then row. Undefined means "not a valid link" (400). */
   async function load(token: string): Promise<ActionTokenRow | undefined> {
@@ -136,8 +140,8 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
         return pages.signatureOnlyPage(d, d.id);
     }
     if (d.linkAnswers.length === 0) return pages.signatureOnlyPage(d, d.id);
-    if (!d.linkAnswers.includes(row.action)) return pages.needsAnswerPage(d, d.id);
-    return pages.confirmPage(d, row.action, row.approver_email, from.token);
+    if (!d.linkAnswers.includes(row.action)) return pages.needsAnswerPage(d, d.id, 200, appUrlOf(d.id));
+    return pages.confirmPage(d, row.action, row.approver_email, from.token, appUrlOf(d.id));
   }
 
   async function act(req: RawCallback): Promise<RawHttpReply> {
@@ -192,7 +196,7 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
           outcome = { result: 'decision_gone', page: () => pages.decisionGonePage() };
           break;
         case 'invalid_request':
-          outcome = { result: 'needs_answer', page: (d) => pages.needsAnswerPage(d, decisionId, 409) };
+          outcome = { result: 'needs_answer', page: (d) => pages.needsAnswerPage(d, decisionId, 409, appUrlOf(decisionId)) };
           break;
         default:
           // A definitive refusal this page has no words for: keep the token spent, say so plainly.

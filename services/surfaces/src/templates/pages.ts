@@ -168,16 +168,20 @@ function voteForm(token: string, action: LinkAction, label: string): SafeHtml {
 
 // ---- GET pages
 
-export function confirmPage(d: DecisionView, action: LinkAction, email: string, token: string): RawHttpReply {
+export function confirmPage(d: DecisionView, action: LinkAction, email: string, token: string, appUrl?: string): RawHttpReply {
   const a = ACTION_WORD[action];
   return render({
     status: 200,
     heading: decisionTitle(d, d.id),
     html: html`${renderSummary(d)}
 ${notice('info', html`<p>You are about to <strong>${a.verb}</strong> this decision as <strong>${email}</strong>.</p><p class="muted">Nothing is recorded until you press the button.</p>`)}
-${voteForm(token, action, `${a.label} as ${email}`)}`,
+${voteForm(token, action, `${a.label} as ${email}`)}
+${appUrl && openInApp(appUrl)}`,
   });
 }
+
+/** The decision in the web app, where anyone named on it signs in with a link mailed to them (docs/app.md). */
+const openInApp = (appUrl: string) => html`<p class="muted"><a href="${appUrl}">Open in app</a> (sign in with your email address)</p>`;
 
 export function notApproverPage(d: DecisionView, email: string): RawHttpReply {
   return render({
@@ -212,14 +216,15 @@ export function signatureOnlyPage(d: DecisionView | null, decisionId: string, ht
   });
 }
 
-export function needsAnswerPage(d: DecisionView | null, decisionId: string, httpStatus = 200): RawHttpReply {
+export function needsAnswerPage(d: DecisionView | null, decisionId: string, httpStatus = 200, appUrl?: string): RawHttpReply {
   return render({
     status: httpStatus,
     heading: decisionTitle(d, decisionId),
-    html: notice(
+    html: html`${notice(
       'warn',
       html`<p>Approving this decision needs an answer (a choice or a text) that an email link cannot carry.</p><p class="muted">Answer it in the app. Nothing was recorded.</p>`,
-    ),
+    )}
+${appUrl && openInApp(appUrl)}`,
   });
 }
 
