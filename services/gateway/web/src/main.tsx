@@ -27,7 +27,7 @@ import { ErrorBox, Layout, messageOf, navigate, usePath } from './ui';
 import './styles.css';
 
 /** A mailed link's code is redeemed once per page load (a second redeem of it would fail). */
-let redeeming: Promise<Session> | null = null;
+let redeeming: { code: string; session: Promise<Session> } | null = null;
 
 function Login({ onSession }: { onSession: (s: Session) => void }) {
   const params = new URLSearchParams(location.search);
@@ -55,8 +55,8 @@ function Login({ onSession }: { onSession: (s: Session) => void }) {
     if (emailCode) {
       // The code leaves the address bar (and the history) at once: it is a credential.
       history.replaceState(null, '', `/app/login?next=${encodeURIComponent(next)}`);
-      redeeming ??= redeemEmailLink(emailCode);
-      redeeming.then(
+      if (redeeming?.code !== emailCode) redeeming = { code: emailCode, session: redeemEmailLink(emailCode) };
+      redeeming.session.then(
         (s) => {
           onSession(s);
           navigate(next);
