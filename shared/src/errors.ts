@@ -8,6 +8,8 @@ export const ERROR_STATUS = {
   invalid_json: 400,
   unauthorized: 401,
   invalid_signature: 401,
+  /** A sign-in code used already, expired, or never issued (`POST /v1/auth/email-link/redeem`). */
+  invalid_code: 401,
   quota_exceeded: 402,
   forbidden: 403,
   not_an_approver: 403,

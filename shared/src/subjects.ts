@@ -107,6 +107,8 @@ export const SUBJECT = {
     callbackSettingsGet: 'svc.notifier.callback_settings_get',
     callbackSecretRotate: 'svc.notifier.callback_secret_rotate',
     echo: 'svc.notifier.echo',
+    /** The gateway hands over sign-in links to mail (the email-link sign-in and member invitations). */
+    signInMail: 'svc.notifier.sign_in_mail',
   },
   integrations: {
     chatA: {

@@ -23,6 +23,8 @@ import { buildRoutes } from './http/routes';
 import { migrations } from './migrations/index';
 import { createAccessStore } from './store/access.store';
 import { createMembersStore } from './store/members.store';
+import { createSignInStore } from './store/sign-in.store';
+import { createEmailLinks } from './auth/email-link';
 import { createSettings } from './handlers/settings.handler';
 
 export const GATEWAY_VERSION = '0.1.0';
@@ -69,7 +71,8 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         if (user) return { found: true, kind: 'user' as const, label: user.email, email: user.email };
         return { found: false };
       });
-      for (const c of auditConsumers(store)) ctx.consume(c);
+      const signIn = createSignInStore(ctx.db);
+      for (const c of auditConsumers(store, signIn)) ctx.consume(c);
       const verifyJwt = createJwtVerifier({
         secret: config.AUTH_JWT_SECRET,
         jwksUrl: config.AUTH_JWKS_URL,
@@ -78,7 +81,22 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         maxAgeSec: config.AUTH_SESSION_MAX_AGE_SEC,
       });
       const app = createApp({
-        routes: buildRoutes({ store, members, settings }),
+        routes: buildRoutes({
+          store,
+          members,
+          settings,
+          log,
+          emailLinks: createEmailLinks({
+            store: signIn,
+            members,
+            bus: ctx.bus,
+            secrets,
+            clock: ctx.clock,
+            publicBaseUrl: config.PUBLIC_BASE_URL,
+            jwtSecret: config.AUTH_JWT_SECRET,
+            sessionMaxAgeSec: config.AUTH_SESSION_MAX_AGE_SEC,
+          }),
+        }),
         bus: ctx.bus,
         log,
         authenticate: createAuthenticator({ store, members, verifyJwt, log }),

@@ -13,6 +13,7 @@ import {
 } from '@approvals/shared';
 import type { NotifierConfig } from './config';
 import { notifierConsumers } from './consumers/decision-events.consumer';
+import { registerSignInMailHandler } from './handlers/sign-in-mail.handler';
 import { registerNotifierHandlers } from './handlers/people.handlers';
 import { migrations } from './migrations/index';
 import { engineProviders } from './providers/engines';
@@ -89,6 +90,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
           callbackProvider({ http: outbound.tenant, signingSecrets: callbacks.signingSecrets }),
         ],
         appBaseUrl: config.APP_BASE_URL ?? config.PUBLIC_BASE_URL,
+        secrets: SecretBox.fromConfig(config),
       });
       worker = new DeliveryWorker({
         store: deliveries,
@@ -98,6 +100,7 @@ export async function startNotifier(config: NotifierConfig, opts: { log?: Logger
         retryBaseMs: config.DELIVERY_RETRY_BASE_MS,
       });
       registerNotifierHandlers(ctx.host, { people, deliveries, engines, callbacks, bus: ctx.bus });
+      registerSignInMailHandler(ctx.host, { deliveries, worker, unavailable: deliver.unavailable });
       const approvers = new CachedCalls(ctx.bus);
       const personal = new OrgCache<Map<string, PersonalChannels>>();
       const stopFollowing = [

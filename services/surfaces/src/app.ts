@@ -55,6 +55,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
         secret: config.SURFACES_LINK_SECRET,
         previousSecrets: config.SURFACES_LINK_SECRET_PREVIOUS,
         publicBaseUrl: config.PUBLIC_BASE_URL,
+        appBaseUrl: config.APP_BASE_URL ?? config.PUBLIC_BASE_URL,
       };
       ctx.host.handle(SurfacesEndpoints.mintLinks, createMintLinksHandler(links));
       const email = createEmailActRoutes(links);

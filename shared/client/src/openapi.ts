@@ -1092,6 +1092,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/auth/email-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a sign-in link by email: always 202 `{sent: true}`, whoever the address belongs to
+         * @description When the address is a member or an approver of an org, a single-use link `{PUBLIC_BASE_URL}/app/login?code=…` (plus `&next=` when given) is mailed for each org it belongs to, valid 15 minutes. The answer is the same for an unknown address (no enumeration). At most 5 requests a quarter hour per address and 30 per caller IP: past that, 429 `rate_limited` with `Retry-After` (seconds) and `retryAfter` in the body. No authentication.
+         */
+        post: operations["post_v1_auth_email_link"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/auth/email-link/redeem": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Redeem a sign-in link's code for a session of its org
+         * @description Answers `{sessionToken, org, email, role}`: a member gets their role, an approver who is no member `reviewer` (the inbox and the decisions naming them). A code works once: of concurrent redeems exactly one succeeds. Used, expired or unknown: 401 `invalid_code`. No authentication.
+         */
+        post: operations["post_v1_auth_email_link_redeem"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me": {
         parameters: {
             query?: never;
@@ -1126,8 +1166,8 @@ export interface paths {
         get: operations["get_v1_members"];
         put?: never;
         /**
-         * Add a member with a role (a removed member comes back); 409 conflict when already a member
-         * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
+         * Add a member with a role (a removed member comes back) and mail them a sign-in link; 409 conflict when already a member
+         * @description The invitation mail holds a single-use sign-in link (`/app/login?code=…`, 15 minutes), as `POST /v1/auth/email-link` sends. Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         post: operations["post_v1_members"];
         delete?: never;
@@ -11350,6 +11390,225 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         error?: "conflict";
+                    };
+                };
+            };
+            /** @description Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again): `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Unavailable right now: try again (`Retry-After`): `unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unavailable";
+                    };
+                };
+            };
+            /** @description Any other error (500 `internal` carries an `errorId` that is also logged) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_v1_auth_email_link: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** Format: email */
+                    email: string;
+                    /** @description Where the app goes after sign-in: a path inside the app (`/app/…`, same origin), carried in the link as `next`; anything else is dropped */
+                    next?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @constant */
+                        sent: true;
+                    };
+                };
+            };
+            /** @description The request is malformed (`issues` names each problem): `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "invalid_request";
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body is not JSON: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unsupported_media_type";
+                    };
+                };
+            };
+            /** @description Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again): `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Unavailable right now: try again (`Retry-After`): `unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unavailable";
+                    };
+                };
+            };
+            /** @description Any other error (500 `internal` carries an `errorId` that is also logged) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    post_v1_auth_email_link_redeem: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description the `code` of the link `{PUBLIC_BASE_URL}/app/login?code=…` */
+                    code: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description a session JWT (HS256) for `Authorization: Bearer` */
+                        sessionToken: string;
+                        org: string;
+                        email: string;
+                        /**
+                         * @description the person's role in the org: a member's role, or `reviewer` for an approver who is no member
+                         * @enum {string}
+                         */
+                        role: "admin" | "editor" | "member" | "reviewer";
+                    };
+                };
+            };
+            /** @description The request is malformed (`issues` names each problem): `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `invalid_code` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "invalid_code";
+                    };
+                };
+            };
+            /** @description The body is larger than the limit: `payload_too_large` */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "payload_too_large";
+                    };
+                };
+            };
+            /** @description The body is not JSON: `unsupported_media_type` */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unsupported_media_type";
                     };
                 };
             };

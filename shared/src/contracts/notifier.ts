@@ -89,6 +89,27 @@ export const CallbackSecretReply = z.object({
   createdAt: z.string(),
   previousUntil: z.string().nullable().describe('The previous secret keeps signing alongside until then (24 h); null when there was none'),
 });
+/**
+ * One sign-in link to mail (`svc.notifier.sign_in_mail`, from the gateway only): the link
+ * travels sealed (SecretBox, context `sign-in-link:<id>`), so neither the bus nor the
+ * notifier's deliveries hold it readable; the notifier opens it as it renders the mail.
+ * `purpose`: `sign_in` (asked for with `POST /v1/auth/email-link`) or `invitation` (an
+ * admin added the person as a member).
+ */
+export const SignInLinkMail = z.object({
+  /** The link's id: the delivery's idempotency key (a resend plans nothing twice). */
+  id: z.string().min(1).max(100),
+  org: z.string().min(1),
+  role: z.enum(['admin', 'editor', 'member', 'reviewer']),
+  purpose: z.enum(['sign_in', 'invitation']),
+  linkSealed: z.string().min(1).max(4000),
+  expiresAt: z.string(),
+  /** Who invited (an invitation's admin, by email). */
+  invitedBy: z.string().nullable().optional(),
+});
+export type SignInLinkMail = z.infer<typeof SignInLinkMail>;
+export const SignInMailRequest = z.object({ email: z.string().min(3).max(320), links: z.array(SignInLinkMail).max(100) });
+export const SignInMailReply = z.object({ planned: z.number() });
 
 export const NotifierEndpoints = {
   contactMethodsGet: endpoint(SUBJECT.notifier.contactMethodsGet, forwarded({}), ContactMethodsView, READ),
@@ -136,4 +157,10 @@ export const NotifierEndpoints = {
     z.object({ configured: z.boolean(), source: z.enum(['org', 'deployment']).nullable() }),
     READ,
   ),
+  /**
+   * Mail these sign-in links to the address, one mail per link (the deliveries are durable
+   * once this answers). Called for every email-link request, with no link for an unknown
+   * address, so a known and an unknown address cost the same.
+   */
+  signInMail: endpoint(SUBJECT.notifier.signInMail, SignInMailRequest, SignInMailReply, RESENDABLE),
 };

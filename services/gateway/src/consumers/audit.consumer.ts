@@ -1,5 +1,6 @@
 import { DURABLE, EVENT, batchConsumerOf, OFF_PATH_LINGER_MS, type DomainEvent, type EventSubject } from '@approvals/shared';
 import type { AccessStore, AuditEntry } from '../store/access.store';
+import type { ApproverOfOrg, SignInStore } from '../store/sign-in.store';
 
 type Entry = Pick<AuditEntry, 'action' | 'actor' | 'actorLabel' | 'target'>;
 
@@ -63,8 +64,37 @@ export function auditEntryOf(e: DomainEvent): Entry | undefined {
  * loses nothing). The entry is keyed by event id, so a redelivered event writes nothing
  * twice. The events waiting together (up to OFF_PATH_LINGER_MS) are written in one statement.
  */
-export function auditConsumers(store: AccessStore) {
-  const append = async (events: DomainEvent[]) =>
+/**
+ * How an event changes who is an approver of an org, for who may sign in by email as a
+ * `reviewer` (docs/access.md): named on a decision or registered adds them; disabled (an
+ * admin, or the identity provider for a leaver) takes them out; enabled puts them back.
+ */
+export function reachOf(e: DomainEvent): { add: ApproverOfOrg[]; remove: ApproverOfOrg[] } {
+  const one = (email: string) => [{ org: e.org, email }];
+  switch (e.type) {
+    case EVENT.decisionCreated:
+      return { add: e.data.approvers.map((email) => ({ org: e.org, email })), remove: [] };
+    case EVENT.approverChanged:
+      return { add: e.data.change === 'registered' ? one(e.data.email) : [], remove: [] };
+    case EVENT.approverEnabled:
+      return { add: one(e.data.email), remove: [] };
+    case EVENT.approverDisabled:
+      return { add: [], remove: one(e.data.email) };
+    default:
+      return { add: [], remove: [] };
+  }
+}
+
+export function auditConsumers(store: AccessStore, signIn: Pick<SignInStore, 'applyReach'>) {
+  const append = async (events: DomainEvent[]) => {
+    // In event order: a disable after a registration in one batch leaves the person out.
+    for (const e of events) {
+      const change = reachOf(e);
+      if (change.add.length || change.remove.length) await signIn.applyReach(change);
+    }
+    await appendAudit(events);
+  };
+  const appendAudit = async (events: DomainEvent[]) =>
     store.appendAuditMany(
       events.flatMap((event) => {
         const entry = auditEntryOf(event);

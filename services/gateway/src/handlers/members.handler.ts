@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Email, actorLabelOf, actorOf, type Principal } from '@approvals/shared';
+import { Email, actorLabelOf, actorOf, type Logger, type Principal } from '@approvals/shared';
 import { MEMBER_ROLES, toMemberView, type MemberRole, type MembersStore } from '../store/members.store';
 import type { LocalRequest, LocalResult } from '../http/route';
 
@@ -25,14 +25,24 @@ export const MemberView = z.object({
 
 const actorOfRequest = (req: { principal: Principal }) => ({ id: actorOf(req.principal), label: actorLabelOf(req.principal) });
 
-/** `/v1/members/` (admin): who belongs to the org, with which role. */
-export function memberHandlers(members: MembersStore) {
+/** `/v1/members/` (admin): who belongs to the org, with which role. An invitation mails a sign-in link (`mailInvitation`). */
+export function memberHandlers(
+  members: MembersStore,
+  mailInvitation: (input: { org: string; email: string; role: MemberRole; invitedBy: string }) => Promise<void>,
+  log: Logger,
+) {
   return {
     async list(req: LocalRequest): Promise<LocalResult> {
       return { body: { members: (await members.list(req.org)).map(toMemberView) } };
     },
     async invite(req: LocalRequest<z.infer<typeof InviteMemberBody>>): Promise<LocalResult> {
-      const row = await members.invite(req.org, req.body.email, req.body.role, actorOfRequest(req));
+      const actor = actorOfRequest(req);
+      const row = await members.invite(req.org, req.body.email, req.body.role, actor);
+      // The member is in either way: a mail that cannot be handed over now is no reason to
+      // refuse the invitation (they can ask for a link on the sign-in page).
+      await mailInvitation({ org: req.org, email: row.email, role: row.role, invitedBy: actor.label }).catch((err: unknown) =>
+        log.warn({ err, member: row.id }, 'the invitation mail could not be handed to the notifier'),
+      );
       return { status: 201, body: toMemberView(row) };
     },
     async change(req: LocalRequest<z.infer<typeof ChangeMemberBody>, unknown, { id: string }>): Promise<LocalResult> {

@@ -259,6 +259,7 @@ export function createApp(deps: AppDeps) {
 
   /** A route's work once the request is read: authorize, validate, answer (locally or from its service). */
   async function serve(route: RouteDef, req: Req, res: Response): Promise<void> {
+    if (route.scope === 'public') return servePublic(route, req, res);
     const principal = await authorize(route, req);
     refuseNonJsonBody(req);
     const input = validate(route, req);
@@ -279,6 +280,24 @@ export function createApp(deps: AppDeps) {
       return;
     }
     throw new AppError('internal', 'route has no usable target');
+  }
+
+  /**
+   * A route anyone may call (the email-link sign-in): no Authorization is read, only a
+   * local handler answers, and it gets the caller's address instead of a principal.
+   */
+  async function servePublic(route: RouteDef, req: Req, res: Response): Promise<void> {
+    if (route.target.kind !== 'local') throw new AppError('internal', 'a public route is answered by the gateway itself');
+    refuseNonJsonBody(req);
+    const input = validate(route, req);
+    const out = await route.target.handler({
+      requestId: String(req.id),
+      principal: undefined as never,
+      org: '',
+      ip: req.ip ?? req.socket.remoteAddress ?? 'unknown',
+      ...input,
+    });
+    answer(req, res, out.status ?? route.successStatus ?? 200, out.body);
   }
 
   // A known path with a method it does not take: 405 with the methods it does take.

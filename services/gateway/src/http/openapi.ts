@@ -269,7 +269,7 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
  */
 export function routeTableDocument(baseUrl = 'http://localhost:8080') {
   const unused = {} as never;
-  return buildOpenApi(buildRoutes({ store: unused, members: unused, settings: { handlers: {} } as never }), baseUrl);
+  return buildOpenApi(buildRoutes({ store: unused, members: unused, settings: { handlers: {} } as never, emailLinks: unused, log: unused }), baseUrl);
 }
 
 const esc = escapeHtml;

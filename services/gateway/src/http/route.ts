@@ -6,7 +6,8 @@ import { httpPartsOf, type ApiKeyRole, type EndpointDef, type ErrorCode, type Pr
  * - worker: API keys only (a session gets 403 forbidden)
  * - session: signed-in users only (an API key gets 403 forbidden, or the route's own code)
  * - either: both
- * - public: no authentication (health, docs)
+ * - public: no authentication (health, docs, the email-link sign-in: a local handler
+ *   gets no principal and an empty org)
  * - callback: no bearer auth; raw bytes and headers go to the owning service, which verifies signatures
  */
 export type Scope = 'worker' | 'session' | 'either' | 'public' | 'callback';
@@ -15,6 +16,8 @@ export interface LocalRequest<B = unknown, Q = Record<string, unknown>, P = Reco
   requestId: string;
   principal: Principal;
   org: string;
+  /** The caller's address (behind TRUST_PROXY, the proxy's client address). */
+  ip?: string;
   params: P;
   query: Q;
   body: B;

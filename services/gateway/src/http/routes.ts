@@ -14,6 +14,7 @@ import {
   AppError,
   SESSION_ROLES,
   UserRole,
+  type Logger,
 } from '@approvals/shared';
 import { LlmSettingsBody, LlmSettingsView, RetentionSettingsBody, RetentionSettingsView, type createSettings } from '../handlers/settings.handler';
 import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
@@ -21,6 +22,8 @@ import { AuditEntry, AuditQuery, auditHandlers } from '../handlers/audit.handler
 import type { AccessStore } from '../store/access.store';
 import type { MembersStore } from '../store/members.store';
 import { ChangeMemberBody, InviteMemberBody, MemberIdParams, MemberView, memberHandlers } from '../handlers/members.handler';
+import { EmailLinkBody, EmailLinkSent, RedeemBody, Redeemed, emailLinkHandlers } from '../handlers/email-link.handler';
+import type { EmailLinks } from '../auth/email-link';
 import { httpSchemasOf, type RouteDef } from './route';
 
 /** `GET /v1/me`: the signed-in person as the org's member list has them. */
@@ -34,10 +37,17 @@ const MeView = z.object({
 });
 
 /** Every route of the spec. */
-export function buildRoutes(deps: { store: AccessStore; members: MembersStore; settings: ReturnType<typeof createSettings> }): RouteDef[] {
+export function buildRoutes(deps: {
+  store: AccessStore;
+  members: MembersStore;
+  settings: ReturnType<typeof createSettings>;
+  emailLinks: EmailLinks;
+  log: Logger;
+}): RouteDef[] {
   const keys = apiKeyHandlers(deps.store);
   const audit = auditHandlers(deps.store);
-  const members = memberHandlers(deps.members);
+  const members = memberHandlers(deps.members, (i) => deps.emailLinks.invite(i), deps.log);
+  const emailLink = emailLinkHandlers(deps.emailLinks);
   const cb = (path: string, tag: string, summary: string, method: RouteDef['method'] = 'post'): RouteDef => ({
     method,
     path,
@@ -459,6 +469,34 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
       target: { kind: 'local', handler: keys.rotate },
     },
 
+    // ---- sign-in by email link (no authentication): proof-and-reach.md section 4
+    {
+      method: 'post',
+      path: '/v1/auth/email-link',
+      scope: 'public',
+      tag: 'auth',
+      summary: 'Ask for a sign-in link by email: always 202 `{sent: true}`, whoever the address belongs to',
+      description:
+        'When the address is a member or an approver of an org, a single-use link `{PUBLIC_BASE_URL}/app/login?code=…` (plus `&next=` when given) is mailed for each org it belongs to, valid 15 minutes. The answer is the same for an unknown address (no enumeration). At most 5 requests a quarter hour per address and 30 per caller IP: past that, 429 `rate_limited` with `Retry-After` (seconds) and `retryAfter` in the body.',
+      body: EmailLinkBody,
+      response: EmailLinkSent,
+      successStatus: 202,
+      target: { kind: 'local', handler: emailLink.request },
+    },
+    {
+      method: 'post',
+      path: '/v1/auth/email-link/redeem',
+      scope: 'public',
+      tag: 'auth',
+      summary: "Redeem a sign-in link's code for a session of its org",
+      description:
+        'Answers `{sessionToken, org, email, role}`: a member gets their role, an approver who is no member `reviewer` (the inbox and the decisions naming them). A code works once: of concurrent redeems exactly one succeeds. Used, expired or unknown: 401 `invalid_code`.',
+      body: RedeemBody,
+      response: Redeemed,
+      errors: ['invalid_code'],
+      target: { kind: 'local', handler: emailLink.redeem },
+    },
+
     // ---- who am I (any signed-in role)
     {
       method: 'get',
@@ -495,7 +533,8 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
       scope: 'session',
       needs: 'admin',
       tag: 'members',
-      summary: 'Add a member with a role (a removed member comes back); 409 conflict when already a member',
+      summary: 'Add a member with a role (a removed member comes back) and mail them a sign-in link; 409 conflict when already a member',
+      description: 'The invitation mail holds a single-use sign-in link (`/app/login?code=…`, 15 minutes), as `POST /v1/auth/email-link` sends.',
       body: InviteMemberBody,
       response: MemberView,
       errors: ['conflict'],

@@ -1,10 +1,11 @@
 import * as oauth from 'oauth4webapi';
 
 /**
- * The session: a JWT the gateway verifies on every call. It arrives in the URL fragment
- * of `/app/login#token=…` (never sent to a server, never in a log), or from the org's
- * identity provider through OIDC authorization code + PKCE. Kept in sessionStorage: it
- * dies with the tab.
+ * The session: a JWT the gateway verifies on every call. It comes from a sign-in link
+ * mailed by `POST /v1/auth/email-link` (`/app/login?code=…`, redeemed for the token), in
+ * the URL fragment of `/app/login#token=…` (never sent to a server, never in a log), or
+ * from the org's identity provider through OIDC authorization code + PKCE. Kept in
+ * sessionStorage: it dies with the tab.
  */
 const KEY = 'approvals.session';
 
@@ -113,4 +114,46 @@ export async function finishOidc(cfg: OidcConfig, current: URL): Promise<{ sessi
   const session = signIn(result.id_token!);
   if (!session) throw new Error('The identity provider answered without an email in the ID token.');
   return { session, returnTo: saved.returnTo };
+}
+
+/** A call to one of the sign-in routes (no session yet): the answer, or an Error with the API's message. */
+async function publicPost<T>(path: string, body: unknown): Promise<T> {
+  let res: Response;
+  try {
+    res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  } catch {
+    throw new Error('The service could not be reached. Check your connection and try again.');
+  }
+  const parsed = (await res.json().catch(() => ({}))) as { message?: string; retryAfter?: number };
+  if (!res.ok) {
+    if (res.status === 429) {
+      const wait = Number(res.headers.get('retry-after') ?? parsed.retryAfter ?? 0);
+      throw new Error(`Too many sign-in links asked for. Try again in ${wait > 90 ? `${Math.ceil(wait / 60)} minutes` : `${wait} seconds`}.`);
+    }
+    throw new Error(parsed.message ?? `The request failed (HTTP ${res.status}).`);
+  }
+  return parsed as T;
+}
+
+/** Asks for a sign-in link by email; `next` (a path in the app) rides in the link. */
+export async function requestEmailLink(email: string, next: string | null): Promise<void> {
+  await publicPost('/v1/auth/email-link', next ? { email, next } : { email });
+}
+
+/** A mailed link's code becomes the session (once: a used or expired link is refused). */
+export async function redeemEmailLink(code: string): Promise<Session> {
+  let reply: { sessionToken: string };
+  try {
+    reply = await publicPost<{ sessionToken: string }>('/v1/auth/email-link/redeem', { code });
+  } catch (err) {
+    throw new Error(`That sign-in link was used already, has expired, or is not valid: ask for a new one below. (${(err as Error).message})`);
+  }
+  const s = signIn(reply.sessionToken);
+  if (!s) throw new Error('The sign-in answer held no usable session.');
+  return s;
+}
+
+/** Where to go after sign-in: a path inside the app only (never another origin). */
+export function safeNext(next: string | null | undefined): string {
+  return next && next.startsWith('/app/') && !next.startsWith('//') && !/[\\\s]/.test(next) ? next : '/app/';
 }

@@ -1,8 +1,21 @@
-import { StrictMode, useEffect, useState } from 'react';
+import { StrictMode, useEffect, useState, type FormEvent } from 'react';
 import { createRoot } from 'react-dom/client';
 import type { Me } from './types';
 import { api } from './api';
-import { can, currentSession, finishOidc, signIn, signOut, startOidc, type OidcConfig, type Role, type Session } from './auth';
+import {
+  can,
+  currentSession,
+  finishOidc,
+  redeemEmailLink,
+  requestEmailLink,
+  safeNext,
+  signIn,
+  signOut,
+  startOidc,
+  type OidcConfig,
+  type Role,
+  type Session,
+} from './auth';
 import { DecisionPage } from './pages/Decision';
 import { Inbox } from './pages/Inbox';
 import { IntegrationsPage } from './pages/Integrations';
@@ -13,11 +26,19 @@ import { SettingsPage } from './pages/Settings';
 import { ErrorBox, Layout, messageOf, navigate, usePath } from './ui';
 import './styles.css';
 
+/** A mailed link's code is redeemed once per page load (a second redeem of it would fail). */
+let redeeming: { code: string; session: Promise<Session> } | null = null;
+
 function Login({ onSession }: { onSession: (s: Session) => void }) {
   const params = new URLSearchParams(location.search);
   const [error, setError] = useState<string | null>(params.get('reason'));
   const [oidc, setOidc] = useState<OidcConfig | null>(null);
-  const next = params.get('next') ?? '/app/';
+  const [email, setEmail] = useState('');
+  const [sentTo, setSentTo] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+  const next = safeNext(params.get('next'));
+  // A mailed sign-in link: `/app/login?code=…` without an OIDC `state`.
+  const emailCode = params.get('state') === null ? params.get('code') : null;
   useEffect(() => {
     // `/app/login#token=<session JWT>`: the fragment never reaches a server or a log.
     const token = new URLSearchParams(location.hash.slice(1)).get('token');
@@ -26,37 +47,77 @@ function Login({ onSession }: { onSession: (s: Session) => void }) {
       const s = signIn(token);
       if (s) {
         onSession(s);
-        navigate(next.startsWith('/app/') ? next : '/app/');
+        navigate(next);
         return;
       }
       setError('That sign-in link is not valid or has expired. Ask for a new one.');
+    }
+    if (emailCode) {
+      // The code leaves the address bar (and the history) at once: it is a credential.
+      history.replaceState(null, '', `/app/login?next=${encodeURIComponent(next)}`);
+      if (redeeming?.code !== emailCode) redeeming = { code: emailCode, session: redeemEmailLink(emailCode) };
+      redeeming.session.then(
+        (s) => {
+          onSession(s);
+          navigate(next);
+        },
+        (err) => setError(messageOf(err)),
+      );
     }
     void fetch('/app/config.json')
       .then((r) => r.json())
       .then(async (c: { oidc: OidcConfig | null }) => {
         setOidc(c.oidc);
-        if (c.oidc && params.get('code')) {
+        if (c.oidc && params.get('code') && params.get('state') !== null) {
           const done = await finishOidc(c.oidc, new URL(location.href));
           onSession(done.session);
-          navigate(done.returnTo.startsWith('/app/') ? done.returnTo : '/app/');
+          navigate(safeNext(done.returnTo));
         }
       })
       .catch((err) => setError(messageOf(err)));
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
+  const send = async (e: FormEvent) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(null);
+    try {
+      await requestEmailLink(email.trim(), next === '/app/' ? null : next);
+      setSentTo(email.trim());
+    } catch (err) {
+      setError(messageOf(err));
+    } finally {
+      setBusy(false);
+    }
+  };
   return (
     <main className="login">
       <h1>Approvals</h1>
       <ErrorBox error={error} />
-      {oidc ? (
-        <button type="button" onClick={() => startOidc(oidc, next).catch((err) => setError(messageOf(err)))}>
-          Sign in
-        </button>
-      ) : (
-        <p>
-          Open the sign-in link you were given (<code>npm run admin -- session</code> prints one), or ask your administrator.
+      {next.startsWith('/app/decisions/') ? <p>Sign in to open the decision you were sent.</p> : null}
+      {sentTo ? (
+        <p role="status">
+          We sent you a link. If <strong>{sentTo}</strong> belongs to an organisation here, a sign-in link is on its way (one per organisation). It works once,
+          for 15 minutes{next === '/app/' ? '' : ', and brings you back to where you were going'}.
         </p>
+      ) : (
+        <form onSubmit={send} aria-label="Sign in by email">
+          <label className="field">
+            <span>Email</span>
+            <input type="email" name="email" autoComplete="email" required value={email} onChange={(e) => setEmail(e.target.value)} />
+          </label>
+          <button type="submit" disabled={busy || email.trim() === ''}>
+            Email me a sign-in link
+          </button>
+        </form>
       )}
+      {oidc ? (
+        <p>
+          <button type="button" onClick={() => startOidc(oidc, next).catch((err) => setError(messageOf(err)))}>
+            Sign in with your identity provider
+          </button>
+        </p>
+      ) : null}
     </main>
   );
 }

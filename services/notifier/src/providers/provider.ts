@@ -10,8 +10,9 @@ export interface DeliveryRow {
   /**
    * `run`: the engine event that starts a workflow run (decision_id holds the run id).
    * `account`: a mail to an approver about their own record (decision_id holds the approver id).
+   * `sign_in`: a mail holding a sign-in link (decision_id holds the link's id; its payload the sealed link).
    */
-  kind: 'notify' | 'remind' | 'escalate' | 'resume' | 'run' | 'account' | 'callback';
+  kind: 'notify' | 'remind' | 'escalate' | 'resume' | 'run' | 'account' | 'callback' | 'sign_in';
   channel: string;
   target: string;
   payload: Record<string, unknown>;

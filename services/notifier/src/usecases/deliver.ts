@@ -1,12 +1,15 @@
-import { DecisionsEndpoints, SurfacesEndpoints, type Bus, type PeekView } from '@approvals/shared';
+import { DecisionsEndpoints, SurfacesEndpoints, type Bus, type PeekView, type SecretBox } from '@approvals/shared';
 import type { ChannelProvider, DeliveryRow, EngineMessage, OutgoingMessage, PersonMessage, SendResult } from '../providers/provider';
 import { renderAccountNotice, renderChatNotice, renderEmail, renderPhone, renderPush, renderSms, renderWebhook, type NoticeKind } from '../templates/messages';
+import { renderSignInMail } from '../templates/sign-in';
 
 export interface DeliverDeps {
   bus: Bus;
   providers: ChannelProvider[];
   /** Where "Open in app" points: `${appBaseUrl}/app/decisions/{id}`. */
   appBaseUrl: string;
+  /** Opens the sealed sign-in links (`sign_in` deliveries). */
+  secrets: SecretBox;
 }
 
 /** The approver a delivery is for (planned with the row), else its address. */
@@ -95,6 +98,22 @@ export function createDeliver(deps: DeliverDeps) {
         after: { endpoint: string | null; status: string } | null;
       };
       const mail = renderAccountNotice({ org: row.org_id, ...p, appUrl: `${deps.appBaseUrl}/app/me` });
+      message = { channel: 'email', to: row.target, ...mail, headers: { 'X-Approvals-Delivery': row.id } };
+    } else if (row.kind === 'sign_in') {
+      // A sign-in link, sealed by the gateway: opened only now, and never sent once expired
+      // (a retry after its 15 minutes would mail a dead link).
+      const p = row.payload as {
+        org: string;
+        role: string;
+        purpose: 'sign_in' | 'invitation';
+        linkSealed: string;
+        expiresAt: string;
+        invitedBy?: string | null;
+      };
+      const expiresAt = new Date(p.expiresAt);
+      if (expiresAt.getTime() <= Date.now()) return { status: 'skipped', reason: 'the sign-in link expired before it could be sent' };
+      const link = deps.secrets.open(p.linkSealed, `sign-in-link:${row.decision_id}`);
+      const mail = renderSignInMail({ org: p.org, role: p.role, purpose: p.purpose, link, expiresAt, invitedBy: p.invitedBy });
       message = { channel: 'email', to: row.target, ...mail, headers: { 'X-Approvals-Delivery': row.id } };
     } else if (provider.audience === 'engine') {
       const kind = row.kind === 'run' || row.kind === 'callback' ? row.kind : 'resume';

@@ -31,6 +31,8 @@ export interface EmailLinkDeps {
   /** Also accepted when checking a link (a rotation in progress). */
   previousSecrets?: readonly string[];
   publicBaseUrl: string;
+  /** Where the web app is served: the pages' "Open in app" (`{appBaseUrl}/app/decisions/{id}`). */
+  appBaseUrl?: string;
 }
 
 /** svc.surfaces.mint_links: one token row per action, one link per action. */
@@ -96,6 +98,8 @@ const isTransient = (err: unknown) => !(err instanceof AppError) || err.transien
  */
 export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute; post: CallbackRoute } {
   const { store, bus, clock, log, secret } = deps;
+  const appBase = (deps.appBaseUrl ?? deps.publicBaseUrl).replace(/\/+$/, '');
+  const appUrlOf = (decisionId: string) => `${appBase}/app/decisions/${encodeURIComponent(decisionId)}`;
 
   /** Signature, then row. Undefined means "not a valid link" (400). */
   async function load(token: string): Promise<ActionTokenRow | undefined> {
@@ -142,8 +146,8 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
         return pages.signatureOnlyPage(d, d.id);
     }
     if (d.linkAnswers.length === 0) return pages.signatureOnlyPage(d, d.id);
-    if (!d.linkAnswers.includes(row.action)) return pages.needsAnswerPage(d, d.id);
-    return pages.confirmPage(d, row.action, row.approver_email, from.token);
+    if (!d.linkAnswers.includes(row.action)) return pages.needsAnswerPage(d, d.id, 200, appUrlOf(d.id));
+    return pages.confirmPage(d, row.action, row.approver_email, from.token, { appUrl: appUrlOf(d.id) });
   }
 
   async function act(req: RawCallback): Promise<RawHttpReply> {
@@ -180,7 +184,7 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
         // The policy insists on a reason: the link stays unspent and the form comes back.
         await store.release(claimed.id, now).catch((x) => log.error({ err: x, tokenId: claimed.id }, 'could not release an email link claim'));
         const d = await peek(claimed, 3_000).catch(() => null);
-        return d ? pages.confirmPage(d, claimed.action, who, from.token, { note: from.note, missingNote: true }) : pages.tryAgainPage(null);
+        return d ? pages.confirmPage(d, claimed.action, who, from.token, { note: from.note, missingNote: true, appUrl: appUrlOf(d.id) }) : pages.tryAgainPage(null);
       }
       switch (e.code) {
         case 'not_an_approver':
@@ -204,7 +208,7 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
           outcome = { result: 'decision_gone', page: () => pages.decisionGonePage() };
           break;
         case 'invalid_request':
-          outcome = { result: 'needs_answer', page: (d) => pages.needsAnswerPage(d, decisionId, 409) };
+          outcome = { result: 'needs_answer', page: (d) => pages.needsAnswerPage(d, decisionId, 409, appUrlOf(decisionId)) };
           break;
         default:
           // A definitive refusal this page has no words for: keep the token spent, say so plainly.

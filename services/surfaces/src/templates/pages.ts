@@ -135,13 +135,13 @@ ${field}
 
 // ---- GET pages
 
-/** What the link would do, with the decision's content and the reason field; `missingNote`: shown again because a required reason was left empty. */
+/** What the link would do, with the decision's content and the reason field; `missingNote`: shown again because a required reason was left empty; `appUrl`: the decision in the app. */
 export function confirmPage(
   d: DecisionView,
   action: LinkAction,
   email: string,
   token: string,
-  opts: { note?: string; missingNote?: boolean } = {},
+  opts: { note?: string; missingNote?: boolean; appUrl?: string } = {},
 ): RawHttpReply {
   const a = ACTION_WORD[action];
   const required = action === 'reject' && d.requireRejectNote;
@@ -151,9 +151,13 @@ export function confirmPage(
     html: html`${renderSummary(d)}
 ${opts.missingNote && notice('bad', html`<p>The policy of this decision requires a reason with a reject. Nothing was recorded: give one and press the button again.</p>`)}
 ${notice('info', html`<p>You are about to <strong>${a.verb}</strong> this decision as <strong>${email}</strong>.</p><p class="muted">Nothing is recorded until you press the button.</p>`)}
-${voteForm(token, action, `${a.label} as ${email}`, { note: opts.note, required })}`,
+${voteForm(token, action, `${a.label} as ${email}`, { note: opts.note, required })}
+${opts.appUrl && openInApp(opts.appUrl)}`,
   });
 }
+
+/** The decision in the web app, where anyone named on it signs in with a link mailed to them (docs/app.md). */
+const openInApp = (appUrl: string) => html`<p class="muted"><a href="${appUrl}">Open in app</a> (sign in with your email address)</p>`;
 
 export function notApproverPage(d: DecisionView, email: string): RawHttpReply {
   return render({
@@ -188,14 +192,15 @@ export function signatureOnlyPage(d: DecisionView | null, decisionId: string, ht
   });
 }
 
-export function needsAnswerPage(d: DecisionView | null, decisionId: string, httpStatus = 200): RawHttpReply {
+export function needsAnswerPage(d: DecisionView | null, decisionId: string, httpStatus = 200, appUrl?: string): RawHttpReply {
   return render({
     status: httpStatus,
     heading: decisionTitle(d, decisionId),
-    html: notice(
+    html: html`${notice(
       'warn',
       html`<p>Approving this decision needs an answer (a choice or a text) that an email link cannot carry.</p><p class="muted">Answer it in the app. Nothing was recorded.</p>`,
-    ),
+    )}
+${appUrl && openInApp(appUrl)}`,
   });
 }
 
