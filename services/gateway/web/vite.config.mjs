@@ -9,7 +9,8 @@ const require = createRequire(import.meta.url);
  * (`/openapi.json` → `components.schemas.PolicyBody`, generated from the zod contract) and
  * its validator, compiled here by Ajv (draft 2020-12) into plain code. The app's CSP has no
  * `unsafe-eval`, so Ajv cannot compile in the browser; its standalone output runs there
- * instead. Needs the gateway built (`tsc -b`), which `npm run build` and `npm start` do first.
+ * instead. Needs the gateway built (`tsc -b`), which `npm run build` and `npm start` do first;
+ * a contract change reaches shared/client/src/openapi.ts (its drift test), which rebuilds the app.
  */
 function policyBody() {
   const id = 'virtual:policy-body';

@@ -26,7 +26,7 @@ export function CallbacksPage() {
       <dl aria-label="Callback secret">
         <div>
           <dt>Signing secret</dt>
-          <dd>{v.secretSet ? `set ${when(v.createdAt)}` : 'none yet (the first callback creates one; rotate to see it)'}</dd>
+          <dd>{v.secretSet ? `set ${when(v.createdAt)}` : 'none yet: callbacks wait (retried) until one is made, by a rotation'}</dd>
         </div>
         <div>
           <dt>Previous secret signs until</dt>

@@ -38,10 +38,13 @@ function Engine({ spec, view, onSaved }: { spec: (typeof ENGINES)[number]; view:
   const save = useAction();
   const test = useAction();
   const [tested, setTested] = useState<TestReply | null>(null);
-  const put = (body: Body) =>
+  const [said, setSaid] = useState<string | null>(null);
+  const put = (body: Body, done: string) =>
     save.run(async () => {
       setTested(null);
+      setSaid(null);
       onSaved(await api<View>('PUT', '/v1/settings/engines', body));
+      setSaid(done);
     });
   const source = current ? 'set for this organization' : view.deployment[spec.id] ? "the deployment's (environment)" : 'not configured';
   return (
@@ -56,7 +59,7 @@ function Engine({ spec, view, onSaved }: { spec: (typeof ENGINES)[number]; view:
           e.preventDefault();
           const secret = form.secret ? { [spec.secret.field]: form.secret } : {};
           const value = { url: form.url, ...(spec.namespace ? { namespace: form.namespace } : {}), ...secret };
-          void put({ [spec.id]: value } as Body);
+          void put({ [spec.id]: value } as Body, `${spec.name} saved.`);
         }}
       >
         <Field label={`${spec.name} URL`} hint={spec.hint}>
@@ -80,6 +83,7 @@ function Engine({ spec, view, onSaved }: { spec: (typeof ENGINES)[number]; view:
             onClick={() =>
               test.run(async () => {
                 setTested(null);
+                setSaid(null);
                 setTested(await api<TestReply>('POST', `/v1/settings/engines/${spec.id}/test`));
               })
             }
@@ -87,11 +91,12 @@ function Engine({ spec, view, onSaved }: { spec: (typeof ENGINES)[number]; view:
             Send a test event
           </button>
           {current ? (
-            <button type="button" className="link" disabled={save.busy} onClick={() => void put({ [spec.id]: null } as Body)}>
+            <button type="button" className="link" disabled={save.busy} onClick={() => void put({ [spec.id]: null } as Body, `${spec.name} removed: the deployment's receiver, if any, is used.`)}>
               Remove (back to the deployment’s)
             </button>
           ) : null}
         </div>
+        {said ? <p role="status">{said}</p> : null}
         {tested ? (
           <p role="status" className={tested.ok ? 'notice' : 'error'}>
             {tested.ok ? 'Test event delivered' : 'Test event failed'}: {tested.status !== null ? `the receiver answered HTTP ${tested.status}` : (tested.error ?? 'no answer')} (
@@ -108,7 +113,13 @@ function Engine({ spec, view, onSaved }: { spec: (typeof ENGINES)[number]; view:
 export function EnginesPage() {
   const load = useLoad(() => api<View>('GET', '/v1/settings/engines'), []);
   const [view, setView] = useState<View | null>(null);
+  // A generated secret is in one answer only: kept on screen until the page is left, whatever is saved next.
+  const [generated, setGenerated] = useState<string | null>(null);
   useEffect(() => setView(load.data ?? null), [load.data]);
+  const saved = (next: View) => {
+    if (next.bundled?.secret) setGenerated(next.bundled.secret);
+    setView(next);
+  };
   if (load.error) return <ErrorBox error={load.error} />;
   if (!view) return <Loading what="engine settings" />;
   return (
@@ -118,9 +129,9 @@ export function EnginesPage() {
         A verdict resumes the workflow on its engine; each organization points its engines at its own receivers. An engine left unset uses the deployment’s
         environment.
       </p>
-      {view.bundled?.secret ? <ShownOnce label="Bundled runner signing secret" secret={view.bundled.secret} /> : null}
+      {generated ? <ShownOnce label="Bundled runner signing secret" secret={generated} /> : null}
       {ENGINES.map((spec) => (
-        <Engine key={spec.id} spec={spec} view={view} onSaved={setView} />
+        <Engine key={spec.id} spec={spec} view={view} onSaved={saved} />
       ))}
     </div>
   );
