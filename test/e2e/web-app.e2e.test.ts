@@ -257,9 +257,9 @@ describe('web app in Chromium', () => {
 
   it('operator: a policy edited in full as JSON, checked as it is typed against the served schema, then saved as a new version', async () => {
     const key = `web-full-${Date.now()}`;
-    expect((await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'Wire transfers', defaults: { approvers: ['a@example.com'] } } })).status).toBe(
-      201,
-    );
+    expect(
+      (await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'Wire transfers', defaults: { approvers: ['a@example.com'] } } })).status,
+    ).toBe(201);
     // The editor checks against the schema the API serves: /openapi.json names it.
     const served = (await stack.http('GET', '/openapi.json')).body.components.schemas.PolicyBody;
     expect(served.properties).toHaveProperty('contextSchema');

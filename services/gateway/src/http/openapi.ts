@@ -51,7 +51,10 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
 
 /** The JSON Schema (draft 2020-12) of a policy save's body, from its zod contract. */
 export function policyBodySchema(): Record<string, unknown> {
-  return { description: 'A policy definition as saved by `POST /v1/policies/` (and previewed by `/v1/policies/preview`)', ...jsonSchema(PolicyUpsertBody, 'input') };
+  return {
+    description: 'A policy definition as saved by `POST /v1/policies/` (and previewed by `/v1/policies/preview`)',
+    ...jsonSchema(PolicyUpsertBody, 'input'),
+  };
 }
 
 function parameters(route: RouteDef) {

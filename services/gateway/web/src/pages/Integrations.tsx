@@ -89,7 +89,11 @@ function Chat({ provider, session }: { provider: 'chatA' | 'chatB'; session: Ses
             </form>
           ) : null}
           {admin && provider === 'chatA' ? (
-            <Deliberation current={view.data.deliberation ?? { enabled: false, channelId: null }} channels={channels.data?.channels ?? []} onSaved={view.reload} />
+            <Deliberation
+              current={view.data.deliberation ?? { enabled: false, channelId: null }}
+              channels={channels.data?.channels ?? []}
+              onSaved={view.reload}
+            />
           ) : null}
         </>
       ) : null}

@@ -60,54 +60,50 @@ export function PoliciesPage({ session }: { session: Session }) {
         <>
           <h2>New policy</h2>
           {asJson ? (
-            <PolicyJsonEditor
-              initial={NEW_POLICY}
-              onCancel={() => setAsJson(false)}
-              onSaved={(p) => navigate(`/app/policies/${encodeURIComponent(p.key)}`)}
-            />
+            <PolicyJsonEditor initial={NEW_POLICY} onCancel={() => setAsJson(false)} onSaved={(p) => navigate(`/app/policies/${encodeURIComponent(p.key)}`)} />
           ) : (
-          <>
-          <p>
-            <button type="button" className="link" onClick={() => setAsJson(true)}>
-              Write the whole definition as JSON
-            </button>{' '}
-            <span className="muted">(contract, routes, rejection quorum, signature, facts)</span>
-          </p>
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void save.run(async () => {
-                const approvers = form.approvers
-                  .split(',')
-                  .map((s) => s.trim())
-                  .filter(Boolean);
-                const p = await api<ApiReply<'/v1/policies/', 'post'>>('POST', '/v1/policies/', {
-                  key: form.key,
-                  name: form.name,
-                  defaults: { approvers, approvalsRequired: Number(form.approvalsRequired) },
-                });
-                navigate(`/app/policies/${encodeURIComponent(p.key)}`);
-              });
-            }}
-          >
-            <Field label="Key">
-              <input value={form.key} onChange={(e) => setForm({ ...form, key: e.target.value })} required />
-            </Field>
-            <Field label="Name">
-              <input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} required />
-            </Field>
-            <Field label="Approvers" hint="Emails, separated by commas">
-              <input value={form.approvers} onChange={(e) => setForm({ ...form, approvers: e.target.value })} />
-            </Field>
-            <Field label="Approvals required">
-              <input type="number" min={1} value={form.approvalsRequired} onChange={(e) => setForm({ ...form, approvalsRequired: e.target.value })} />
-            </Field>
-            <button type="submit" disabled={save.busy}>
-              Create policy
-            </button>
-            <ErrorBox error={save.error} />
-          </form>
-          </>
+            <>
+              <p>
+                <button type="button" className="link" onClick={() => setAsJson(true)}>
+                  Write the whole definition as JSON
+                </button>{' '}
+                <span className="muted">(contract, routes, rejection quorum, signature, facts)</span>
+              </p>
+              <form
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  void save.run(async () => {
+                    const approvers = form.approvers
+                      .split(',')
+                      .map((s) => s.trim())
+                      .filter(Boolean);
+                    const p = await api<ApiReply<'/v1/policies/', 'post'>>('POST', '/v1/policies/', {
+                      key: form.key,
+                      name: form.name,
+                      defaults: { approvers, approvalsRequired: Number(form.approvalsRequired) },
+                    });
+                    navigate(`/app/policies/${encodeURIComponent(p.key)}`);
+                  });
+                }}
+              >
+                <Field label="Key">
+                  <input value={form.key} onChange={(e) => setForm({ ...form, key: e.target.value })} required />
+                </Field>
+                <Field label="Name">
+                  <input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} required />
+                </Field>
+                <Field label="Approvers" hint="Emails, separated by commas">
+                  <input value={form.approvers} onChange={(e) => setForm({ ...form, approvers: e.target.value })} />
+                </Field>
+                <Field label="Approvals required">
+                  <input type="number" min={1} value={form.approvalsRequired} onChange={(e) => setForm({ ...form, approvalsRequired: e.target.value })} />
+                </Field>
+                <button type="submit" disabled={save.busy}>
+                  Create policy
+                </button>
+                <ErrorBox error={save.error} />
+              </form>
+            </>
           )}
         </>
       ) : null}

@@ -177,7 +177,8 @@ export function PolicyJsonEditor(props: { initial: Record<string, unknown>; fixe
           <p className="muted">The definition matches the policy schema. Preview shows what saving changes.</p>
         )}
         <p className="muted">
-          Fields: {POLICY_BODY_FIELDS.map((f, i) => (
+          Fields:{' '}
+          {POLICY_BODY_FIELDS.map((f, i) => (
             <span key={f}>
               {i ? ', ' : ''}
               <code>{f}</code>

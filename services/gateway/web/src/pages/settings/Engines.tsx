@@ -31,10 +31,7 @@ function secretSet(view: View, id: EngineId): boolean {
 function Engine({ spec, view, onSaved }: { spec: (typeof ENGINES)[number]; view: View; onSaved: (next: View) => void }) {
   const current = view[spec.id];
   const [form, setForm] = useState({ url: '', namespace: '', secret: '' });
-  useEffect(
-    () => setForm({ url: current?.url ?? '', namespace: current && 'namespace' in current ? current.namespace : '', secret: '' }),
-    [current],
-  );
+  useEffect(() => setForm({ url: current?.url ?? '', namespace: current && 'namespace' in current ? current.namespace : '', secret: '' }), [current]);
   const save = useAction();
   const test = useAction();
   const [tested, setTested] = useState<TestReply | null>(null);
@@ -70,7 +67,10 @@ function Engine({ spec, view, onSaved }: { spec: (typeof ENGINES)[number]; view:
             <input value={form.namespace} onChange={(e) => setForm({ ...form, namespace: e.target.value })} required />
           </Field>
         ) : null}
-        <Field label={`${spec.name} ${spec.secret.label.toLowerCase()}`} hint={secretSet(view, spec.id) ? 'Set; leave empty to keep it.' : 'Write-only: never shown again.'}>
+        <Field
+          label={`${spec.name} ${spec.secret.label.toLowerCase()}`}
+          hint={secretSet(view, spec.id) ? 'Set; leave empty to keep it.' : 'Write-only: never shown again.'}
+        >
           <input type="password" autoComplete="off" value={form.secret} onChange={(e) => setForm({ ...form, secret: e.target.value })} />
         </Field>
         <div className="row">
@@ -91,7 +91,12 @@ function Engine({ spec, view, onSaved }: { spec: (typeof ENGINES)[number]; view:
             Send a test event
           </button>
           {current ? (
-            <button type="button" className="link" disabled={save.busy} onClick={() => void put({ [spec.id]: null } as Body, `${spec.name} removed: the deployment's receiver, if any, is used.`)}>
+            <button
+              type="button"
+              className="link"
+              disabled={save.busy}
+              onClick={() => void put({ [spec.id]: null } as Body, `${spec.name} removed: the deployment's receiver, if any, is used.`)}
+            >
               Remove (back to the deployment’s)
             </button>
           ) : null}
@@ -99,7 +104,8 @@ function Engine({ spec, view, onSaved }: { spec: (typeof ENGINES)[number]; view:
         {said ? <p role="status">{said}</p> : null}
         {tested ? (
           <p role="status" className={tested.ok ? 'notice' : 'error'}>
-            {tested.ok ? 'Test event delivered' : 'Test event failed'}: {tested.status !== null ? `the receiver answered HTTP ${tested.status}` : (tested.error ?? 'no answer')} (
+            {tested.ok ? 'Test event delivered' : 'Test event failed'}:{' '}
+            {tested.status !== null ? `the receiver answered HTTP ${tested.status}` : (tested.error ?? 'no answer')} (
             {tested.source === 'org' ? "this organization's receiver" : "the deployment's receiver"}).
           </p>
         ) : null}

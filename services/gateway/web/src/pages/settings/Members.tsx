@@ -77,7 +77,8 @@ export function MembersPage() {
                   type="button"
                   disabled={act.busy}
                   onClick={() => {
-                    if (confirm(`Remove ${m.email}? Their sessions stop at once.`)) void call('DELETE', `/v1/members/${m.id}`, undefined, `${m.email} was removed.`);
+                    if (confirm(`Remove ${m.email}? Their sessions stop at once.`))
+                      void call('DELETE', `/v1/members/${m.id}`, undefined, `${m.email} was removed.`);
                   }}
                 >
                   Remove {m.email}
