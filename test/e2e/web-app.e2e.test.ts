@@ -392,6 +392,8 @@ describe('web app in Chromium', () => {
     await page.getByLabel(`Role of ${o.adminEmail}`).selectOption('member');
     await page.getByRole('alert').getByText("is the org's last admin").waitFor();
     await expect(page.getByLabel(`Role of ${o.adminEmail}`).inputValue()).resolves.toBe('admin');
+    // The main menu marks Settings (not "My chat accounts", whose path this one starts with).
+    await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings' }).getAttribute('class')).resolves.toBe('active');
     await screenshot(page, 'app-settings-members.png');
     await ctx.close();
     // Chromium logs every refused request; this 409 was the point of the test.

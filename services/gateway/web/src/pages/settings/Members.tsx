@@ -4,18 +4,14 @@ import { api } from '../../api';
 import { ErrorBox, Field, Loading, useAction, useLoad, when } from '../../ui';
 
 type MemberRole = ApiBody<'/v1/members/', 'post'>['role'];
-const ROLES: ReadonlyArray<{ role: MemberRole; what: string }> = [
-  { role: 'admin', what: 'keys, settings, integrations, members' },
-  { role: 'editor', what: 'policies and approvers' },
-  { role: 'member', what: 'reads and answers' },
-];
+const ROLES: readonly MemberRole[] = ['admin', 'editor', 'member'];
 
 function RoleOptions() {
   return (
     <>
       {ROLES.map((r) => (
-        <option key={r.role} value={r.role}>
-          {r.role}
+        <option key={r} value={r}>
+          {r}
         </option>
       ))}
     </>
@@ -41,7 +37,8 @@ export function MembersPage() {
     <div>
       <h2>Members</h2>
       <p className="muted">
-        {ROLES.map((r) => `${r.role}s: ${r.what}`).join('; ')}. Approvers who are no member sign in as reviewers and see only their decisions.
+        Admins manage keys, settings, integrations and members; editors change policies and approvers; members read and answer. Approvers who are no member sign
+        in as reviewers and see only their decisions.
       </p>
       <ErrorBox error={list.error ?? act.error} />
       {done ? <p role="status">{done}</p> : null}
