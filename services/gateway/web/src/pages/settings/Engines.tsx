@@ -11,13 +11,13 @@ type EngineId = keyof View['deployment'];
 
 /** Each engine with the fields its receiver needs (docs/engines.md); the API's names stay in the paths. */
 const ENGINES: ReadonlyArray<{ id: EngineId; name: string; secret: { field: string; label: string }; namespace?: boolean; hint: string }> = [
-  { id: 'engineA', name: 'Inngest', secret: { field: 'eventKey', label: 'Event key' }, hint: 'Events go to {url}/e/{event key}.' },
+  { id: 'engineA', name: 'Inngest', secret: { field: 'eventKey', label: 'event key' }, hint: 'Events go to {url}/e/{event key}.' },
   { id: 'engineB', name: 'Temporal', secret: { field: 'apiKey', label: 'API key' }, namespace: true, hint: 'Signals go through the Temporal HTTP API.' },
-  { id: 'trigger', name: 'Trigger.dev', secret: { field: 'secretKey', label: 'Secret key' }, hint: 'Waitpoints complete through the Trigger.dev API.' },
+  { id: 'trigger', name: 'Trigger.dev', secret: { field: 'secretKey', label: 'secret key' }, hint: 'Waitpoints complete through the Trigger.dev API.' },
   {
     id: 'bundled',
     name: 'Bundled runner (signed webhook)',
-    secret: { field: 'secret', label: 'Signing secret' },
+    secret: { field: 'secret', label: 'signing secret' },
     hint: 'Signed webhooks (Standard Webhooks). Left empty the first time, a secret is generated and shown once.',
   },
 ];
@@ -49,7 +49,7 @@ function Engine({ spec, view, onSaved }: { spec: (typeof ENGINES)[number]; view:
       <h2>{spec.name}</h2>
       <p className="meta">
         <span>Receiver: {source}</span>
-        {current ? <span>{secretSet(view, spec.id) ? `${spec.secret.label.toLowerCase()} set` : `no ${spec.secret.label.toLowerCase()}`}</span> : null}
+        {current ? <span>{secretSet(view, spec.id) ? `${spec.secret.label} set` : `no ${spec.secret.label}`}</span> : null}
       </p>
       <form
         onSubmit={(e) => {
@@ -67,10 +67,7 @@ function Engine({ spec, view, onSaved }: { spec: (typeof ENGINES)[number]; view:
             <input value={form.namespace} onChange={(e) => setForm({ ...form, namespace: e.target.value })} required />
           </Field>
         ) : null}
-        <Field
-          label={`${spec.name} ${spec.secret.label.toLowerCase()}`}
-          hint={secretSet(view, spec.id) ? 'Set; leave empty to keep it.' : 'Write-only: never shown again.'}
-        >
+        <Field label={`${spec.name} ${spec.secret.label}`} hint={secretSet(view, spec.id) ? 'Set; leave empty to keep it.' : 'Write-only: never shown again.'}>
           <input type="password" autoComplete="off" value={form.secret} onChange={(e) => setForm({ ...form, secret: e.target.value })} />
         </Field>
         <div className="row">
