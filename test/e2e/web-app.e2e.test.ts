@@ -9,12 +9,19 @@ import { waitFor } from '@approvals/shared/testing';
 import { verifyReceipt } from '@approvals/client';
 import { signSessionToken } from '../../services/gateway/src/auth/jwt';
 import { startStack, type Stack } from '../helpers/stack';
+import { startRecorder } from '../helpers/third-parties';
 
 // The web app in a real Chromium (Debian's), against the whole system: sign-in, the
 // reviewer's inbox and decision page, and the operator console, all through the public API.
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOT = join(__dirname, '..', '..', 'docs', 'app-decision.png');
+/** Written when absent, or renewed with UPDATE_SCREENSHOTS=1 (docs/app.md shows them). */
+async function screenshot(page: Page, name: string): Promise<void> {
+  const path = join(__dirname, '..', '..', 'docs', name);
+  if (existsSync(path) && !process.env.UPDATE_SCREENSHOTS) return;
+  await page.screenshot({ path, fullPage: true });
+}
 
 describe('web app in Chromium', () => {
   let stack: Stack;
@@ -283,11 +290,161 @@ describe('web app in Chromium', () => {
     await expect(page.getByRole('heading', { name: 'v2', exact: true }).isVisible()).resolves.toBe(true);
     // Preview an edit before saving: nothing is written.
     await page.getByRole('button', { name: 'Edit policy' }).click();
-    await page.getByLabel('Timeout (seconds)').fill('7200');
+    const editor = page.getByLabel('Policy definition (JSON)');
+    const current = JSON.parse(await editor.inputValue()) as Record<string, unknown>;
+    expect(current).toMatchObject({ key, name: 'Refunds', timeoutSec: 3600 });
+    await editor.fill(JSON.stringify({ ...current, timeoutSec: 7200 }, null, 2));
     await page.getByRole('button', { name: 'Preview' }).click();
     await page.getByText('Saving makes version 3').waitFor();
     expect((await stack.http('GET', `/v1/policies/${key}`, { token: admin })).body.version).toBe(2);
     await ctx.close();
+  });
+
+  it('operator: a policy edited in full as JSON, checked as it is typed against the served schema, then saved as a new version', async () => {
+    const key = `web-full-${Date.now()}`;
+    expect(
+      (await stack.http('POST', '/v1/policies/', { token: admin, body: { key, name: 'Wire transfers', defaults: { approvers: ['a@example.com'] } } })).status,
+    ).toBe(201);
+    // The editor checks against the schema the API serves: /openapi.json names it.
+    const served = (await stack.http('GET', '/openapi.json')).body.components.schemas.PolicyBody;
+    expect(served.properties).toHaveProperty('contextSchema');
+    const { page, ctx } = await open(admin, `/app/policies/${key}`);
+    await page.getByRole('button', { name: 'Edit policy' }).click();
+    const editor = page.getByLabel('Policy definition (JSON)');
+    const problems = page.getByRole('complementary', { name: 'Problems' });
+    const full = {
+      key,
+      name: 'Wire transfers',
+      description: 'Outgoing wires above the daily limit',
+      defaults: {
+        approvers: ['a@example.com', 'b@example.com'],
+        approvalsRequired: 2,
+        rejectionsRequired: 1,
+        route: { channels: ['email', 'sms'], strategy: 'escalate', escalateAfterSec: 600 },
+      },
+      timeoutSec: 7200,
+      contextSchema: { type: 'object', required: ['amount'], properties: { amount: { type: 'number', minimum: 0 } } },
+      requiresSignature: false,
+      requireFacts: true,
+      floor: null,
+    };
+    // Wrong first: a quorum of 0 and a field the policy does not have, each named by its path; Save waits.
+    await editor.fill(JSON.stringify({ ...full, defaults: { ...full.defaults, approvalsRequired: 0 }, quorum: 2 }, null, 2));
+    await problems.getByText('/defaults/approvalsRequired').waitFor();
+    await problems.getByText('/quorum').waitFor();
+    await expect(problems.getByText('is not a field of a policy').isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('button', { name: 'Save' }).isDisabled()).resolves.toBe(true);
+    await screenshot(page, 'app-policy-editor.png');
+    // Broken JSON is named too.
+    await editor.fill('{"name": ');
+    await problems.getByText('(JSON)').waitFor();
+    await editor.fill(JSON.stringify(full, null, 2));
+    await problems.getByText('No problems').waitFor();
+    await page.getByRole('button', { name: 'Preview' }).click();
+    await page.getByText('Saving makes version 2').waitFor();
+    expect((await stack.http('GET', `/v1/policies/${key}`, { token: admin })).body.version).toBe(1);
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('status').getByText('Saved as version 2.').waitFor();
+    // The read view shows every field of the new version.
+    await page.getByText('version 2', { exact: true }).waitFor();
+    await expect(page.getByLabel('Definition').textContent()).resolves.toEqual(expect.stringContaining('a@example.com, b@example.com'));
+    const text = (await page.getByLabel('Definition').textContent()) ?? '';
+    expect(text).toContain('Rejections required1');
+    expect(text).toContain('email, sms (escalate, next channel every 600 s)');
+    expect(text).toContain('Timeout7200 s');
+    expect(text).toContain('Facts requiredyes');
+    expect(text).toContain('Outgoing wires above the daily limit');
+    expect(JSON.parse((await page.getByLabel('Context contract').textContent()) ?? '')).toEqual(full.contextSchema);
+    expect(await page.getByRole('definition').count()).toBeGreaterThan(8);
+    await page.getByRole('cell', { name: 'v2', exact: true }).waitFor();
+    await screenshot(page, 'app-policy.png');
+    const saved = (await stack.http('GET', `/v1/policies/${key}`, { token: admin })).body;
+    expect(saved).toMatchObject({ version: 2, requireFacts: true, timeoutSec: 7200, contextSchema: full.contextSchema, defaults: full.defaults });
+    await ctx.close();
+  });
+
+  it('settings: an engine set in the console, its test button showing the receiver status', async () => {
+    const receiver = await startRecorder((r, res) => {
+      if (!r.path.startsWith('/down')) return false;
+      res.writeHead(503).end();
+      return true;
+    });
+    try {
+      const { page, ctx } = await open(admin, '/app/settings/engines');
+      const bundled = page.getByRole('region', { name: 'Bundled runner (signed webhook)' });
+      await bundled.getByLabel('Bundled runner (signed webhook) URL').fill(`${receiver.url}/hooks`);
+      await bundled.getByRole('button', { name: 'Save Bundled runner (signed webhook)' }).click();
+      // The generated signing secret, shown once.
+      const once = page.getByRole('status', { name: 'Bundled runner signing secret' });
+      await expect(once.locator('code').textContent()).resolves.toMatch(/^whsec_/);
+      await bundled.getByText('Receiver: set for this organization').waitFor();
+      await bundled.getByRole('button', { name: 'Send a test event' }).click();
+      await bundled.getByRole('status').getByText('Test event delivered: the receiver answered HTTP 200').waitFor();
+      expect(receiver.requests.find((r) => r.path === '/hooks')?.body).toEqual({ type: 'test', data: { test: true } });
+      await screenshot(page, 'app-settings-engines.png');
+      // A receiver that fails is shown as failed, with its status.
+      await bundled.getByLabel('Bundled runner (signed webhook) URL').fill(`${receiver.url}/down`);
+      await bundled.getByRole('button', { name: 'Save Bundled runner (signed webhook)' }).click();
+      await bundled.getByRole('status').getByText('Bundled runner (signed webhook) saved.').waitFor();
+      // The generated secret stays on screen until the page is left.
+      await expect(once.count()).resolves.toBe(1);
+      await bundled.getByRole('button', { name: 'Send a test event' }).click();
+      await bundled.getByText('Test event failed: the receiver answered HTTP 503').waitFor();
+      // An engine configured nowhere has no test to send.
+      await expect(page.getByRole('region', { name: 'Trigger.dev' }).getByRole('button', { name: 'Send a test event' }).isDisabled()).resolves.toBe(true);
+      await ctx.close();
+    } finally {
+      await receiver.stop();
+    }
+  });
+
+  it('settings: the callback secret rotated and shown once, with until when the previous one signs', async () => {
+    const { page, ctx } = await open(admin, '/app/settings/callbacks');
+    await page.getByRole('button', { name: 'Rotate the signing secret' }).click();
+    const shown = page.getByRole('status', { name: 'New callback signing secret' });
+    const first = (await shown.locator('code').textContent()) ?? '';
+    expect(first).toMatch(/^whsec_/);
+    await page.getByRole('button', { name: 'Rotate the signing secret' }).click();
+    await shown.getByText('The previous secret still signs until').waitFor();
+    const second = (await shown.locator('code').textContent()) ?? '';
+    expect(second).toMatch(/^whsec_/);
+    expect(second).not.toBe(first);
+    await shown.getByRole('button', { name: 'Copy' }).waitFor();
+    await screenshot(page, 'app-settings-callbacks.png');
+    // Once: back on the page, the secret is gone; its dates stay.
+    await page.reload();
+    await page.getByRole('term').getByText('Previous secret signs until').waitFor();
+    await expect(page.getByText(second).count()).resolves.toBe(0);
+    const view = (await stack.http('GET', '/v1/settings/callbacks', { token: admin })).body;
+    expect(view).toMatchObject({ secretSet: true });
+    expect(view.previousUntil).not.toBeNull();
+    await ctx.close();
+  });
+
+  it('settings: members added and their role changed; the last admin is refused with the API message', async () => {
+    const o = await stack.newOrg();
+    const { page, ctx } = await open(o.admin, '/app/settings/members');
+    const email = `newbie-${Date.now()}@example.com`;
+    await page.getByLabel('Member email').fill(email);
+    await page.getByLabel('Member role').selectOption('member');
+    await page.getByRole('button', { name: 'Add member' }).click();
+    await page.getByRole('status').getByText(`${email} was added as member.`).waitFor();
+    await page.getByLabel(`Role of ${email}`).selectOption('editor');
+    await page.getByRole('status').getByText(`${email} is now editor.`).waitFor();
+    const listed = (await stack.http('GET', '/v1/members/', { token: o.admin })).body.members as Array<{ email: string; role: string }>;
+    expect(listed.find((m) => m.email === email)?.role).toBe('editor');
+    // The only admin demoting themselves: 409 last_admin, said as the API says it; nothing changes.
+    await page.getByLabel(`Role of ${o.adminEmail}`).selectOption('member');
+    await page.getByRole('alert').getByText("is the org's last admin").waitFor();
+    await expect(page.getByLabel(`Role of ${o.adminEmail}`).inputValue()).resolves.toBe('admin');
+    // The main menu marks Settings (not "My chat accounts", whose path this one starts with).
+    await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings' }).getAttribute('class')).resolves.toBe('active');
+    await screenshot(page, 'app-settings-members.png');
+    await ctx.close();
+    // Chromium logs every refused request; this 409 was the point of the test.
+    const expected = consoleErrors.filter((e) => e.includes('status of 409') && e.includes('/app/settings/members'));
+    expect(expected).toHaveLength(1);
+    consoleErrors.splice(0, consoleErrors.length, ...consoleErrors.filter((e) => !expected.includes(e)));
   });
 
   it('a member sees no admin actions, and the API still refuses them', async () => {

@@ -53,6 +53,21 @@ describe('OpenAPI document', () => {
     expect(at('/v1/worker/decisions/{id}/verify', 'get').responses['404']).toBeUndefined();
   });
 
+  it("names the policy body's schema (components.schemas.PolicyBody): the save's and the preview's request body, for the console's JSON editor", () => {
+    const { description, ...named } = (doc.components.schemas as Record<string, Record<string, unknown>>).PolicyBody!;
+    expect(description).toMatch(/policy definition/);
+    expect(named).toMatchObject({ type: 'object', required: ['name'], additionalProperties: false });
+    for (const [path, method] of [
+      ['/v1/policies/', 'post'],
+      ['/v1/policies/preview', 'post'],
+      ['/v1/worker/policies', 'post'],
+      ['/v1/worker/policies/preview', 'post'],
+    ] as const) {
+      const op = (doc.paths[path] as Record<string, { requestBody: { content: Record<string, { schema: unknown }> } }>)[method]!;
+      expect({ path, schema: op.requestBody.content['application/json']!.schema }).toEqual({ path, schema: named });
+    }
+  });
+
   it('passes `redocly lint` with no error (offline)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'openapi-lint-'));
     try {

@@ -1814,6 +1814,40 @@ export interface components {
         } & {
             [key: string]: unknown;
         };
+        /** @description A policy definition as saved by `POST /v1/policies/` (and previewed by `/v1/policies/preview`) */
+        PolicyBody: {
+            key?: string;
+            name: string;
+            description?: string | null;
+            defaults?: {
+                /** Format: email */
+                assigneeEmail?: string;
+                route?: {
+                    channels: ("email" | "chatA" | "chatB" | "phone" | "sms" | "webhook")[];
+                    /** @enum {string} */
+                    strategy?: "fanout" | "escalate";
+                    escalateAfterSec?: number;
+                };
+                /** @enum {string} */
+                surface?: "inbox" | "chatA" | "chatB" | "esign" | "email" | "api";
+                approvers?: string[];
+                approvalsRequired?: number;
+                rejectionsRequired?: number;
+            };
+            timeoutSec?: number | null;
+            contextSchema?: {
+                [key: string]: unknown;
+            } | null;
+            requiresSignature?: boolean;
+            requireFacts?: boolean;
+            requireRejectNote?: boolean;
+            floor?: {
+                field: string;
+                /** @enum {string} */
+                op: "eq" | "neq" | "gt" | "gte" | "lt" | "lte" | "in";
+                value: unknown;
+            }[] | null;
+        };
     };
     responses: never;
     parameters: never;

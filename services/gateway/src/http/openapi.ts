@@ -1,5 +1,14 @@
 import { z } from 'zod';
-import { BROWSER_BINDING_COOKIE, BROWSER_BINDING_PATH, ERROR_STATUS, ReceiptJwks, escapeHtml, type ErrorCode, type SessionCapability } from '@approvals/shared';
+import {
+  BROWSER_BINDING_COOKIE,
+  BROWSER_BINDING_PATH,
+  ERROR_STATUS,
+  PolicyUpsertBody,
+  ReceiptJwks,
+  escapeHtml,
+  type ErrorCode,
+  type SessionCapability,
+} from '@approvals/shared';
 import type { RouteDef } from './route';
 import { buildRoutes } from './routes';
 
@@ -38,6 +47,14 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
   } catch {
     return {};
   }
+}
+
+/** The JSON Schema (draft 2020-12) of a policy save's body, from its zod contract. */
+export function policyBodySchema(): Record<string, unknown> {
+  return {
+    description: 'A policy definition as saved by `POST /v1/policies/` (and previewed by `/v1/policies/preview`)',
+    ...jsonSchema(PolicyUpsertBody, 'input'),
+  };
 }
 
 function parameters(route: RouteDef) {
@@ -257,7 +274,13 @@ export function buildOpenApi(routes: RouteDef[], baseUrl: string) {
     servers: [{ url: baseUrl }],
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A session JWT or an API key' } },
-      schemas: { Error: ErrorBodySchema },
+      schemas: {
+        Error: ErrorBodySchema,
+        // The body of a policy save or preview (`POST /v1/policies/`, `/v1/policies/preview`
+        // and their worker twins), named so an editor can check a definition as it is typed:
+        // the console's JSON editor is built against this very schema (web/vite.config.mjs).
+        PolicyBody: policyBodySchema(),
+      },
     },
     paths,
   };

@@ -22,7 +22,7 @@ import { IntegrationsPage } from './pages/Integrations';
 import { MyAccountPage } from './pages/MyAccount';
 import { ApiKeysPage, ApproversPage, AuditPage, UsagePage } from './pages/Operators';
 import { PoliciesPage, PolicyDetail } from './pages/Policies';
-import { SettingsPage } from './pages/Settings';
+import { SettingsPage, settingsSectionOf } from './pages/settings';
 import { ErrorBox, Layout, messageOf, navigate, usePath } from './ui';
 import './styles.css';
 
@@ -150,6 +150,7 @@ function App() {
   const m = (re: RegExp) => pathname.match(re);
   let page;
   let r: RegExpMatchArray | null;
+  const settingsSection = settingsSectionOf(pathname);
   if ((r = m(/^\/app\/decisions\/([^/]+)$/))) page = <DecisionPage id={decodeURIComponent(r[1]!)} session={session} />;
   else if ((r = m(/^\/app\/policies\/([^/]+)$/)) && reader) page = <PolicyDetail policyKey={decodeURIComponent(r[1]!)} session={session} />;
   else if (pathname === '/app/policies' && reader) page = <PoliciesPage session={session} />;
@@ -157,7 +158,7 @@ function App() {
   else if (pathname === '/app/api-keys' && admin) page = <ApiKeysPage />;
   else if (pathname === '/app/audit' && reader) page = <AuditPage />;
   else if (pathname === '/app/usage' && reader) page = <UsagePage />;
-  else if (pathname === '/app/settings' && admin) page = <SettingsPage />;
+  else if (settingsSection !== null && admin) page = <SettingsPage section={settingsSection} />;
   else if (pathname === '/app/settings/me') page = <MyAccountPage session={session} />;
   else if (pathname === '/app/integrations' && reader) page = <IntegrationsPage session={session} />;
   else if (pathname === '/app/' || pathname === '/app') page = <Inbox session={session} />;

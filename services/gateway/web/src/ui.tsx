@@ -154,8 +154,8 @@ const NAV: Array<{ to: string; label: string; needs?: 'read' | 'admin' }> = [
 
 export function Layout(props: { session: Session; path: string; children: ReactNode; onSignOut: () => void }) {
   const nav = NAV.filter((n) => !n.needs || can[n.needs](props.session));
-  // The page's own entry: the longest one the path is or is under (/app/settings/me is not Settings).
-  const active = nav.filter((n) => props.path === n.to || (n.to !== '/app/' && props.path.startsWith(n.to))).sort((a, b) => b.to.length - a.to.length)[0];
+  // The page's own entry: the longest one the path is or is under (/app/settings/me is not Settings, /app/settings/members not /app/settings/me).
+  const active = nav.filter((n) => props.path === n.to || (n.to !== '/app/' && props.path.startsWith(`${n.to}/`))).sort((a, b) => b.to.length - a.to.length)[0];
   return (
     <>
       <header className="top">

@@ -88,6 +88,13 @@ function Chat({ provider, session }: { provider: 'chatA' | 'chatB'; session: Ses
               <ErrorBox error={act.error ?? channels.error} />
             </form>
           ) : null}
+          {admin && provider === 'chatA' ? (
+            <Deliberation
+              current={view.data.deliberation ?? { enabled: false, channelId: null }}
+              channels={channels.data?.channels ?? []}
+              onSaved={view.reload}
+            />
+          ) : null}
         </>
       ) : null}
     </section>
@@ -107,5 +114,70 @@ export function IntegrationsPage({ session }: { session: Session }) {
       <Chat provider="chatA" session={session} />
       <Chat provider="chatB" session={session} />
     </section>
+  );
+}
+
+/** Slack deliberation: a thread per decision in one channel, a reply per vote (admin). */
+function Deliberation(props: { current: { enabled: boolean; channelId: string | null }; channels: Array<{ id: string; name: string }>; onSaved: () => void }) {
+  const [channel, setChannel] = useState(props.current.channelId ?? '');
+  const act = useAction();
+  const [said, setSaid] = useState<string | null>(null);
+  const put = (enabled: boolean) =>
+    act.run(async () => {
+      setSaid(null);
+      await api('PUT', '/v1/integrations/chatA/deliberation', enabled ? { enabled, channelId: channel } : { enabled });
+      setSaid(enabled ? 'Deliberation is on.' : 'Deliberation is off.');
+      props.onSaved();
+    });
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        void put(true);
+      }}
+    >
+      <h3>Deliberation</h3>
+      <p className="muted">
+        {props.current.enabled
+          ? `On: each decision gets a thread in ${props.channels.find((c) => c.id === props.current.channelId)?.name ?? props.current.channelId}, each vote a reply.`
+          : 'Off. When on, each decision gets a thread in one channel and each vote a reply in it.'}
+      </p>
+      <Field label="Slack channel for deliberation">
+        <select value={channel} onChange={(e) => setChannel(e.target.value)} required>
+          <option value="">Choose a channel</option>
+          {props.channels.map((c) => (
+            <option key={c.id} value={c.id}>
+              #{c.name}
+            </option>
+          ))}
+        </select>
+      </Field>
+      <div className="row">
+        <button type="submit" disabled={act.busy}>
+          Turn deliberation on
+        </button>
+        {props.current.enabled ? (
+          <>
+            <button type="button" disabled={act.busy} onClick={() => void put(false)}>
+              Turn deliberation off
+            </button>
+            <button
+              type="button"
+              disabled={act.busy}
+              onClick={() =>
+                act.run(async () => {
+                  const r = await api<ApiReply<'/v1/integrations/chatA/deliberation/test', 'post'>>('POST', '/v1/integrations/chatA/deliberation/test');
+                  setSaid(`Test thread started in ${r.channel}.`);
+                })
+              }
+            >
+              Test deliberation
+            </button>
+          </>
+        ) : null}
+      </div>
+      {said ? <p role="status">{said}</p> : null}
+      <ErrorBox error={act.error} />
+    </form>
   );
 }

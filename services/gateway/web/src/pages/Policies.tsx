@@ -1,8 +1,22 @@
-import { useState } from 'react';
+import { useState, type ReactNode } from 'react';
 import { api } from '../api';
-import type { ApiReply, PolicyPreviewView, PolicyView } from '../types';
+import type { ApiReply, PolicyView } from '../types';
 import { can, type Session } from '../auth';
 import { ErrorBox, Field, Link, Loading, navigate, useAction, useLoad, when } from '../ui';
+import { bodyOf, PolicyJsonEditor } from './PolicyEditor';
+
+/** What "Write the definition as JSON" starts from on a new policy. */
+const NEW_POLICY = {
+  key: 'refunds',
+  name: 'Refunds',
+  description: null,
+  defaults: { approvers: ['alice@example.com'], approvalsRequired: 1, rejectionsRequired: 1, route: { channels: ['email'], strategy: 'fanout' } },
+  timeoutSec: 86400,
+  contextSchema: { type: 'object', required: ['amount'], properties: { amount: { type: 'number' } } },
+  requiresSignature: false,
+  requireFacts: false,
+  floor: null,
+};
 
 /** The session's list holds full views (a key-only summary is what an API key reads). */
 type Listed = ApiReply<'/v1/policies/', 'get'>['policies'][number];
@@ -12,6 +26,7 @@ export function PoliciesPage({ session }: { session: Session }) {
   const list = useLoad(() => api<ApiReply<'/v1/policies/', 'get'>>('GET', '/v1/policies/'), []);
   const [form, setForm] = useState({ key: '', name: '', approvers: '', approvalsRequired: '1' });
   const save = useAction();
+  const [asJson, setAsJson] = useState(false);
   return (
     <section>
       <h1>Policies</h1>
@@ -44,40 +59,52 @@ export function PoliciesPage({ session }: { session: Session }) {
       {can.author(session) ? (
         <>
           <h2>New policy</h2>
-          <form
-            onSubmit={(e) => {
-              e.preventDefault();
-              void save.run(async () => {
-                const approvers = form.approvers
-                  .split(',')
-                  .map((s) => s.trim())
-                  .filter(Boolean);
-                const p = await api<ApiReply<'/v1/policies/', 'post'>>('POST', '/v1/policies/', {
-                  key: form.key,
-                  name: form.name,
-                  defaults: { approvers, approvalsRequired: Number(form.approvalsRequired) },
-                });
-                navigate(`/app/policies/${encodeURIComponent(p.key)}`);
-              });
-            }}
-          >
-            <Field label="Key">
-              <input value={form.key} onChange={(e) => setForm({ ...form, key: e.target.value })} required />
-            </Field>
-            <Field label="Name">
-              <input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} required />
-            </Field>
-            <Field label="Approvers" hint="Emails, separated by commas">
-              <input value={form.approvers} onChange={(e) => setForm({ ...form, approvers: e.target.value })} />
-            </Field>
-            <Field label="Approvals required">
-              <input type="number" min={1} value={form.approvalsRequired} onChange={(e) => setForm({ ...form, approvalsRequired: e.target.value })} />
-            </Field>
-            <button type="submit" disabled={save.busy}>
-              Create policy
-            </button>
-            <ErrorBox error={save.error} />
-          </form>
+          {asJson ? (
+            <PolicyJsonEditor initial={NEW_POLICY} onCancel={() => setAsJson(false)} onSaved={(p) => navigate(`/app/policies/${encodeURIComponent(p.key)}`)} />
+          ) : (
+            <>
+              <p>
+                <button type="button" className="link" onClick={() => setAsJson(true)}>
+                  Write the whole definition as JSON
+                </button>{' '}
+                <span className="muted">(contract, routes, rejection quorum, signature, facts)</span>
+              </p>
+              <form
+                onSubmit={(e) => {
+                  e.preventDefault();
+                  void save.run(async () => {
+                    const approvers = form.approvers
+                      .split(',')
+                      .map((s) => s.trim())
+                      .filter(Boolean);
+                    const p = await api<ApiReply<'/v1/policies/', 'post'>>('POST', '/v1/policies/', {
+                      key: form.key,
+                      name: form.name,
+                      defaults: { approvers, approvalsRequired: Number(form.approvalsRequired) },
+                    });
+                    navigate(`/app/policies/${encodeURIComponent(p.key)}`);
+                  });
+                }}
+              >
+                <Field label="Key">
+                  <input value={form.key} onChange={(e) => setForm({ ...form, key: e.target.value })} required />
+                </Field>
+                <Field label="Name">
+                  <input value={form.name} onChange={(e) => setForm({ ...form, name: e.target.value })} required />
+                </Field>
+                <Field label="Approvers" hint="Emails, separated by commas">
+                  <input value={form.approvers} onChange={(e) => setForm({ ...form, approvers: e.target.value })} />
+                </Field>
+                <Field label="Approvals required">
+                  <input type="number" min={1} value={form.approvalsRequired} onChange={(e) => setForm({ ...form, approvalsRequired: e.target.value })} />
+                </Field>
+                <button type="submit" disabled={save.busy}>
+                  Create policy
+                </button>
+                <ErrorBox error={save.error} />
+              </form>
+            </>
+          )}
         </>
       ) : null}
     </section>
@@ -96,26 +123,11 @@ export function PolicyDetail({ policyKey, session }: { policyKey: string; sessio
         : Promise.resolve(null),
     [cmp?.from, cmp?.to],
   );
-  const [edit, setEdit] = useState<{ name: string; approvers: string; approvalsRequired: string; timeoutSec: string } | null>(null);
-  const preview = useAction();
-  const [previewed, setPreviewed] = useState<PolicyPreviewView['preview'] | null>(null);
-  const save = useAction();
+  const [editing, setEditing] = useState(false);
+  const [saved, setSaved] = useState<string | null>(null);
   if (p.error) return <ErrorBox error={p.error} />;
   if (!p.data) return <Loading what="the policy" />;
   const x = p.data;
-  const body = () => ({
-    key: x.key,
-    name: edit!.name,
-    defaults: {
-      ...x.defaults,
-      approvers: edit!.approvers
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-      approvalsRequired: Number(edit!.approvalsRequired),
-    },
-    timeoutSec: edit!.timeoutSec ? Number(edit!.timeoutSec) : null,
-  });
   const vs = versions.data?.versions ?? [];
   const byNumber = (n: number) => vs.find((v) => v.number === n);
   return (
@@ -124,94 +136,51 @@ export function PolicyDetail({ policyKey, session }: { policyKey: string; sessio
         {x.name} <code>{x.key}</code>
       </h1>
       <p className="meta">
-        <span>version {x.version}</span> <span>updated {when(x.updatedAt)}</span> <span>{x.usage?.pending ?? 0} pending</span>
+        <span>version {x.version}</span> <span>updated {when(x.updatedAt)}</span> <span>{x.usage?.pending ?? 0} pending</span>{' '}
+        <span>
+          hash <code>{x.contentHash.slice(0, 12)}</code>
+        </span>
       </p>
       {x.warnings.map((w) => (
         <p key={w.code + w.message} className="notice">
           {w.message}
         </p>
       ))}
-      <dl>
-        <div>
-          <dt>Approvers</dt>
-          <dd>{(x.defaults.approvers ?? []).join(', ') || '—'}</dd>
-        </div>
-        <div>
-          <dt>Approvals required</dt>
-          <dd>{x.defaults.approvalsRequired ?? 1}</dd>
-        </div>
-        <div>
-          <dt>Timeout</dt>
-          <dd>{x.timeoutSec ? `${x.timeoutSec} s` : 'none'}</dd>
-        </div>
-        <div>
-          <dt>Signature required</dt>
-          <dd>{x.requiresSignature ? 'yes' : 'no'}</dd>
-        </div>
-      </dl>
-      {edit ? (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            void save.run(async () => {
-              await api('POST', '/v1/policies/', body());
-              setEdit(null);
-              setPreviewed(null);
+      {saved ? (
+        <p role="status" className="notice">
+          {saved}
+        </p>
+      ) : null}
+      {editing ? (
+        <section aria-label="Edit policy">
+          <h2>Edit the definition</h2>
+          <PolicyJsonEditor
+            initial={bodyOf(x)}
+            fixedKey={x.key}
+            onCancel={() => setEditing(false)}
+            onSaved={(r) => {
+              setEditing(false);
+              setSaved(r.noop ? 'Nothing changed: the current version stays.' : `Saved as version ${r.version}.`);
               p.reload();
               versions.reload();
-            });
-          }}
-        >
-          <h2>Edit</h2>
-          <Field label="Name">
-            <input value={edit.name} onChange={(e) => setEdit({ ...edit, name: e.target.value })} />
-          </Field>
-          <Field label="Approvers" hint="Emails, separated by commas">
-            <input value={edit.approvers} onChange={(e) => setEdit({ ...edit, approvers: e.target.value })} />
-          </Field>
-          <Field label="Approvals required">
-            <input type="number" min={1} value={edit.approvalsRequired} onChange={(e) => setEdit({ ...edit, approvalsRequired: e.target.value })} />
-          </Field>
-          <Field label="Timeout (seconds)">
-            <input type="number" min={1} value={edit.timeoutSec} onChange={(e) => setEdit({ ...edit, timeoutSec: e.target.value })} />
-          </Field>
-          <div className="row">
+            }}
+          />
+        </section>
+      ) : (
+        <>
+          <PolicyReadView policy={x} />
+          {can.author(session) ? (
             <button
               type="button"
-              disabled={preview.busy}
-              onClick={() => preview.run(async () => setPreviewed((await api<PolicyPreviewView>('POST', '/v1/policies/preview', body())).preview))}
+              onClick={() => {
+                setSaved(null);
+                setEditing(true);
+              }}
             >
-              Preview
+              Edit policy
             </button>
-            <button type="submit" disabled={save.busy}>
-              Save
-            </button>
-            <button type="button" className="link" onClick={() => setEdit(null)}>
-              Cancel
-            </button>
-          </div>
-          <ErrorBox error={preview.error ?? save.error} />
-          {previewed ? (
-            <div aria-label="Preview" className="notice">
-              <p>{previewed.noop ? 'No change: saving would keep the current version.' : `Saving makes version ${previewed.nextVersion ?? x.version + 1}.`}</p>
-              <pre>{JSON.stringify(previewed.diff, null, 2)}</pre>
-            </div>
           ) : null}
-        </form>
-      ) : !can.author(session) ? null : (
-        <button
-          type="button"
-          onClick={() =>
-            setEdit({
-              name: x.name,
-              approvers: (x.defaults.approvers ?? []).join(', '),
-              approvalsRequired: String(x.defaults.approvalsRequired ?? 1),
-              timeoutSec: x.timeoutSec ? String(x.timeoutSec) : '',
-            })
-          }
-        >
-          Edit policy
-        </button>
+        </>
       )}
       <h2>Versions</h2>
       <ErrorBox error={versions.error} />
@@ -283,5 +252,67 @@ export function PolicyDetail({ policyKey, session }: { policyKey: string; sessio
         </section>
       ) : null}
     </section>
+  );
+}
+
+function Row({ label, children }: { label: string; children: ReactNode }) {
+  return (
+    <div>
+      <dt>{label}</dt>
+      <dd>{children}</dd>
+    </div>
+  );
+}
+
+/** Fields the read view names; any other field of the definition is listed after them as it is. */
+const NAMED = new Set(['key', 'name', 'description', 'defaults', 'timeoutSec', 'contextSchema', 'requiresSignature', 'requireFacts', 'floor']);
+const yes = (b: unknown) => (b ? 'yes' : 'no');
+
+/** Every field of the current version, the context contract in full. */
+export function PolicyReadView({ policy: x }: { policy: PolicyView }) {
+  const d = x.defaults;
+  const others = Object.entries(bodyOf(x)).filter(([f]) => !NAMED.has(f));
+  return (
+    <dl aria-label="Definition">
+      <Row label="Description">{x.description || '—'}</Row>
+      <Row label="Approvers">{(d.approvers ?? []).join(', ') || '— (each decision names its own)'}</Row>
+      <Row label="Approvals required">{d.approvalsRequired ?? 1}</Row>
+      <Row label="Rejections required">{d.rejectionsRequired ?? 1}</Row>
+      <Row label="Assignee">{d.assigneeEmail ?? '—'}</Row>
+      <Row label="Timeout">{x.timeoutSec ? `${x.timeoutSec} s` : 'none'}</Row>
+      <Row label="Routes">
+        {d.route ? (
+          <>
+            {d.route.channels.join(', ')} ({d.route.strategy ?? 'fanout'}
+            {d.route.strategy === 'escalate' ? `, next channel every ${d.route.escalateAfterSec ?? '—'} s` : ''})
+          </>
+        ) : (
+          'default (the approvers’ own channels)'
+        )}
+      </Row>
+      <Row label="Signature required">{yes(x.requiresSignature)}</Row>
+      <Row label="Facts required">{yes(x.requireFacts)}</Row>
+      {others.map(([f, v]) => (
+        <Row key={f} label={f}>
+          {typeof v === 'boolean' ? yes(v) : <code>{JSON.stringify(v)}</code>}
+        </Row>
+      ))}
+      <Row label="Approval floor">
+        {x.floor?.length ? (
+          <ul className="plain">
+            {x.floor.map((c, i) => (
+              <li key={i}>
+                <code>
+                  {c.field} {c.op} {JSON.stringify(c.value)}
+                </code>
+              </li>
+            ))}
+          </ul>
+        ) : (
+          'none'
+        )}
+      </Row>
+      <Row label="Context contract">{x.contextSchema ? <pre aria-label="Context contract">{JSON.stringify(x.contextSchema, null, 2)}</pre> : 'none'}</Row>
+    </dl>
   );
 }
