@@ -78,7 +78,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
         maxAgeSec: config.AUTH_SESSION_MAX_AGE_SEC,
       });
       const app = createApp({
-        routes: buildRoutes({ store, members, settings }),
+        routes: buildRoutes({ store, members, settings, bus: ctx.bus }),
         bus: ctx.bus,
         log,
         authenticate: createAuthenticator({ store, members, verifyJwt, log }),

@@ -46,6 +46,8 @@ export interface DecisionRow {
   callback_url: string | null;
   exclusive: boolean;
   created_by: string | null;
+  /** Who asked, as people read it (`API key <name>`, an email); null before 20261207004600. */
+  created_by_label: string | null;
   decided_by: string | null;
   note: string | null;
   response_value: unknown;
@@ -96,6 +98,7 @@ export const DECISION_COLUMNS = [
   'callback_url',
   'exclusive',
   'created_by',
+  'created_by_label',
   'decided_by',
   'note',
   'response_value',
