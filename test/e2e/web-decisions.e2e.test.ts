@@ -13,14 +13,13 @@ const SCREENSHOT = join(__dirname, '..', '..', 'docs', 'app-decisions.png');
 describe('Decisions and audit pages in Chromium', () => {
   let stack: Stack;
   let browser: Browser;
-  let org: string;
   let admin: string;
   let apiKey: string;
   const consoleErrors: string[] = [];
 
   beforeAll(async () => {
     stack = await startStack({ label: 'webdecisions', services: ['gateway', 'policies', 'decisions'] });
-    ({ org, admin, apiKey } = await stack.newOrg());
+    ({ admin, apiKey } = await stack.newOrg());
     const titles = ['Refund order 1001', 'Refund order 1002', 'Pay invoice 2001', 'Grant access to prod', 'Refund order 1003'];
     for (const [i, title] of titles.entries()) {
       const res = await stack.http('POST', '/v1/worker/decisions', {
@@ -39,7 +38,16 @@ describe('Decisions and audit pages in Chromium', () => {
     }
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
     });
   });
   afterAll(async () => {

@@ -148,7 +148,11 @@ describe('the decisions log', () => {
     expect(await idsOf('', bob)).toEqual([ids.invoice, ids.done]);
     expect(await idsOf('approver=alice@example.com', bob)).toEqual([ids.done]);
     const csv = await stack.http('GET', '/v1/decisions/export.csv', { token: bob });
-    expect(linesOf(csv.text).slice(1).map((l) => l.split(',')[0])).toEqual([ids.invoice, ids.done]);
+    expect(
+      linesOf(csv.text)
+        .slice(1)
+        .map((l) => l.split(',')[0]),
+    ).toEqual([ids.invoice, ids.done]);
   });
 
   it('unknown or malformed parameters are a 400 with the issue named', async () => {
@@ -189,7 +193,9 @@ describe('the decisions log', () => {
       big = await stack.newOrg();
       const seed = await create(big.apiKey, { approvers: ['ops@example.com'], timeoutSec: 86_400, context: { title: 'Seed' } });
       const cols: string[] = (
-        await pg.query(`SELECT column_name FROM information_schema.columns WHERE table_schema = 'decisions' AND table_name = 'decisions' ORDER BY ordinal_position`)
+        await pg.query(
+          `SELECT column_name FROM information_schema.columns WHERE table_schema = 'decisions' AND table_name = 'decisions' ORDER BY ordinal_position`,
+        )
       ).rows.map((r: { column_name: string }) => r.column_name);
       const value = (c: string) =>
         ({

@@ -35,7 +35,11 @@ describe('the audit log', () => {
   const http = (method: string, path: string, body?: unknown, token = admin) => stack.http(method, path, { token, body });
   const ok = async (method: string, path: string, body?: unknown, token = admin) => {
     const res = await http(method, path, body, token);
-    expect({ path, status: res.status < 300 ? 'ok' : res.status, body: res.status < 300 ? undefined : res.body }).toEqual({ path, status: 'ok', body: undefined });
+    expect({ path, status: res.status < 300 ? 'ok' : res.status, body: res.status < 300 ? undefined : res.body }).toEqual({
+      path,
+      status: 'ok',
+      body: undefined,
+    });
     return res.body;
   };
   const entries = async (query: string): Promise<Entry[]> => (await ok('GET', `/v1/audit/?limit=200&${query}`)).entries;
@@ -52,7 +56,9 @@ describe('the audit log', () => {
     await ok('PUT', '/v1/policies/audited', { name: 'Audited', defaults: { approvers: [alice, 'bob@example.com'], approvalsRequired: 1 } });
     // decisions: created by the key, voted and so resolved, consumed; another cancelled by the key
     const worker = (path: string, body: unknown) => ok('POST', path, body, apiKey);
-    decisionId = (await worker('/v1/worker/decisions', { externalRunId: 'audit-1', stepRef: 's', engine: 'trigger', policy: 'audited', context: { title: 'Audited' } })).decisionId;
+    decisionId = (
+      await worker('/v1/worker/decisions', { externalRunId: 'audit-1', stepRef: 's', engine: 'trigger', policy: 'audited', context: { title: 'Audited' } })
+    ).decisionId;
     await ok('POST', `/v1/decisions/${decisionId}/decide`, { decision: 'approve' }, stack.session({ org, email: alice, role: 'member' }));
     await worker(`/v1/worker/decisions/${decisionId}/consume`, { consumer: 'payout-job' });
     cancelledId = (await worker('/v1/worker/decisions', { externalRunId: 'audit-2', stepRef: 's', engine: 'trigger', approvers: [alice] })).decisionId;

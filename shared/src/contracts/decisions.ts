@@ -244,7 +244,10 @@ export const WorkerListQuery = z.strictObject({
 const FilterInstant = z
   .string()
   .max(40)
-  .regex(/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2}))?$/, 'an ISO 8601 date (2026-11-29) or date-time with offset (2026-11-29T08:00:00Z)')
+  .regex(
+    /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2}))?$/,
+    'an ISO 8601 date (2026-11-29) or date-time with offset (2026-11-29T08:00:00Z)',
+  )
   .refine((v) => Number.isFinite(Date.parse(v)), 'not a real date');
 
 /** An IANA time zone (Europe/Berlin): where "today" of the expiring_today view ends. */

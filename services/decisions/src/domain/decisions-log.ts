@@ -52,7 +52,13 @@ export function encodeCursor(key: string, id: string): string {
 export function decodeCursor(cursor: string): { key: string; id: string } {
   try {
     const v: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
-    if (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && typeof v[1] === 'string' && (v[0] === 'infinity' || Number.isFinite(Date.parse(v[0])))) {
+    if (
+      Array.isArray(v) &&
+      v.length === 2 &&
+      typeof v[0] === 'string' &&
+      typeof v[1] === 'string' &&
+      (v[0] === 'infinity' || Number.isFinite(Date.parse(v[0])))
+    ) {
       return { key: v[0], id: v[1] };
     }
   } catch {

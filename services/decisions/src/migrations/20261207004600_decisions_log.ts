@@ -20,9 +20,7 @@ export const name = '20261207004600_decisions_log';
 export async function up(knex: Knex): Promise<void> {
   await knex.raw('ALTER TABLE decisions.decisions ADD COLUMN IF NOT EXISTS created_by_label text');
   await knex.raw(openDecisionFunction(HELD_OUTBOX_INSERT, LATER_BY_KEY, [...CALLBACK_COLUMNS, 'created_by_label'], CALLBACK_DEFAULTS));
-  await knex.raw(
-    `CREATE INDEX IF NOT EXISTS decisions_org_due ON decisions.decisions (org_id, (coalesce(expires_at, 'infinity'::timestamptz)), id)`,
-  );
+  await knex.raw(`CREATE INDEX IF NOT EXISTS decisions_org_due ON decisions.decisions (org_id, (coalesce(expires_at, 'infinity'::timestamptz)), id)`);
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -100,7 +100,10 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
     async list(org: string, q: SessionListQuery, scope?: string) {
       const filter = filterOf(q, scope, deps.clock.now());
       const sort = { sort: q.sort, order: q.order };
-      const [rows, total] = await Promise.all([store.decisions.list(org, filter, { limit: q.limit, offset: q.offset }, sort), store.decisions.count(org, filter)]);
+      const [rows, total] = await Promise.all([
+        store.decisions.list(org, filter, { limit: q.limit, offset: q.offset }, sort),
+        store.decisions.count(org, filter),
+      ]);
       return { decisions: withinPageBudget(rows.map(toView)), limit: q.limit, offset: q.offset, total };
     },
 

@@ -213,7 +213,7 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
       tag: 'decisions',
       summary: 'The filtered decisions as CSV, streamed (any size)',
       description:
-        'The same filters and sort as `GET /v1/decisions/`, without paging: every matching decision, one CSV line each (RFC 4180, header first), sent in chunks as they are read. A text a spreadsheet would run as a formula is prefixed with `\'`. A download cut short ends without its final line break.',
+        "The same filters and sort as `GET /v1/decisions/`, without paging: every matching decision, one CSV line each (RFC 4180, header first), sent in chunks as they are read. A text a spreadsheet would run as a formula is prefixed with `'`. A download cut short ends without its final line break.",
       query: DecisionsExportQuery,
       responseType: 'text/csv',
       needs: 'decide',
