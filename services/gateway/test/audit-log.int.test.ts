@@ -70,7 +70,7 @@ describe('the audit log', () => {
     await ok('POST', `/v1/approvers/${approverId}/disable`);
     await ok('POST', `/v1/approvers/${approverId}/enable`);
     // settings of three services, an integration among them
-    await ok('PUT', '/v1/settings/retention', { decisionDataDays: 90 });
+    await ok('PATCH', '/v1/settings/retention', { decisionDataDays: 90 });
     await ok('PUT', '/v1/settings/engines', { trigger: { url: 'https://engine.example.com', secretKey: 'tr_secret_0123456789' } });
     await ok('PUT', '/v1/settings/approvers', { allowedApproverDomains: ['example.com'] });
     await ok('PUT', '/v1/settings/esign', { provider: 'docusign', accountId: 'acct-audit', connectHmacKey: 'hmac-key-0123456789abcdef' });
