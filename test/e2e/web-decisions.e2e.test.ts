@@ -55,8 +55,8 @@ describe('Decisions and audit pages in Chromium', () => {
     await stack?.stop();
   });
 
-  async function open(path: string): Promise<Page> {
-    const ctx = await browser.newContext({ viewport: { width: 1280, height: 900 }, acceptDownloads: true });
+  async function open(path: string, viewport = { width: 1280, height: 900 }): Promise<Page> {
+    const ctx = await browser.newContext({ viewport, acceptDownloads: true });
     const page = await ctx.newPage();
     page.on('console', (m) => m.type() === 'error' && consoleErrors.push(`${m.text()} @ ${page.url()}`));
     page.on('pageerror', (e) => consoleErrors.push(`${e.message} @ ${page.url()}`));
@@ -114,6 +114,16 @@ describe('Decisions and audit pages in Chromium', () => {
     expect(csv[0]).toBe('at,action,actor,actorId,target,details,id');
     expect(csv.slice(1, -1)).toHaveLength(5);
     await page.context().close();
+  });
+
+  it('at phone width the pages do not scroll sideways', async () => {
+    for (const path of ['/app/decisions', '/app/audit']) {
+      const page = await open(path, { width: 390, height: 844 });
+      await page.getByRole('heading', { level: 1 }).waitFor();
+      await page.locator('tbody tr').first().waitFor();
+      expect({ path, width: await page.evaluate<number>('document.documentElement.scrollWidth') }).toEqual({ path, width: 390 });
+      await page.context().close();
+    }
   });
 
   it('logged no console errors', () => {

@@ -99,32 +99,35 @@ export function AuditPage() {
         </div>
       </form>
       <ErrorBox error={page.error ?? exportError} />
-      <table aria-label="Audit entries">
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Action</th>
-            <th scope="col">Actor</th>
-            <th scope="col">Object</th>
-            <th scope="col">Change</th>
-          </tr>
-        </thead>
-        <tbody>
-          {entries.map((e) => (
-            <tr key={e.id}>
-              <td>{when(e.at)}</td>
-              <td>{e.action}</td>
-              <td title={e.actor ?? undefined}>{e.actorLabel ?? e.actor ?? 'system'}</td>
-              <td>
-                <Target action={e.action} target={e.target} />
-              </td>
-              <td>
-                <Change details={e.details} />
-              </td>
+      {/* At phone width the table scrolls inside its box, not the page. */}
+      <div style={{ overflowX: 'auto' }}>
+        <table aria-label="Audit entries">
+          <thead>
+            <tr>
+              <th scope="col">When</th>
+              <th scope="col">Action</th>
+              <th scope="col">Actor</th>
+              <th scope="col">Object</th>
+              <th scope="col">Change</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {entries.map((e) => (
+              <tr key={e.id}>
+                <td>{when(e.at)}</td>
+                <td>{e.action}</td>
+                <td title={e.actor ?? undefined}>{e.actorLabel ?? e.actor ?? 'system'}</td>
+                <td>
+                  <Target action={e.action} target={e.target} />
+                </td>
+                <td>
+                  <Change details={e.details} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       <div className="row">
         {before ? (
           <button type="button" onClick={() => setBefore(undefined)}>

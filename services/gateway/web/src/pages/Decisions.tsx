@@ -192,36 +192,39 @@ export function DecisionsPage() {
           {data.total === 0 ? 'No decisions match.' : `${offset + 1}–${offset + shown.length} of ${data.total} decisions`}
         </p>
       ) : null}
-      <table aria-label="Decisions">
-        <thead>
-          <tr>
-            <th scope="col">Title</th>
-            <th scope="col">Status</th>
-            <th scope="col">Policy</th>
-            <th scope="col">Approvers</th>
-            <th scope="col">Workflow</th>
-            <th scope="col">Created</th>
-            <th scope="col">Due</th>
-          </tr>
-        </thead>
-        <tbody>
-          {shown.map((d) => (
-            <tr key={d.id}>
-              <td>
-                <Link to={`/app/decisions/${d.id}`}>{(d.context as { title?: string } | null)?.title ?? `Decision ${d.id}`}</Link>
-              </td>
-              <td>
-                <Status status={d.status} />
-              </td>
-              <td>{d.policy ? `${d.policy} v${d.policyVersion}` : '—'}</td>
-              <td>{d.approvers.join(', ')}</td>
-              <td>{d.workflowRef ?? '—'}</td>
-              <td>{when(d.createdAt)}</td>
-              <td>{when(d.expiresAt)}</td>
+      {/* At phone width the table scrolls inside its box, not the page. */}
+      <div style={{ overflowX: 'auto' }}>
+        <table aria-label="Decisions">
+          <thead>
+            <tr>
+              <th scope="col">Title</th>
+              <th scope="col">Status</th>
+              <th scope="col">Policy</th>
+              <th scope="col">Approvers</th>
+              <th scope="col">Workflow</th>
+              <th scope="col">Created</th>
+              <th scope="col">Due</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {shown.map((d) => (
+              <tr key={d.id}>
+                <td>
+                  <Link to={`/app/decisions/${d.id}`}>{(d.context as { title?: string } | null)?.title ?? `Decision ${d.id}`}</Link>
+                </td>
+                <td>
+                  <Status status={d.status} />
+                </td>
+                <td>{d.policy ? `${d.policy} v${d.policyVersion}` : '—'}</td>
+                <td>{d.approvers.join(', ')}</td>
+                <td>{d.workflowRef ?? '—'}</td>
+                <td>{when(d.createdAt)}</td>
+                <td>{when(d.expiresAt)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
       <div className="row">
         {offset > 0 ? (
           <button type="button" onClick={() => setOffset(Math.max(0, offset - PAGE))}>
