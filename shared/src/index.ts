@@ -4,6 +4,7 @@ export * from './ids';
 export * from './errors';
 export * from './jcs';
 export * from './html';
+export * from './csv';
 export * from './secrets';
 export * from './backoff';
 export * from './http/index';

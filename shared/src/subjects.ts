@@ -65,6 +65,7 @@ export const SUBJECT = {
     consume: 'svc.decisions.consume',
     cancel: 'svc.decisions.cancel',
     list: 'svc.decisions.list',
+    exportChunk: 'svc.decisions.export_chunk',
     workflows: 'svc.decisions.workflows',
     get: 'svc.decisions.get',
     addEvidence: 'svc.decisions.add_evidence',

@@ -86,6 +86,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
           members,
           settings,
           log,
+          bus: ctx.bus,
           emailLinks: createEmailLinks({
             store: signIn,
             members,

@@ -320,10 +320,30 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Decisions of the org, newest first (a page stops early past 8 MiB: continue from offset + its length)
-         * @description Signed-in session (JWT). Any signed-in role; a `reviewer` reaches only the decisions naming them (others 404).
+         * Decisions of the org, filtered and sorted (a page stops early past 8 MiB: continue from offset + its length)
+         * @description Every decision of the org (a reviewer: only those naming them). Filters combine with AND: `status`, `policy` (key), `requester` (API key name, email or actor id), `approver`, `assignee`, `workflowRef`, `createdFrom`/`createdTo` and `dueFrom`/`dueTo` (ISO 8601; from inclusive, to exclusive), `q` (text in the title), `view` (`stuck`: PENDING past 75% of its time; `expiring_today`: PENDING, deadline before the end of today in `tz`, default UTC). `sort` `created` or `due` (no deadline sorts last ascending), `order` `asc` or `desc`. Unknown parameters are a 400. Signed-in session (JWT). Any signed-in role; a `reviewer` reaches only the decisions naming them (others 404).
          */
         get: operations["get_v1_decisions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/decisions/export.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The filtered decisions as CSV, streamed (any size)
+         * @description The same filters and sort as `GET /v1/decisions/`, without paging: every matching decision, one CSV line each (RFC 4180, header first), sent in chunks as they are read. A text a spreadsheet would run as a formula is prefixed with `'`. A download cut short ends without its final line break. Signed-in session (JWT). Any signed-in role; a `reviewer` reaches only the decisions naming them (others 404).
+         */
+        get: operations["get_v1_decisions_export_csv"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1208,10 +1228,30 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Audit log of the org, newest first
+         * Audit log of the org, newest first; filters `actor` (id, email or key name), `action` (one, or `decision.*`), `target`
          * @description Signed-in session (JWT). Session roles `member`, `editor`, `admin` (a `reviewer` gets 403 `forbidden`).
          */
         get: operations["get_v1_audit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit/export.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The filtered audit log as CSV, newest first, streamed (any size)
+         * @description The same filters as `GET /v1/audit/` (`actor`, `action`, `target`), without paging: one CSV line per entry (RFC 4180, header first; `details` as JSON), sent in chunks as they are read. Signed-in session (JWT). Session roles `member`, `editor`, `admin` (a `reviewer` gets 403 `forbidden`).
+         */
+        get: operations["get_v1_audit_export_csv"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4971,6 +5011,18 @@ export interface operations {
                 status?: "PENDING" | "APPROVED" | "REJECTED" | "EXPIRED" | "CANCELLED";
                 assignee?: string;
                 workflowRef?: string;
+                policy?: string;
+                requester?: string;
+                approver?: string;
+                createdFrom?: string;
+                createdTo?: string;
+                dueFrom?: string;
+                dueTo?: string;
+                q?: string;
+                view?: "stuck" | "expiring_today";
+                tz?: string;
+                sort?: "created" | "due";
+                order?: "asc" | "desc";
                 limit?: number | string;
                 offset?: number | string;
             };
@@ -5184,6 +5236,111 @@ export interface operations {
                     "application/json": components["schemas"]["Error"] & {
                         /** @enum {string} */
                         error?: "timeout";
+                    };
+                };
+            };
+            /** @description Any other error (500 `internal` carries an `errorId` that is also logged) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_v1_decisions_export_csv: {
+        parameters: {
+            query?: {
+                status?: "PENDING" | "APPROVED" | "REJECTED" | "EXPIRED" | "CANCELLED";
+                assignee?: string;
+                workflowRef?: string;
+                policy?: string;
+                requester?: string;
+                approver?: string;
+                createdFrom?: string;
+                createdTo?: string;
+                dueFrom?: string;
+                dueTo?: string;
+                q?: string;
+                view?: "stuck" | "expiring_today";
+                tz?: string;
+                sort?: "created" | "due";
+                order?: "asc" | "desc";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
+                };
+            };
+            /** @description The request is malformed (`issues` names each problem): `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unauthorized";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "forbidden";
+                    };
+                };
+            };
+            /** @description Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again): `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Unavailable right now: try again (`Retry-After`): `unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unavailable";
                     };
                 };
             };
@@ -12316,6 +12473,8 @@ export interface operations {
                 limit?: number | string;
                 before?: string;
                 action?: string;
+                actor?: string;
+                target?: string;
             };
             header?: never;
             path?: never;
@@ -12342,6 +12501,99 @@ export interface operations {
                             at: string;
                         }[];
                     };
+                };
+            };
+            /** @description The request is malformed (`issues` names each problem): `invalid_request` */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "invalid_request";
+                    };
+                };
+            };
+            /** @description Not authenticated: `unauthorized` */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unauthorized";
+                    };
+                };
+            };
+            /** @description Not allowed: `forbidden` */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "forbidden";
+                    };
+                };
+            };
+            /** @description Too many requests (`retryAfter`, seconds, and the `Retry-After` header say when to try again): `rate_limited` */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "rate_limited";
+                    };
+                };
+            };
+            /** @description Unavailable right now: try again (`Retry-After`): `unavailable` */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"] & {
+                        /** @enum {string} */
+                        error?: "unavailable";
+                    };
+                };
+            };
+            /** @description Any other error (500 `internal` carries an `errorId` that is also logged) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    get_v1_audit_export_csv: {
+        parameters: {
+            query?: {
+                action?: string;
+                actor?: string;
+                target?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
                 };
             };
             /** @description The request is malformed (`issues` names each problem): `invalid_request` */

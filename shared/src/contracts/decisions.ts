@@ -244,13 +244,71 @@ export const WorkerListQuery = z.strictObject({
   status: DecisionStatus.optional(),
   limit: decimalInt(z.number().int().min(1).max(200)).default(50),
 });
-export const SessionListQuery = z.strictObject({
+/** An instant in a filter: an ISO 8601 date-time with its offset, or a date (its midnight, UTC). */
+const FilterInstant = z
+  .string()
+  .max(40)
+  .regex(
+    /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:\d{2}))?$/,
+    'an ISO 8601 date (2026-11-29) or date-time with offset (2026-11-29T08:00:00Z)',
+  )
+  .refine((v) => Number.isFinite(Date.parse(v)), 'not a real date');
+
+/** An IANA time zone (Europe/Berlin): where "today" of the expiring_today view ends. */
+const TimeZone = z
+  .string()
+  .max(64)
+  .refine((tz) => {
+    try {
+      new Intl.DateTimeFormat('en', { timeZone: tz });
+      return true;
+    } catch {
+      return false;
+    }
+  }, 'not an IANA time zone (Europe/Berlin, UTC)');
+
+/**
+ * The filters of the org's decisions (`GET /v1/decisions/` and its CSV export), all
+ * combined with AND. `view`: `stuck` is PENDING past 75% of its time (deadline still
+ * ahead); `expiring_today` is PENDING with its deadline before the end of today in `tz`
+ * (default UTC). `requester`: the API key's name, the person's email, or the actor id.
+ */
+export const DecisionFilters = {
   status: DecisionStatus.optional(),
   assignee: z.string().max(320).optional(),
   workflowRef: z.string().max(1000).optional(),
+  policy: z.string().max(200).optional(),
+  requester: z.string().min(1).max(320).optional(),
+  approver: z.string().min(1).max(320).optional(),
+  createdFrom: FilterInstant.optional(),
+  createdTo: FilterInstant.optional(),
+  dueFrom: FilterInstant.optional(),
+  dueTo: FilterInstant.optional(),
+  q: z.string().min(1).max(200).optional(),
+  view: z.enum(['stuck', 'expiring_today']).optional(),
+  tz: TimeZone.optional(),
+  /** `created` (createdAt) or `due` (expiresAt; decisions without a deadline come last ascending, first descending). */
+  sort: z.enum(['created', 'due']).default('created'),
+  order: z.enum(['asc', 'desc']).default('desc'),
+};
+export const SessionListQuery = z.strictObject({
+  ...DecisionFilters,
   limit: decimalInt(z.number().int().min(1).max(200)).default(50),
   offset: decimalInt(z.number().int().min(0).max(1_000_000)).default(0),
 });
+export type SessionListQuery = z.infer<typeof SessionListQuery>;
+/** The CSV export's filters: those of the list, without its paging. */
+export const DecisionsExportQuery = z.strictObject({ ...DecisionFilters });
+export type DecisionsExportQuery = z.infer<typeof DecisionsExportQuery>;
+/**
+ * One chunk of the CSV export (bus only): its rows after the keyset cursor `after` (absent:
+ * from the start, with the header line first), and the cursor of the next (null: done).
+ */
+export const ExportChunkQuery = DecisionsExportQuery.extend({
+  after: z.string().max(2000).optional(),
+  size: z.number().int().min(1).max(2000).default(500),
+});
+export const ExportChunkReply = z.object({ csv: z.string(), rows: z.number(), next: z.string().nullable() });
 export const WorkflowsQuery = z.strictObject({ assignee: z.string().max(320).optional() });
 export const WaitQuery = z.strictObject({ timeoutSec: decimalInt(z.number().int().min(1).max(120)).default(30) });
 
@@ -496,6 +554,7 @@ export const DecisionsEndpoints = {
     z.object({ decisions: z.array(DecisionView), limit: z.number(), offset: z.number(), total: z.number() }),
     READ,
   ),
+  exportChunk: endpoint(SUBJECT.decisions.exportChunk, forwarded({ query: ExportChunkQuery }), ExportChunkReply, READ),
   workflows: endpoint(
     SUBJECT.decisions.workflows,
     forwarded({ query: WorkflowsQuery }),

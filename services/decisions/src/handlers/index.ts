@@ -39,6 +39,7 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
   const visible = (r: { org: string; principal: Principal; params: { id: string } }) =>
     x.reads.requireVisible(r.org, r.params.id, decisionsScopeOf(r.principal));
   host.handle(E.list, async (r) => x.reads.list(r.org, r.query, decisionsScopeOf(r.principal)));
+  host.handle(E.exportChunk, async (r) => x.reads.exportChunk(r.org, r.query, decisionsScopeOf(r.principal)));
   host.handle(E.workflows, async (r) => x.reads.workflows(r.org, r.query, decisionsScopeOf(r.principal)));
   host.handle(E.get, async (r) => {
     await visible(r);

@@ -50,6 +50,8 @@ export interface DecisionRow {
   policy_name: string | null;
   exclusive: boolean;
   created_by: string | null;
+  /** Who asked, as people read it (`API key <name>`, an email); null before 20261207004600. */
+  created_by_label: string | null;
   decided_by: string | null;
   note: string | null;
   response_value: unknown;
@@ -102,6 +104,7 @@ export const DECISION_COLUMNS = [
   'policy_name',
   'exclusive',
   'created_by',
+  'created_by_label',
   'decided_by',
   'note',
   'response_value',

@@ -11,6 +11,55 @@ export interface ListFilter {
   workflowRef?: string;
   /** Only decisions naming this person as an approver (a reviewer's view: contracts/roles.ts). */
   approver?: string;
+  /** Filters of the operators' list (contracts `DecisionFilters`). */
+  policy?: string;
+  /** An actor id, a person's email or an API key's name (with or without "API key "). */
+  requester?: string;
+  /** A second approver filter (the operator's), besides the reviewer's scope. */
+  namedApprover?: string;
+  createdFrom?: Date;
+  createdTo?: Date;
+  dueFrom?: Date;
+  dueTo?: Date;
+  /** Text in the title (`context.title`), any case. */
+  title?: string;
+  /** PENDING, deadline ahead, past 75% of its time (`now`). */
+  stuck?: { now: Date };
+  /** PENDING, deadline from `now` to before `end`. */
+  expiring?: { now: Date; end: Date };
+}
+
+/** The order of a list: by `created_at` or by deadline (none: `infinity`), ties by id. */
+export interface ListSort {
+  sort: 'created' | 'due';
+  order: 'asc' | 'desc';
+}
+
+/** The sort key of each order, as the index `decisions_org_due` holds it. */
+const SORT_KEY = { created: 'created_at', due: "coalesce(expires_at, 'infinity'::timestamptz)" } as const;
+
+/** A row of the CSV export: what a person reads, no contexts or drafts. */
+export interface ExportRow {
+  id: string;
+  status: DecisionStatus;
+  title: string | null;
+  policy_key: string | null;
+  policy_version: number | null;
+  created_by: string | null;
+  created_by_label: string | null;
+  approvers: string[];
+  decided_by: string | null;
+  note: string | null;
+  workflow_ref: string | null;
+  external_run_id: string;
+  step_ref: string;
+  created_at: Date;
+  expires_at: Date | null;
+  resolved_at: Date | null;
+  consumed_at: Date | null;
+  consumed_by: string | null;
+  /** The sort key of the row, as text: the keyset cursor. */
+  sort_key: string;
 }
 
 /** One decision by its org and id, whole (`find`); locked for the transaction (`lock`). */
@@ -323,8 +372,10 @@ export class DecisionStore {
     return due.filter((row) => changed.has(row.id)).map((row) => ({ ...row, reminded_at: at }));
   }
 
-  list(org: string, f: ListFilter, page: { limit: number; offset?: number }): Promise<DecisionRow[]> {
-    const q = this.filtered(org, f).orderBy(NEWEST_FIRST).limit(page.limit);
+  list(org: string, f: ListFilter, page: { limit: number; offset?: number }, sort?: ListSort): Promise<DecisionRow[]> {
+    const q = this.filtered(org, f).limit(page.limit);
+    if (sort) this.ordered(q, sort);
+    else q.orderBy(NEWEST_FIRST);
     if (page.offset) q.offset(page.offset);
     return q;
   }
@@ -332,6 +383,44 @@ export class DecisionStore {
   async count(org: string, f: ListFilter): Promise<number> {
     const [{ n }] = await this.filtered(org, f).count({ n: '*' });
     return Number(n);
+  }
+
+  /**
+   * One chunk of the export: the rows after the keyset cursor `after` (the sort key as text
+   * and the id of the last row sent), never an OFFSET: each chunk reads from the index where
+   * the last one stopped, however far into the org's history.
+   */
+  exportChunk(org: string, f: ListFilter, sort: ListSort, size: number, after?: { key: string; id: string }): Promise<ExportRow[]> {
+    const key = SORT_KEY[sort.sort];
+    const q = this.filtered(org, f)
+      .select(
+        'id',
+        'status',
+        this.q.raw("context->>'title' AS title"),
+        'policy_key',
+        'policy_version',
+        'created_by',
+        'created_by_label',
+        'approvers',
+        'decided_by',
+        'note',
+        'workflow_ref',
+        'external_run_id',
+        'step_ref',
+        'created_at',
+        'expires_at',
+        'resolved_at',
+        'consumed_at',
+        'consumed_by',
+        this.q.raw(`(${key})::text AS sort_key`),
+      )
+      .limit(size);
+    if (after) q.andWhereRaw(`(${key}, id) ${sort.order === 'asc' ? '>' : '<'} (?::timestamptz, ?)`, [after.key, after.id]);
+    return this.ordered(q, sort);
+  }
+
+  private ordered(q: Knex.QueryBuilder, sort: ListSort): Knex.QueryBuilder {
+    return q.orderByRaw(`${SORT_KEY[sort.sort]} ${sort.order}, id ${sort.order}`);
   }
 
   async workflowSummaries(org: string, assignee?: string, approver?: string) {
@@ -361,8 +450,31 @@ export class DecisionStore {
     const q = this.q('decisions').where({ org_id: org });
     if (f.status) q.andWhere({ status: f.status });
     if (f.workflowRef) q.andWhere({ workflow_ref: f.workflowRef });
+    if (f.policy) q.andWhere({ policy_key: f.policy });
     byAssignee(q, f.assignee);
     byApprover(q, f.approver);
+    byApprover(q, f.namedApprover);
+    if (f.requester) {
+      const label = f.requester.toLowerCase();
+      const asKey = label.startsWith('api key ') ? label : `api key ${label}`;
+      q.andWhere((w) => w.where('created_by', f.requester!).orWhereRaw('lower(created_by_label) IN (?, ?)', [label, asKey]));
+    }
+    if (f.createdFrom) q.andWhere('created_at', '>=', f.createdFrom);
+    if (f.createdTo) q.andWhere('created_at', '<', f.createdTo);
+    // The deadline filters read the sort key of `decisions_org_due`; a decision without a
+    // deadline (the key's infinity) is due neither after nor before any instant.
+    if (f.dueFrom) q.andWhereRaw(`${SORT_KEY.due} >= ?`, [f.dueFrom]).whereNotNull('expires_at');
+    if (f.dueTo) q.andWhereRaw(`${SORT_KEY.due} < ?`, [f.dueTo]).whereNotNull('expires_at');
+    if (f.title) q.andWhereRaw(`context->>'title' ILIKE ? ESCAPE '\\'`, [`%${f.title.replace(/[\\%_]/g, (c) => `\\${c}`)}%`]);
+    if (f.stuck) {
+      // Past 75% of its time: now - created_at > 0.75 (expires_at - created_at), deadline ahead.
+      q.andWhere({ status: 'PENDING' })
+        .andWhereRaw(`${SORT_KEY.due} > ?`, [f.stuck.now])
+        .andWhereRaw('expires_at - (expires_at - created_at) / 4 <= ?', [f.stuck.now]);
+    }
+    if (f.expiring) {
+      q.andWhere({ status: 'PENDING' }).andWhereRaw(`${SORT_KEY.due} > ?`, [f.expiring.now]).andWhereRaw(`${SORT_KEY.due} < ?`, [f.expiring.end]);
+    }
     return q;
   }
 

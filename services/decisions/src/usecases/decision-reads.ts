@@ -7,11 +7,16 @@ import {
   isUniqueViolation,
   newId,
   sha256Hex,
+  csvLine,
   type Bus,
+  type DecisionsExportQuery,
+  type SessionListQuery,
   type DecisionStatus,
   type ResponseSpec,
 } from '@approvals/shared';
 import { answerOf, answerableByLink, linkAnswers, quotaPeriod } from '../domain/decision';
+import { EXPORT_COLUMNS, decodeCursor, encodeCursor, endOfDay, instantOf } from '../domain/decisions-log';
+import type { ListFilter } from '../store/decision.store';
 import { toView, type DecisionRow } from '../store/decision.row';
 import type { DecisionsStore } from '../store/decisions.store';
 import type { RunRow, WorkflowRow, WorkflowsStore } from '../store/workflows.store';
@@ -33,6 +38,26 @@ function withinPageBudget<T>(views: T[]): T[] {
     if (bytes > PAGE_BUDGET_BYTES && i > 0) return views.slice(0, i);
   }
   return views;
+}
+
+/** The store's filter of the list's (and the export's) query; `scope`: a reviewer's email. */
+function filterOf(q: DecisionsExportQuery, scope: string | undefined, now: Date): ListFilter {
+  return {
+    status: q.status,
+    assignee: q.assignee,
+    workflowRef: q.workflowRef,
+    approver: scope,
+    namedApprover: q.approver,
+    policy: q.policy,
+    requester: q.requester,
+    createdFrom: instantOf(q.createdFrom),
+    createdTo: instantOf(q.createdTo),
+    dueFrom: instantOf(q.dueFrom),
+    dueTo: instantOf(q.dueTo),
+    title: q.q,
+    stuck: q.view === 'stuck' ? { now } : undefined,
+    expiring: q.view === 'expiring_today' ? { now, end: endOfDay(now, q.tz) } : undefined,
+  };
 }
 
 export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick<DecisionActions, 'current'>; clock: Clock; defaultMonthlyQuota?: number }) {
@@ -72,10 +97,48 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
     },
 
     /** `scope`: a reviewer's email, who sees only the decisions naming them (contracts/roles.ts). */
-    async list(org: string, q: { status?: DecisionStatus; assignee?: string; workflowRef?: string; limit: number; offset: number }, scope?: string) {
-      const filter = { status: q.status, assignee: q.assignee, workflowRef: q.workflowRef, approver: scope };
-      const [rows, total] = await Promise.all([store.decisions.list(org, filter, { limit: q.limit, offset: q.offset }), store.decisions.count(org, filter)]);
+    async list(org: string, q: SessionListQuery, scope?: string) {
+      const filter = filterOf(q, scope, deps.clock.now());
+      const sort = { sort: q.sort, order: q.order };
+      const [rows, total] = await Promise.all([
+        store.decisions.list(org, filter, { limit: q.limit, offset: q.offset }, sort),
+        store.decisions.count(org, filter),
+      ]);
       return { decisions: withinPageBudget(rows.map(toView)), limit: q.limit, offset: q.offset, total };
+    },
+
+    /**
+     * One chunk of the CSV export of the list's filtered set (the gateway streams the
+     * chunks one after another): the header first when it starts, then up to `size` rows
+     * after the cursor, and the cursor of the next chunk (null: that was the last).
+     */
+    async exportChunk(org: string, q: DecisionsExportQuery & { after?: string; size: number }, scope?: string) {
+      const after = q.after === undefined ? undefined : decodeCursor(q.after);
+      const rows = await store.decisions.exportChunk(org, filterOf(q, scope, deps.clock.now()), { sort: q.sort, order: q.order }, q.size, after);
+      let csv = after === undefined ? csvLine([...EXPORT_COLUMNS]) : '';
+      for (const r of rows) {
+        csv += csvLine([
+          r.id,
+          r.status,
+          r.title,
+          r.policy_key,
+          r.policy_version,
+          r.created_by_label ?? r.created_by,
+          r.approvers,
+          r.decided_by,
+          r.note,
+          r.workflow_ref,
+          r.external_run_id,
+          r.step_ref,
+          r.created_at,
+          r.expires_at,
+          r.resolved_at,
+          r.consumed_at,
+          r.consumed_by,
+        ]);
+      }
+      const last = rows.at(-1);
+      return { csv, rows: rows.length, next: rows.length < q.size || !last ? null : encodeCursor(last.sort_key, last.id) };
     },
 
     async workflows(org: string, q: { assignee?: string }, scope?: string) {

@@ -34,7 +34,7 @@ import type { Authenticate, Authenticated } from '../auth/authenticate';
 import { invalidRequest, toErrorResponse, zodIssues } from './errors';
 import { buildOpenApi, renderDocsPage } from './openapi';
 import { RateLimiter } from './rate-limit';
-import type { LocalRequest, RouteDef } from './route';
+import type { LocalRequest, LocalResult, RouteDef } from './route';
 import { mountMcp } from './mcp';
 
 export interface AppDeps {
@@ -257,6 +257,36 @@ export function createApp(deps: AppDeps) {
     res.end(JSON.stringify(body) ?? '');
   }
 
+  /**
+   * A streamed answer (`LocalResult.stream`): the first chunk is read before the headers go
+   * out, so a refusal there is still an error answer; then each chunk is written once the
+   * client took the last (`drain`), and a client that went away stops the reading.
+   */
+  async function streamed(res: Response, status: number, s: NonNullable<LocalResult['stream']>): Promise<void> {
+    const it = s.chunks[Symbol.asyncIterator]();
+    let next = await it.next();
+    res.status(status).setHeader('Content-Type', s.contentType);
+    if (s.filename) res.setHeader('Content-Disposition', `attachment; filename="${s.filename}"`);
+    res.setHeader('Cache-Control', 'no-store');
+    let gone = false;
+    res.once('close', () => (gone = true));
+    try {
+      while (!next.done && !gone) {
+        if (!res.write(next.value)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+        next = await it.next();
+      }
+    } catch (err) {
+      // Past the headers an error cannot be answered: the connection is cut, so the file
+      // ends without its last line break instead of looking complete.
+      deps.log.warn({ err }, 'streamed answer failed after its first chunk');
+      res.destroy();
+      return;
+    } finally {
+      if (gone) await it.return?.();
+    }
+    if (!gone) res.end();
+  }
+
   /** A route's work once the request is read: authorize, validate, answer (locally or from its service). */
   async function serve(route: RouteDef, req: Req, res: Response): Promise<void> {
     if (route.scope === 'public') return servePublic(route, req, res);
@@ -267,6 +297,7 @@ export function createApp(deps: AppDeps) {
     if (route.browserBinding) forwarded.browserBinding = bindBrowser(req, res);
     if (route.target.kind === 'local') {
       const out = await route.target.handler(forwarded);
+      if (out.stream) return streamed(res, out.status ?? 200, out.stream);
       answer(req, res, out.status ?? route.successStatus ?? 200, out.body);
       return;
     }

@@ -159,7 +159,9 @@ function responsesOf(r: RouteDef): Record<string, unknown> {
     const html = { 'text/html': { schema: { type: 'string' } } };
     return Object.fromEntries(Object.entries(r.htmlResponses).map(([code, when]) => [code, { description: when, content: html }]));
   }
-  const content = { 'application/json': { schema: r.response ? jsonSchema(r.response, 'output') : { type: 'object' } } };
+  const content = r.responseType
+    ? { [r.responseType]: { schema: { type: 'string', description: 'Sent in chunks as it is read (chunked transfer encoding)' } } }
+    : { 'application/json': { schema: r.response ? jsonSchema(r.response, 'output') : { type: 'object' } } };
   const out: Record<string, unknown> = { [String(r.successStatus ?? 200)]: { description: 'Success', content } };
   for (const [code, when] of Object.entries(r.otherStatuses ?? {})) out[code] = { description: when, content };
   Object.assign(out, errorResponsesOf([...commonErrorsOf(r), ...(r.errors ?? [])]));

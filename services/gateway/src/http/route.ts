@@ -26,6 +26,13 @@ export interface LocalRequest<B = unknown, Q = Record<string, unknown>, P = Reco
 export interface LocalResult {
   status?: number;
   body: unknown;
+  /**
+   * An answer written as it is read (a CSV export of any size): the gateway sends each
+   * chunk as it comes (chunked transfer encoding), waiting for the client to take it, and
+   * never holds more than one. `body` is then unused. A failure before the first chunk is
+   * the usual error answer; after it, the connection is cut (the file is visibly short).
+   */
+  stream?: { contentType: string; filename?: string; chunks: AsyncIterable<string> };
 }
 
 export type RouteTarget =
@@ -59,6 +66,8 @@ export interface RouteDef {
    * rate limits, an unavailable or slow service), so it is not repeated here.
    */
   errors?: readonly ErrorCode[];
+  /** The success answer is not JSON but this media type (a CSV export): documented as a string. */
+  responseType?: 'text/csv';
   /** Request headers the route reads (documented as header parameters). */
   headers?: Array<{ name: string; description: string; enum?: string[] }>;
   /** A route answering HTML pages (email links): status → when. */

@@ -15,10 +15,13 @@ import {
   SESSION_ROLES,
   UserRole,
   type Logger,
+  DecisionsExportQuery,
+  type Bus,
 } from '@approvals/shared';
+import { decisionsExportHandler } from '../handlers/decisions-export.handler';
 import { LlmSettingsBody, LlmSettingsView, RetentionSettingsBody, RetentionSettingsView, type createSettings } from '../handlers/settings.handler';
 import { ApiKeyCreated, ApiKeyIdParams, ApiKeyView, CreateApiKeyBody, apiKeyHandlers } from '../handlers/api-keys.handler';
-import { AuditEntry, AuditQuery, auditHandlers } from '../handlers/audit.handler';
+import { AuditEntry, AuditExportQuery, AuditQuery, auditHandlers } from '../handlers/audit.handler';
 import type { AccessStore } from '../store/access.store';
 import type { MembersStore } from '../store/members.store';
 import { ChangeMemberBody, InviteMemberBody, MemberIdParams, MemberView, memberHandlers } from '../handlers/members.handler';
@@ -36,6 +39,11 @@ const MeView = z.object({
   can: z.array(z.enum(['self', 'decide', 'read', 'author', 'admin'])),
 });
 
+/** A route table built without a bus (the OpenAPI document) never serves its streams. */
+const unavailable = async (): Promise<never> => {
+  throw new AppError('unavailable', 'this route is not served here');
+};
+
 /** Every route of the spec. */
 export function buildRoutes(deps: {
   store: AccessStore;
@@ -43,6 +51,7 @@ export function buildRoutes(deps: {
   settings: ReturnType<typeof createSettings>;
   emailLinks: EmailLinks;
   log: Logger;
+  bus?: Bus;
 }): RouteDef[] {
   const keys = apiKeyHandlers(deps.store);
   const audit = auditHandlers(deps.store);
@@ -200,10 +209,27 @@ export function buildRoutes(deps: {
       '/v1/decisions/',
       'session',
       'decisions',
-      'Decisions of the org, newest first (a page stops early past 8 MiB: continue from offset + its length)',
+      'Decisions of the org, filtered and sorted (a page stops early past 8 MiB: continue from offset + its length)',
       D.list,
-      { needs: 'decide' },
+      {
+        needs: 'decide',
+        description:
+          'Every decision of the org (a reviewer: only those naming them). Filters combine with AND: `status`, `policy` (key), `requester` (API key name, email or actor id), `approver`, `assignee`, `workflowRef`, `createdFrom`/`createdTo` and `dueFrom`/`dueTo` (ISO 8601; from inclusive, to exclusive), `q` (text in the title), `view` (`stuck`: PENDING past 75% of its time; `expiring_today`: PENDING, deadline before the end of today in `tz`, default UTC). `sort` `created` or `due` (no deadline sorts last ascending), `order` `asc` or `desc`. Unknown parameters are a 400.',
+      },
     ),
+    {
+      method: 'get',
+      path: '/v1/decisions/export.csv',
+      scope: 'session',
+      tag: 'decisions',
+      summary: 'The filtered decisions as CSV, streamed (any size)',
+      description:
+        "The same filters and sort as `GET /v1/decisions/`, without paging: every matching decision, one CSV line each (RFC 4180, header first), sent in chunks as they are read. A text a spreadsheet would run as a formula is prefixed with `'`. A download cut short ends without its final line break.",
+      query: DecisionsExportQuery,
+      responseType: 'text/csv',
+      needs: 'decide',
+      target: { kind: 'local', handler: deps.bus ? decisionsExportHandler(deps.bus) : unavailable },
+    },
     fwd('get', '/v1/decisions/workflows', 'session', 'decisions', 'Distinct workflows for the inbox filter', D.workflows, { needs: 'decide' }),
     fwd('get', '/v1/decisions/{id}', 'session', 'decisions', 'One decision with tally, timeline and evidence', D.get, { needs: 'decide', errors: NOT_FOUND }),
     fwd(
@@ -575,10 +601,22 @@ export function buildRoutes(deps: {
       // interface-decisions: admin only for API keys, settings and forced deletes; the
       // audit log, like the rest of session scope, is open to every member of the org.
       tag: 'audit',
-      summary: 'Audit log of the org, newest first',
+      summary: 'Audit log of the org, newest first; filters `actor` (id, email or key name), `action` (one, or `decision.*`), `target`',
       query: AuditQuery,
       response: z.object({ entries: z.array(AuditEntry) }),
       target: { kind: 'local', handler: audit.list },
+    },
+    {
+      method: 'get',
+      path: '/v1/audit/export.csv',
+      scope: 'session',
+      tag: 'audit',
+      summary: 'The filtered audit log as CSV, newest first, streamed (any size)',
+      description:
+        'The same filters as `GET /v1/audit/` (`actor`, `action`, `target`), without paging: one CSV line per entry (RFC 4180, header first; `details` as JSON), sent in chunks as they are read.',
+      query: AuditExportQuery,
+      responseType: 'text/csv',
+      target: { kind: 'local', handler: audit.exportCsv },
     },
     {
       method: 'get',

@@ -40,6 +40,35 @@ export interface AuditEntry {
   at?: Date;
 }
 
+/** The audit log's filters: `actor` an actor id or a part of its label (an email, a key's name); `action` one action or a family (`decision.*`); `target` the object's id. */
+export interface AuditFilter {
+  actor?: string;
+  action?: string;
+  target?: string;
+}
+
+export interface AuditRow {
+  id: string;
+  action: string;
+  actor: string | null;
+  actor_label: string | null;
+  target: string | null;
+  details: Record<string, unknown>;
+  at: Date;
+}
+
+function auditFiltered(db: Knex, org: string, f: AuditFilter): Knex.QueryBuilder {
+  const q = db('audit_log').where({ org_id: org });
+  if (f.action?.endsWith('.*')) q.andWhere('action', 'like', `${f.action.slice(0, -1).replace(/[\\%_]/g, (c) => `\\${c}`)}%`);
+  else if (f.action) q.andWhere({ action: f.action });
+  if (f.target) q.andWhere({ target: f.target });
+  if (f.actor) {
+    const part = `%${f.actor.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+    q.andWhere((w) => w.where('actor', f.actor!).orWhere('actor_label', 'ilike', part));
+  }
+  return q;
+}
+
 export function toApiKeyView(r: ApiKeyRow): ApiKeyView {
   return {
     id: r.id,
@@ -225,23 +254,43 @@ export function createAccessStore(db: Knex, opts: { changed?: (org: string) => P
       }));
       await trx.raw(
         `INSERT INTO audit_log (id, org_id, action, actor, actor_label, target, details, event_id, at)
-           SELECT e->>'id', e->>'org', e->>'action', e->>'actor', e->>'actorLabel', e->>'target', e->'details', e->>'eventId', coalesce((e->>'at')::timestamptz, now())
+           SELECT e->>'id', e->>'org', e->>'action', e->>'actor',
+                  -- An event that names its actor by id alone (a cancel, a refused vote) is
+                  -- labelled here, where the keys and people are: the log reads by name.
+                  coalesce(e->>'actorLabel',
+                           (SELECT 'API key ' || k.name FROM api_keys k WHERE k.org_id = e->>'org' AND k.id = e->>'actor'),
+                           (SELECT u.email FROM users u WHERE u.org_id = e->>'org' AND u.id = e->>'actor')),
+                  e->>'target', e->'details', e->>'eventId', coalesce((e->>'at')::timestamptz, now())
              FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n
            ON CONFLICT (event_id) DO NOTHING`,
         [JSON.stringify(rows)],
       );
     },
 
-    async listAudit(org: string, opts: { limit: number; before?: string; action?: string }) {
-      const q = db('audit_log')
-        .where({ org_id: org })
+    async listAudit(org: string, opts: AuditFilter & { limit: number; before?: string }) {
+      const q = auditFiltered(db, org, opts)
         .orderBy([
           { column: 'at', order: 'desc' },
           { column: 'id', order: 'desc' },
         ])
         .limit(opts.limit);
-      if (opts.action) q.andWhere({ action: opts.action });
       if (opts.before) q.andWhere('id', '<', opts.before);
+      return q;
+    },
+
+    /**
+     * One chunk of the audit export, newest first: the entries after the keyset cursor
+     * (`at` and `id` of the last one sent), read from the `(org_id, at)` index where the
+     * last chunk stopped.
+     */
+    async auditChunk(org: string, f: AuditFilter, size: number, after?: { at: Date; id: string }): Promise<AuditRow[]> {
+      const q = auditFiltered(db, org, f)
+        .orderBy([
+          { column: 'at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .limit(size);
+      if (after) q.andWhereRaw('(at, id) < (?, ?)', [after.at, after.id]);
       return q;
     },
   };

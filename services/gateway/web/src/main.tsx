@@ -20,7 +20,9 @@ import { DecisionPage } from './pages/Decision';
 import { Inbox } from './pages/Inbox';
 import { IntegrationsPage } from './pages/Integrations';
 import { MyAccountPage } from './pages/MyAccount';
-import { ApiKeysPage, ApproversPage, AuditPage, UsagePage } from './pages/Operators';
+import { ApiKeysPage, ApproversPage, UsagePage } from './pages/Operators';
+import { AuditPage } from './pages/Audit';
+import { DecisionsPage } from './pages/Decisions';
 import { PoliciesPage, PolicyDetail } from './pages/Policies';
 import { SettingsPage, settingsSectionOf } from './pages/settings';
 import { ErrorBox, Layout, messageOf, navigate, usePath } from './ui';
@@ -152,6 +154,7 @@ function App() {
   let r: RegExpMatchArray | null;
   const settingsSection = settingsSectionOf(pathname);
   if ((r = m(/^\/app\/decisions\/([^/]+)$/))) page = <DecisionPage id={decodeURIComponent(r[1]!)} session={session} />;
+  else if (pathname === '/app/decisions') page = <DecisionsPage />;
   else if ((r = m(/^\/app\/policies\/([^/]+)$/)) && reader) page = <PolicyDetail policyKey={decodeURIComponent(r[1]!)} session={session} />;
   else if (pathname === '/app/policies' && reader) page = <PoliciesPage session={session} />;
   else if (pathname === '/app/approvers' && reader) page = <ApproversPage session={session} />;

@@ -142,6 +142,7 @@ export const when = (iso: string | null | undefined) => (iso ? new Date(iso).toL
 
 const NAV: Array<{ to: string; label: string; needs?: 'read' | 'admin' }> = [
   { to: '/app/', label: 'Inbox' },
+  { to: '/app/decisions', label: 'Decisions' },
   { to: '/app/policies', label: 'Policies', needs: 'read' },
   { to: '/app/approvers', label: 'Approvers', needs: 'read' },
   { to: '/app/api-keys', label: 'API keys', needs: 'admin' },

@@ -34,7 +34,7 @@ export interface Requester {
 }
 
 /** The new decision's row, JSON columns as values (the store encodes them). */
-function rowOf(org: string, b: DecisionRequest, gate: Gate, createdBy: string, now: Date, id: string, expiresAt: Date | null) {
+function rowOf(org: string, b: DecisionRequest, gate: Gate, by: Requester, now: Date, id: string, expiresAt: Date | null) {
   const p = gate.policy;
   return {
     id,
@@ -67,7 +67,8 @@ function rowOf(org: string, b: DecisionRequest, gate: Gate, createdBy: string, n
     require_reject_note: gate.requireRejectNote,
     policy_name: p?.name ?? null,
     exclusive: b.exclusive === true,
-    created_by: createdBy,
+    created_by: by.id,
+    created_by_label: by.label,
     created_at: now,
   };
 }
@@ -82,7 +83,7 @@ export function opening(org: string, b: DecisionRequest, gate: Gate, by: Request
   const p = gate.policy;
   const id = newId('decision', now.getTime(), marked);
   const expiresAt = deadlineOf(now, gate.timeoutSec);
-  const row = rowOf(org, b, gate, createdBy, now, id, expiresAt);
+  const row = rowOf(org, b, gate, by, now, id, expiresAt);
   // The escalation plan, computed here once and carried in the event (scheduler, notifier read it).
   const plan = planOf(row);
   const entry = { type: 'created', actor: createdBy, data: { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null } };

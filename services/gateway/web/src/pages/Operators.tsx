@@ -1,5 +1,5 @@
 import { useState } from 'react';
-import { api, qs } from '../api';
+import { api } from '../api';
 import type { ApiReply } from '../types';
 import { can, type Session } from '../auth';
 import { ErrorBox, Field, Loading, useAction, useLoad, when } from '../ui';
@@ -238,63 +238,6 @@ export function ApiKeysPage() {
           ))}
         </tbody>
       </table>
-    </section>
-  );
-}
-
-// ---- audit ------------------------------------------------------------------------------
-
-export function AuditPage() {
-  const [action, setAction] = useState('');
-  const [before, setBefore] = useState<string | undefined>(undefined);
-  const page = useLoad(() => api<ApiReply<'/v1/audit/', 'get'>>('GET', `/v1/audit/${qs({ action, before, limit: 50 })}`), [action, before]);
-  const entries = page.data?.entries ?? [];
-  return (
-    <section>
-      <h1>Audit log</h1>
-      <Field label="Action">
-        <input
-          placeholder="e.g. api_key.created"
-          value={action}
-          onChange={(e) => {
-            setBefore(undefined);
-            setAction(e.target.value);
-          }}
-        />
-      </Field>
-      <ErrorBox error={page.error} />
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">When</th>
-            <th scope="col">Action</th>
-            <th scope="col">Actor</th>
-            <th scope="col">Target</th>
-          </tr>
-        </thead>
-        <tbody>
-          {entries.map((e) => (
-            <tr key={e.id}>
-              <td>{when(e.at)}</td>
-              <td>{e.action}</td>
-              <td>{e.actor}</td>
-              <td>{e.target ?? '—'}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-      <div className="row">
-        {before ? (
-          <button type="button" onClick={() => setBefore(undefined)}>
-            Newest
-          </button>
-        ) : null}
-        {entries.length === 50 ? (
-          <button type="button" onClick={() => setBefore(entries[entries.length - 1]!.id)}>
-            Older entries
-          </button>
-        ) : null}
-      </div>
     </section>
   );
 }
