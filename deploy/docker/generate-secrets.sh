@@ -5,9 +5,10 @@
 # `npm install && npm run build` at the repository root. Keep both files out of git.
 # With a folder as argument, both are written there instead (the container test's copy).
 set -eu
-cd "$(dirname "$0")"
-out=$(cd "${1:-.}" && pwd)
+out=${1:-$(dirname "$0")}
 mkdir -p "$out/nats"
+out=$(cd "$out" && pwd)
+cd "$(dirname "$0")"
 rand() { node -e "process.stdout.write(require('crypto').randomBytes($1).toString('$2'))"; }
 users=$(mktemp)
 node -e "
