@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Makes the base image the Dockerfile builds on where no container registry is reachable:
-# Debian bookworm (debootstrap --variant=minbase) plus this machine's Node.js and npm, and
-# the `node` user (uid 1000) the official node image has. Imported as $BASE_IMAGE
+# Debian bookworm (debootstrap --variant=minbase) plus this machine's Node.js, npm and CA
+# bundle, and the `node` user (uid 1000) the official node image has. Imported as $BASE_IMAGE
 # (default localhost/approvals-base:bookworm-node<major>); nothing is done when it exists.
 set -euo pipefail
 node_major=$(node -p 'process.versions.node.split(".")[0]')
@@ -31,6 +31,15 @@ for m in npm corepack; do
 done
 ln -s ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
 ln -s ../lib/node_modules/npm/bin/npx-cli.js "$root/usr/local/bin/npx"
+# This machine's trust store (its registries may be reached through a proxy with a CA of
+# its own), for Node.js and npm as on the host; the official image path is untouched.
+ca=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt}
+if [ -f "$ca" ]; then
+  install -D -m 0644 "$ca" "$root/etc/ssl/certs/ca-certificates.crt"
+  extra_ca=(--change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt')
+else
+  extra_ca=()
+fi
 chroot "$root" /usr/sbin/groupadd --gid 1000 node
 chroot "$root" /usr/sbin/useradd --uid 1000 --gid node --shell /bin/bash --create-home node
 chroot "$root" apt-get clean
@@ -39,5 +48,6 @@ echo "[base] importing $IMAGE (node $(node -v))"
 tar -C "$root" -c . | podman import \
   --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
   --change 'ENV NODE_VERSION='"$(node -p process.versions.node)" \
+  "${extra_ca[@]}" \
   --change 'CMD ["node"]' - "$IMAGE" >/dev/null
 echo "[base] $IMAGE ready"
