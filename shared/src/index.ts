@@ -16,4 +16,5 @@ export * from './contracts/index';
 export * from './policy-contract';
 export * from './contract-engine';
 export * from './metrics';
+export * from './business-metrics';
 export * from './tracing';

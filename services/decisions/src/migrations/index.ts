@@ -19,6 +19,7 @@ import * as m20261130000000 from './20261130000000_later_by_key';
 import * as m20261203000000 from './20261203000000_workflow_index_partial';
 import * as m20261204000000 from './20261204000000_drop_approvers_gin';
 import * as m20261205000000 from './20261205000000_require_facts';
+import * as m20261206000000 from './20261206000000_pending_by_policy';
 /** Ordered list of this service's migrations. Append; never edit one that has shipped. */
 export const migrations: Migration[] = [
   m20261122000000,
@@ -40,4 +41,5 @@ export const migrations: Migration[] = [
   m20261203000000,
   m20261204000000,
   m20261205000000,
+  m20261206000000,
 ];
