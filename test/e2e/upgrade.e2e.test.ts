@@ -47,7 +47,10 @@ describe(`rolling upgrade from the previous release (${PREVIOUS_RELEASE.slice(0,
     expect(vote.status).toBe(200);
     const verify = await stack.http('GET', `/v1/worker/decisions/${id}/verify?factsHash=${factsHash(facts(n))}`, { token: apiKey });
     expect(verify.body).toMatchObject({ valid: true });
-    const consume = await stack.http('POST', `/v1/worker/decisions/${id}/consume`, { token: apiKey, body: { consumer: 'upgrade-worker', factsHash: factsHash(facts(n)) } });
+    const consume = await stack.http('POST', `/v1/worker/decisions/${id}/consume`, {
+      token: apiKey,
+      body: { consumer: 'upgrade-worker', factsHash: factsHash(facts(n)) },
+    });
     expect({ status: consume.status, consumed: consume.body.consumed }).toEqual({ status: 200, consumed: true });
   };
 

@@ -26,7 +26,14 @@ export function buildPreviousRelease(service: string, commit = PREVIOUS_RELEASE)
   const tmp = `${dir}.${process.pid}`;
   rmSync(tmp, { recursive: true, force: true });
   mkdirSync(tmp, { recursive: true });
-  const parts = ['shared/src', 'shared/package.json', 'shared/client/src', 'shared/client/package.json', `services/${service}/src`, `services/${service}/package.json`];
+  const parts = [
+    'shared/src',
+    'shared/package.json',
+    'shared/client/src',
+    'shared/client/package.json',
+    `services/${service}/src`,
+    `services/${service}/package.json`,
+  ];
   const tar = execFileSync('git', ['-C', ROOT, 'archive', '--format=tar', commit, ...parts], { maxBuffer: 256 * 1024 * 1024 });
   execFileSync('tar', ['-x', '-C', tmp], { input: tar });
   for (const pkg of ['shared', 'shared/client', `services/${service}`]) compile(join(tmp, pkg, 'src'), join(tmp, pkg, 'dist'));
@@ -66,7 +73,10 @@ export interface PreviousReplica {
 
 /** Runs the previous release's service (`services/<name>/dist/main.js`) as a process with `env`. */
 export function startPreviousReplica(dir: string, service: string, env: Record<string, string>): PreviousReplica {
-  const child = spawn(process.execPath, [join(dir, 'services', service, 'dist', 'main.js')], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [join(dir, 'services', service, 'dist', 'main.js')], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: string[] = [];
   for (const s of [child.stdout!, child.stderr!]) createInterface({ input: s }).on('line', (l) => lines.push(l));
   return {

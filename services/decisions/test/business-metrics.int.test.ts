@@ -25,11 +25,19 @@ describe('business metrics', () => {
     stack = await startStack({ label: 'bizmetrics' });
     ({ org, apiKey } = await stack.newOrg());
     amy = stack.session({ org, email: A });
-    const policy = await stack.http('POST', '/v1/worker/policies', { token: apiKey, body: { key: POLICY, name: 'Refunds', defaults: { approvers: [A] }, timeoutSec: 3600 } });
+    const policy = await stack.http('POST', '/v1/worker/policies', {
+      token: apiKey,
+      body: { key: POLICY, name: 'Refunds', defaults: { approvers: [A] }, timeoutSec: 3600 },
+    });
     expect(policy.status).toBe(201);
     const quick = await stack.http('POST', '/v1/worker/policies', {
       token: apiKey,
-      body: { key: QUICK, name: 'Quick', defaults: { approvers: [A], route: { channels: ['email', 'chatA'], strategy: 'escalate', escalateAfterSec: 1 } }, timeoutSec: 3 },
+      body: {
+        key: QUICK,
+        name: 'Quick',
+        defaults: { approvers: [A], route: { channels: ['email', 'chatA'], strategy: 'escalate', escalateAfterSec: 1 } },
+        timeoutSec: 3,
+      },
     });
     expect({ status: quick.status, body: quick.status === 201 ? undefined : quick.body }).toEqual({ status: 201, body: undefined });
   });
@@ -51,7 +59,13 @@ describe('business metrics', () => {
     for (const line of text.split('\n')) {
       if (!line.startsWith(`${name}{`)) continue;
       const inside = line.slice(name.length + 1, line.indexOf('}'));
-      if (inside.split(/,(?=\w+=)/).sort().join(',') === want) return Number(line.slice(line.lastIndexOf(' ') + 1));
+      if (
+        inside
+          .split(/,(?=\w+=)/)
+          .sort()
+          .join(',') === want
+      )
+        return Number(line.slice(line.lastIndexOf(' ') + 1));
     }
     return 0;
   };
