@@ -17,7 +17,8 @@ const names=['gateway','decisions','policies','notifier','surfaces','scheduler',
 process.stdout.write(JSON.stringify(Object.fromEntries(names.map((n)=>[n,{user:n,password:r(18)}]))));
 " > "$users"
 (cd ../.. && npm run --silent admin -- nats-config --passwords "$users") > "$out/nats/auth.conf"
-pw() { node -e "process.stdout.write(require('$users')['$1'].password)"; }
+# (read as JSON: mktemp's name has no .json, so require() would take it for JavaScript)
+pw() { node -e "process.stdout.write(JSON.parse(require('fs').readFileSync('$users', 'utf8'))['$1'].password)"; }
 cat > "$out/.env" <<ENV
 POSTGRES_PASSWORD=$(rand 18 hex)
 AUTH_JWT_SECRET=$(rand 32 hex)
