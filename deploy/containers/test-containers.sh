@@ -166,7 +166,7 @@ pid=$(podman exec "${SMALL}_approvals_1" node -e "
   const fs = require('fs');
   for (const p of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     const cmd = fs.readFileSync('/proc/' + p + '/cmdline', 'utf8');
-    if (cmd.includes('services/decisions/dist/main.js')) { console.log(p); break; }
+    if (p !== String(process.pid) && cmd.split('\\0').some((a) => a.endsWith('services/decisions/dist/main.js'))) { console.log(p); break; }
   }")
 [ -n "$pid" ] || { say "no decisions process in all-in-one"; exit 1; }
 podman exec "${SMALL}_approvals_1" sh -c "kill -9 $pid"
