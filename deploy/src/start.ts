@@ -1,5 +1,5 @@
 import { rmSync } from 'node:fs';
-import { createLogger } from '@approvals/shared';
+import { createLogger, SERVICE_NAMES, type ServiceName } from '@approvals/shared';
 import { launchServices, waitHealthy } from './processes';
 import { localJwtSecret, localReceiptKeys, localSecretsKey, portFree, provideInfra, RUNTIME_FILE, writeRuntime } from './dev-env';
 import { jetstreamReplicasFromEnv, natsAdminAuthFromEnv, provisionWhenReady } from './provision';
@@ -63,8 +63,11 @@ export async function main(): Promise<void> {
     PUBLIC_BASE_URL: baseUrl,
   };
   let shuttingDown = false;
+  // One metrics port each (METRICS_PORT + the service's index), never six on one port.
+  const metricsBase = process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined;
   const procs = launchServices({
     env,
+    envOf: metricsBase === undefined ? undefined : (name) => ({ METRICS_PORT: String(metricsBase + SERVICE_NAMES.indexOf(name as ServiceName)) }),
     natsUsers: infra.natsUsers,
     restart: true,
     onLine: (name, idx, line) => process.stdout.write(`${formatLine(name, COLORS[idx % COLORS.length], line)}\n`),

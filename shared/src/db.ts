@@ -205,19 +205,37 @@ class ListMigrationSource implements Knex.MigrationSource<Migration> {
 /**
  * Replicas starting together would race to create the schema and knex's own tables, and
  * knex fails (rather than waits) when another process holds its migration lock. So the
- * run is serialised by an advisory lock held in a transaction on one pooled connection
- * while the migration runs on another (the pool needs two connections).
+ * run is serialised by a session-level advisory lock held on one pooled connection while
+ * the migration runs on others (the pool needs two connections). Not a transaction-level
+ * lock: a transaction left open across the run would make every `CREATE INDEX
+ * CONCURRENTLY` of a migration wait for it forever (it waits for the transactions open
+ * when it began), and building indexes concurrently is how a migration leaves the
+ * replicas of the previous release writing (docs/operations.md "Upgrades").
  */
 export async function migrate(db: Knex, schema: string, migrations: Migration[]): Promise<void> {
-  await db.transaction(async (lock) => {
-    await lock.raw('SELECT pg_advisory_xact_lock(hashtext(?))', [`approvals.migrate.${schema}`]);
-    await db.raw('CREATE SCHEMA IF NOT EXISTS ??', [schema]);
-    await db.migrate.latest({
-      schemaName: schema,
-      tableName: 'knex_migrations',
-      migrationSource: new ListMigrationSource(migrations),
-    });
-  });
+  const client = db.client as { acquireConnection(): Promise<PgConnection>; releaseConnection(conn: PgConnection): Promise<unknown> };
+  const conn = await client.acquireConnection();
+  const key = `approvals.migrate.${schema}`;
+  try {
+    await conn.query({ text: 'SELECT pg_advisory_lock(hashtext($1))', values: [key] });
+    try {
+      await db.raw('CREATE SCHEMA IF NOT EXISTS ??', [schema]);
+      await db.migrate.latest({
+        schemaName: schema,
+        tableName: 'knex_migrations',
+        migrationSource: new ListMigrationSource(migrations),
+        // A replica of the previous release starting (or restarting) after this release's
+        // migrations ran finds migrations it does not know: it runs on the newer schema
+        // (expand, then contract), rather than refusing to start.
+        disableMigrationsListValidation: true,
+      });
+    } finally {
+      // A connection that cannot unlock is broken, and its session (the lock with it) ends.
+      await conn.query({ text: 'SELECT pg_advisory_unlock(hashtext($1))', values: [key] }).catch(() => undefined);
+    }
+  } finally {
+    await client.releaseConnection(conn);
+  }
 }
 
 /** True when a Postgres error is a unique violation (optionally on a given constraint). */

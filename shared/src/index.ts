@@ -19,4 +19,5 @@ export * from './decision-content';
 export * from './decision-content-render';
 export * from './contract-engine';
 export * from './metrics';
+export * from './business-metrics';
 export * from './tracing';

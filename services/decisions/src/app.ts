@@ -1,5 +1,7 @@
 import {
   contractBacklogGauge,
+  countDecisionEvents,
+  registerPendingGauge,
   CachedCalls,
   ContractEngine,
   SecretBox,
@@ -55,6 +57,9 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       // Decision events of orgs with a chat installation also go out as `evt.decision.chat`.
       const chat = new ChatFollowers({ bus: ctx.bus, log: ctx.log });
       if (ctx.relay) ctx.relay.companions = (envelopes) => chat.companions(envelopes);
+      // The business series (shared/src/business-metrics.ts): counted as the events go out.
+      if (ctx.relay) ctx.relay.published = countDecisionEvents;
+      registerPendingGauge(() => store.decisions.pendingByPolicy());
       const stops = [followChanges(ctx.bus, ctx.log, 'policies', [policies.cache]), followChanges(ctx.bus, ctx.log, 'surfaces', [chat])];
       const actions = createDecisionActions({ store, bus: ctx.bus, clock: ctx.clock, http, secrets: SecretBox.fromConfig(config) });
       const signer = await createReceiptSigner({ signingKey: config.RECEIPT_SIGNING_KEY, retiredKeys: config.RECEIPT_RETIRED_KEYS });

@@ -1,4 +1,4 @@
-import { SpanKind, contextFrom, deliveriesTotal, inSpan, type Logger } from '@approvals/shared';
+import { SpanKind, contextFrom, deliveriesTotal, inSpan, notificationsFailedTotal, type Logger } from '@approvals/shared';
 import { CALLBACK_RETRY_CAP_MS, retryDelayMs } from './domain/plan';
 import { DeliveryError, type DeliveryRow } from './providers/provider';
 import type { DeliveriesStore } from './store/deliveries.store';
@@ -112,6 +112,7 @@ export class DeliveryWorker {
       const retryIn = permanent || exhausted ? null : retryDelayMs(d.attempts, this.deps.retryBaseMs, d.kind === 'callback' ? CALLBACK_RETRY_CAP_MS : undefined);
       await store.failed(d, message, retryIn, err instanceof DeliveryError ? err.status : undefined);
       deliveriesTotal.inc({ channel: d.channel, outcome: permanent || exhausted ? 'failed' : 'retry' });
+      if (permanent || exhausted) notificationsFailedTotal.inc({ channel: d.channel });
       log[permanent || exhausted ? 'error' : 'warn'](
         { deliveryId: d.id, channel: d.channel, attempts: d.attempts, err: message },
         permanent || exhausted ? 'delivery failed' : 'delivery failed; will retry',

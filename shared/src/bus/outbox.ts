@@ -267,6 +267,11 @@ const DELETE_PUBLISHED = 'DELETE FROM ?? WHERE id = ANY(?)';
 export class OutboxRelay {
   /** See `Companions`; set by the service that owns the outbox. */
   companions?: Companions;
+  /**
+   * Told the events (not their companions) once JetStream has stored them, held or relayed
+   * (the business metrics count there). Must answer at once and not throw.
+   */
+  published?: (envelopes: EventEnvelope[]) => void;
   private running = false;
   private listener?: Client;
   private wake?: () => void;
@@ -324,6 +329,7 @@ export class OutboxRelay {
       return;
     }
     outboxPublishedTotal.inc({ schema: this.opts.schema }, ids.length);
+    this.tell(envelopes);
     this.publishedIds.push(...ids);
     this.deleting ??= new Promise<void>((resolve) => {
       const t = setTimeout(resolve, this.deleteLingerMs);
@@ -340,6 +346,15 @@ export class OutboxRelay {
   /** Publishes one event (its id is the Nats-Msg-Id: the stream drops a republish). */
   private publish(e: EventEnvelope) {
     return this.opts.bus.js.publish(e.type, encodeJson(e), { msgID: e.id, ...traceHeaders(e) });
+  }
+
+  /** `published`, whose failure must not fail a publish that happened. */
+  private tell(envelopes: EventEnvelope[]): void {
+    try {
+      this.published?.(envelopes);
+    } catch (err) {
+      this.opts.log.error({ err, events: envelopes.length }, 'counting published events failed');
+    }
   }
 
   /** A failing `companions` must not hold events back: they go out without. */
@@ -536,6 +551,7 @@ export class OutboxRelay {
     }
     await db.raw(DELETE_PUBLISHED, [OUTBOX_TABLE, ids]);
     outboxPublishedTotal.inc({ schema: this.opts.schema }, rows.length);
+    this.tell(rows.map((r) => r.envelope));
     return rows.length;
   }
 

@@ -21,6 +21,7 @@ import * as m20261204000000 from './20261204000000_drop_approvers_gin';
 import * as m20261205000000 from './20261205000000_require_facts';
 import * as m20261206000000 from './20261206000000_callback_url';
 import * as m20261207004600 from './20261207004600_decisions_log';
+import * as m20261208000000 from './20261208000000_pending_by_policy';
 import * as m20261229000000 from './20261229000000_reject_note_policy_name';
 /** Ordered list of this service's migrations. Append; never edit one that has shipped. */
 export const migrations: Migration[] = [
@@ -45,5 +46,6 @@ export const migrations: Migration[] = [
   m20261205000000,
   m20261206000000,
   m20261207004600,
+  m20261208000000,
   m20261229000000,
 ];

@@ -91,6 +91,8 @@ const NEWEST_FIRST = [
  * one statement), of many at once for the timers' bursts and a superseding create
  * (`guardedChanges`, on rows locked first in the order of their ids).
  */
+const PENDING_BY_POLICY = "SELECT policy_key, count(*)::int AS n FROM decisions WHERE status = 'PENDING' GROUP BY policy_key";
+
 export class DecisionStore {
   private readonly quota: QuotaStore;
 
@@ -100,6 +102,15 @@ export class DecisionStore {
 
   private get q(): Knex | Knex.Transaction {
     return this.s.q;
+  }
+
+  /**
+   * Decisions PENDING now across every org, by policy key (the `approvals_decisions_pending`
+   * gauge, read at scrape). Served by the partial index `decisions_pending_policy`, whose
+   * size is the pending decisions only.
+   */
+  async pendingByPolicy(): Promise<Array<{ policy_key: string | null; n: number }>> {
+    return (await sendPrepared<{ policy_key: string | null; n: number }>(this.q, PENDING_BY_POLICY, [])).rows;
   }
 
   async find(org: string, id: string): Promise<DecisionRow | undefined> {
