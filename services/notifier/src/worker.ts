@@ -109,7 +109,8 @@ export class DeliveryWorker {
       const exhausted = d.attempts >= d.max_attempts;
       const message = (err as Error).message ?? String(err);
       // A callback's backoff is capped at an hour: its attempts last about a day (CALLBACK_MAX_ATTEMPTS).
-      const retryIn = permanent || exhausted ? null : retryDelayMs(d.attempts, this.deps.retryBaseMs, d.kind === 'callback' ? CALLBACK_RETRY_CAP_MS : undefined);
+      const retryIn =
+        permanent || exhausted ? null : retryDelayMs(d.attempts, this.deps.retryBaseMs, d.kind === 'callback' ? CALLBACK_RETRY_CAP_MS : undefined);
       await store.failed(d, message, retryIn, err instanceof DeliveryError ? err.status : undefined);
       deliveriesTotal.inc({ channel: d.channel, outcome: permanent || exhausted ? 'failed' : 'retry' });
       if (permanent || exhausted) notificationsFailedTotal.inc({ channel: d.channel });

@@ -55,8 +55,12 @@ describe('callbacks', () => {
     return res.body.decisionId as string;
   };
   const vote = (org: string, id: string, decision: 'approve' | 'reject', note?: string) =>
-    stack.http('POST', `/v1/decisions/${id}/decide`, { token: stack.session({ org, email: 'rev@example.com' }), body: { decision, ...(note ? { note } : {}) } });
-  const timeline = async (admin: string, id: string) => (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body.timeline as Array<Record<string, any>>;
+    stack.http('POST', `/v1/decisions/${id}/decide`, {
+      token: stack.session({ org, email: 'rev@example.com' }),
+      body: { decision, ...(note ? { note } : {}) },
+    });
+  const timeline = async (admin: string, id: string) =>
+    (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body.timeline as Array<Record<string, any>>;
 
   it('the callback secret is admin only, shown once by a rotation, never read back', async () => {
     const o = await stack.newOrg();
@@ -169,7 +173,10 @@ describe('callbacks', () => {
     // A receiver that knows either secret accepts it.
     expect(verified(old, r)).toMatchObject({ data: { status: 'REJECTED', approved: false, note: 'too much' } });
     expect(verified(current, r)).toMatchObject({ data: { status: 'REJECTED' } });
-    expect(verified(current, at('/cancelled')[0])).toMatchObject({ type: 'decision.resolved', data: { decisionId: cancelled, status: 'CANCELLED', approved: false } });
+    expect(verified(current, at('/cancelled')[0])).toMatchObject({
+      type: 'decision.resolved',
+      data: { decisionId: cancelled, status: 'CANCELLED', approved: false },
+    });
     expect(verified(current, at('/expired')[0])).toMatchObject({ data: { decisionId: expired, status: 'EXPIRED', approved: false } });
   });
 

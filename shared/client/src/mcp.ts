@@ -198,7 +198,7 @@ const RequestInput = z.strictObject({
     .max(2000)
     .optional()
     .describe(
-      "An http(s) URL that receives the decision's end as a signed POST (Standard Webhooks, the org's callback secret): {type: \"decision.resolved\", data}. Optional: await_decision works without it.",
+      'An http(s) URL that receives the decision\'s end as a signed POST (Standard Webhooks, the org\'s callback secret): {type: "decision.resolved", data}. Optional: await_decision works without it.',
     ),
 });
 

@@ -114,7 +114,9 @@ describe('approvals CLI', () => {
         });
       const data = { customer: 'c_42', amountEur: 1200, reason: 'double charge' };
       expect((await ask({ context: { title: 'Refund', data } })).body.error).toBe('facts_required');
-      expect((await ask({ context: { title: 'Refund', data: { customer: 'c_42' } }, factsHash: factsHash(data) })).body.error).toBe('context_contract_violation');
+      expect((await ask({ context: { title: 'Refund', data: { customer: 'c_42' } }, factsHash: factsHash(data) })).body.error).toBe(
+        'context_contract_violation',
+      );
       expect((await ask({ context: { title: 'Refund 1,200 EUR to c_42', data }, factsHash: factsHash(data) })).status).toBe(201);
     });
 

@@ -67,7 +67,13 @@ export class TimelineStore {
     }>,
   ): Promise<void> {
     if (entries.length === 0) return;
-    const list = entries.map((e) => ({ org: e.org, decisionId: e.decisionId, at: e.at.toISOString(), type: e.sent ? 'callback_sent' : 'callback_failed', data: e.data }));
+    const list = entries.map((e) => ({
+      org: e.org,
+      decisionId: e.decisionId,
+      at: e.at.toISOString(),
+      type: e.sent ? 'callback_sent' : 'callback_failed',
+      data: e.data,
+    }));
     await this.insertEntries(list, `(decision_id, (data->>'attemptId')) WHERE type IN ('callback_sent', 'callback_failed')`);
   }
 

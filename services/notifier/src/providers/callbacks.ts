@@ -45,7 +45,11 @@ export function callbackProvider(deps: { http: OutboundClient; signingSecrets: (
       } catch (err) {
         if (!(err instanceof OutboundError)) throw err;
         // A receiver's answer is retried whatever it was; a refused address never.
-        throw new DeliveryError(err.kind === 'http' ? err.message : `POST ${url} failed: ${err.message}`, err.kind === 'http' ? false : err.permanent, err.status);
+        throw new DeliveryError(
+          err.kind === 'http' ? err.message : `POST ${url} failed: ${err.message}`,
+          err.kind === 'http' ? false : err.permanent,
+          err.status,
+        );
       }
     },
   };

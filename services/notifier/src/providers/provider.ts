@@ -91,7 +91,8 @@ export async function postJson(http: OutboundClient, url: string, body: unknown,
     });
     return expectOk(res, `POST ${url}`).body;
   } catch (err) {
-    if (err instanceof OutboundError) throw new DeliveryError(err.kind === 'http' ? err.message : `POST ${url} failed: ${err.message}`, err.permanent, err.status);
+    if (err instanceof OutboundError)
+      throw new DeliveryError(err.kind === 'http' ? err.message : `POST ${url} failed: ${err.message}`, err.permanent, err.status);
     throw err;
   }
 }

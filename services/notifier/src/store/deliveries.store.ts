@@ -134,7 +134,8 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
         ),
       // A notice to a person: the decision's `notified` timeline entry; a callback: its `callback_sent`. Not an engine call.
       events: ({ d, at, traceparent }) => {
-        if (d.kind === 'callback') return callbackAttemptEvents({ ...d, target: d.target ?? '' }, at, { sent: true, status: d.httpStatus ?? null }, traceparent);
+        if (d.kind === 'callback')
+          return callbackAttemptEvents({ ...d, target: d.target ?? '' }, at, { sent: true, status: d.httpStatus ?? null }, traceparent);
         if (!PERSON_KINDS.has(d.kind)) return [];
         const data: NotificationSentData = {
           decisionId: d.decision_id,

@@ -184,7 +184,9 @@ export function createEmailActRoutes(deps: EmailLinkDeps): { get: CallbackRoute;
         // The policy insists on a reason: the link stays unspent and the form comes back.
         await store.release(claimed.id, now).catch((x) => log.error({ err: x, tokenId: claimed.id }, 'could not release an email link claim'));
         const d = await peek(claimed, 3_000).catch(() => null);
-        return d ? pages.confirmPage(d, claimed.action, who, from.token, { note: from.note, missingNote: true, appUrl: appUrlOf(d.id) }) : pages.tryAgainPage(null);
+        return d
+          ? pages.confirmPage(d, claimed.action, who, from.token, { note: from.note, missingNote: true, appUrl: appUrlOf(d.id) })
+          : pages.tryAgainPage(null);
       }
       switch (e.code) {
         case 'not_an_approver':
