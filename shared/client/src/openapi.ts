@@ -5108,6 +5108,8 @@ export interface operations {
                             consumed: boolean;
                             consumedAt: string | null;
                             consumedBy: string | null;
+                            requestedBy: string | null;
+                            waitingOnYou: boolean;
                         }[];
                         limit: number;
                         offset: number;
@@ -5446,6 +5448,7 @@ export interface operations {
                         consumed: boolean;
                         consumedAt: string | null;
                         consumedBy: string | null;
+                        requestedBy: string | null;
                         you: {
                             canAnswer: boolean;
                             reason: ("not_approver" | "already_voted" | "not_pending" | "signature_required") | null;
@@ -5461,6 +5464,7 @@ export interface operations {
                             at: string;
                             type: string;
                             actor: string | null;
+                            actorLabel: string | null;
                         } & {
                             [key: string]: unknown;
                         })[];

@@ -184,13 +184,13 @@ export class DecisionStore {
   }
 
   /** A locked PENDING decision becomes CANCELLED, with its entry and evt.decision.cancelled. Answers whether it did. */
-  cancel(d: DecisionRow, actor: string, note: string | null, at: Date): Promise<boolean> {
+  cancel(d: DecisionRow, actor: string, note: string | null, at: Date, actorLabel?: string): Promise<boolean> {
     const set = { status: 'CANCELLED' as const, note, resolved_at: at };
     return guardedChange(this.s, {
       id: d.id,
       guard: { status: 'PENDING' },
       set,
-      entries: [{ type: 'cancelled', actor, at, data: { note } }],
+      entries: [{ type: 'cancelled', actor, at, data: actorLabel ? { note, actorLabel } : { note } }],
       events: cancelledEvents({ ...d, ...set }, actor, note, at),
     });
   }

@@ -19,6 +19,17 @@ export class TimelineStore {
     return this.s.q('timeline').where({ decision_id: decisionId }).orderBy('seq');
   }
 
+  /** The requester's name kept on each decision's `created` entry (`actorLabel`), by decision id. */
+  async requesterLabels(decisionIds: string[]): Promise<Map<string, string>> {
+    if (decisionIds.length === 0) return new Map();
+    const rows: Array<{ decision_id: string; label: string | null }> = await this.s
+      .q('timeline')
+      .whereIn('decision_id', decisionIds)
+      .andWhere({ type: 'created' })
+      .select('decision_id', this.s.q.raw(`data->>'actorLabel' AS label`));
+    return new Map(rows.filter((r) => r.label !== null).map((r) => [r.decision_id, r.label!]));
+  }
+
   async hasEscalated(decisionId: string, step: number): Promise<boolean> {
     return !!(await this.s.q('timeline').where({ decision_id: decisionId, type: 'escalated' }).whereRaw(`(data->>'step')::int = ?`, [step]).first('seq'));
   }
@@ -67,7 +78,13 @@ export class TimelineStore {
     }>,
   ): Promise<void> {
     if (entries.length === 0) return;
-    const list = entries.map((e) => ({ org: e.org, decisionId: e.decisionId, at: e.at.toISOString(), type: e.sent ? 'callback_sent' : 'callback_failed', data: e.data }));
+    const list = entries.map((e) => ({
+      org: e.org,
+      decisionId: e.decisionId,
+      at: e.at.toISOString(),
+      type: e.sent ? 'callback_sent' : 'callback_failed',
+      data: e.data,
+    }));
     await this.insertEntries(list, `(decision_id, (data->>'attemptId')) WHERE type IN ('callback_sent', 'callback_failed')`);
   }
 

@@ -72,10 +72,34 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
     },
 
     /** `scope`: a reviewer's email, who sees only the decisions naming them (contracts/roles.ts). */
-    async list(org: string, q: { status?: DecisionStatus; assignee?: string; workflowRef?: string; limit: number; offset: number }, scope?: string) {
+    /** `person`: the signed-in person's email (null: a key), told which decisions wait on them. */
+    async list(
+      org: string,
+      q: { status?: DecisionStatus; assignee?: string; workflowRef?: string; limit: number; offset: number },
+      scope?: string,
+      person: string | null = null,
+    ) {
       const filter = { status: q.status, assignee: q.assignee, workflowRef: q.workflowRef, approver: scope };
       const [rows, total] = await Promise.all([store.decisions.list(org, filter, { limit: q.limit, offset: q.offset }), store.decisions.count(org, filter)]);
-      return { decisions: withinPageBudget(rows.map(toView)), limit: q.limit, offset: q.offset, total };
+      const views = withinPageBudget(rows.map(toView));
+      const page = rows.slice(0, views.length);
+      const ids = page.map((d) => d.id);
+      const me = person === null ? null : person.toLowerCase();
+      const [labels, voted] = await Promise.all([store.timeline.requesterLabels(ids), me === null ? new Set<string>() : store.votes.votedOn(ids, me)]);
+      const now = deps.clock.now();
+      const waiting = (d: DecisionRow) =>
+        me !== null &&
+        answerOf(
+          { status: d.status, expiresAt: d.expires_at, approvers: d.approvers, requiresSignature: d.requires_signature },
+          { email: me, votedBefore: voted.has(d.id) },
+          now,
+        ).canAnswer;
+      return {
+        decisions: page.map((d, i) => ({ ...views[i]!, requestedBy: labels.get(d.id) ?? null, waitingOnYou: waiting(d) })),
+        limit: q.limit,
+        offset: q.offset,
+        total,
+      };
     },
 
     async workflows(org: string, q: { assignee?: string }, scope?: string) {
@@ -96,11 +120,14 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
     async get(org: string, id: string, person: string | null) {
       const d = await find(org, id);
       const [tally, timeline, evidence, you] = await Promise.all([store.votes.tally(d), store.timeline.of(id), store.evidence.of(id), answerFor(d, person)]);
+      const label = (t: (typeof timeline)[number]) => (typeof t.data.actorLabel === 'string' ? t.data.actorLabel : t.actor);
+      const created = timeline.find((t) => t.type === 'created');
       return {
         ...toView(d),
+        requestedBy: created && typeof created.data.actorLabel === 'string' ? created.data.actorLabel : null,
         you,
         tally,
-        timeline: timeline.map((t) => ({ ...t.data, at: t.at.toISOString(), type: t.type, actor: t.actor })),
+        timeline: timeline.map((t) => ({ ...t.data, at: t.at.toISOString(), type: t.type, actor: t.actor, actorLabel: label(t) })),
         evidence: evidence.map(evidenceView),
       };
     },
