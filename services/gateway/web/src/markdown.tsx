@@ -11,9 +11,13 @@ import type { ReactNode } from 'react';
 
 const SAFE_HREF = /^(https?:\/\/|mailto:)/i;
 
-/** Inline spans, left to right: code first (nothing inside it is Markdown), then links, strong, emphasis, strike. */
+/**
+ * Inline spans, left to right: code first (nothing inside it is Markdown), then links,
+ * strong, emphasis, strike. Underscores count only at word edges (`snake_case` and
+ * `window.__x` stay as written).
+ */
 const INLINE =
-  /(`+)([\s\S]*?[^`])\1(?!`)|\[([^\]\n]+)\]\(([^)\s]+)\)|\*\*([^*\n]+)\*\*|__([^_\n]+)__|\*([^*\n]+)\*|(?<![A-Za-z0-9])_([^_\n]+)_(?![A-Za-z0-9])|~~([^~\n]+)~~/g;
+  /(`+)([\s\S]*?[^`])\1(?!`)|\[([^\]\n]+)\]\(([^)\s]+)\)|\*\*([^*\n]+)\*\*|(?<![A-Za-z0-9_])__([^_\n]+)__(?![A-Za-z0-9_])|\*([^*\n]+)\*|(?<![A-Za-z0-9_])_([^_\n]+)_(?![A-Za-z0-9_])|~~([^~\n]+)~~/g;
 
 export function inline(text: string, key = 'i'): ReactNode[] {
   const out: ReactNode[] = [];

@@ -66,6 +66,8 @@ export function missingAnswer(spec: Spec, value: unknown): string | null {
 type Entry = FullDecision['timeline'][number];
 const CHANNEL_NAMES: Record<string, string> = { email: 'email', chatA: 'Slack', chatB: 'Discord', sms: 'SMS', push: 'push', esign: 'DocuSign' };
 const channelName = (c: unknown) => CHANNEL_NAMES[String(c)] ?? String(c);
+/** A `notified` entry's kind: the first notice says nothing more; a reminder or an escalation says so. */
+const NOTICE_KINDS: Record<string, string> = { notify: '', remind: ' (reminder)', escalate: ' (escalation)', resume: ' (the workflow resumed)' };
 const STATUS_WORDS: Record<string, string> = { APPROVED: 'approved', REJECTED: 'rejected', EXPIRED: 'expired', CANCELLED: 'cancelled' };
 
 /** A timeline entry in words: who (by name), what, and where. */
@@ -84,7 +86,7 @@ function entryText(t: Entry): { who: string | null; what: string } {
     case 'notified':
       return {
         who: null,
-        what: `${t.to ? String(t.to) : 'Someone'} notified by ${channelName(t.channel)}${t.kind && t.kind !== 'notice' ? ` (${String(t.kind)})` : ''}`,
+        what: `${t.to ? String(t.to) : 'Someone'} notified by ${channelName(t.channel)}${NOTICE_KINDS[String(t.kind)] ?? ''}`,
       };
     case 'resume_skipped':
       return { who: null, what: `The workflow was not resumed by ${channelName(t.channel)}: ${String(t.reason)}` };
