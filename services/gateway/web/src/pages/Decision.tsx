@@ -64,7 +64,15 @@ export function missingAnswer(spec: Spec, value: unknown): string | null {
 }
 
 type Entry = FullDecision['timeline'][number];
-const CHANNEL_NAMES: Record<string, string> = { inbox: 'the app', email: 'email', chatA: 'Slack', chatB: 'Discord', sms: 'SMS', push: 'push', esign: 'DocuSign' };
+const CHANNEL_NAMES: Record<string, string> = {
+  inbox: 'the app',
+  email: 'email',
+  chatA: 'Slack',
+  chatB: 'Discord',
+  sms: 'SMS',
+  push: 'push',
+  esign: 'DocuSign',
+};
 const channelName = (c: unknown) => CHANNEL_NAMES[String(c)] ?? String(c);
 /** A `notified` entry's kind: the first notice says nothing more; a reminder or an escalation says so. */
 const NOTICE_KINDS: Record<string, string> = { notify: '', remind: ' (reminder)', escalate: ' (escalation)', resume: ' (the workflow resumed)' };
