@@ -159,7 +159,7 @@ export class DecisionStore {
    * Every other PENDING decision of the run becomes CANCELLED (an `exclusive` create,
    * under the run's lock), each with its entry and evt.decision.cancelled. Answers them.
    */
-  async supersede(org: string, runId: string, keep: string, actor: string, now: Date): Promise<DecisionRow[]> {
+  async supersede(org: string, runId: string, keep: string, actor: string, now: Date, actorLabel?: string): Promise<DecisionRow[]> {
     const others: DecisionRow[] = await this.q('decisions')
       .where({ org_id: org, external_run_id: runId, status: 'PENDING' })
       .whereNot({ id: keep })
@@ -175,7 +175,7 @@ export class DecisionStore {
         set,
         rows: rows.map((row) => ({
           id: row.id,
-          entries: [{ type: 'cancelled', actor, at: now, data: { supersededBy: keep } }],
+          entries: [{ type: 'cancelled', actor, at: now, data: actorLabel ? { supersededBy: keep, actorLabel } : { supersededBy: keep } }],
           events: cancelledEvents(row, actor, note, now),
         })),
       }),
