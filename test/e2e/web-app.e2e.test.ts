@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -15,7 +15,6 @@ import { startRecorder } from '../helpers/third-parties';
 // reviewer's inbox and decision page, and the operator console, all through the public API.
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SCREENSHOT = join(__dirname, '..', '..', 'docs', 'app-decision.png');
 /** Written when absent, or renewed with UPDATE_SCREENSHOTS=1 (docs/app.md shows them). */
 async function screenshot(page: Page, name: string): Promise<void> {
   const path = join(__dirname, '..', '..', 'docs', name);
@@ -146,10 +145,6 @@ describe('web app in Chromium', () => {
     await page.getByRole('heading', { name: 'Refund order web-1' }).waitFor();
     for (const text of ['$40.00', 'stripe.refund', 'status: refunded', 'Refund the customer?']) {
       await expect(page.getByText(text, { exact: false }).first().isVisible()).resolves.toBe(true);
-    }
-    if (!existsSync(SCREENSHOT) || process.env.UPDATE_SCREENSHOTS) {
-      mkdirSync(join(SCREENSHOT, '..'), { recursive: true });
-      await page.screenshot({ path: SCREENSHOT, fullPage: true });
     }
     await page.getByLabel('Partial refund').check();
     await page.getByLabel('Reason (optional)').fill('half now');
@@ -437,7 +432,7 @@ describe('web app in Chromium', () => {
     await page.getByLabel(`Role of ${o.adminEmail}`).selectOption('member');
     await page.getByRole('alert').getByText("is the org's last admin").waitFor();
     await expect(page.getByLabel(`Role of ${o.adminEmail}`).inputValue()).resolves.toBe('admin');
-    // The main menu marks Settings (not "My chat accounts", whose path this one starts with).
+    // The main menu marks Settings (not "My account", whose path this one starts with).
     await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings' }).getAttribute('class')).resolves.toBe('active');
     await screenshot(page, 'app-settings-members.png');
     await ctx.close();
@@ -460,14 +455,14 @@ describe('web app in Chromium', () => {
     await ctx.close();
   });
 
-  it('My chat accounts: a person sees each chat provider and the state of each of their channels; the nav marks that page, not Settings', async () => {
+  it('My account: a person sees each chat provider and the state of each of their channels; the nav marks that page, not Settings', async () => {
     const reg = await stack.http('POST', '/v1/approvers/', { token: admin, body: { email: REVIEWER, channels: [{ channel: 'sms', endpoint: '+15550177' }] } });
     expect([200, 201]).toContain(reg.status);
     // The member list decides a session's role: make the reviewer an admin there first.
     const listed = (await stack.http('GET', '/v1/members/', { token: admin })).body.members.find((m: { email: string }) => m.email === REVIEWER);
     if (listed) expect((await stack.http('PATCH', `/v1/members/${listed.id}`, { token: admin, body: { role: 'admin' } })).status).toBe(200);
     const { page, ctx } = await open(stack.session({ org, email: REVIEWER, role: 'admin' }), '/app/settings/me');
-    await page.getByRole('heading', { name: 'My chat accounts' }).waitFor();
+    await page.getByRole('heading', { name: 'My account' }).waitFor();
     // No chat workspace on this deployment: nothing to link, said plainly.
     await page.getByRole('region', { name: 'Slack account' }).getByText('has not connected Slack yet').waitFor();
     await page.getByRole('region', { name: 'Discord account' }).getByText('has not connected Discord yet').waitFor();
@@ -475,7 +470,7 @@ describe('web app in Chromium', () => {
     const sms = page.getByRole('row').filter({ hasText: '+15550177' });
     await expect(sms.getByText('pending').isVisible()).resolves.toBe(true);
     const nav = page.getByRole('navigation', { name: 'Main' });
-    await expect(nav.getByRole('link', { name: 'My chat accounts' }).getAttribute('class')).resolves.toBe('active');
+    await expect(nav.getByRole('link', { name: 'My account' }).getAttribute('class')).resolves.toBe('active');
     await expect(nav.getByRole('link', { name: 'Settings' }).getAttribute('class')).resolves.toBe('');
     await ctx.close();
   });

@@ -1,5 +1,5 @@
 import { createHmac, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
@@ -37,6 +37,25 @@ function parse(raw: string, type: string | undefined): Record<string, any> {
   return out;
 }
 
+let consents = 0;
+/**
+ * An OAuth authorize page after the person consented: a fresh code for `who`, and the
+ * browser sent back to `redirect_uri` with it and the `state` (RFC 6749 4.1.2); without
+ * anyone to sign in, `error=access_denied` (4.1.2.1).
+ */
+function authorize<T>(res: ServerResponse, url: URL, who: T | null, remember: (x: { code: string; as: T }) => void): void {
+  const back = new URL(url.searchParams.get('redirect_uri') ?? '');
+  const state = url.searchParams.get('state');
+  if (who === null) back.searchParams.set('error', 'access_denied');
+  else {
+    const code = `consent-${++consents}`;
+    remember({ code, as: who });
+    back.searchParams.set('code', code);
+  }
+  if (state !== null) back.searchParams.set('state', state);
+  res.writeHead(302, { location: back.toString() }).end();
+}
+
 async function listen(server: Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -64,6 +83,13 @@ export interface SlackStandIn {
    * `openid.connect.userInfo` answers the claims for that token.
    */
   signIns: Map<string, { userId: string; teamId: string }>;
+  /**
+   * Who signs in at the authorize page (`GET /openid/connect/authorize`, what a browser is
+   * sent to at slack.com): the page mints a code for them and sends the browser back to
+   * `redirect_uri` with it and the `state`, as Slack does after consent; none set: the
+   * person declines (`error=access_denied`).
+   */
+  consent: { next: { userId: string; teamId: string } | null };
   team: { id: string; name: string };
   botToken: string;
   stop(): Promise<void>;
@@ -78,6 +104,7 @@ export async function startSlackStandIn(opts: { team?: { id: string; name: strin
     { id: 'C_APPROVALS', name: 'approvals' },
   ];
   const signIns = new Map<string, { userId: string; teamId: string }>();
+  const consent: SlackStandIn['consent'] = { next: null };
   const team = opts.team ?? { id: 'T_ACME', name: 'Acme' };
   const botToken = opts.botToken ?? 'xoxb-stand-in-bot-token';
   let ts = 1_700_000_000;
@@ -93,6 +120,8 @@ export async function startSlackStandIn(opts: { team?: { id: string; name: strin
       responses.push({ path, body });
       return reply({ ok: true });
     }
+    if (path.startsWith('/openid/connect/authorize'))
+      return authorize(res, new URL(path, 'http://slack'), consent.next, (who) => signIns.set(who.code, who.as));
     const name = path.replace(/^\/api\//, '').split('?')[0]!;
     calls.push({ method: req.method ?? '', path, name, headers: req.headers, body });
     const authed = req.headers.authorization === `Bearer ${botToken}`;
@@ -166,7 +195,7 @@ export async function startSlackStandIn(opts: { team?: { id: string; name: strin
     }
   });
   const url = await listen(server);
-  return { url, apiUrl: `${url}/api/`, calls, responses, usersByEmail, channels, signIns, team, botToken, stop: () => close(server) };
+  return { url, apiUrl: `${url}/api/`, calls, responses, usersByEmail, channels, signIns, consent, team, botToken, stop: () => close(server) };
 }
 
 /** Slack request signing v0: `v0=HMAC-SHA256(secret, "v0:<ts>:<body>")`. */
@@ -188,6 +217,8 @@ export interface DiscordStandIn {
   members: Set<string>;
   /** A person's OAuth2 sign-in (scope identify): an authorization code → the Discord user id. */
   signIns: Map<string, string>;
+  /** Who signs in at the authorize page (`GET /oauth2/authorize`, scope identify); see SlackStandIn's `consent`. */
+  consent: { next: string | null };
   /** The application's key pair: interactions are signed with the private key. */
   privateKey: KeyObject;
   publicKeyHex: string;
@@ -206,6 +237,7 @@ export async function startDiscordStandIn(): Promise<DiscordStandIn> {
   ]);
   const members = new Set<string>();
   const signIns = new Map<string, string>();
+  const consent: DiscordStandIn['consent'] = { next: null };
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
   const publicKeyHex = (publicKey.export({ format: 'der', type: 'spki' }) as Buffer).subarray(12).toString('hex');
   let seq = 0;
@@ -219,6 +251,8 @@ export async function startDiscordStandIn(): Promise<DiscordStandIn> {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(o));
     };
+    if (path.startsWith('/oauth2/authorize') && req.method === 'GET')
+      return authorize(res, new URL(path, 'http://discord'), consent.next, (who) => signIns.set(who.code, who.as));
     if (path === '/oauth2/token' && req.method === 'POST') {
       if (body.code === 'good-code') return reply(200, { access_token: 'user-access', token_type: 'Bearer', scope: 'bot applications.commands', guild });
       if (signIns.has(String(body.code))) return reply(200, { access_token: `user-token-${body.code}`, token_type: 'Bearer', scope: 'identify' });
@@ -255,7 +289,7 @@ export async function startDiscordStandIn(): Promise<DiscordStandIn> {
     return reply(404, { message: 'Unknown', code: 0 });
   });
   const url = await listen(server);
-  return { url, apiUrl: `${url}/api/v10`, calls, guild, botToken, channels, members, signIns, privateKey, publicKeyHex, stop: () => close(server) };
+  return { url, apiUrl: `${url}/api/v10`, calls, guild, botToken, channels, members, signIns, consent, privateKey, publicKeyHex, stop: () => close(server) };
 }
 
 /** Discord interaction signing: Ed25519 over `timestamp + body`. */

@@ -351,7 +351,17 @@ describe('reading decisions', () => {
         tally: { approvals: 0, rejections: 0, approvalsRequired: 2, rejectionsRequired: 2 },
         evidence: [],
       });
-      expect(res.body.timeline[0]).toEqual({ at: res.body.createdAt, type: 'created', actor: keyId, reason: 'created', policy: key, policyVersion: 1 });
+      // The key by name (`actorLabel`), kept on the entry and shown as who asked.
+      expect(res.body.timeline[0]).toEqual({
+        at: res.body.createdAt,
+        type: 'created',
+        actor: keyId,
+        actorLabel: 'API key test key',
+        reason: 'created',
+        policy: key,
+        policyVersion: 1,
+      });
+      expect(res.body.requestedBy).toBe(res.body.timeline[0].actorLabel);
 
       await decide(id, 'alice@example.com', { decision: 'approve' });
       await decide(id, 'bob@example.com', { decision: 'reject', note: 'no' });

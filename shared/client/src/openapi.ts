@@ -5160,6 +5160,8 @@ export interface operations {
                             consumed: boolean;
                             consumedAt: string | null;
                             consumedBy: string | null;
+                            requestedBy: string | null;
+                            waitingOnYou: boolean;
                         }[];
                         limit: number;
                         offset: number;
@@ -5603,6 +5605,7 @@ export interface operations {
                         consumed: boolean;
                         consumedAt: string | null;
                         consumedBy: string | null;
+                        requestedBy: string | null;
                         you: {
                             canAnswer: boolean;
                             reason: ("not_approver" | "already_voted" | "not_pending" | "signature_required") | null;
@@ -5618,6 +5621,7 @@ export interface operations {
                             at: string;
                             type: string;
                             actor: string | null;
+                            actorLabel: string | null;
                         } & {
                             [key: string]: unknown;
                         })[];

@@ -231,11 +231,28 @@ export const YourAnswer = z.object({
 });
 export type YourAnswer = z.infer<typeof YourAnswer>;
 
+/**
+ * Who opened the decision, as people read it: the API key's name (`API key deploy-bot`) or
+ * the person's email; null for a decision opened before requesters' names were kept.
+ */
+const RequestedBy = z.string().nullable();
+/**
+ * A decision in a session's list (the inbox): the record, who asked, and whether it waits
+ * on the signed-in person (named on it, not answered yet, still open; a key: never).
+ */
+export const SessionDecisionSummary = DecisionView.extend({ requestedBy: RequestedBy, waitingOnYou: z.boolean() });
+/**
+ * A timeline entry as a session reads it: `actorLabel` is the actor as people read it (an
+ * API key's name, a person's email); the id itself when no name was kept.
+ */
+export const SessionTimelineEntry = TimelineEntry.extend({ actorLabel: z.string().nullable() });
+
 export const SessionDecisionView = DecisionView.extend({
+  requestedBy: RequestedBy,
   /** The signed-in person: can they answer it now (a key: never). */
   you: YourAnswer,
   tally: Tally,
-  timeline: z.array(TimelineEntry),
+  timeline: z.array(SessionTimelineEntry),
   evidence: z.array(EvidenceView),
 });
 
@@ -551,7 +568,7 @@ export const DecisionsEndpoints = {
   list: endpoint(
     SUBJECT.decisions.list,
     forwarded({ query: SessionListQuery }),
-    z.object({ decisions: z.array(DecisionView), limit: z.number(), offset: z.number(), total: z.number() }),
+    z.object({ decisions: z.array(SessionDecisionSummary), limit: z.number(), offset: z.number(), total: z.number() }),
     READ,
   ),
   exportChunk: endpoint(SUBJECT.decisions.exportChunk, forwarded({ query: ExportChunkQuery }), ExportChunkReply, READ),

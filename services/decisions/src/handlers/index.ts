@@ -1,4 +1,14 @@
-import { AppError, DecisionsEndpoints, WorkflowsEndpoints, actorOf, decisionsScopeOf, withStatus, type Principal, type ServiceHost } from '@approvals/shared';
+import {
+  AppError,
+  DecisionsEndpoints,
+  WorkflowsEndpoints,
+  actorLabelOf,
+  actorOf,
+  decisionsScopeOf,
+  withStatus,
+  type Principal,
+  type ServiceHost,
+} from '@approvals/shared';
 import type { createDecisionActions, Voter } from '../usecases/decision-actions';
 import type { createDecisionReads, createWorkflows } from '../usecases/decision-reads';
 import type { createDecisionOpener } from '../usecases/create-decision';
@@ -34,11 +44,11 @@ export function registerDecisionHandlers(host: ServiceHost, x: Parts): void {
   host.handle(E.workerGet, async (r) => x.reads.workerGet(r.org, r.params.id));
   host.handle(E.verify, async (r) => x.actions.verify(r.org, r.params.id, r.query));
   host.handle(E.consume, async (r) => x.actions.consume(r.org, r.params.id, r.body));
-  host.handle(E.cancel, async (r) => x.actions.cancel(r.org, r.params.id, actorOf(r.principal), r.body?.note));
+  host.handle(E.cancel, async (r) => x.actions.cancel(r.org, r.params.id, actorOf(r.principal), r.body?.note, actorLabelOf(r.principal)));
   // Session routes: a reviewer sees and acts on only the decisions naming them (others 404).
   const visible = (r: { org: string; principal: Principal; params: { id: string } }) =>
     x.reads.requireVisible(r.org, r.params.id, decisionsScopeOf(r.principal));
-  host.handle(E.list, async (r) => x.reads.list(r.org, r.query, decisionsScopeOf(r.principal)));
+  host.handle(E.list, async (r) => x.reads.list(r.org, r.query, decisionsScopeOf(r.principal), r.principal.kind === 'user' ? r.principal.email : null));
   host.handle(E.exportChunk, async (r) => x.reads.exportChunk(r.org, r.query, decisionsScopeOf(r.principal)));
   host.handle(E.workflows, async (r) => x.reads.workflows(r.org, r.query, decisionsScopeOf(r.principal)));
   host.handle(E.get, async (r) => {

@@ -219,7 +219,7 @@ export class DecisionStore {
    * Every other PENDING decision of the run becomes CANCELLED (an `exclusive` create,
    * under the run's lock), each with its entry and evt.decision.cancelled. Answers them.
    */
-  async supersede(org: string, runId: string, keep: string, actor: string, now: Date): Promise<DecisionRow[]> {
+  async supersede(org: string, runId: string, keep: string, actor: string, now: Date, actorLabel?: string): Promise<DecisionRow[]> {
     const others: DecisionRow[] = await this.q('decisions')
       .where({ org_id: org, external_run_id: runId, status: 'PENDING' })
       .whereNot({ id: keep })
@@ -235,7 +235,7 @@ export class DecisionStore {
         set,
         rows: rows.map((row) => ({
           id: row.id,
-          entries: [{ type: 'cancelled', actor, at: now, data: { supersededBy: keep } }],
+          entries: [{ type: 'cancelled', actor, at: now, data: actorLabel ? { supersededBy: keep, actorLabel } : { supersededBy: keep } }],
           events: cancelledEvents(row, actor, note, now),
         })),
       }),
@@ -244,13 +244,13 @@ export class DecisionStore {
   }
 
   /** A locked PENDING decision becomes CANCELLED, with its entry and evt.decision.cancelled. Answers whether it did. */
-  cancel(d: DecisionRow, actor: string, note: string | null, at: Date): Promise<boolean> {
+  cancel(d: DecisionRow, actor: string, note: string | null, at: Date, actorLabel?: string): Promise<boolean> {
     const set = { status: 'CANCELLED' as const, note, resolved_at: at };
     return guardedChange(this.s, {
       id: d.id,
       guard: { status: 'PENDING' },
       set,
-      entries: [{ type: 'cancelled', actor, at, data: { note } }],
+      entries: [{ type: 'cancelled', actor, at, data: actorLabel ? { note, actorLabel } : { note } }],
       events: cancelledEvents({ ...d, ...set }, actor, note, at),
     });
   }

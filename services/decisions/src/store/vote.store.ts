@@ -133,6 +133,12 @@ export class VoteStore {
     return this.s.q('votes').where({ decision_id: decisionId, voter }).first('choice', 'note', 'surface', 'response_value', 'created_at');
   }
 
+  /** Which of these decisions `voter` has voted on (the inbox's "waiting on you"). */
+  async votedOn(decisionIds: string[], voter: string): Promise<Set<string>> {
+    if (decisionIds.length === 0) return new Set();
+    return new Set(await this.s.q('votes').whereIn('decision_id', decisionIds).andWhere({ voter }).pluck('decision_id'));
+  }
+
   /** Every vote on a decision, oldest first (a receipt lists them). */
   ofDecision(decisionId: string): Promise<Array<{ voter: string; choice: 'approve' | 'reject'; surface: string; note: string | null; created_at: Date }>> {
     return this.s

@@ -139,7 +139,7 @@ export function createDecisionOpener(deps: CreateDeps) {
         const events: NewEvent[] = [];
         if (b.exclusive) {
           // Each with its entry and event, before the new one's (`created` comes last).
-          await tx.decisions.supersede(org, b.externalRunId, o.id, createdBy, now);
+          await tx.decisions.supersede(org, b.externalRunId, o.id, createdBy, now, by.label);
         }
         events.push(...o.created);
         // Last, with the events in the same statement: the counter row (shard 0 of an org

@@ -28,7 +28,7 @@ export function createDecisionActions(deps: ActionDeps) {
     signatureVoided: (org: string, id: string, note: string) => signatureVoided(ctx, org, id, note),
     verify: (org: string, id: string, q: { factsHash?: string; workflowRef?: string; stepRef?: string }) => verify(ctx, org, id, q),
     consume: (org: string, id: string, b: { consumer: string; factsHash?: string; workflowRef?: string; stepRef?: string }) => consume(ctx, org, id, b),
-    cancel: (org: string, id: string, actor: string, note?: string) => cancel(ctx, org, id, actor, note),
+    cancel: (org: string, id: string, actor: string, note?: string, actorLabel?: string) => cancel(ctx, org, id, actor, note, actorLabel),
     addEvidence: (org: string, id: string, actor: string, item: Record<string, unknown>) => addEvidence(ctx, org, id, actor, item),
     saveOutput: <T extends { content: string }>(org: string, id: string, actor: string, draft: T) => saveOutput(ctx, org, id, actor, draft),
     refine: (org: string, id: string, actor: string, feedback: string) => refine(ctx, org, id, actor, feedback),

@@ -97,14 +97,33 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
     },
 
     /** `scope`: a reviewer's email, who sees only the decisions naming them (contracts/roles.ts). */
-    async list(org: string, q: SessionListQuery, scope?: string) {
+    /** `person`: the signed-in person's email (null: a key), told which decisions wait on them. */
+    async list(org: string, q: SessionListQuery, scope?: string, person: string | null = null) {
       const filter = filterOf(q, scope, deps.clock.now());
       const sort = { sort: q.sort, order: q.order };
       const [rows, total] = await Promise.all([
         store.decisions.list(org, filter, { limit: q.limit, offset: q.offset }, sort),
         store.decisions.count(org, filter),
       ]);
-      return { decisions: withinPageBudget(rows.map(toView)), limit: q.limit, offset: q.offset, total };
+      const views = withinPageBudget(rows.map(toView));
+      const page = rows.slice(0, views.length);
+      const me = person === null ? null : person.toLowerCase();
+      const voted = me === null ? new Set<string>() : await store.votes.votedOn(page.map((d) => d.id), me);
+      const now = deps.clock.now();
+      const waiting = (d: DecisionRow) =>
+        me !== null &&
+        answerOf(
+          { status: d.status, expiresAt: d.expires_at, approvers: d.approvers, requiresSignature: d.requires_signature },
+          { email: me, votedBefore: voted.has(d.id) },
+          now,
+        ).canAnswer;
+      return {
+        // Who asked, as people read it (`API key <name>`, an email): kept on the row at creation.
+        decisions: page.map((d, i) => ({ ...views[i]!, requestedBy: d.created_by_label ?? null, waitingOnYou: waiting(d) })),
+        limit: q.limit,
+        offset: q.offset,
+        total,
+      };
     },
 
     /**
@@ -159,11 +178,14 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
     async get(org: string, id: string, person: string | null) {
       const d = await find(org, id);
       const [tally, timeline, evidence, you] = await Promise.all([store.votes.tally(d), store.timeline.of(id), store.evidence.of(id), answerFor(d, person)]);
+      const label = (t: (typeof timeline)[number]) => (typeof t.data.actorLabel === 'string' ? t.data.actorLabel : t.actor);
       return {
         ...toView(d),
+        // Who asked, as people read it: kept on the row at creation (`created_by_label`).
+        requestedBy: d.created_by_label ?? null,
         you,
         tally,
-        timeline: timeline.map((t) => ({ ...t.data, at: t.at.toISOString(), type: t.type, actor: t.actor })),
+        timeline: timeline.map((t) => ({ ...t.data, at: t.at.toISOString(), type: t.type, actor: t.actor, actorLabel: label(t) })),
         evidence: evidence.map(evidenceView),
       };
     },

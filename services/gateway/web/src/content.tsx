@@ -1,4 +1,6 @@
 import type { ReactNode } from 'react';
+import { diffLines } from 'diff';
+import { Markdown } from './markdown';
 import { decisionContentOf, moreLine, policyLabel, type ContentBlock, type DecisionContentInput } from '../../../../shared/src/decision-content';
 
 /**
@@ -7,22 +9,61 @@ import { decisionContentOf, moreLine, policyLabel, type ContentBlock, type Decis
  * escapes every text; a link is a link only when the view model says it is http(s).
  */
 
+/** One line of a line diff: kept, removed (-) or added (+). */
+interface DiffLine {
+  op: ' ' | '-' | '+';
+  text: string;
+}
+
+/** `before` → `after` as the lines removed and added between them (jsdiff's line diff). */
+export function lineDiff(before: string, after: string): DiffLine[] {
+  const out: DiffLine[] = [];
+  for (const part of diffLines(before, after)) {
+    const op = part.added ? '+' : part.removed ? '-' : ' ';
+    const lines = part.value.replace(/\n$/, '').split('\n');
+    for (const text of lines) out.push({ op, text });
+  }
+  return out;
+}
+
+const DIFF_LABEL = { ' ': 'unchanged', '-': 'removed', '+': 'added' } as const;
+
+/** A diff block as a unified line diff, each line marked removed or added (not only by colour). */
+function DiffView({ title, before, after }: { title: string; before: string; after: string }) {
+  const lines = lineDiff(before, after);
+  const added = lines.filter((l) => l.op === '+').length;
+  const removed = lines.filter((l) => l.op === '-').length;
+  return (
+    <div className="block">
+      <h3>
+        {title} <small className="muted">{`+${added} −${removed}`}</small>
+      </h3>
+      <table className="diff" aria-label={`${title}: ${added} lines added, ${removed} removed`}>
+        <tbody>
+          {lines.map((l, i) => (
+            <tr key={i} className={`diff-${DIFF_LABEL[l.op]}`} aria-label={`${DIFF_LABEL[l.op]}: ${l.text}`}>
+              <td className="diff-op" aria-hidden="true">
+                {l.op}
+              </td>
+              <td className="diff-text">{l.text}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
 function BlockView({ b }: { b: ContentBlock }) {
   if (b.kind === 'diff') {
     const [before, after] = b.lines;
+    return <DiffView title={b.title} before={before?.value.text ?? ''} after={after?.value.text ?? ''} />;
+  }
+  if (b.kind === 'text') {
     return (
       <div className="block">
         <h3>{b.title}</h3>
-        <div className="side">
-          <div>
-            <h4>Before</h4>
-            <pre>{before?.value.text}</pre>
-          </div>
-          <div>
-            <h4>After</h4>
-            <pre>{after?.value.text}</pre>
-          </div>
-        </div>
+        <Markdown text={b.lines[0]?.value.text ?? ''} />
       </div>
     );
   }

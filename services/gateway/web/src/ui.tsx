@@ -150,7 +150,7 @@ const NAV: Array<{ to: string; label: string; needs?: 'read' | 'admin' }> = [
   { to: '/app/usage', label: 'Usage', needs: 'read' },
   { to: '/app/settings', label: 'Settings', needs: 'admin' },
   { to: '/app/integrations', label: 'Integrations', needs: 'read' },
-  { to: '/app/settings/me', label: 'My chat accounts' },
+  { to: '/app/settings/me', label: 'My account' },
 ];
 
 export function Layout(props: { session: Session; path: string; children: ReactNode; onSignOut: () => void }) {

@@ -86,7 +86,12 @@ export function opening(org: string, b: DecisionRequest, gate: Gate, by: Request
   const row = rowOf(org, b, gate, by, now, id, expiresAt);
   // The escalation plan, computed here once and carried in the event (scheduler, notifier read it).
   const plan = planOf(row);
-  const entry = { type: 'created', actor: createdBy, data: { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null } };
+  // `actorLabel`: how people read the requester (an API key's name, a person's email), shown on the timeline and in the inbox.
+  const entry = {
+    type: 'created',
+    actor: createdBy,
+    data: { reason: gate.reason, policy: p?.key ?? null, policyVersion: p?.version ?? null, actorLabel: by.label },
+  };
   const created = withTimers(
     {
       subject: EVENT.decisionCreated,

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import type { ApiReply, FullDecision, ResponseSpec } from '../types';
 import { DecisionContentView } from '../content';
+import { Markdown } from '../markdown';
 import { api } from '../api';
 import type { Session } from '../auth';
 import { ErrorBox, Field, Loading, Status, useAction, useLoad, when } from '../ui';
@@ -45,6 +46,86 @@ function AnswerInput({ spec, value, onChange }: { spec: Spec; value: unknown; on
   return null;
 }
 
+/**
+ * What the answer still lacks before Approve can be pressed (null: nothing). The API
+ * checks it again; the page says it first, in words, instead of showing a refusal.
+ */
+export function missingAnswer(spec: Spec, value: unknown): string | null {
+  if (spec.type === 'select') {
+    const min = spec.min ?? 1;
+    const max = spec.max ?? Math.max(1, min);
+    const n = Array.isArray(value) ? value.length : 0;
+    if (n < min) return min === 1 && max === 1 ? 'Choose an answer first.' : `Choose at least ${min} ${min === 1 ? 'option' : 'options'} first.`;
+    if (n > max) return `Choose at most ${max} ${max === 1 ? 'option' : 'options'}.`;
+    return null;
+  }
+  if (spec.type === 'text') return typeof value === 'string' && value.trim() !== '' ? null : 'Write your answer first.';
+  return null;
+}
+
+type Entry = FullDecision['timeline'][number];
+const CHANNEL_NAMES: Record<string, string> = {
+  inbox: 'the app',
+  email: 'email',
+  chatA: 'Slack',
+  chatB: 'Discord',
+  sms: 'SMS',
+  push: 'push',
+  esign: 'DocuSign',
+};
+const channelName = (c: unknown) => CHANNEL_NAMES[String(c)] ?? String(c);
+/** A `notified` entry's kind: the first notice says nothing more; a reminder or an escalation says so. */
+const NOTICE_KINDS: Record<string, string> = { notify: '', remind: ' (reminder)', escalate: ' (escalation)', resume: ' (the workflow resumed)' };
+const STATUS_WORDS: Record<string, string> = { APPROVED: 'approved', REJECTED: 'rejected', EXPIRED: 'expired', CANCELLED: 'cancelled' };
+
+/** A timeline entry in words: who (by name), what, and where. */
+function entryText(t: Entry): { who: string | null; what: string } {
+  const who = t.actorLabel ?? t.actor ?? null;
+  switch (t.type) {
+    case 'created':
+      return { who, what: `asked${t.policy ? ` under policy ${String(t.policy)} v${String(t.policyVersion)}` : ''}` };
+    case 'vote':
+      return {
+        who,
+        what: `${t.choice === 'approve' ? 'approved' : t.choice === 'reject' ? 'rejected' : String(t.choice)} via ${channelName(t.surface)}${t.note ? `: “${String(t.note)}”` : ''}`,
+      };
+    case 'resolved':
+      return { who: null, what: `Decision ${STATUS_WORDS[String(t.status)] ?? String(t.status)}${t.reason ? ` (${String(t.reason)})` : ''}` };
+    case 'notified':
+      return {
+        who: null,
+        what: `${t.to ? String(t.to) : 'Someone'} notified by ${channelName(t.channel)}${NOTICE_KINDS[String(t.kind)] ?? ''}`,
+      };
+    case 'resume_skipped':
+      return { who: null, what: `The workflow was not resumed by ${channelName(t.channel)}: ${String(t.reason)}` };
+    case 'callback_sent':
+      return { who: null, what: `Callback delivered to ${String(t.url)} (HTTP ${String(t.status)}, attempt ${String(t.attempt)})` };
+    case 'callback_failed':
+      return {
+        who: null,
+        what: `Callback to ${String(t.url)} failed (${t.status ? `HTTP ${String(t.status)}` : String(t.error ?? 'no answer')}, attempt ${String(t.attempt)})${t.final ? ': gave up' : ': will retry'}`,
+      };
+    case 'reminded':
+      return { who: null, what: `Reminder sent${Array.isArray(t.to) ? ` to ${t.to.join(', ')}` : ''}` };
+    case 'escalated':
+      return { who: null, what: `Escalated (step ${String(t.step)})${Array.isArray(t.to) ? ` to ${t.to.join(', ')}` : ''}` };
+    case 'expired':
+      return { who: null, what: 'Expired: the deadline passed' };
+    case 'cancelled':
+      return { who, what: `cancelled${t.note ? `: “${String(t.note)}”` : ''}${t.supersededBy ? ` (superseded by ${String(t.supersededBy)})` : ''}` };
+    case 'consumed':
+      return { who, what: 'consumed the approval' };
+    case 'evidence_added':
+      return { who, what: `added evidence (${String(t.kind)})` };
+    case 'output_saved':
+      return { who, what: 'saved an edit of the draft' };
+    case 'refined':
+      return { who, what: `refined the draft with ${String(t.model)}` };
+    default:
+      return { who, what: t.type.replace(/_/g, ' ') };
+  }
+}
+
 /** Why you cannot answer, as the decisions service said (`you.reason`). */
 const CANNOT_ANSWER: Record<NonNullable<FullDecision['you']['reason']>, string> = {
   not_approver: 'You are not an approver of this decision.',
@@ -74,7 +155,8 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
   const esign = x.esign as { envelopeId?: string; documentUrl?: string } | null;
   // Whether you can answer is the decisions service's to say (`you`); the page shows it.
   const canVote = x.you.canAnswer;
-  const current = (x.refinedOutput ?? x.proposedOutput) as { content?: string; title?: string } | null;
+  const missing = missingAnswer(spec, answer);
+  const current = (x.refinedOutput ?? x.proposedOutput) as { content?: string; title?: string; format?: string } | null;
   const decide = (decision: 'approve' | 'reject') =>
     vote.run(async () => {
       await api('POST', `/v1/decisions/${encodeURIComponent(x.id)}/decide`, {
@@ -104,8 +186,8 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
         d={{ ...x, output: null, proposedOutput: null }}
         meta={
           <>
-            <Status status={x.status} /> <span>run {x.externalRunId}</span> <span>step {x.stepRef}</span>
-            <span>opened {when(x.createdAt)}</span>
+            <Status status={x.status} /> <span>asked by {x.requestedBy ?? x.workflowRef ?? 'an API key'}</span> <span>run {x.externalRunId}</span>{' '}
+            <span>step {x.stepRef}</span> <span>opened {when(x.createdAt)}</span>
           </>
         }
       />
@@ -158,6 +240,12 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
               <Field label="Draft text">
                 <textarea rows={8} value={draft ?? current.content ?? ''} onChange={(e) => setDraft(e.target.value)} />
               </Field>
+              {current.format === 'markdown' ? (
+                <section aria-label="Draft preview" className="preview">
+                  <h3>Preview</h3>
+                  <Markdown text={draft ?? current.content ?? ''} className="draft" />
+                </section>
+              ) : null}
               <div className="row">
                 <button
                   type="button"
@@ -197,6 +285,8 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
               </button>
               <ErrorBox error={refine.error} />
             </>
+          ) : current.format === 'markdown' ? (
+            <Markdown text={current.content ?? ''} className="draft" />
           ) : (
             <pre>{current.content}</pre>
           )}
@@ -211,7 +301,13 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
             <textarea rows={2} maxLength={4000} value={note} onChange={(e) => setNote(e.target.value)} />
           </Field>
           <div className="row">
-            <button type="button" className="approve" disabled={vote.busy} onClick={() => decide('approve')}>
+            <button
+              type="button"
+              className="approve"
+              disabled={vote.busy || missing !== null}
+              aria-describedby={missing ? 'answer-missing' : undefined}
+              onClick={() => decide('approve')}
+            >
               Approve
             </button>
             <button
@@ -224,6 +320,11 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
               Reject
             </button>
           </div>
+          {missing ? (
+            <p id="answer-missing" className="muted">
+              {missing}
+            </p>
+          ) : null}
           <ErrorBox error={vote.error} />
         </section>
       ) : pending && x.you.reason ? (
@@ -287,16 +388,14 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
       <section aria-label="Timeline">
         <h2>Timeline</h2>
         <ol className="timeline">
-          {x.timeline.map((t, i) => (
-            <li key={i}>
-              <time>{when(t.at)}</time> <strong>{t.type}</strong> {t.actor ? <span>{t.actor}</span> : null}{' '}
-              {t.type === 'vote' ? (
-                <span>
-                  {String(t.choice)} via {String(t.surface)}
-                </span>
-              ) : null}
-            </li>
-          ))}
+          {x.timeline.map((t, i) => {
+            const e = entryText(t);
+            return (
+              <li key={i} className={`entry-${t.type}`}>
+                <time dateTime={t.at}>{when(t.at)}</time> {e.who ? <strong>{e.who}</strong> : null} <span>{e.what}</span>
+              </li>
+            );
+          })}
         </ol>
       </section>
     </article>

@@ -1,9 +1,9 @@
 import { api } from '../api';
+import type { Session } from '../auth';
 import type { ApiReply, MyChatLinks } from '../types';
+import { ErrorBox, Loading, Status, useAction, useLoad, when } from '../ui';
 
 type ChatLink = MyChatLinks['chat'][number];
-import type { Session } from '../auth';
-import { ErrorBox, Loading, Status, useAction, useLoad, when } from '../ui';
 
 type Provider = 'chatA' | 'chatB';
 const NAMES: Record<Provider, string> = { chatA: 'Slack', chatB: 'Discord' };
@@ -83,13 +83,56 @@ function ChatAccount({ link, reload }: { link: ChatLink; reload: () => void }) {
   );
 }
 
-/** The signed-in person's own chat accounts and the state of each of their channels. */
+type ContactMethods = ApiReply<'/v1/contact-methods/', 'get'>;
+
+/** One way a decision reaches the person, and whether it is proven theirs. */
+interface Reach {
+  key: string;
+  channel: string;
+  address: string | null;
+  /** Where it is kept: the approver record the org's decisions use, or the person's own contact methods. */
+  from: 'approver record' | 'contact methods';
+  state: 'verified' | 'pending' | 'failed' | 'not verified' | 'on' | 'off';
+  since: string | null;
+}
+
+const CHANNEL_NAMES: Record<string, string> = { email: 'Email', chatA: 'Slack', chatB: 'Discord', sms: 'SMS', push: 'Push', esign: 'DocuSign', inbox: 'Inbox' };
+
+/**
+ * Every channel that reaches the person: their approver record's (verified, pending or
+ * failed, as the org's decisions see them) and the contact methods they set themselves
+ * (an address proven only when it is the signed-in email or a chat account linked above).
+ */
+export function reachOf(links: MyChatLinks, methods: ContactMethods | null, email: string): Reach[] {
+  const rows: Reach[] = links.channels.map((c) => ({
+    key: `a:${c.channel}`,
+    channel: c.channel,
+    address: c.endpoint,
+    from: 'approver record',
+    state: c.status,
+    since: c.verifiedAt,
+  }));
+  if (methods) {
+    const linkedSlack = links.chat.find((l) => l.provider === 'chatA' && l.status === 'verified')?.userId ?? null;
+    const own = (channel: string, address: string | null, proven: boolean) =>
+      address ? rows.push({ key: `c:${channel}`, channel, address, from: 'contact methods', state: proven ? 'verified' : 'not verified', since: null }) : 0;
+    own('email', methods.email, methods.email?.toLowerCase() === email.toLowerCase());
+    own('sms', methods.sms, false);
+    own('chatA', methods.chatA, methods.chatA !== null && methods.chatA === linkedSlack);
+    rows.push({ key: 'c:push', channel: 'push', address: null, from: 'contact methods', state: methods.pushEnabled ? 'on' : 'off', since: null });
+  }
+  return rows;
+}
+
+/** The signed-in person's account: their chat accounts, and every channel that reaches them with its state. */
 export function MyAccountPage({ session }: { session: Session }) {
   const links = useLoad(() => api<MyChatLinks>('GET', '/v1/me/chat-links'), []);
+  const methods = useLoad(() => api<ContactMethods>('GET', '/v1/contact-methods/'), []);
   const linked = new URLSearchParams(location.search).get('linked');
+  const reach = links.data ? reachOf(links.data, methods.data ?? null, session.email) : [];
   return (
     <section>
-      <h1>My chat accounts</h1>
+      <h1>My account</h1>
       <p className="muted">Signed in as {session.email}.</p>
       {linked === 'chatA' || linked === 'chatB' ? (
         <p role="status" className="notice">
@@ -100,35 +143,40 @@ export function MyAccountPage({ session }: { session: Session }) {
       {!links.data && !links.error ? <Loading what="your chat accounts" /> : null}
       {links.data ? (
         <>
+          <h2>Chat accounts</h2>
           {links.data.chat.map((l) => (
             <ChatAccount key={l.provider} link={l} reload={links.reload} />
           ))}
-          <h2>My channels</h2>
-          {links.data.approver ? (
-            <table>
-              <caption className="muted">How decisions reach you</caption>
+          <h2>How decisions reach you</h2>
+          {!links.data.approver ? (
+            <p className="muted">You are not an approver in this organization yet: decisions reach you by email once you are named on one.</p>
+          ) : null}
+          <ErrorBox error={methods.error} />
+          {reach.length ? (
+            <table aria-label="How decisions reach you">
               <thead>
                 <tr>
                   <th scope="col">Channel</th>
                   <th scope="col">Address</th>
+                  <th scope="col">Kept in</th>
                   <th scope="col">State</th>
                 </tr>
               </thead>
               <tbody>
-                {links.data.channels.map((c) => (
-                  <tr key={c.channel}>
-                    <td>{NAMES[c.channel as Provider] ?? c.channel}</td>
-                    <td>{c.endpoint ? <code>{c.endpoint}</code> : '—'}</td>
+                {reach.map((c) => (
+                  <tr key={c.key}>
+                    <td>{CHANNEL_NAMES[c.channel] ?? c.channel}</td>
+                    <td>{c.address ? <code>{c.address}</code> : '—'}</td>
+                    <td>{c.from === 'approver record' ? 'your approver record' : 'your contact methods'}</td>
                     <td>
-                      <Status status={c.status} />
+                      <Status status={c.state} />
+                      {c.since ? <small className="muted"> since {when(c.since)}</small> : null}
                     </td>
                   </tr>
                 ))}
               </tbody>
             </table>
-          ) : (
-            <p className="muted">You are not an approver in this organization yet: decisions reach you by email once you are named on one.</p>
-          )}
+          ) : null}
         </>
       ) : null}
     </section>

@@ -170,7 +170,7 @@ export function createChatCommon(deps: ChatDeps) {
      */
     async spendState(p: ChatProvider, purpose: StatePurpose, req: RawCallback): Promise<{ row: StateRow; code: string } | { reply: RawHttpReply }> {
       const pageOf = purpose === 'install' ? installPage : linkPage;
-      const again = purpose === 'install' ? 'Start the install again from the integrations page.' : 'Start again from My chat accounts.';
+      const again = purpose === 'install' ? 'Start the install again from the integrations page.' : 'Start again from My account in the app.';
       const refuse = (heading: string, text: string) => ({ reply: pageOf(400, heading, `${text} ${again}`) });
       const stateValue = first(req.query.state);
       if (!stateValue) return refuse('This link is not valid', 'The request carries no state.');

@@ -232,7 +232,7 @@ export function createSlackChat(c: ChatCommon) {
       } catch (err) {
         // Neither the code nor the person's token is ever logged: only what failed.
         log.warn({ provider: p, org, err: (err as Error).message }, 'chat link: sign-in exchange failed');
-        return c.linkPage(502, 'The sign-in could not be completed', 'Slack did not accept the sign-in. Start again from My chat accounts.');
+        return c.linkPage(502, 'The sign-in could not be completed', 'Slack did not accept the sign-in. Start again from My account in the app.');
       }
       await bus.call(ApproversEndpoints.linkChat, { org, email: state.email, channel: p, endpoint: userId, via: 'slack_sign_in' });
       log.info({ provider: p, org, by: state.user_id }, 'chat account linked');
