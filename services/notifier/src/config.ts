@@ -31,12 +31,16 @@ export const NotifierEnv = BaseServiceEnv.extend(SecretsEnv.shape)
     WEBHOOK_SIGNING_SECRET: z.string().min(16, 'WEBHOOK_SIGNING_SECRET must be at least 16 characters').optional(),
     SMS_PROVIDER_URL: url('SMS_PROVIDER_URL'),
     PHONE_PROVIDER_URL: url('PHONE_PROVIDER_URL'),
-    ENGINE_A_URL: url('ENGINE_A_URL'),
-    ENGINE_A_EVENT_KEY: z.string().optional(),
-    ENGINE_B_URL: url('ENGINE_B_URL'),
-    ENGINE_B_NAMESPACE: z.string().default('default'),
-    ENGINE_TRIGGER_URL: url('ENGINE_TRIGGER_URL'),
-    ENGINE_TRIGGER_SECRET: z.string().optional(),
+    /** The deployment's default engines (an org's own settings win; docs/engines.md). Inngest (`engineA`): `POST {url}/e/{key}`. */
+    INNGEST_URL: url('INNGEST_URL'),
+    INNGEST_EVENT_KEY: optional(z.string().min(1)),
+    /** Temporal (`engineB`): the HTTP API, its namespace, and an API key (Temporal Cloud) sent as a bearer token. */
+    TEMPORAL_URL: url('TEMPORAL_URL'),
+    TEMPORAL_NAMESPACE: z.string().default('default'),
+    TEMPORAL_API_KEY: optional(z.string().min(1)),
+    /** Trigger.dev (`trigger`): the API and its secret key. */
+    TRIGGER_API_URL: url('TRIGGER_API_URL'),
+    TRIGGER_SECRET_KEY: optional(z.string().min(1)),
     ENGINE_BUNDLED_URL: url('ENGINE_BUNDLED_URL'),
     ENGINE_BUNDLED_SECRET: z.string().optional(),
     /** Push, Android: FCM HTTP v1. The service account JSON (inline, or a path to the file). */

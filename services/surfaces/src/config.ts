@@ -39,18 +39,18 @@ export const SurfacesEnv = BaseServiceEnv.extend(SecretsEnv.shape)
   .extend({
     /** Where the web app is served ("Open in app" links, the page after an install); defaults to PUBLIC_BASE_URL. */
     APP_BASE_URL: optional(z.string().url('APP_BASE_URL must be a URL')),
-    /** chatA (Slack): the app's signing secret (request signing v0), OAuth client id and secret. */
-    CHAT_A_SIGNING_SECRET: optional(z.string().min(1)),
-    CHAT_A_CLIENT_ID: optional(z.string().min(1)),
-    CHAT_A_CLIENT_SECRET: optional(z.string().min(1)),
+    /** Slack (`chatA` on the wire): the app's signing secret (request signing v0), OAuth client id and secret. */
+    SLACK_SIGNING_SECRET: optional(z.string().min(1)),
+    SLACK_CLIENT_ID: optional(z.string().min(1)),
+    SLACK_CLIENT_SECRET: optional(z.string().min(1)),
     /** The Slack Web API base (tests point it at a local stand-in). */
-    CHAT_A_API_URL: apiUrl('CHAT_A_API_URL', 'https://slack.com/api/'),
-    /** chatB (Discord): application id, Ed25519 public key (hex), bot token, OAuth client secret. */
-    CHAT_B_APPLICATION_ID: optional(z.string().min(1)),
-    CHAT_B_PUBLIC_KEY: optional(z.string().regex(/^[0-9a-fA-F]{64}$/, 'CHAT_B_PUBLIC_KEY must be the 32-byte Ed25519 public key in hex')),
-    CHAT_B_BOT_TOKEN: optional(z.string().min(1)),
-    CHAT_B_CLIENT_SECRET: optional(z.string().min(1)),
-    CHAT_B_API_URL: apiUrl('CHAT_B_API_URL', 'https://discord.com/api/v10'),
+    SLACK_API_URL: apiUrl('SLACK_API_URL', 'https://slack.com/api/'),
+    /** Discord (`chatB` on the wire): application id, Ed25519 public key (hex), bot token, OAuth client secret. */
+    DISCORD_APPLICATION_ID: optional(z.string().min(1)),
+    DISCORD_PUBLIC_KEY: optional(z.string().regex(/^[0-9a-fA-F]{64}$/, 'DISCORD_PUBLIC_KEY must be the 32-byte Ed25519 public key in hex')),
+    DISCORD_BOT_TOKEN: optional(z.string().min(1)),
+    DISCORD_CLIENT_SECRET: optional(z.string().min(1)),
+    DISCORD_API_URL: apiUrl('DISCORD_API_URL', 'https://discord.com/api/v10'),
     /** Identity webhook (Svix signing): `whsec_…`; several comma-separated while rotating. */
     IDENTITY_WEBHOOK_SECRET: secretList('IDENTITY_WEBHOOK_SECRET'),
     /** Billing webhook (Stripe signing): `whsec_…`; several comma-separated while rotating. */

@@ -834,7 +834,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * chatA (Slack) interactivity: button clicks (signed, v0)
+         * Slack (chatA) interactivity: button clicks (signed, v0)
          * @description No bearer token: the owning service verifies the provider signature over the raw body.
          */
         post: operations["post_v1_surfaces_chatA_interactivity"];
@@ -854,7 +854,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * chatA (Slack) Events API: url_verification, app_uninstalled, tokens_revoked
+         * Slack (chatA) Events API: url_verification, app_uninstalled, tokens_revoked
          * @description No bearer token: the owning service verifies the provider signature over the raw body.
          */
         post: operations["post_v1_surfaces_chatA_events"];
@@ -874,7 +874,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * chatB (Discord) interactions endpoint: PING and button clicks (Ed25519)
+         * Discord (chatB) interactions endpoint: PING and button clicks (Ed25519)
          * @description No bearer token: the owning service verifies the provider signature over the raw body.
          */
         post: operations["post_v1_surfaces_chatB_interactions"];
@@ -912,7 +912,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatA install callback (OAuth v2): stores the installation, 302 to the app
+         * Slack install callback (OAuth v2): stores the installation, 302 to the app
          * @description No bearer token: the owning service verifies the provider signature over the raw body.
          */
         get: operations["get_v1_integrations_chatA_callback"];
@@ -932,7 +932,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatB install callback (OAuth2): stores the installation, 302 to the app
+         * Discord install callback (OAuth2): stores the installation, 302 to the app
          * @description No bearer token: the owning service verifies the provider signature over the raw body.
          */
         get: operations["get_v1_integrations_chatB_callback"];
@@ -953,7 +953,7 @@ export interface paths {
         };
         /**
          * Slack (OpenID Connect) sign-in callback of a person linking their own chat account: 302 to the app
-         * @description Where Slack sends the browser back after the sign-in started with `POST /v1/integrations/chatA/link`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified chatA endpoint of the person's approver record. No bearer token: the owning service verifies the provider signature over the raw body.
+         * @description Where Slack sends the browser back after the sign-in started with `POST /v1/integrations/chatA/link`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified Slack channel (`chatA`) of the person's approver record. No bearer token: the owning service verifies the provider signature over the raw body.
          */
         get: operations["get_v1_integrations_chatA_link_callback"];
         put?: never;
@@ -973,7 +973,7 @@ export interface paths {
         };
         /**
          * Discord (OAuth2 identify) sign-in callback of a person linking their own chat account: 302 to the app
-         * @description Where Discord sends the browser back after the sign-in started with `POST /v1/integrations/chatB/link`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified chatB endpoint of the person's approver record. No bearer token: the owning service verifies the provider signature over the raw body.
+         * @description Where Discord sends the browser back after the sign-in started with `POST /v1/integrations/chatB/link`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified Discord channel (`chatB`) of the person's approver record. No bearer token: the owning service verifies the provider signature over the raw body.
          */
         get: operations["get_v1_integrations_chatB_link_callback"];
         put?: never;
@@ -1368,7 +1368,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatB integration: installed, or (admins) the install URL
+         * Discord (chatB) integration: installed, or (admins) the install URL
          * @description Installed: `{installed: true, teamId | guildId, name, channel}` for every member. Not installed: admins get `{installed: false, installUrl}` (its state bound to the org, the admin and this browser: single-use, 10 minutes; the answer sets the browser-binding cookie), everyone else `{installed: false}`. Signed-in session (JWT). Session roles `member`, `editor`, `admin` (a `reviewer` gets 403 `forbidden`). Answers with `Set-Cookie: approvals_oauth_binding` (HttpOnly, SameSite=Lax, Path=/v1/integrations/), reused when the request carries it: the OAuth state it mints can only be brought back by this browser.
          */
         get: operations["get_v1_integrations_chatB"];
@@ -1388,7 +1388,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatB text channels
+         * Discord text channels
          * @description Signed-in session (JWT). Session roles `member`, `editor`, `admin` (a `reviewer` gets 403 `forbidden`).
          */
         get: operations["get_v1_integrations_chatB_channels"];
@@ -1409,7 +1409,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * Set the chatB channel where decisions are announced (admin)
+         * Set the Discord channel where decisions are announced (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         put: operations["put_v1_integrations_chatB_channel"];
@@ -1430,7 +1430,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send a chatB test message (admin)
+         * Send a Discord test message (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         post: operations["post_v1_integrations_chatB_test"];
@@ -1448,7 +1448,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatA integration: installed, or (admins) the install URL
+         * Slack (chatA) integration: installed, or (admins) the install URL
          * @description Installed: `{installed: true, teamId | guildId, name, channel}` for every member. Not installed: admins get `{installed: false, installUrl}` (its state bound to the org, the admin and this browser: single-use, 10 minutes; the answer sets the browser-binding cookie), everyone else `{installed: false}`. Signed-in session (JWT). Session roles `member`, `editor`, `admin` (a `reviewer` gets 403 `forbidden`). Answers with `Set-Cookie: approvals_oauth_binding` (HttpOnly, SameSite=Lax, Path=/v1/integrations/), reused when the request carries it: the OAuth state it mints can only be brought back by this browser.
          */
         get: operations["get_v1_integrations_chatA"];
@@ -1469,7 +1469,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * chatA deliberation: a thread per decision, a reply per vote (admin)
+         * Slack deliberation: a thread per decision, a reply per vote (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         put: operations["put_v1_integrations_chatA_deliberation"];
@@ -1490,7 +1490,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Test chatA deliberation (admin)
+         * Test Slack deliberation (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         post: operations["post_v1_integrations_chatA_deliberation_test"];
@@ -1508,7 +1508,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatA channels
+         * Slack channels
          * @description Signed-in session (JWT). Session roles `member`, `editor`, `admin` (a `reviewer` gets 403 `forbidden`).
          */
         get: operations["get_v1_integrations_chatA_channels"];
@@ -1529,7 +1529,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * Set the chatA channel where decisions are announced (admin)
+         * Set the Slack channel where decisions are announced (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         put: operations["put_v1_integrations_chatA_channel"];
@@ -1550,7 +1550,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send a chatA test message (admin)
+         * Send a Slack test message (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         post: operations["post_v1_integrations_chatA_test"];
@@ -1631,7 +1631,7 @@ export interface paths {
         put?: never;
         /**
          * Link your Slack account found by your email (users.lookupByEmail in the org's workspace)
-         * @description Slack's directory finds the workspace member whose email (verified by Slack) is your session's email; that Slack user becomes the verified chatA endpoint of your approver record (registered if you have none). No such member: 404 `not_found` with `reason: "no_slack_user"`. Slack not installed: 409 `integration_not_installed`. Signed-in session (JWT). Any signed-in role.
+         * @description Slack's directory finds the workspace member whose email (verified by Slack) is your session's email; that Slack user becomes the verified Slack channel (`chatA`) of your approver record (registered if you have none). No such member: 404 `not_found` with `reason: "no_slack_user"`. Slack not installed: 409 `integration_not_installed`. Signed-in session (JWT). Any signed-in role.
          */
         post: operations["post_v1_me_chat_links_chatA_lookup"];
         delete?: never;
@@ -1652,7 +1652,7 @@ export interface paths {
         post?: never;
         /**
          * Unlink your chat account: your approver record keeps the channel without an id, pending
-         * @description Without an approver record: 404 `not_found`. For Slack, a chatA channel without an id is still reached by your email in the workspace (users.lookupByEmail) when notices are sent. Signed-in session (JWT). Any signed-in role.
+         * @description Without an approver record: 404 `not_found`. For Slack, a `chatA` channel without an id is still reached by your email in the workspace (users.lookupByEmail) when notices are sent. Signed-in session (JWT). Any signed-in role.
          */
         delete: operations["delete_v1_me_chat_links_provider"];
         options?: never;
@@ -1798,6 +1798,7 @@ export interface operations {
                     /** @default 1 */
                     version?: number;
                     /**
+                     * @description The workflow engine: `engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine (docs/engines.md)
                      * @default engineA
                      * @enum {string}
                      */
@@ -2184,6 +2185,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
+                     * @description Who opened the decision: a workflow engine (`engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine), or an MCP or API caller (`mcp`, `api`: these poll)
                      * @default engineA
                      * @enum {string}
                      */
@@ -7670,7 +7672,10 @@ export interface operations {
                             identityUserId: string | null;
                             disabled: boolean;
                             channels: {
-                                /** @enum {string} */
+                                /**
+                                 * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                                 * @enum {string}
+                                 */
                                 channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                                 endpoint: string | null;
                                 /** @enum {string} */
@@ -7789,7 +7794,10 @@ export interface operations {
                     name?: string;
                     identityUserId?: string;
                     channels?: {
-                        /** @enum {string} */
+                        /**
+                         * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                         * @enum {string}
+                         */
                         channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                         endpoint?: string;
                     }[];
@@ -7815,7 +7823,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -7849,7 +7860,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -8013,7 +8027,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -8140,7 +8157,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {string} */
+                    /**
+                     * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                     * @enum {string}
+                     */
                     channel?: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                     /** @enum {string} */
                     surface?: "inbox" | "chatA" | "chatB" | "esign" | "email" | "api";
@@ -8165,7 +8185,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -8328,7 +8351,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -8467,7 +8493,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -10508,7 +10537,10 @@ export interface operations {
                             id: string;
                             name: string | null;
                             version: number;
-                            /** @enum {string} */
+                            /**
+                             * @description The workflow engine: `engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine (docs/engines.md)
+                             * @enum {string}
+                             */
                             engine: "engineA" | "engineB" | "trigger" | "bundled";
                             steps: unknown[];
                             createdAt: string;
@@ -10615,6 +10647,7 @@ export interface operations {
                     /** @default 1 */
                     version?: number;
                     /**
+                     * @description The workflow engine: `engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine (docs/engines.md)
                      * @default engineA
                      * @enum {string}
                      */
@@ -10786,7 +10819,10 @@ export interface operations {
                         id: string;
                         name: string | null;
                         version: number;
-                        /** @enum {string} */
+                        /**
+                         * @description The workflow engine: `engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine (docs/engines.md)
+                         * @enum {string}
+                         */
                         engine: "engineA" | "engineB" | "trigger" | "bundled";
                         steps: unknown[];
                         createdAt: string;
@@ -12836,7 +12872,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {string} */
+                        /**
+                         * @description The workflow engine: `engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine (docs/engines.md)
+                         * @enum {string}
+                         */
                         engine: "engineA" | "engineB" | "trigger" | "bundled";
                         /** @enum {string} */
                         source: "org" | "deployment";
@@ -14981,7 +15020,10 @@ export interface operations {
                         email: string;
                         approver: boolean;
                         chat: {
-                            /** @enum {string} */
+                            /**
+                             * @description The chat platform: `chatA` Slack, `chatB` Discord
+                             * @enum {string}
+                             */
                             provider: "chatA" | "chatB";
                             installed: boolean;
                             workspace: string | null;
@@ -14990,7 +15032,10 @@ export interface operations {
                             verifiedAt: string | null;
                         }[];
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -15329,7 +15374,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {string} */
+                        /**
+                         * @description The chat platform: `chatA` Slack, `chatB` Discord
+                         * @enum {string}
+                         */
                         provider: "chatA" | "chatB";
                         installed: boolean;
                         workspace: string | null;
@@ -15464,7 +15512,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {string} */
+                        /**
+                         * @description The chat platform: `chatA` Slack, `chatB` Discord
+                         * @enum {string}
+                         */
                         provider: "chatA" | "chatB";
                         installed: boolean;
                         workspace: string | null;

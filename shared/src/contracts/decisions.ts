@@ -4,13 +4,17 @@ import { FACTS_HASH_PATTERN } from '../jcs';
 import { EchoReply, EchoRequest, Email, decimalInt, forwarded } from './common';
 import { READ, RESENDABLE, endpoint } from './endpoint';
 import { PolicyKey } from './policies';
+import { PROVIDER_LABEL } from './providers';
 
 /** The workflow engines a verdict resumes: the one list (notifier's providers, settings and deliveries read it). */
 export const WORKFLOW_ENGINES = ['engineA', 'engineB', 'trigger', 'bundled'] as const;
-export const Engine = z.enum(WORKFLOW_ENGINES);
+const ENGINE_NAMES = WORKFLOW_ENGINES.map((e) => `\`${e}\` ${PROVIDER_LABEL[e]}`).join(', ');
+export const Engine = z.enum(WORKFLOW_ENGINES).describe(`The workflow engine: ${ENGINE_NAMES} (docs/engines.md)`);
 export type Engine = z.infer<typeof Engine>;
 /** Who opened a decision: a workflow engine, or an MCP or API caller (these poll; nothing to resume). */
-export const DecisionEngine = z.enum([...WORKFLOW_ENGINES, 'mcp', 'api']);
+export const DecisionEngine = z
+  .enum([...WORKFLOW_ENGINES, 'mcp', 'api'])
+  .describe(`Who opened the decision: a workflow engine (${ENGINE_NAMES}), or an MCP or API caller (\`mcp\`, \`api\`: these poll)`);
 export const DecisionStatus = z.enum(['PENDING', 'APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED']);
 export type DecisionStatus = z.infer<typeof DecisionStatus>;
 export const FactsHash = z.string().regex(FACTS_HASH_PATTERN, 'factsHash must be 64 lowercase hex characters (SHA-256)');

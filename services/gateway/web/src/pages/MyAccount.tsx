@@ -1,12 +1,11 @@
 import { api } from '../api';
+import { CHANNEL_LABEL, PROVIDER_LABEL as NAMES } from '../../../../../shared/src/contracts/providers';
 import type { ApiReply, MyChatLinks } from '../types';
 
 type ChatLink = MyChatLinks['chat'][number];
 import type { Session } from '../auth';
 import { ErrorBox, Loading, Status, useAction, useLoad, when } from '../ui';
 
-type Provider = 'chatA' | 'chatB';
-const NAMES: Record<Provider, string> = { chatA: 'Slack', chatB: 'Discord' };
 
 /**
  * One chat provider: link the person's own account (the provider's sign-in; for Slack also
@@ -117,7 +116,7 @@ export function MyAccountPage({ session }: { session: Session }) {
               <tbody>
                 {links.data.channels.map((c) => (
                   <tr key={c.channel}>
-                    <td>{NAMES[c.channel as Provider] ?? c.channel}</td>
+                    <td>{CHANNEL_LABEL[c.channel as keyof typeof CHANNEL_LABEL] ?? c.channel}</td>
                     <td>{c.endpoint ? <code>{c.endpoint}</code> : '—'}</td>
                     <td>
                       <Status status={c.status} />

@@ -3,6 +3,7 @@ import { api, qs } from '../api';
 import type { ApiReply } from '../types';
 import { can, type Session } from '../auth';
 import { ErrorBox, Field, Loading, useAction, useLoad, when } from '../ui';
+import { CHANNEL_LABEL } from '../../../../../shared/src/contracts/providers';
 
 // ---- approvers ------------------------------------------------------------------------
 
@@ -44,7 +45,7 @@ export function ApproversPage({ session }: { session: Session }) {
                 <ul className="plain">
                   {a.channels.map((c) => (
                     <li key={c.channel}>
-                      {c.channel}
+                      {CHANNEL_LABEL[c.channel as keyof typeof CHANNEL_LABEL] ?? c.channel}
                       {c.endpoint && c.channel !== 'email' ? `: ${c.endpoint}` : ''} <span className={`status status-${c.status}`}>{c.status}</span>
                       {isAdmin && c.status !== 'verified' && c.endpoint ? (
                         <button
@@ -52,7 +53,7 @@ export function ApproversPage({ session }: { session: Session }) {
                           className="link"
                           onClick={() => call('POST', `/v1/approvers/${a.id}/verify`, { channel: c.channel, endpoint: c.endpoint, status: 'verified' })}
                         >
-                          Verify {c.channel} of {a.email}
+                          Verify {CHANNEL_LABEL[c.channel as keyof typeof CHANNEL_LABEL] ?? c.channel} of {a.email}
                         </button>
                       ) : null}
                     </li>
@@ -93,8 +94,10 @@ export function ApproversPage({ session }: { session: Session }) {
             <Field label="Extra channel">
               <select value={form.channel} onChange={(e) => setForm({ ...form, channel: e.target.value })}>
                 <option value="">None</option>
-                {['sms', 'chatA', 'chatB', 'webhook', 'phone'].map((c) => (
-                  <option key={c}>{c}</option>
+                {(['sms', 'chatA', 'chatB', 'webhook', 'phone'] as const).map((c) => (
+                  <option key={c} value={c}>
+                    {CHANNEL_LABEL[c]}
+                  </option>
                 ))}
               </select>
             </Field>
