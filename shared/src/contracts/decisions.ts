@@ -139,6 +139,14 @@ export const DecisionRequest = z.strictObject({
 });
 export type DecisionRequest = z.infer<typeof DecisionRequest>;
 
+/**
+ * Something a caller should know about an answer that still succeeded: `engine_not_configured`
+ * when the decision's workflow engine (the default `engineA`, Inngest, when none is named)
+ * is configured neither for the org nor the deployment, so its verdict will resume nothing.
+ */
+export const ReplyWarning = z.object({ code: z.enum(['engine_not_configured']), message: z.string() });
+export type ReplyWarning = z.infer<typeof ReplyWarning>;
+
 export const CreateReply = z.object({
   approvalNeeded: z.boolean(),
   decisionId: z.string().optional(),
@@ -147,6 +155,8 @@ export const CreateReply = z.object({
   expiresAt: z.string().nullable().optional(),
   policyVersion: z.number().nullable().optional(),
   policyVersionId: z.string().nullable().optional(),
+  /** Present only when there is something to say (docs/decisions-log.md "Warnings on create"). */
+  warnings: z.array(ReplyWarning).optional(),
 });
 
 export const OutputDraft = z.strictObject({
