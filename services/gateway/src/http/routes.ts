@@ -107,7 +107,7 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
       ],
       otherStatuses: { 200: 'No approval needed (`reason: "not_required"`), or (externalRunId, stepRef) already has a decision (`reason: "existing"`)' },
       description:
-        '201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision.',
+        '201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision. `warnings` (only when there is something to say): `[{code: "engine_not_configured", message}]` when the decision\'s workflow engine (`engineA`, Inngest, when none is named) is configured neither for the org (`PUT /v1/settings/engines`) nor the deployment: the decision is open all the same, but its verdict will resume no workflow.',
     }),
     fwd('get', '/v1/worker/decisions', 'worker', 'decisions', "The agent's inbox, newest first", D.workerList, DW),
     fwd('get', '/v1/worker/decisions/{id}', 'worker', 'decisions', 'Decision status for polling', D.workerGet, { ...DW, errors: NOT_FOUND }),

@@ -4,6 +4,7 @@ import type { ApiReply } from '../types';
 import { can, type Session } from '../auth';
 import { ErrorBox, Field, Loading, useAction, useLoad, when } from '../ui';
 import { CHANNEL_LABEL } from '../../../../../shared/src/contracts/providers';
+import { UsageChart } from './UsageChart';
 
 // ---- approvers ------------------------------------------------------------------------
 
@@ -307,8 +308,6 @@ export function AuditPage() {
 export function UsagePage() {
   const current = useLoad(() => api<ApiReply<'/v1/usage/current', 'get'>>('GET', '/v1/usage/current'), []);
   const history = useLoad(() => api<ApiReply<'/v1/usage/', 'get'>>('GET', '/v1/usage/'), []);
-  const items = [...(history.data?.items ?? [])].reverse();
-  const top = Math.max(1, ...items.map((i) => i.decisions));
   const c = current.data;
   return (
     <section>
@@ -321,14 +320,7 @@ export function UsagePage() {
       ) : null}
       {c && c.decisions.limit ? <progress max={c.decisions.limit} value={c.decisions.used} aria-label="This month against the limit" /> : null}
       <h2>Last months</h2>
-      <div className="bars" role="img" aria-label={`Decisions per month: ${items.map((i) => `${i.period} ${i.decisions}`).join(', ')}`}>
-        {items.map((i) => (
-          <div key={i.period} className="bar" title={`${i.period}: ${i.decisions}`}>
-            <span style={{ height: `${Math.round((i.decisions / top) * 100)}%` }} />
-            <small>{i.period.slice(2)}</small>
-          </div>
-        ))}
-      </div>
+      <UsageChart items={history.data?.items ?? []} period={c?.period} used={c?.decisions.used} limit={c?.decisions.limit ?? null} />
     </section>
   );
 }
