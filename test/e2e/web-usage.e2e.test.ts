@@ -17,7 +17,10 @@ describe('web app in Chromium: usage chart, channel names', () => {
   beforeAll(async () => {
     stack = await startStack({ label: 'webusage', services: ['gateway', 'policies', 'decisions'], env: { DECISION_QUOTA_PER_MONTH: '8' } });
     ({ admin, apiKey } = await stack.newOrg());
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    });
   });
   afterAll(async () => {
     await browser?.close();
@@ -61,7 +64,10 @@ describe('web app in Chromium: usage chart, channel names', () => {
     // This month's bar is 3/8 of the limit line's height above the axis.
     const heights = await chart.locator(`g[data-period="${current.period}"] rect`).evaluate((r) => Number(r.getAttribute('height')));
     const limitY = await chart.locator('.limit line').evaluate((l) => Number(l.getAttribute('y1')));
-    const axisY = await chart.locator('line.grid').first().evaluate((l) => Number(l.getAttribute('y1')));
+    const axisY = await chart
+      .locator('line.grid')
+      .first()
+      .evaluate((l) => Number(l.getAttribute('y1')));
     expect(Math.abs(heights / (axisY - limitY) - 3 / 8)).toBeLessThan(0.01);
     await expect(chart.locator('.limit text').textContent()).resolves.toBe('limit 8 / month');
     await expect(chart.getAttribute('aria-label')).resolves.toContain('monthly limit 8');

@@ -156,7 +156,11 @@ describe('engines per org', () => {
     ]);
     // A repeat answers the same decision, and says the same.
     const again = await open('warn-1');
-    expect({ status: again.status, reason: again.body.reason, warnings: again.body.warnings }).toEqual({ status: 200, reason: 'existing', warnings: unset.body.warnings });
+    expect({ status: again.status, reason: again.body.reason, warnings: again.body.warnings }).toEqual({
+      status: 200,
+      reason: 'existing',
+      warnings: unset.body.warnings,
+    });
     const temporal = await open('warn-2', { engine: 'engineB' });
     expect(temporal.body.warnings).toEqual([{ code: 'engine_not_configured', message: expect.stringMatching(/^Temporal \(engineB\) is not configured/) }]);
     // A caller that polls (api, mcp) resumes nothing: nothing to warn about.

@@ -39,7 +39,7 @@ export interface paths {
         put?: never;
         /**
          * Open a decision
-         * @description 201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision. API key (worker scope). Requires API key role `decisions:write`.
+         * @description 201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision. `warnings` (only when there is something to say): `[{code: "engine_not_configured", message}]` when the decision's workflow engine (`engineA`, Inngest, when none is named) is configured neither for the org (`PUT /v1/settings/engines`) nor the deployment: the decision is open all the same, but its verdict will resume no workflow. API key (worker scope). Requires API key role `decisions:write`.
          */
         post: operations["post_v1_worker_decisions"];
         delete?: never;
@@ -2306,6 +2306,11 @@ export interface operations {
                         expiresAt?: string | null;
                         policyVersion?: number | null;
                         policyVersionId?: string | null;
+                        warnings?: {
+                            /** @enum {string} */
+                            code: "engine_not_configured";
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -2325,6 +2330,11 @@ export interface operations {
                         expiresAt?: string | null;
                         policyVersion?: number | null;
                         policyVersionId?: string | null;
+                        warnings?: {
+                            /** @enum {string} */
+                            code: "engine_not_configured";
+                            message: string;
+                        }[];
                     };
                 };
             };

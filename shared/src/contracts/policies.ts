@@ -13,9 +13,11 @@ export const PathKey = z.string().min(1).max(200);
 const INT4_MAX = 2147483647;
 const PosInt = () => z.number().int().positive().max(INT4_MAX);
 
-export const Channel = z
-  .enum(['email', 'chatA', 'chatB', 'phone', 'sms', 'webhook'])
-  .describe(`Where an approver is reached: ${Object.entries(CHANNEL_LABEL).map(([c, label]) => `\`${c}\` ${label}`).join(', ')}`);
+export const Channel = z.enum(['email', 'chatA', 'chatB', 'phone', 'sms', 'webhook']).describe(
+  `Where an approver is reached: ${Object.entries(CHANNEL_LABEL)
+    .map(([c, label]) => `\`${c}\` ${label}`)
+    .join(', ')}`,
+);
 export type Channel = z.infer<typeof Channel>;
 export const Surface = z.enum(['inbox', 'chatA', 'chatB', 'esign', 'email', 'api']);
 export type Surface = z.infer<typeof Surface>;

@@ -654,10 +654,18 @@ export function buildRoutes(deps: { store: AccessStore; members: MembersStore; s
     fwd('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'Discord text channels', I.chatB.channels, {
       errors: ['integration_not_installed', 'integration_not_configured'],
     }),
-    fwd('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the Discord channel where decisions are announced (admin)', I.chatB.setChannel, {
-      needs: 'admin',
-      errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'],
-    }),
+    fwd(
+      'put',
+      '/v1/integrations/chatB/channel',
+      'session',
+      'integrations',
+      'Set the Discord channel where decisions are announced (admin)',
+      I.chatB.setChannel,
+      {
+        needs: 'admin',
+        errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'],
+      },
+    ),
     fwd('post', '/v1/integrations/chatB/test', 'session', 'integrations', 'Send a Discord test message (admin)', I.chatB.test, {
       needs: 'admin',
       errors: ['integration_not_installed', 'integration_not_configured', 'conflict'],

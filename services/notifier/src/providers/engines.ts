@@ -22,7 +22,8 @@ export interface EngineTarget {
 export type ResolveEngine = (org: string, engine: EngineName) => Promise<EngineTarget | null>;
 
 /** Why an engine's events cannot go anywhere for an org. */
-export const engineNotConfigured = (engine: EngineName) => `engine_not_configured: ${PROVIDER_LABEL[engine]} (${engine}) is not configured for this org or the deployment`;
+export const engineNotConfigured = (engine: EngineName) =>
+  `engine_not_configured: ${PROVIDER_LABEL[engine]} (${engine}) is not configured for this org or the deployment`;
 
 const base = (u: string) => u.replace(/\/$/, '');
 const bearer = (secret?: string): Record<string, string> => (secret ? { authorization: `Bearer ${secret}` } : {});

@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { AppError, EVENT, PROVIDER_LABEL, literalTargetRefusal, type AddressPolicy, type OrgCache, type OutboundClient, type SecretBox } from '@approvals/shared';
+import {
+  AppError,
+  EVENT,
+  PROVIDER_LABEL,
+  literalTargetRefusal,
+  type AddressPolicy,
+  type OrgCache,
+  type OutboundClient,
+  type SecretBox,
+} from '@approvals/shared';
 import type { z } from 'zod';
 import type { EngineSettingsBody } from '@approvals/shared';
 import type { NotifierConfig } from '../config';
@@ -45,7 +54,9 @@ export function createEngines(deps: {
           ? { engine, source: 'deployment', url: config.INNGEST_URL, secret: config.INNGEST_EVENT_KEY, http }
           : null;
       case 'engineB':
-        return config.TEMPORAL_URL ? { engine, source: 'deployment', url: config.TEMPORAL_URL, namespace: config.TEMPORAL_NAMESPACE, secret: config.TEMPORAL_API_KEY, http } : null;
+        return config.TEMPORAL_URL
+          ? { engine, source: 'deployment', url: config.TEMPORAL_URL, namespace: config.TEMPORAL_NAMESPACE, secret: config.TEMPORAL_API_KEY, http }
+          : null;
       case 'trigger':
         return config.TRIGGER_API_URL ? { engine, source: 'deployment', url: config.TRIGGER_API_URL, secret: config.TRIGGER_SECRET_KEY, http } : null;
       case 'bundled':

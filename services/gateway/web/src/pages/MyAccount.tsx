@@ -6,7 +6,6 @@ type ChatLink = MyChatLinks['chat'][number];
 import type { Session } from '../auth';
 import { ErrorBox, Loading, Status, useAction, useLoad, when } from '../ui';
 
-
 /**
  * One chat provider: link the person's own account (the provider's sign-in; for Slack also
  * "find me by email"), or unlink it. Only a proven account is linked: nothing here takes an

@@ -42,7 +42,13 @@ export function UsageChart({
   const byPeriod = new Map(items.map((i) => [i.period, i.decisions]));
   if (period && used !== undefined) byPeriod.set(period, Math.max(used, byPeriod.get(period) ?? 0));
   const now = new Date();
-  const end = period ?? items.map((i) => i.period).sort().at(-1) ?? `${now.getFullYear()}-${String(now.getMonth() + 1).padStart(2, '0')}`;
+  const end =
+    period ??
+    items
+      .map((i) => i.period)
+      .sort()
+      .at(-1) ??
+    `${now.getFullYear()}-${String(now.getMonth() + 1).padStart(2, '0')}`;
   const months = lastMonths(end).map((p) => ({ period: p, decisions: byPeriod.get(p) ?? 0 }));
   const s = step(Math.max(1, limit ?? 0, ...months.map((m) => m.decisions)));
   const top = Math.ceil(Math.max(1, limit ?? 0, ...months.map((m) => m.decisions)) / s) * s;

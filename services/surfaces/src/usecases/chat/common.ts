@@ -100,7 +100,8 @@ export function createChatCommon(deps: ChatDeps) {
 
     async installed(org: string, p: ChatProvider): Promise<InstallationRow> {
       const row = await store.installation(org, p);
-      if (!row) throw new AppError('integration_not_installed', `${PROVIDER_LABEL[p]} is not installed for this org: install it from GET /v1/integrations/${p}`);
+      if (!row)
+        throw new AppError('integration_not_installed', `${PROVIDER_LABEL[p]} is not installed for this org: install it from GET /v1/integrations/${p}`);
       return row;
     },
 
