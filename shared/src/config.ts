@@ -51,6 +51,15 @@ export function withRenamedEnv(
 }
 
 /**
+ * A service's env schema that reads renamed variables under their old names too (the same
+ * `withRenamedEnv`), however it is parsed: through loadConfig (which also says which old
+ * names were read) or directly (`NotifierEnv.parse(env)` in tests).
+ */
+export function withRenamedNames<S extends z.ZodType>(schema: S) {
+  return z.preprocess((v) => (v && typeof v === 'object' ? withRenamedEnv(v as Record<string, string | undefined>).env : v), schema);
+}
+
+/**
  * Parses process.env (or a given record) against one zod schema, once, at start.
  * A bad or missing variable stops the process with a message naming it, instead of
  * failing later in some code path that happens to read it. Renamed variables are read

@@ -1,6 +1,6 @@
 import { describe, expect, it } from '@jest/globals';
 import { z } from 'zod';
-import { RENAMED_ENV, loadConfig, withRenamedEnv } from '../src/config';
+import { RENAMED_ENV, loadConfig, withRenamedEnv, withRenamedNames } from '../src/config';
 
 const Schema = z.object({
   SLACK_SIGNING_SECRET: z.string().optional(),
@@ -48,6 +48,15 @@ describe('renamed environment variables (old names as aliases)', () => {
     expect(news.every((n) => /^(SLACK|DISCORD|INNGEST|TEMPORAL|TRIGGER)_/.test(n))).toBe(true);
     expect(new Set(news).size).toBe(news.length);
     expect(olds.filter((o) => news.includes(o))).toEqual([]);
+  });
+
+  it('a schema wrapped with withRenamedNames reads old names however it is parsed (the test stacks parse directly)', () => {
+    const Wrapped = withRenamedNames(Schema);
+    expect(Wrapped.parse({ ENGINE_A_URL: 'http://engine.test', INNGEST_URL: undefined })).toEqual({
+      INNGEST_URL: 'http://engine.test',
+      TEMPORAL_NAMESPACE: 'default',
+    });
+    expect(Wrapped.parse({ ENGINE_B_NAMESPACE: 'old', TEMPORAL_NAMESPACE: 'new' }).TEMPORAL_NAMESPACE).toBe('new');
   });
 
   it('leaves the given record alone', () => {
