@@ -3,6 +3,7 @@ import type { ApiReply, Block, FullDecision, ResponseSpec } from '../types';
 import { api } from '../api';
 import type { Session } from '../auth';
 import { ErrorBox, Field, Loading, Status, useAction, useLoad, when } from '../ui';
+import { providerLabel } from '../../../../../shared/src/contracts/providers';
 
 type Spec = ResponseSpec;
 
@@ -363,7 +364,7 @@ export function DecisionPage({ id }: { id: string; session: Session }) {
               <time>{when(t.at)}</time> <strong>{t.type}</strong> {t.actor ? <span>{t.actor}</span> : null}{' '}
               {t.type === 'vote' ? (
                 <span>
-                  {String(t.choice)} via {String(t.surface)}
+                  {String(t.choice)} via {providerLabel(String(t.surface))}
                 </span>
               ) : null}
             </li>
