@@ -21,7 +21,8 @@ import { localJwtSecret, localNatsUsers, readRuntime, rotateLocalReceiptKey } fr
 
 const USAGE = `usage:
   npm run admin -- bootstrap --org <org id> --email <email> [--name <key name>]
-      prints {"orgId","sessionToken","apiKey"} for a first admin
+      prints {"orgId","sessionToken","apiKey"} for a first admin; refused when the org already has
+      an unrevoked key of that name (bootstrap run twice): nothing is changed
   npm run admin -- session --org <org id> --email <email> [--role admin|editor|member|reviewer] [--sub <user id>] [--ttl <seconds>]
       prints a session token, and the web app sign-in link (/app/login#token=…) on stderr; with the
       database reachable, the person becomes a member with that role (reviewer: none is made)
@@ -115,15 +116,28 @@ export async function main(argv: string[]): Promise<void> {
     const email = checkEmail(required(flags, 'email'));
     const databaseUrl = process.env.DATABASE_URL ?? readRuntime()?.databaseUrl;
     if (!databaseUrl) throw new Error('no database: start the system with `npm start` first, or set DATABASE_URL');
+    const name = flags.name ?? 'bootstrap';
     await withAccessDb(databaseUrl, async (db) => {
       const store = createAccessStore(db);
+      // Run twice, it would mint a second key of the same name that nobody can tell from the
+      // first: refused, with nothing changed, and the ways on said.
+      const same = (await store.listApiKeys(org)).find((k) => k.name === name && !k.revoked_at);
+      if (same) {
+        throw new Error(
+          `org ${org} already has an API key named "${name}" (${same.prefix}…, ${same.id}, created ${same.created_at.toISOString()}): ` +
+            `bootstrap was already run for it, and nothing was changed.\n` +
+            `  sign in:        npm run admin -- session --org ${org} --email ${email} --role admin\n` +
+            `  another key:    npm run admin -- bootstrap --org ${org} --email ${email} --name <another name>\n` +
+            `  lost the key:   revoke or rotate it in the web app (API keys) or with POST /v1/api-keys/${same.id}/rotate`,
+        );
+      }
       await store.ensureOrg(org);
       const sub = flags.sub ?? `usr_${email}`;
       await store.touchUser({ org, id: sub, email, role: 'admin' });
       const members = createMembersStore(db, { audit: (trx, entries) => store.appendAuditMany(entries, trx) });
       await members.ensure(org, email, 'admin', { id: 'admin-cli', label: 'admin CLI' });
       const roles = ['decisions:write', 'policies:write'] as const;
-      const { key, row } = await store.createApiKey({ org, name: flags.name ?? 'bootstrap', roles: [...roles], createdBy: sub });
+      const { key, row } = await store.createApiKey({ org, name, roles: [...roles], createdBy: sub });
       // Like a key made over HTTP: every key's creation is in the org's audit log.
       await store.appendAudit({ org, action: 'api_key.created', actor: sub, target: row.id, details: { roles: [...roles], via: 'admin bootstrap' } });
       const sessionToken = signSessionToken(secret, { sub, email, org, role: 'admin' }, Number(flags.ttl ?? 12 * 3600));

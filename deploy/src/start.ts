@@ -1,7 +1,8 @@
-import { rmSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createLogger, SERVICE_NAMES, type ServiceName } from '@approvals/shared';
 import { launchServices, waitHealthy } from './processes';
-import { localJwtSecret, localReceiptKeys, localSecretsKey, portFree, provideInfra, RUNTIME_FILE, writeRuntime } from './dev-env';
+import { DATA_DIR, localJwtSecret, localReceiptKeys, localSecretsKey, portFree, provideInfra, RUNTIME_FILE, writeRuntime } from './dev-env';
 import { jetstreamReplicasFromEnv, natsAdminAuthFromEnv, provisionWhenReady } from './provision';
 
 const COLORS = ['\x1b[36m', '\x1b[33m', '\x1b[35m', '\x1b[32m', '\x1b[34m', '\x1b[31m'];
@@ -11,6 +12,15 @@ const useColor = process.stdout.isTTY;
 
 function say(line: string) {
   process.stdout.write(`[start] ${line}\n`);
+}
+
+/** A pino line at error or fatal level (or not JSON: a crash's own output). */
+function isError(raw: string): boolean {
+  try {
+    return Number((JSON.parse(raw) as { level?: unknown }).level) >= 50;
+  } catch {
+    return !raw.trim().startsWith('{') && raw.trim() !== '';
+  }
 }
 
 /** Pino JSON → one readable line, prefixed by the service name. */
@@ -65,12 +75,23 @@ export async function main(): Promise<void> {
   let shuttingDown = false;
   // One metrics port each (METRICS_PORT + the service's index), never six on one port.
   const metricsBase = process.env.METRICS_PORT ? Number(process.env.METRICS_PORT) : undefined;
+  // While stopping, what the services say is kept out of the terminal: a Ctrl-C reaches
+  // PostgreSQL and nats-server at the same moment as the services, so each one's closing
+  // connections would print screens of expected warnings and stack traces. They go to a
+  // file instead; an error (level 50+) is still shown.
+  const whileStopping: string[] = [];
   const procs = launchServices({
     env,
     envOf: metricsBase === undefined ? undefined : (name) => ({ METRICS_PORT: String(metricsBase + SERVICE_NAMES.indexOf(name as ServiceName)) }),
     natsUsers: infra.natsUsers,
     restart: true,
-    onLine: (name, idx, line) => process.stdout.write(`${formatLine(name, COLORS[idx % COLORS.length], line)}\n`),
+    onLine: (name, idx, line) => {
+      if (shuttingDown && !isError(line)) {
+        whileStopping.push(`[${name}] ${line}`);
+        return;
+      }
+      process.stdout.write(`${formatLine(name, COLORS[idx % COLORS.length], line)}\n`);
+    },
     onRestart: (name, reason, delay) => say(`${name} exited (${reason}); restarting in ${delay} ms`),
   });
 
@@ -84,7 +105,13 @@ export async function main(): Promise<void> {
     say('stopping infrastructure…');
     await infra.stop();
     rmSync(RUNTIME_FILE, { force: true });
-    say('stopped');
+    const stopLog = join(DATA_DIR, 'stop.log');
+    try {
+      writeFileSync(stopLog, whileStopping.length ? `${whileStopping.join('\n')}\n` : '');
+      say(whileStopping.length ? `stopped (what the services said while stopping: ${stopLog})` : 'stopped');
+    } catch {
+      say('stopped');
+    }
     process.exit(0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));

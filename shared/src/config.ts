@@ -5,12 +5,76 @@ import { POOL_DEFAULTS, resolvePool, type PoolSettings } from './db';
 import type { MetricsEndpoint } from './metrics';
 
 /**
+ * Environment variables renamed to their providers' names (old → new). The old name keeps
+ * working: the new one wins, the old one is read when the new one is absent, and a
+ * one-line deprecation warning names both (docs/operations.md "Environment"). Every
+ * service's configuration goes through loadConfig, so this is the one place an alias lives.
+ */
+export const RENAMED_ENV: Readonly<Record<string, string>> = {
+  CHAT_A_SIGNING_SECRET: 'SLACK_SIGNING_SECRET',
+  CHAT_A_CLIENT_ID: 'SLACK_CLIENT_ID',
+  CHAT_A_CLIENT_SECRET: 'SLACK_CLIENT_SECRET',
+  CHAT_A_API_URL: 'SLACK_API_URL',
+  CHAT_B_APPLICATION_ID: 'DISCORD_APPLICATION_ID',
+  CHAT_B_PUBLIC_KEY: 'DISCORD_PUBLIC_KEY',
+  CHAT_B_BOT_TOKEN: 'DISCORD_BOT_TOKEN',
+  CHAT_B_CLIENT_SECRET: 'DISCORD_CLIENT_SECRET',
+  CHAT_B_API_URL: 'DISCORD_API_URL',
+  ENGINE_A_URL: 'INNGEST_URL',
+  ENGINE_A_EVENT_KEY: 'INNGEST_EVENT_KEY',
+  ENGINE_B_URL: 'TEMPORAL_URL',
+  ENGINE_B_NAMESPACE: 'TEMPORAL_NAMESPACE',
+  ENGINE_TRIGGER_URL: 'TRIGGER_API_URL',
+  ENGINE_TRIGGER_SECRET: 'TRIGGER_SECRET_KEY',
+};
+
+/**
+ * The environment with every renamed variable under its new name: the new name wins; the
+ * old one fills it only when the new one is absent (unset or empty). `deprecated` lists the
+ * old names that were read (set, and not overridden), for the warning.
+ */
+export function withRenamedEnv(
+  env: Record<string, string | undefined>,
+  renamed: Readonly<Record<string, string>> = RENAMED_ENV,
+): { env: Record<string, string | undefined>; deprecated: { old: string; current: string }[] } {
+  const out: Record<string, string | undefined> = { ...env };
+  const deprecated: { old: string; current: string }[] = [];
+  for (const [old, current] of Object.entries(renamed)) {
+    const value = env[old];
+    if (value === undefined || value === '') continue;
+    if (env[current] === undefined || env[current] === '') {
+      out[current] = value;
+      deprecated.push({ old, current });
+    }
+  }
+  return { env: out, deprecated };
+}
+
+/**
+ * A service's env schema that reads renamed variables under their old names too (the same
+ * `withRenamedEnv`), however it is parsed: through loadConfig (which also says which old
+ * names were read) or directly (`NotifierEnv.parse(env)` in tests).
+ */
+export function withRenamedNames<S extends z.ZodType>(schema: S) {
+  return z.preprocess((v) => (v && typeof v === 'object' ? withRenamedEnv(v as Record<string, string | undefined>).env : v), schema);
+}
+
+/**
  * Parses process.env (or a given record) against one zod schema, once, at start.
  * A bad or missing variable stops the process with a message naming it, instead of
- * failing later in some code path that happens to read it.
+ * failing later in some code path that happens to read it. Renamed variables are read
+ * under their old names too (RENAMED_ENV), each with one deprecation line through `warn`
+ * (default: stderr).
  */
-export function loadConfig<S extends z.ZodType>(schema: S, env: Record<string, string | undefined> = process.env): z.infer<S> {
-  const parsed = schema.safeParse(env);
+export function loadConfig<S extends z.ZodType>(
+  schema: S,
+  env: Record<string, string | undefined> = process.env,
+  opts: { warn?: (line: string) => void } = {},
+): z.infer<S> {
+  const renamed = withRenamedEnv(env);
+  const warn = opts.warn ?? ((line: string) => process.stderr.write(`${line}\n`));
+  for (const d of renamed.deprecated) warn(`${d.old} is deprecated: rename it to ${d.current} (docs/operations.md "Environment")`);
+  const parsed = schema.safeParse(renamed.env);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(env)'}: ${i.message}`);
     throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);

@@ -138,6 +138,7 @@ async function waitUp(s: Started, timeoutMs = 90_000) {
 
 /** Sends SIGINT (to the start process, or to its whole group like Ctrl-C in a terminal) and checks a clean stop. */
 async function interruptAndCheck(s: Started, target: 'process' | 'group', signal: NodeJS.Signals = 'SIGINT') {
+  const before = s.output().length;
   process.kill(target === 'group' ? -s.pid : s.pid, signal);
   let timer: NodeJS.Timeout | undefined;
   const result = await Promise.race([s.exited, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), 30_000)))]);
@@ -145,6 +146,11 @@ async function interruptAndCheck(s: Started, target: 'process' | 'group', signal
   const failed = result === 'timeout' || result.code !== 0;
   expect({ result, tail: failed ? s.output().slice(-4000) : '' }).toEqual({ result: { code: 0, signal: null }, tail: '' });
   expect(s.output()).toMatch(/\[start\] stopped/);
+  // A clean stop is quiet: start's own lines only; what the services say while their
+  // database and NATS go away with them is in the data folder's stop.log, not the terminal.
+  const stopping = s.output().slice(before).split('\n').filter(Boolean);
+  expect(stopping.filter((l) => !l.startsWith('[start] '))).toEqual([]);
+  expect(existsSync(join(s.dataDir, 'stop.log'))).toBe(true);
   if (signal !== 'SIGINT') expect(s.output()).toContain(`${signal}: stopping services`);
   // nothing listens any more: fetch itself fails
   expect(

@@ -48,7 +48,7 @@ describe('distributed traces', () => {
     engine = await startRecorder();
     stack = await startStack({
       label: 'tracing',
-      env: { ENGINE_A_URL: engine.url, ENGINE_A_EVENT_KEY: 'trace-key', DELIVERY_POLL_MS: '100' },
+      env: { INNGEST_URL: engine.url, INNGEST_EVENT_KEY: 'trace-key', DELIVERY_POLL_MS: '100' },
     });
   });
   afterAll(async () => {

@@ -69,7 +69,7 @@ const close = (server: Server) =>
 
 export interface SlackStandIn {
   url: string;
-  /** What CHAT_A_API_URL points at. */
+  /** What SLACK_API_URL points at. */
   apiUrl: string;
   calls: PlatformCall[];
   /** `response_url` of a click: `${url}/respond/<n>`; what was posted there. */
@@ -206,7 +206,7 @@ export function slackSignature(secret: string, body: string, ts = Math.floor(Dat
 
 export interface DiscordStandIn {
   url: string;
-  /** What CHAT_B_API_URL points at. */
+  /** What DISCORD_API_URL points at. */
   apiUrl: string;
   calls: PlatformCall[];
   guild: { id: string; name: string };

@@ -25,7 +25,7 @@ export interface HttpResult<T = any> {
 export interface StackOptions {
   /** Which services to run in-process (default: all six). */
   services?: readonly ServiceName[];
-  /** Extra env for every service (for example SMTP_URL or ENGINE_A_URL). */
+  /** Extra env for every service (for example SMTP_URL or INNGEST_URL). */
   env?: Record<string, string>;
   /** Extra env for one service only. */
   serviceEnv?: Partial<Record<ServiceName, Record<string, string>>>;

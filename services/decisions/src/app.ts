@@ -60,12 +60,28 @@ export async function startDecisions(config: DecisionsConfig, opts: { log?: Logg
       // The business series (shared/src/business-metrics.ts): counted as the events go out.
       if (ctx.relay) ctx.relay.published = countDecisionEvents;
       registerPendingGauge(() => store.decisions.pendingByPolicy());
-      const stops = [followChanges(ctx.bus, ctx.log, 'policies', [policies.cache]), followChanges(ctx.bus, ctx.log, 'surfaces', [chat])];
+      // Whether an org's workflow engine is configured (the create answer's warnings), until notifier announces a change.
+      const engines = new CachedCalls(ctx.bus);
+      const stops = [
+        followChanges(ctx.bus, ctx.log, 'policies', [policies.cache]),
+        followChanges(ctx.bus, ctx.log, 'surfaces', [chat]),
+        followChanges(ctx.bus, ctx.log, 'notifier', [engines.cache]),
+      ];
       const actions = createDecisionActions({ store, bus: ctx.bus, clock: ctx.clock, http, secrets: SecretBox.fromConfig(config) });
       const signer = await createReceiptSigner({ signingKey: config.RECEIPT_SIGNING_KEY, retiredKeys: config.RECEIPT_RETIRED_KEYS });
       if (signer.kid === null) ctx.log.warn('RECEIPT_SIGNING_KEY is not set: receipts are refused (409 receipts_not_configured)');
       registerDecisionHandlers(ctx.host, {
-        create: createDecisionOpener({ store, bus: ctx.bus, clock: ctx.clock, defaultMonthlyQuota: quota, contracts, policies, guard: outboundGuard(config) }),
+        create: createDecisionOpener({
+          store,
+          bus: ctx.bus,
+          clock: ctx.clock,
+          defaultMonthlyQuota: quota,
+          contracts,
+          policies,
+          guard: outboundGuard(config),
+          engines,
+          log: ctx.log,
+        }),
         actions,
         reads: createDecisionReads({ store, actions, clock: ctx.clock, defaultMonthlyQuota: quota }),
         workflows: createWorkflows({ store: new WorkflowsStore(ctx.db), bus: ctx.bus }),

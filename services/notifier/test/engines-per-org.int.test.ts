@@ -141,6 +141,37 @@ describe('engines per org', () => {
     expect(receivers.requests.some((r) => r.path === '/org-one' && r.body?.data?.decisionId === d2)).toBe(false);
   });
 
+  it("a decision on an engine configured nowhere says so in its create answer (warnings); configured, or a polling caller's, it does not", async () => {
+    const o = await stack.newOrg();
+    const open = (run: string, extra: Record<string, unknown> = {}) =>
+      stack.http('POST', '/v1/worker/decisions', { token: o.apiKey, body: { externalRunId: run, stepRef: 's', approvers: ['rev@example.com'], ...extra } });
+    // No engine named: the default, engineA (Inngest), which neither the org nor this deployment configures.
+    const unset = await open('warn-1');
+    expect(unset.status).toBe(201);
+    expect(unset.body.warnings).toEqual([
+      {
+        code: 'engine_not_configured',
+        message: expect.stringMatching(/^Inngest \(engineA, the default when a request names none\) is not configured for this org .*the decision is open/),
+      },
+    ]);
+    // A repeat answers the same decision, and says the same.
+    const again = await open('warn-1');
+    expect({ status: again.status, reason: again.body.reason, warnings: again.body.warnings }).toEqual({
+      status: 200,
+      reason: 'existing',
+      warnings: unset.body.warnings,
+    });
+    const temporal = await open('warn-2', { engine: 'engineB' });
+    expect(temporal.body.warnings).toEqual([{ code: 'engine_not_configured', message: expect.stringMatching(/^Temporal \(engineB\) is not configured/) }]);
+    // A caller that polls (api, mcp) resumes nothing: nothing to warn about.
+    expect((await open('warn-3', { engine: 'api' })).body.warnings).toBeUndefined();
+    // Once the org configures Inngest, the next create has no warnings (the settings change reached decisions' cache).
+    expect((await settings(o.admin, { engineA: { url: `${receivers.url}/inngest`, eventKey: 'k' } })).status).toBe(200);
+    const configured = await open('warn-4');
+    expect(configured.status).toBe(201);
+    expect(configured.body).not.toHaveProperty('warnings');
+  });
+
   it('test events: signed, answered with the receiver status; an engine configured nowhere is 409', async () => {
     const o = await stack.newOrg();
     const secret = (await settings(o.admin, { bundled: { url: `${receivers.url}/tested` } })).body.bundled.secret as string;

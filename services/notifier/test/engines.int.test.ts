@@ -30,10 +30,10 @@ describe('engine resumes', () => {
       label: 'engines',
       services: ['gateway', 'policies', 'decisions', 'notifier'],
       env: {
-        ENGINE_B_URL: `${engines.url}/temporal`,
-        ENGINE_B_NAMESPACE: 'payments',
-        ENGINE_TRIGGER_URL: `${engines.url}/trigger`,
-        ENGINE_TRIGGER_SECRET: 'tr_secret',
+        TEMPORAL_URL: `${engines.url}/temporal`,
+        TEMPORAL_NAMESPACE: 'payments',
+        TRIGGER_API_URL: `${engines.url}/trigger`,
+        TRIGGER_SECRET_KEY: 'tr_secret',
         ENGINE_BUNDLED_URL: `${engines.url}/bundled/hook`,
         ENGINE_BUNDLED_SECRET: secret,
         DELIVERY_POLL_MS: '50',
@@ -119,10 +119,10 @@ describe('engine resumes', () => {
   it('records a skip, never a fake success, when there is nothing to resume', async () => {
     const mcp = await resolve('mcp', 'approve');
     await waitFor(async () => (await deliveries(mcp.id)).some((d) => d.kind === 'resume' && d.status === 'skipped'), { what: 'mcp skip' });
-    const engineA = await resolve('engineA', 'approve'); // no ENGINE_A_URL in this stack
+    const engineA = await resolve('engineA', 'approve'); // no INNGEST_URL in this stack
     await waitFor(async () => (await deliveries(engineA.id)).some((d) => d.kind === 'resume' && d.status === 'skipped'), { what: 'engineA skip' });
     const [d] = (await deliveries(engineA.id)).filter((x) => x.kind === 'resume');
-    expect(d.lastError).toBe('engine_not_configured: no engineA is configured for this org or the deployment');
+    expect(d.lastError).toBe('engine_not_configured: Inngest (engineA) is not configured for this org or the deployment');
     // Found when it was planned: never attempted.
     expect(d.attempts).toBe(0);
     // The decision's timeline says so (an mcp decision has no engine by design: nothing there).

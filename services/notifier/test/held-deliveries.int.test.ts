@@ -150,7 +150,7 @@ describe('deliveries planned already claimed', () => {
   it('skipped when planned: an engine resume writes its notification.skipped in the same statement, once; a person or a polling caller none; none is claimed', async () => {
     const store = createDeliveriesStore(db, { leaseSec: 60 });
     await store.claim(100); // nothing else pending from earlier tests
-    const reason = 'engine_not_configured: no engineA is configured for this org or the deployment';
+    const reason = 'engine_not_configured: Inngest (engineA) is not configured for this org or the deployment';
     const resume = rows(1, {
       kind: 'resume',
       channel: 'engineA',

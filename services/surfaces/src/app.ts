@@ -59,7 +59,7 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
       };
       ctx.host.handle(SurfacesEndpoints.mintLinks, createMintLinksHandler(links));
       const email = createEmailActRoutes(links);
-      // The chat platforms' APIs are the operator's configuration (CHAT_*_API_URL): trusted.
+      // The chat platforms' APIs are the operator's configuration (SLACK_API_URL, DISCORD_API_URL): trusted.
       const http = createOutboundClient({ guard: null });
       // Read on every new decision, changed rarely: cached by every replica until a change is announced.
       const installations = new OrgCache<InstallationRow[]>();
@@ -71,8 +71,8 @@ export async function startSurfaces(config: SurfacesConfig, opts: { log?: Logger
         clock: ctx.clock,
         log: ctx.log,
         secrets: SecretBox.fromConfig(config),
-        slack: new SlackApi(config.CHAT_A_API_URL),
-        discord: new DiscordApi(config.CHAT_B_API_URL, config.CHAT_B_BOT_TOKEN, http),
+        slack: new SlackApi(config.SLACK_API_URL),
+        discord: new DiscordApi(config.DISCORD_API_URL, config.DISCORD_BOT_TOKEN, http),
       });
       registerChatHandlers(ctx.host, chat);
       const webhooks = createWebhooks({ config, store: createWebhooksStore(ctx.db), bus: ctx.bus, log: ctx.log, secrets: SecretBox.fromConfig(config) });

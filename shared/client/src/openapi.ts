@@ -39,7 +39,7 @@ export interface paths {
         put?: never;
         /**
          * Open a decision
-         * @description 201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision. API key (worker scope). Requires API key role `decisions:write`.
+         * @description 201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision. `warnings` (only when there is something to say): `[{code: "engine_not_configured", message}]` when the decision's workflow engine (`engineA`, Inngest, when none is named) is configured neither for the org (`PUT /v1/settings/engines`) nor the deployment: the decision is open all the same, but its verdict will resume no workflow. API key (worker scope). Requires API key role `decisions:write`.
          */
         post: operations["post_v1_worker_decisions"];
         delete?: never;
@@ -854,7 +854,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * chatA (Slack) interactivity: button clicks (signed, v0)
+         * Slack (chatA) interactivity: button clicks (signed, v0)
          * @description No bearer token: the owning service verifies the provider signature over the raw body.
          */
         post: operations["post_v1_surfaces_chatA_interactivity"];
@@ -874,7 +874,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * chatA (Slack) Events API: url_verification, app_uninstalled, tokens_revoked
+         * Slack (chatA) Events API: url_verification, app_uninstalled, tokens_revoked
          * @description No bearer token: the owning service verifies the provider signature over the raw body.
          */
         post: operations["post_v1_surfaces_chatA_events"];
@@ -894,7 +894,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * chatB (Discord) interactions endpoint: PING and button clicks (Ed25519)
+         * Discord (chatB) interactions endpoint: PING and button clicks (Ed25519)
          * @description No bearer token: the owning service verifies the provider signature over the raw body.
          */
         post: operations["post_v1_surfaces_chatB_interactions"];
@@ -932,7 +932,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatA install callback (OAuth v2): stores the installation, 302 to the app
+         * Slack install callback (OAuth v2): stores the installation, 302 to the app
          * @description No bearer token: the owning service verifies the provider signature over the raw body.
          */
         get: operations["get_v1_integrations_chatA_callback"];
@@ -952,7 +952,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatB install callback (OAuth2): stores the installation, 302 to the app
+         * Discord install callback (OAuth2): stores the installation, 302 to the app
          * @description No bearer token: the owning service verifies the provider signature over the raw body.
          */
         get: operations["get_v1_integrations_chatB_callback"];
@@ -973,7 +973,7 @@ export interface paths {
         };
         /**
          * Slack (OpenID Connect) sign-in callback of a person linking their own chat account: 302 to the app
-         * @description Where Slack sends the browser back after the sign-in started with `POST /v1/integrations/chatA/link`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified chatA endpoint of the person's approver record. No bearer token: the owning service verifies the provider signature over the raw body.
+         * @description Where Slack sends the browser back after the sign-in started with `POST /v1/integrations/chatA/link`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified Slack channel (`chatA`) of the person's approver record. No bearer token: the owning service verifies the provider signature over the raw body.
          */
         get: operations["get_v1_integrations_chatA_link_callback"];
         put?: never;
@@ -993,7 +993,7 @@ export interface paths {
         };
         /**
          * Discord (OAuth2 identify) sign-in callback of a person linking their own chat account: 302 to the app
-         * @description Where Discord sends the browser back after the sign-in started with `POST /v1/integrations/chatB/link`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified chatB endpoint of the person's approver record. No bearer token: the owning service verifies the provider signature over the raw body.
+         * @description Where Discord sends the browser back after the sign-in started with `POST /v1/integrations/chatB/link`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified Discord channel (`chatB`) of the person's approver record. No bearer token: the owning service verifies the provider signature over the raw body.
          */
         get: operations["get_v1_integrations_chatB_link_callback"];
         put?: never;
@@ -1448,7 +1448,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatB integration: installed, or (admins) the install URL
+         * Discord (chatB) integration: installed, or (admins) the install URL
          * @description Installed: `{installed: true, teamId | guildId, name, channel}` for every member. Not installed: admins get `{installed: false, installUrl}` (its state bound to the org, the admin and this browser: single-use, 10 minutes; the answer sets the browser-binding cookie), everyone else `{installed: false}`. Signed-in session (JWT). Session roles `member`, `editor`, `admin` (a `reviewer` gets 403 `forbidden`). Answers with `Set-Cookie: approvals_oauth_binding` (HttpOnly, SameSite=Lax, Path=/v1/integrations/), reused when the request carries it: the OAuth state it mints can only be brought back by this browser.
          */
         get: operations["get_v1_integrations_chatB"];
@@ -1468,7 +1468,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatB text channels
+         * Discord text channels
          * @description Signed-in session (JWT). Session roles `member`, `editor`, `admin` (a `reviewer` gets 403 `forbidden`).
          */
         get: operations["get_v1_integrations_chatB_channels"];
@@ -1489,7 +1489,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * Set the chatB channel where decisions are announced (admin)
+         * Set the Discord channel where decisions are announced (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         put: operations["put_v1_integrations_chatB_channel"];
@@ -1510,7 +1510,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send a chatB test message (admin)
+         * Send a Discord test message (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         post: operations["post_v1_integrations_chatB_test"];
@@ -1528,7 +1528,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatA integration: installed, or (admins) the install URL
+         * Slack (chatA) integration: installed, or (admins) the install URL
          * @description Installed: `{installed: true, teamId | guildId, name, channel}` for every member. Not installed: admins get `{installed: false, installUrl}` (its state bound to the org, the admin and this browser: single-use, 10 minutes; the answer sets the browser-binding cookie), everyone else `{installed: false}`. Signed-in session (JWT). Session roles `member`, `editor`, `admin` (a `reviewer` gets 403 `forbidden`). Answers with `Set-Cookie: approvals_oauth_binding` (HttpOnly, SameSite=Lax, Path=/v1/integrations/), reused when the request carries it: the OAuth state it mints can only be brought back by this browser.
          */
         get: operations["get_v1_integrations_chatA"];
@@ -1549,7 +1549,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * chatA deliberation: a thread per decision, a reply per vote (admin)
+         * Slack deliberation: a thread per decision, a reply per vote (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         put: operations["put_v1_integrations_chatA_deliberation"];
@@ -1570,7 +1570,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Test chatA deliberation (admin)
+         * Test Slack deliberation (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         post: operations["post_v1_integrations_chatA_deliberation_test"];
@@ -1588,7 +1588,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * chatA channels
+         * Slack channels
          * @description Signed-in session (JWT). Session roles `member`, `editor`, `admin` (a `reviewer` gets 403 `forbidden`).
          */
         get: operations["get_v1_integrations_chatA_channels"];
@@ -1609,7 +1609,7 @@ export interface paths {
         };
         get?: never;
         /**
-         * Set the chatA channel where decisions are announced (admin)
+         * Set the Slack channel where decisions are announced (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         put: operations["put_v1_integrations_chatA_channel"];
@@ -1630,7 +1630,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Send a chatA test message (admin)
+         * Send a Slack test message (admin)
          * @description Signed-in session (JWT). Session role `admin` (others 403 `forbidden`).
          */
         post: operations["post_v1_integrations_chatA_test"];
@@ -1711,7 +1711,7 @@ export interface paths {
         put?: never;
         /**
          * Link your Slack account found by your email (users.lookupByEmail in the org's workspace)
-         * @description Slack's directory finds the workspace member whose email (verified by Slack) is your session's email; that Slack user becomes the verified chatA endpoint of your approver record (registered if you have none). No such member: 404 `not_found` with `reason: "no_slack_user"`. Slack not installed: 409 `integration_not_installed`. Signed-in session (JWT). Any signed-in role.
+         * @description Slack's directory finds the workspace member whose email (verified by Slack) is your session's email; that Slack user becomes the verified Slack channel (`chatA`) of your approver record (registered if you have none). No such member: 404 `not_found` with `reason: "no_slack_user"`. Slack not installed: 409 `integration_not_installed`. Signed-in session (JWT). Any signed-in role.
          */
         post: operations["post_v1_me_chat_links_chatA_lookup"];
         delete?: never;
@@ -1732,7 +1732,7 @@ export interface paths {
         post?: never;
         /**
          * Unlink your chat account: your approver record keeps the channel without an id, pending
-         * @description Without an approver record: 404 `not_found`. For Slack, a chatA channel without an id is still reached by your email in the workspace (users.lookupByEmail) when notices are sent. Signed-in session (JWT). Any signed-in role.
+         * @description Without an approver record: 404 `not_found`. For Slack, a `chatA` channel without an id is still reached by your email in the workspace (users.lookupByEmail) when notices are sent. Signed-in session (JWT). Any signed-in role.
          */
         delete: operations["delete_v1_me_chat_links_provider"];
         options?: never;
@@ -1912,6 +1912,7 @@ export interface operations {
                     /** @default 1 */
                     version?: number;
                     /**
+                     * @description The workflow engine: `engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine (docs/engines.md)
                      * @default engineA
                      * @enum {string}
                      */
@@ -2300,6 +2301,7 @@ export interface operations {
             content: {
                 "application/json": {
                     /**
+                     * @description Who opened the decision: a workflow engine (`engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine), or an MCP or API caller (`mcp`, `api`: these poll)
                      * @default engineA
                      * @enum {string}
                      */
@@ -2420,6 +2422,11 @@ export interface operations {
                         expiresAt?: string | null;
                         policyVersion?: number | null;
                         policyVersionId?: string | null;
+                        warnings?: {
+                            /** @enum {string} */
+                            code: "engine_not_configured";
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -2439,6 +2446,11 @@ export interface operations {
                         expiresAt?: string | null;
                         policyVersion?: number | null;
                         policyVersionId?: string | null;
+                        warnings?: {
+                            /** @enum {string} */
+                            code: "engine_not_configured";
+                            message: string;
+                        }[];
                     };
                 };
             };
@@ -7943,7 +7955,10 @@ export interface operations {
                             identityUserId: string | null;
                             disabled: boolean;
                             channels: {
-                                /** @enum {string} */
+                                /**
+                                 * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                                 * @enum {string}
+                                 */
                                 channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                                 endpoint: string | null;
                                 /** @enum {string} */
@@ -8062,7 +8077,10 @@ export interface operations {
                     name?: string;
                     identityUserId?: string;
                     channels?: {
-                        /** @enum {string} */
+                        /**
+                         * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                         * @enum {string}
+                         */
                         channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                         endpoint?: string;
                     }[];
@@ -8088,7 +8106,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -8122,7 +8143,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -8286,7 +8310,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -8413,7 +8440,10 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    /** @enum {string} */
+                    /**
+                     * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                     * @enum {string}
+                     */
                     channel?: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                     /** @enum {string} */
                     surface?: "inbox" | "chatA" | "chatB" | "esign" | "email" | "api";
@@ -8438,7 +8468,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -8601,7 +8634,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -8740,7 +8776,10 @@ export interface operations {
                         identityUserId: string | null;
                         disabled: boolean;
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -10781,7 +10820,10 @@ export interface operations {
                             id: string;
                             name: string | null;
                             version: number;
-                            /** @enum {string} */
+                            /**
+                             * @description The workflow engine: `engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine (docs/engines.md)
+                             * @enum {string}
+                             */
                             engine: "engineA" | "engineB" | "trigger" | "bundled";
                             steps: unknown[];
                             createdAt: string;
@@ -10888,6 +10930,7 @@ export interface operations {
                     /** @default 1 */
                     version?: number;
                     /**
+                     * @description The workflow engine: `engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine (docs/engines.md)
                      * @default engineA
                      * @enum {string}
                      */
@@ -11059,7 +11102,10 @@ export interface operations {
                         id: string;
                         name: string | null;
                         version: number;
-                        /** @enum {string} */
+                        /**
+                         * @description The workflow engine: `engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine (docs/engines.md)
+                         * @enum {string}
+                         */
                         engine: "engineA" | "engineB" | "trigger" | "bundled";
                         steps: unknown[];
                         createdAt: string;
@@ -13423,7 +13469,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {string} */
+                        /**
+                         * @description The workflow engine: `engineA` Inngest, `engineB` Temporal, `trigger` Trigger.dev, `bundled` the bundled engine (docs/engines.md)
+                         * @enum {string}
+                         */
                         engine: "engineA" | "engineB" | "trigger" | "bundled";
                         /** @enum {string} */
                         source: "org" | "deployment";
@@ -15568,7 +15617,10 @@ export interface operations {
                         email: string;
                         approver: boolean;
                         chat: {
-                            /** @enum {string} */
+                            /**
+                             * @description The chat platform: `chatA` Slack, `chatB` Discord
+                             * @enum {string}
+                             */
                             provider: "chatA" | "chatB";
                             installed: boolean;
                             workspace: string | null;
@@ -15577,7 +15629,10 @@ export interface operations {
                             verifiedAt: string | null;
                         }[];
                         channels: {
-                            /** @enum {string} */
+                            /**
+                             * @description Where an approver is reached: `email` Email, `chatA` Slack, `chatB` Discord, `sms` SMS, `phone` Phone call, `webhook` Webhook
+                             * @enum {string}
+                             */
                             channel: "email" | "chatA" | "chatB" | "phone" | "sms" | "webhook";
                             endpoint: string | null;
                             /** @enum {string} */
@@ -15916,7 +15971,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {string} */
+                        /**
+                         * @description The chat platform: `chatA` Slack, `chatB` Discord
+                         * @enum {string}
+                         */
                         provider: "chatA" | "chatB";
                         installed: boolean;
                         workspace: string | null;
@@ -16051,7 +16109,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @enum {string} */
+                        /**
+                         * @description The chat platform: `chatA` Slack, `chatB` Discord
+                         * @enum {string}
+                         */
                         provider: "chatA" | "chatB";
                         installed: boolean;
                         workspace: string | null;

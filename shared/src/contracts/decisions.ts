@@ -4,13 +4,17 @@ import { FACTS_HASH_PATTERN } from '../jcs';
 import { EchoReply, EchoRequest, Email, decimalInt, forwarded } from './common';
 import { READ, RESENDABLE, endpoint } from './endpoint';
 import { PolicyKey } from './policies';
+import { PROVIDER_LABEL } from './providers';
 
 /** The workflow engines a verdict resumes: the one list (notifier's providers, settings and deliveries read it). */
 export const WORKFLOW_ENGINES = ['engineA', 'engineB', 'trigger', 'bundled'] as const;
-export const Engine = z.enum(WORKFLOW_ENGINES);
+const ENGINE_NAMES = WORKFLOW_ENGINES.map((e) => `\`${e}\` ${PROVIDER_LABEL[e]}`).join(', ');
+export const Engine = z.enum(WORKFLOW_ENGINES).describe(`The workflow engine: ${ENGINE_NAMES} (docs/engines.md)`);
 export type Engine = z.infer<typeof Engine>;
 /** Who opened a decision: a workflow engine, or an MCP or API caller (these poll; nothing to resume). */
-export const DecisionEngine = z.enum([...WORKFLOW_ENGINES, 'mcp', 'api']);
+export const DecisionEngine = z
+  .enum([...WORKFLOW_ENGINES, 'mcp', 'api'])
+  .describe(`Who opened the decision: a workflow engine (${ENGINE_NAMES}), or an MCP or API caller (\`mcp\`, \`api\`: these poll)`);
 export const DecisionStatus = z.enum(['PENDING', 'APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED']);
 export type DecisionStatus = z.infer<typeof DecisionStatus>;
 export const FactsHash = z.string().regex(FACTS_HASH_PATTERN, 'factsHash must be 64 lowercase hex characters (SHA-256)');
@@ -135,6 +139,14 @@ export const DecisionRequest = z.strictObject({
 });
 export type DecisionRequest = z.infer<typeof DecisionRequest>;
 
+/**
+ * Something a caller should know about an answer that still succeeded: `engine_not_configured`
+ * when the decision's workflow engine (the default `engineA`, Inngest, when none is named)
+ * is configured neither for the org nor the deployment, so its verdict will resume nothing.
+ */
+export const ReplyWarning = z.object({ code: z.enum(['engine_not_configured']), message: z.string() });
+export type ReplyWarning = z.infer<typeof ReplyWarning>;
+
 export const CreateReply = z.object({
   approvalNeeded: z.boolean(),
   decisionId: z.string().optional(),
@@ -143,6 +155,8 @@ export const CreateReply = z.object({
   expiresAt: z.string().nullable().optional(),
   policyVersion: z.number().nullable().optional(),
   policyVersionId: z.string().nullable().optional(),
+  /** Present only when there is something to say (docs/decisions-log.md "Warnings on create"). */
+  warnings: z.array(ReplyWarning).optional(),
 });
 
 export const OutputDraft = z.strictObject({

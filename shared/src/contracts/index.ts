@@ -8,3 +8,4 @@ export * from './decisions';
 export * from './surfaces';
 export * from './notifier';
 export * from './integrations';
+export * from './providers';

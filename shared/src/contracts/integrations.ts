@@ -10,7 +10,7 @@ import { READ, RESENDABLE, endpoint } from './endpoint';
  * workspace"). The surfaces service owns the installations and every call to the chat
  * platforms; tokens are sealed at rest and never read back.
  */
-export const ChatProvider = z.enum(['chatA', 'chatB']);
+export const ChatProvider = z.enum(['chatA', 'chatB']).describe('The chat platform: `chatA` Slack, `chatB` Discord');
 export type ChatProvider = z.infer<typeof ChatProvider>;
 
 export const Deliberation = z.object({ enabled: z.boolean(), channelId: z.string().nullable() });

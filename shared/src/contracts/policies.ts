@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { SUBJECT } from '../subjects';
 import { Email, EchoReply, EchoRequest, decimalInt, forwarded } from './common';
 import { READ, RESENDABLE, endpoint } from './endpoint';
+import { CHANNEL_LABEL } from './providers';
 
 export const POLICY_KEY_PATTERN = /^[a-z0-9]+(?:[-_.][a-z0-9]+)*$/;
 export const PolicyKey = z.string().min(1).max(64).regex(POLICY_KEY_PATTERN, 'key must be lowercase letters and digits, separated by single "-", "_" or "."');
@@ -12,7 +13,11 @@ export const PathKey = z.string().min(1).max(200);
 const INT4_MAX = 2147483647;
 const PosInt = () => z.number().int().positive().max(INT4_MAX);
 
-export const Channel = z.enum(['email', 'chatA', 'chatB', 'phone', 'sms', 'webhook']);
+export const Channel = z.enum(['email', 'chatA', 'chatB', 'phone', 'sms', 'webhook']).describe(
+  `Where an approver is reached: ${Object.entries(CHANNEL_LABEL)
+    .map(([c, label]) => `\`${c}\` ${label}`)
+    .join(', ')}`,
+);
 export type Channel = z.infer<typeof Channel>;
 export const Surface = z.enum(['inbox', 'chatA', 'chatB', 'esign', 'email', 'api']);
 export type Surface = z.infer<typeof Surface>;

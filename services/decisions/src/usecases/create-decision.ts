@@ -6,6 +6,11 @@ import {
   isUniqueViolation,
   idRandomOf,
   literalTargetRefusal,
+  NotifierEndpoints,
+  PROVIDER_LABEL,
+  WORKFLOW_ENGINES,
+  type Logger,
+  type ReplyWarning,
   type AddressPolicy,
   type Bus,
   type CachedCalls,
@@ -31,7 +36,19 @@ export interface CreateDeps {
   policies: CachedCalls;
   /** The outbound guard: a callbackUrl it refuses is refused at create. */
   guard: AddressPolicy;
+  /**
+   * The notifier's answers (is an engine configured for an org), cached until it announces
+   * a change of engine settings. Without it, no `warnings` are given.
+   */
+  engines?: CachedCalls;
+  log?: Logger;
 }
+
+/**
+ * The notifier's "is this engine configured" asked once, briefly, never resent: a create
+ * does not wait on it (no notifier answering, no warning, at once).
+ */
+const ENGINE_CONFIGURED = { ...NotifierEndpoints.engineConfigured, idempotent: false, timeoutMs: 1_000 };
 
 const quotaExceeded = (limit: number, used: number) =>
   new AppError('quota_exceeded', `the org's monthly decision quota (${limit}) is used up`, { used, limit });
@@ -92,7 +109,34 @@ export function createDecisionOpener(deps: CreateDeps) {
     }
   }
 
+  /**
+   * A decision whose workflow engine nobody configured opens all the same (the verdict can
+   * still be read by polling), but its answer says that the resume will go nowhere, rather
+   * than only the timeline, later. Asking is best effort: no answer, no warning.
+   */
+  async function warned(org: string, b: DecisionRequest, out: CreateResult): Promise<CreateResult> {
+    if (!deps.engines || !out.body.decisionId || !(WORKFLOW_ENGINES as readonly string[]).includes(b.engine)) return out;
+    const engine = b.engine as (typeof WORKFLOW_ENGINES)[number];
+    let configured = true;
+    try {
+      configured = (await deps.engines.call(ENGINE_CONFIGURED, org, { org, engine })).configured;
+    } catch (err) {
+      deps.log?.debug({ err: (err as Error).message, org, engine }, 'could not ask whether the engine is configured; answered without warnings');
+    }
+    if (configured) return out;
+    const named = engine === 'engineA' ? ', the default when a request names none' : '';
+    const warning: ReplyWarning = {
+      code: 'engine_not_configured',
+      message: `${PROVIDER_LABEL[engine]} (${engine}${named}) is not configured for this org (PUT /v1/settings/engines) or the deployment: the decision is open, but its verdict will resume no workflow (poll it, or configure the engine)`,
+    };
+    return { status: out.status, body: { ...out.body, warnings: [warning] } };
+  }
+
   return async function create(req: { org: string; principal: Principal; body: DecisionRequest; attempt?: string }): Promise<CreateResult> {
+    return warned(req.org, req.body, await open(req));
+  };
+
+  async function open(req: { org: string; principal: Principal; body: DecisionRequest; attempt?: string }): Promise<CreateResult> {
     const { org, body: b } = req;
     if (b.callbackUrl !== undefined) {
       // The literal check of the outbound guard (the connect-time check is the real one: a name may resolve anywhere later).
@@ -155,5 +199,5 @@ export function createDecisionOpener(deps: CreateDeps) {
       }
       throw err;
     }
-  };
+  }
 }

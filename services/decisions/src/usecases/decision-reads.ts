@@ -1,5 +1,6 @@
 import {
   AppError,
+  providerLabel,
   EVENT,
   type Clock,
   NotifierEndpoints,
@@ -289,7 +290,7 @@ export function createWorkflows(deps: { store: WorkflowsStore; bus: Bus }) {
       if (!engine.configured) {
         throw new AppError(
           'engine_not_configured',
-          `workflow ${b.workflowId} runs on ${wf.engine}, which is not configured for this org (PUT /v1/settings/engines) or the deployment`,
+          `workflow ${b.workflowId} runs on ${providerLabel(wf.engine)} (${wf.engine}), which is not configured for this org (PUT /v1/settings/engines) or the deployment`,
           { engine: wf.engine },
         );
       }

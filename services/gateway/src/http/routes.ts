@@ -126,7 +126,7 @@ export function buildRoutes(deps: {
       ],
       otherStatuses: { 200: 'No approval needed (`reason: "not_required"`), or (externalRunId, stepRef) already has a decision (`reason: "existing"`)' },
       description:
-        '201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision.',
+        '201 when this request created the decision (`reason` created or floor); 200 `{approvalNeeded: false, reason: "not_required"}` when no approval is needed; 200 `reason: "existing"` when (externalRunId, stepRef) already has a decision. `warnings` (only when there is something to say): `[{code: "engine_not_configured", message}]` when the decision\'s workflow engine (`engineA`, Inngest, when none is named) is configured neither for the org (`PUT /v1/settings/engines`) nor the deployment: the decision is open all the same, but its verdict will resume no workflow.',
     }),
     fwd('get', '/v1/worker/decisions', 'worker', 'decisions', "The agent's inbox, newest first", D.workerList, DW),
     fwd('get', '/v1/worker/decisions/{id}', 'worker', 'decisions', 'Decision status for polling', D.workerGet, { ...DW, errors: NOT_FOUND }),
@@ -400,12 +400,12 @@ export function buildRoutes(deps: {
         503: 'Could not be recorded right now: try again',
       },
     },
-    cb('/v1/surfaces/chatA/interactivity', 'surfaces', 'chatA (Slack) interactivity: button clicks (signed, v0)'),
-    cb('/v1/surfaces/chatA/events', 'surfaces', 'chatA (Slack) Events API: url_verification, app_uninstalled, tokens_revoked'),
-    cb('/v1/surfaces/chatB/interactions', 'surfaces', 'chatB (Discord) interactions endpoint: PING and button clicks (Ed25519)'),
+    cb('/v1/surfaces/chatA/interactivity', 'surfaces', 'Slack (chatA) interactivity: button clicks (signed, v0)'),
+    cb('/v1/surfaces/chatA/events', 'surfaces', 'Slack (chatA) Events API: url_verification, app_uninstalled, tokens_revoked'),
+    cb('/v1/surfaces/chatB/interactions', 'surfaces', 'Discord (chatB) interactions endpoint: PING and button clicks (Ed25519)'),
     cb('/v1/surfaces/esign/connect', 'surfaces', 'esign (DocuSign) Connect callback (HMAC): signers decide signature decisions'),
     {
-      ...cb('/v1/integrations/chatA/callback', 'integrations', 'chatA install callback (OAuth v2): stores the installation, 302 to the app', 'get'),
+      ...cb('/v1/integrations/chatA/callback', 'integrations', 'Slack install callback (OAuth v2): stores the installation, 302 to the app', 'get'),
       htmlResponses: {
         302: "Installed: redirect to the web app's integrations page",
         400: 'The state is missing, altered, expired, already used or for another provider, or no code came back: nothing stored',
@@ -413,7 +413,7 @@ export function buildRoutes(deps: {
       },
     },
     {
-      ...cb('/v1/integrations/chatB/callback', 'integrations', 'chatB install callback (OAuth2): stores the installation, 302 to the app', 'get'),
+      ...cb('/v1/integrations/chatB/callback', 'integrations', 'Discord install callback (OAuth2): stores the installation, 302 to the app', 'get'),
       htmlResponses: {
         302: "Installed: redirect to the web app's integrations page",
         400: 'The state is missing, altered, expired, already used or for another provider, or no code came back: nothing stored',
@@ -428,7 +428,7 @@ export function buildRoutes(deps: {
           `${p === 'chatA' ? 'Slack (OpenID Connect)' : 'Discord (OAuth2 identify)'} sign-in callback of a person linking their own chat account: 302 to the app`,
           'get',
         ),
-        description: `Where ${p === 'chatA' ? 'Slack' : 'Discord'} sends the browser back after the sign-in started with \`POST /v1/integrations/${p}/link\`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified ${p} endpoint of the person's approver record.`,
+        description: `Where ${p === 'chatA' ? 'Slack' : 'Discord'} sends the browser back after the sign-in started with \`POST /v1/integrations/${p}/link\`. The state must come back in the browser that started it (its binding cookie). The proven account becomes the verified ${p === 'chatA' ? 'Slack' : 'Discord'} channel (\`${p}\`) of the person's approver record.`,
         htmlResponses: {
           302: "Linked: redirect to the web app's /app/settings/me?linked=" + p,
           400: 'The state is missing, altered, expired, already used, for another provider or purpose, or brought back by another browser (no or another binding cookie), or no code came back: nothing linked',
@@ -724,22 +724,30 @@ export function buildRoutes(deps: {
       needs: 'admin',
     }),
     fwd('put', '/v1/settings/esign', 'session', 'settings', 'Set signature-provider settings (admin)', EsignEndpoints.put, { needs: 'admin' }),
-    fwd('get', '/v1/integrations/chatB', 'session', 'integrations', 'chatB integration: installed, or (admins) the install URL', I.chatB.get, {
+    fwd('get', '/v1/integrations/chatB', 'session', 'integrations', 'Discord (chatB) integration: installed, or (admins) the install URL', I.chatB.get, {
       browserBinding: true,
       description: INSTALL_VIEW,
     }),
-    fwd('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'chatB text channels', I.chatB.channels, {
+    fwd('get', '/v1/integrations/chatB/channels', 'session', 'integrations', 'Discord text channels', I.chatB.channels, {
       errors: ['integration_not_installed', 'integration_not_configured'],
     }),
-    fwd('put', '/v1/integrations/chatB/channel', 'session', 'integrations', 'Set the chatB channel where decisions are announced (admin)', I.chatB.setChannel, {
-      needs: 'admin',
-      errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'],
-    }),
-    fwd('post', '/v1/integrations/chatB/test', 'session', 'integrations', 'Send a chatB test message (admin)', I.chatB.test, {
+    fwd(
+      'put',
+      '/v1/integrations/chatB/channel',
+      'session',
+      'integrations',
+      'Set the Discord channel where decisions are announced (admin)',
+      I.chatB.setChannel,
+      {
+        needs: 'admin',
+        errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'],
+      },
+    ),
+    fwd('post', '/v1/integrations/chatB/test', 'session', 'integrations', 'Send a Discord test message (admin)', I.chatB.test, {
       needs: 'admin',
       errors: ['integration_not_installed', 'integration_not_configured', 'conflict'],
     }),
-    fwd('get', '/v1/integrations/chatA', 'session', 'integrations', 'chatA integration: installed, or (admins) the install URL', I.chatA.get, {
+    fwd('get', '/v1/integrations/chatA', 'session', 'integrations', 'Slack (chatA) integration: installed, or (admins) the install URL', I.chatA.get, {
       browserBinding: true,
       description: INSTALL_VIEW,
     }),
@@ -748,22 +756,22 @@ export function buildRoutes(deps: {
       '/v1/integrations/chatA/deliberation',
       'session',
       'integrations',
-      'chatA deliberation: a thread per decision, a reply per vote (admin)',
+      'Slack deliberation: a thread per decision, a reply per vote (admin)',
       I.chatA.deliberation,
       { needs: 'admin', errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'] },
     ),
-    fwd('post', '/v1/integrations/chatA/deliberation/test', 'session', 'integrations', 'Test chatA deliberation (admin)', I.chatA.deliberationTest, {
+    fwd('post', '/v1/integrations/chatA/deliberation/test', 'session', 'integrations', 'Test Slack deliberation (admin)', I.chatA.deliberationTest, {
       needs: 'admin',
       errors: ['integration_not_installed', 'integration_not_configured', 'conflict'],
     }),
-    fwd('get', '/v1/integrations/chatA/channels', 'session', 'integrations', 'chatA channels', I.chatA.channels, {
+    fwd('get', '/v1/integrations/chatA/channels', 'session', 'integrations', 'Slack channels', I.chatA.channels, {
       errors: ['integration_not_installed', 'integration_not_configured'],
     }),
-    fwd('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the chatA channel where decisions are announced (admin)', I.chatA.setChannel, {
+    fwd('put', '/v1/integrations/chatA/channel', 'session', 'integrations', 'Set the Slack channel where decisions are announced (admin)', I.chatA.setChannel, {
       needs: 'admin',
       errors: ['integration_not_installed', 'integration_not_configured', 'channel_not_in_workspace'],
     }),
-    fwd('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a chatA test message (admin)', I.chatA.test, {
+    fwd('post', '/v1/integrations/chatA/test', 'session', 'integrations', 'Send a Slack test message (admin)', I.chatA.test, {
       needs: 'admin',
       errors: ['integration_not_installed', 'integration_not_configured', 'conflict'],
     }),
@@ -817,7 +825,7 @@ export function buildRoutes(deps: {
         needs: 'self',
         errors: ['not_found', 'integration_not_installed', 'integration_not_configured'],
         description:
-          'Slack\'s directory finds the workspace member whose email (verified by Slack) is your session\'s email; that Slack user becomes the verified chatA endpoint of your approver record (registered if you have none). No such member: 404 `not_found` with `reason: "no_slack_user"`. Slack not installed: 409 `integration_not_installed`.',
+          'Slack\'s directory finds the workspace member whose email (verified by Slack) is your session\'s email; that Slack user becomes the verified Slack channel (`chatA`) of your approver record (registered if you have none). No such member: 404 `not_found` with `reason: "no_slack_user"`. Slack not installed: 409 `integration_not_installed`.',
       },
     ),
     fwd(
@@ -831,7 +839,7 @@ export function buildRoutes(deps: {
         needs: 'self',
         errors: NOT_FOUND,
         description:
-          'Without an approver record: 404 `not_found`. For Slack, a chatA channel without an id is still reached by your email in the workspace (users.lookupByEmail) when notices are sent.',
+          'Without an approver record: 404 `not_found`. For Slack, a `chatA` channel without an id is still reached by your email in the workspace (users.lookupByEmail) when notices are sent.',
       },
     ),
     fwd('get', '/v1/usage/', 'session', 'usage', 'Decisions opened per month, newest first (24 months)', D.usageHistory),

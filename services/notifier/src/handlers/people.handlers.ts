@@ -59,7 +59,7 @@ export function registerNotifierHandlers(
     if (linked === chatA) return;
     throw new AppError(
       'chat_account_not_linked',
-      `chatA ${chatA} is not the Slack account linked to you: link yours with "Sign in with Slack" (POST /v1/integrations/chatA/link) or by your email (POST /v1/me/chat-links/chatA/lookup)`,
+      `Slack user ${chatA} is not the Slack account linked to you: link yours with "Sign in with Slack" (POST /v1/integrations/chatA/link) or by your email (POST /v1/me/chat-links/chatA/lookup)`,
       { linked },
     );
   }

@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { expectOk, OutboundError, WORKFLOW_ENGINES, type Engine, type OutboundClient } from '@approvals/shared';
+import { expectOk, OutboundError, PROVIDER_LABEL, WORKFLOW_ENGINES, type Engine, type OutboundClient } from '@approvals/shared';
 import { DeliveryError, postJson, type ChannelProvider, type EngineMessage } from './provider';
 import { signStandardWebhook } from './standard-webhooks';
 
 export type EngineName = Engine;
 export const ENGINES: readonly EngineName[] = WORKFLOW_ENGINES;
 
-/** Where an org's engine events go: its own settings, or the deployment's ENGINE_* environment. */
+/** Where an org's engine events go: its own settings, or the deployment's environment (INNGEST_*, TEMPORAL_*, TRIGGER_*, ENGINE_BUNDLED_*). */
 export interface EngineTarget {
   engine: EngineName;
   source: 'org' | 'deployment';
   url: string;
-  /** engineA event key, engineB API key, trigger secret key, bundled signing secret. */
+  /** Inngest event key, Temporal API key, Trigger.dev secret key, bundled signing secret. */
   secret?: string;
-  /** engineB (Temporal) namespace. */
+  /** Temporal namespace. */
   namespace?: string;
   /** The guarded client for an org's URL; the trusted one for the deployment's. */
   http: OutboundClient;
@@ -22,7 +22,8 @@ export interface EngineTarget {
 export type ResolveEngine = (org: string, engine: EngineName) => Promise<EngineTarget | null>;
 
 /** Why an engine's events cannot go anywhere for an org. */
-export const engineNotConfigured = (engine: EngineName) => `engine_not_configured: no ${engine} is configured for this org or the deployment`;
+export const engineNotConfigured = (engine: EngineName) =>
+  `engine_not_configured: ${PROVIDER_LABEL[engine]} (${engine}) is not configured for this org or the deployment`;
 
 const base = (u: string) => u.replace(/\/$/, '');
 const bearer = (secret?: string): Record<string, string> => (secret ? { authorization: `Bearer ${secret}` } : {});
@@ -35,7 +36,7 @@ export async function sendEngineEvent(t: EngineTarget, m: EngineMessage): Promis
   const p = m.payload;
   switch (t.engine) {
     case 'engineA': {
-      if (!t.secret) throw new DeliveryError('engineA has no event key', true);
+      if (!t.secret) throw new DeliveryError('Inngest has no event key', true);
       const name = m.kind === 'run' ? 'approval/run.requested' : 'approval/decision.resolved';
       await postJson(t.http, `${base(t.url)}/e/${encodeURIComponent(t.secret)}`, { name, id: m.eventId, data: p });
       return;

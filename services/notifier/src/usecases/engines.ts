@@ -1,5 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { AppError, EVENT, literalTargetRefusal, type AddressPolicy, type OrgCache, type OutboundClient, type SecretBox } from '@approvals/shared';
+import {
+  AppError,
+  EVENT,
+  PROVIDER_LABEL,
+  literalTargetRefusal,
+  type AddressPolicy,
+  type OrgCache,
+  type OutboundClient,
+  type SecretBox,
+} from '@approvals/shared';
 import type { z } from 'zod';
 import type { EngineSettingsBody } from '@approvals/shared';
 import type { NotifierConfig } from '../config';
@@ -18,7 +27,8 @@ const SECRET_FIELD: Record<EngineName, 'eventKey' | 'apiKey' | 'secretKey' | 'se
 
 /**
  * Engines per org: settings (secrets sealed, write-only; a bundled secret generated and
- * shown once), the fallback to the deployment's ENGINE_* environment, and resolution of
+ * shown once), the fallback to the deployment's environment (INNGEST_*, TEMPORAL_*,
+ * TRIGGER_*, ENGINE_BUNDLED_*; docs/operations.md "Environment"), and resolution of
  * where an org's engine events go. An org's URLs go through the guarded client (checked
  * at save and at every connect), the deployment's through the trusted one.
  */
@@ -40,13 +50,15 @@ export function createEngines(deps: {
     const http = deps.trusted;
     switch (engine) {
       case 'engineA':
-        return config.ENGINE_A_URL && config.ENGINE_A_EVENT_KEY
-          ? { engine, source: 'deployment', url: config.ENGINE_A_URL, secret: config.ENGINE_A_EVENT_KEY, http }
+        return config.INNGEST_URL && config.INNGEST_EVENT_KEY
+          ? { engine, source: 'deployment', url: config.INNGEST_URL, secret: config.INNGEST_EVENT_KEY, http }
           : null;
       case 'engineB':
-        return config.ENGINE_B_URL ? { engine, source: 'deployment', url: config.ENGINE_B_URL, namespace: config.ENGINE_B_NAMESPACE, http } : null;
+        return config.TEMPORAL_URL
+          ? { engine, source: 'deployment', url: config.TEMPORAL_URL, namespace: config.TEMPORAL_NAMESPACE, secret: config.TEMPORAL_API_KEY, http }
+          : null;
       case 'trigger':
-        return config.ENGINE_TRIGGER_URL ? { engine, source: 'deployment', url: config.ENGINE_TRIGGER_URL, secret: config.ENGINE_TRIGGER_SECRET, http } : null;
+        return config.TRIGGER_API_URL ? { engine, source: 'deployment', url: config.TRIGGER_API_URL, secret: config.TRIGGER_SECRET_KEY, http } : null;
       case 'bundled':
         return config.ENGINE_BUNDLED_URL ? { engine, source: 'deployment', url: config.ENGINE_BUNDLED_URL, secret: config.ENGINE_BUNDLED_SECRET, http } : null;
     }
@@ -167,7 +179,7 @@ export function createEngines(deps: {
       if (!target)
         throw new AppError(
           'engine_not_configured',
-          `no ${engine} is configured for this org (PUT /v1/settings/engines) or the deployment (ENGINE_* environment)`,
+          `${PROVIDER_LABEL[engine]} (${engine}) is not configured for this org (PUT /v1/settings/engines) or the deployment (docs/operations.md "Environment")`,
           { engine },
         );
       return { engine, source: target.source, ...(await sendEngineTest(target)) };

@@ -8,7 +8,7 @@ export interface DiscordMessage {
   allowed_mentions: { parse: Array<'everyone' | 'roles' | 'users'> };
 }
 
-/** The Discord REST API (`CHAT_B_API_URL`), bot-authorized, through the shared outbound client. */
+/** The Discord REST API (`DISCORD_API_URL`), bot-authorized, through the shared outbound client. */
 export class DiscordApi {
   constructor(
     private readonly apiUrl: string,
@@ -21,7 +21,7 @@ export class DiscordApi {
   }
 
   private async request(method: 'GET' | 'POST' | 'PATCH', path: string, body?: unknown) {
-    if (!this.botToken) throw new Error('CHAT_B_BOT_TOKEN is not set');
+    if (!this.botToken) throw new Error('DISCORD_BOT_TOKEN is not set');
     return this.http.send(this.url(path), {
       method,
       headers: { authorization: `Bot ${this.botToken}`, 'content-type': 'application/json' },

@@ -6,7 +6,7 @@ export interface SlackMessage {
 }
 
 /**
- * The Slack Web API through `@slack/web-api` (base URL `CHAT_A_API_URL`, operator
+ * The Slack Web API through `@slack/web-api` (base URL `SLACK_API_URL`, operator
  * configuration), with its own retries off: a failed notice is retried by the notifier's
  * delivery, a failed update by the event consumer, each with the tree's one backoff.
  */

@@ -1,4 +1,4 @@
-import { EVENT, enqueueEvents, type ChatProvider, type Knex, type NewEvent, type OrgCache } from '@approvals/shared';
+import { EVENT, PROVIDER_LABEL, enqueueEvents, type ChatProvider, type Knex, type NewEvent, type OrgCache } from '@approvals/shared';
 import type { StatePurpose } from '../domain/chat';
 
 export interface InstallationRow {
@@ -58,8 +58,6 @@ export interface SettingsActor {
   actor: string | null;
   actorLabel: string | null;
 }
-
-const PROVIDER_NAME: Record<ChatProvider, string> = { chatA: 'Slack', chatB: 'Discord' };
 
 /** An installation as the audit log shows it: never its token. */
 const shown = (r: InstallationRow | undefined) =>
@@ -205,7 +203,7 @@ export function createChatStore(db: Knex, opts: { installations?: OrgCache<Insta
     async removeWorkspace(provider: ChatProvider, workspaceId: string, why: string): Promise<number> {
       const n = await db.transaction(async (trx) => {
         const gone: InstallationRow[] = await trx('chat_installations').where({ provider, workspace_id: workspaceId }).delete().returning('*');
-        const by = { actor: null, actorLabel: `${PROVIDER_NAME[provider]} (${why})` };
+        const by = { actor: null, actorLabel: `${PROVIDER_LABEL[provider]} (${why})` };
         await enqueueEvents(
           trx,
           gone.map((row) => settingsEvent(row.org_id, provider, by, row, undefined, 'removed')),

@@ -5,6 +5,7 @@ import { Markdown } from '../markdown';
 import { api } from '../api';
 import type { Session } from '../auth';
 import { ErrorBox, Field, Loading, Status, useAction, useLoad, when } from '../ui';
+import { providerLabel } from '../../../../../shared/src/contracts/providers';
 
 type Spec = ResponseSpec;
 
@@ -64,16 +65,9 @@ export function missingAnswer(spec: Spec, value: unknown): string | null {
 }
 
 type Entry = FullDecision['timeline'][number];
-const CHANNEL_NAMES: Record<string, string> = {
-  inbox: 'the app',
-  email: 'email',
-  chatA: 'Slack',
-  chatB: 'Discord',
-  sms: 'SMS',
-  push: 'push',
-  esign: 'DocuSign',
-};
-const channelName = (c: unknown) => CHANNEL_NAMES[String(c)] ?? String(c);
+/** Surfaces and channels in words; the chat providers by their product names (`providerLabel`). */
+const CHANNEL_WORDS: Record<string, string> = { inbox: 'the app', email: 'email', sms: 'SMS', push: 'push', esign: 'DocuSign' };
+const channelName = (c: unknown) => CHANNEL_WORDS[String(c)] ?? providerLabel(String(c));
 /** A `notified` entry's kind: the first notice says nothing more; a reminder or an escalation says so. */
 const NOTICE_KINDS: Record<string, string> = { notify: '', remind: ' (reminder)', escalate: ' (escalation)', resume: ' (the workflow resumed)' };
 const STATUS_WORDS: Record<string, string> = { APPROVED: 'approved', REJECTED: 'rejected', EXPIRED: 'expired', CANCELLED: 'cancelled' };

@@ -3,10 +3,9 @@ import type { ApiReply, IntegrationView } from '../types';
 import { api } from '../api';
 import type { Session } from '../auth';
 import { ErrorBox, Field, Loading, useAction, useLoad } from '../ui';
+import { PROVIDER_LABEL as NAMES } from '../../../../../shared/src/contracts/providers';
 
 /** `installUrl` only for admins: anyone else sees `{installed: false}`. */
-const NAMES = { chatA: 'Slack', chatB: 'Discord' } as const;
-
 function Chat({ provider, session }: { provider: 'chatA' | 'chatB'; session: Session }) {
   const view = useLoad(() => api<IntegrationView>('GET', `/v1/integrations/${provider}`), [provider]);
   const installed = view.data?.installed === true;

@@ -1,12 +1,10 @@
 import { api } from '../api';
 import type { Session } from '../auth';
+import { CHANNEL_LABEL, PROVIDER_LABEL as NAMES } from '../../../../../shared/src/contracts/providers';
 import type { ApiReply, MyChatLinks } from '../types';
 import { ErrorBox, Loading, Status, useAction, useLoad, when } from '../ui';
 
 type ChatLink = MyChatLinks['chat'][number];
-
-type Provider = 'chatA' | 'chatB';
-const NAMES: Record<Provider, string> = { chatA: 'Slack', chatB: 'Discord' };
 
 /**
  * One chat provider: link the person's own account (the provider's sign-in; for Slack also
@@ -96,7 +94,7 @@ interface Reach {
   since: string | null;
 }
 
-const CHANNEL_NAMES: Record<string, string> = { email: 'Email', chatA: 'Slack', chatB: 'Discord', sms: 'SMS', push: 'Push', esign: 'DocuSign', inbox: 'Inbox' };
+const CHANNEL_NAMES: Record<string, string> = { ...CHANNEL_LABEL, push: 'Push', esign: 'DocuSign', inbox: 'Inbox' };
 
 /**
  * Every channel that reaches the person: their approver record's (verified, pending or

@@ -3,6 +3,8 @@ import { api } from '../api';
 import type { ApiReply } from '../types';
 import { can, type Session } from '../auth';
 import { ErrorBox, Field, Loading, useAction, useLoad, when } from '../ui';
+import { CHANNEL_LABEL } from '../../../../../shared/src/contracts/providers';
+import { UsageChart } from './UsageChart';
 
 // ---- approvers ------------------------------------------------------------------------
 
@@ -44,7 +46,7 @@ export function ApproversPage({ session }: { session: Session }) {
                 <ul className="plain">
                   {a.channels.map((c) => (
                     <li key={c.channel}>
-                      {c.channel}
+                      {CHANNEL_LABEL[c.channel as keyof typeof CHANNEL_LABEL] ?? c.channel}
                       {c.endpoint && c.channel !== 'email' ? `: ${c.endpoint}` : ''} <span className={`status status-${c.status}`}>{c.status}</span>
                       {isAdmin && c.status !== 'verified' && c.endpoint ? (
                         <button
@@ -52,7 +54,7 @@ export function ApproversPage({ session }: { session: Session }) {
                           className="link"
                           onClick={() => call('POST', `/v1/approvers/${a.id}/verify`, { channel: c.channel, endpoint: c.endpoint, status: 'verified' })}
                         >
-                          Verify {c.channel} of {a.email}
+                          Verify {CHANNEL_LABEL[c.channel as keyof typeof CHANNEL_LABEL] ?? c.channel} of {a.email}
                         </button>
                       ) : null}
                     </li>
@@ -93,8 +95,10 @@ export function ApproversPage({ session }: { session: Session }) {
             <Field label="Extra channel">
               <select value={form.channel} onChange={(e) => setForm({ ...form, channel: e.target.value })}>
                 <option value="">None</option>
-                {['sms', 'chatA', 'chatB', 'webhook', 'phone'].map((c) => (
-                  <option key={c}>{c}</option>
+                {(['sms', 'chatA', 'chatB', 'webhook', 'phone'] as const).map((c) => (
+                  <option key={c} value={c}>
+                    {CHANNEL_LABEL[c]}
+                  </option>
                 ))}
               </select>
             </Field>
@@ -247,8 +251,6 @@ export function ApiKeysPage() {
 export function UsagePage() {
   const current = useLoad(() => api<ApiReply<'/v1/usage/current', 'get'>>('GET', '/v1/usage/current'), []);
   const history = useLoad(() => api<ApiReply<'/v1/usage/', 'get'>>('GET', '/v1/usage/'), []);
-  const items = [...(history.data?.items ?? [])].reverse();
-  const top = Math.max(1, ...items.map((i) => i.decisions));
   const c = current.data;
   return (
     <section>
@@ -261,14 +263,7 @@ export function UsagePage() {
       ) : null}
       {c && c.decisions.limit ? <progress max={c.decisions.limit} value={c.decisions.used} aria-label="This month against the limit" /> : null}
       <h2>Last months</h2>
-      <div className="bars" role="img" aria-label={`Decisions per month: ${items.map((i) => `${i.period} ${i.decisions}`).join(', ')}`}>
-        {items.map((i) => (
-          <div key={i.period} className="bar" title={`${i.period}: ${i.decisions}`}>
-            <span style={{ height: `${Math.round((i.decisions / top) * 100)}%` }} />
-            <small>{i.period.slice(2)}</small>
-          </div>
-        ))}
-      </div>
+      <UsageChart items={history.data?.items ?? []} period={c?.period} used={c?.decisions.used} limit={c?.decisions.limit ?? null} />
     </section>
   );
 }

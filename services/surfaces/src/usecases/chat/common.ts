@@ -1,5 +1,6 @@
 import {
   AppError,
+  PROVIDER_LABEL,
   ApproversEndpoints,
   CONTENT_LIMITS,
   ChatNotifyRequest,
@@ -54,7 +55,6 @@ export interface Asking {
 
 /** The answer to a click must leave within Slack's and Discord's 3 s. */
 export const VOTE_TIMEOUT_MS = 2_500;
-export const NAME: Record<ChatProvider, string> = { chatA: 'Slack', chatB: 'Discord' };
 const VOTE_WORD: Record<'approve' | 'reject', string> = { approve: 'approval', reject: 'rejection' };
 
 export const json = (status: number, body: unknown): RawHttpReply => ({ status, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -75,7 +75,7 @@ export function createChatCommon(deps: ChatDeps) {
   const { config, store, bus, clock, log } = deps;
   const appBase = config.APP_BASE_URL ?? config.PUBLIC_BASE_URL;
   const configured = (p: ChatProvider): boolean =>
-    p === 'chatA' ? Boolean(config.CHAT_A_CLIENT_ID && config.CHAT_A_CLIENT_SECRET) : Boolean(config.CHAT_B_APPLICATION_ID && config.CHAT_B_CLIENT_SECRET);
+    p === 'chatA' ? Boolean(config.SLACK_CLIENT_ID && config.SLACK_CLIENT_SECRET) : Boolean(config.DISCORD_APPLICATION_ID && config.DISCORD_CLIENT_SECRET);
   const page = (status: number, heading: string, text: string, after: string) =>
     render({ status, heading, html: html`<div class="notice ${status < 300 ? 'ok' : 'bad'}"><p>${text}</p><p class="muted">${after}</p></div>` });
   const installPage = (status: number, heading: string, text: string) => page(status, heading, text, 'Nothing was installed.');
@@ -96,18 +96,19 @@ export function createChatCommon(deps: ChatDeps) {
 
     requireConfigured(p: ChatProvider): void {
       if (configured(p)) return;
-      const vars = p === 'chatA' ? 'CHAT_A_CLIENT_ID and CHAT_A_CLIENT_SECRET' : 'CHAT_B_APPLICATION_ID and CHAT_B_CLIENT_SECRET';
-      throw new AppError('integration_not_configured', `${p} is not configured on this deployment: the operator sets ${vars} (docs/chat.md)`);
+      const vars = p === 'chatA' ? 'SLACK_CLIENT_ID and SLACK_CLIENT_SECRET' : 'DISCORD_APPLICATION_ID and DISCORD_CLIENT_SECRET';
+      throw new AppError('integration_not_configured', `${PROVIDER_LABEL[p]} is not configured on this deployment: the operator sets ${vars} (docs/chat.md)`);
     },
 
     async installed(org: string, p: ChatProvider): Promise<InstallationRow> {
       const row = await store.installation(org, p);
-      if (!row) throw new AppError('integration_not_installed', `${p} is not installed for this org: install it from GET /v1/integrations/${p}`);
+      if (!row)
+        throw new AppError('integration_not_installed', `${PROVIDER_LABEL[p]} is not installed for this org: install it from GET /v1/integrations/${p}`);
       return row;
     },
 
     botToken(row: InstallationRow): string {
-      if (!row.bot_token_sealed) throw new AppError('integration_not_installed', `${row.provider} has no bot token: install it again`);
+      if (!row.bot_token_sealed) throw new AppError('integration_not_installed', `${PROVIDER_LABEL[row.provider]} has no bot token: install it again`);
       return deps.secrets.open(row.bot_token_sealed, tokenContext(row.org_id, row.provider));
     },
 

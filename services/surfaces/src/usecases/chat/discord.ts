@@ -39,7 +39,7 @@ const DiscordInteraction = z.object({
 
 /**
  * Discord (chatB): the bot install and a person's sign-in (OAuth2), messages through the
- * deployment's bot (`CHAT_B_BOT_TOKEN`), and the interactions endpoint (PING and button
+ * deployment's bot (`DISCORD_BOT_TOKEN`), and the interactions endpoint (PING and button
  * clicks, Ed25519-signed).
  */
 export function createDiscordChat(c: ChatCommon) {
@@ -47,8 +47,8 @@ export function createDiscordChat(c: ChatCommon) {
   const p = 'chatB' as const;
   const authorizeUrl = (q: Record<string, string>) => `https://discord.com/oauth2/authorize?${new URLSearchParams(q).toString()}`;
   const requireBot = () => {
-    if (!config.CHAT_B_BOT_TOKEN)
-      throw new AppError('integration_not_configured', 'chatB has no bot token on this deployment: the operator sets CHAT_B_BOT_TOKEN (docs/chat.md)');
+    if (!config.DISCORD_BOT_TOKEN)
+      throw new AppError('integration_not_configured', 'Discord has no bot token on this deployment: the operator sets DISCORD_BOT_TOKEN (docs/chat.md)');
   };
 
   return {
@@ -56,7 +56,7 @@ export function createDiscordChat(c: ChatCommon) {
       c.requireConfigured(p);
       const state = await c.mintState(r, p, 'install');
       return authorizeUrl({
-        client_id: config.CHAT_B_APPLICATION_ID!,
+        client_id: config.DISCORD_APPLICATION_ID!,
         scope: 'bot applications.commands',
         permissions: DISCORD_PERMISSIONS,
         response_type: 'code',
@@ -70,7 +70,7 @@ export function createDiscordChat(c: ChatCommon) {
       c.requireConfigured(p);
       await c.installed(r.org, p);
       const state = await c.mintState(r, p, 'link');
-      return authorizeUrl({ response_type: 'code', scope: 'identify', client_id: config.CHAT_B_APPLICATION_ID!, redirect_uri: c.linkRedirectUri(p), state });
+      return authorizeUrl({ response_type: 'code', scope: 'identify', client_id: config.DISCORD_APPLICATION_ID!, redirect_uri: c.linkRedirectUri(p), state });
     },
 
     /** `GET /v1/integrations/chatB/callback`: the guild the bot was added to becomes the org's. */
@@ -78,10 +78,10 @@ export function createDiscordChat(c: ChatCommon) {
       const spent = await c.spendState(p, 'install', req);
       if ('reply' in spent) return spent.reply;
       const { row: state, code } = spent;
-      if (!c.configured(p)) return c.installPage(400, 'Not configured', `${p} is not configured on this deployment.`);
+      if (!c.configured(p)) return c.installPage(400, 'Not configured', 'Discord is not configured on this deployment.');
       const org = state.org_id;
       try {
-        const r = await discord.exchangeCode(config.CHAT_B_APPLICATION_ID!, config.CHAT_B_CLIENT_SECRET!, code, c.redirectUri(p));
+        const r = await discord.exchangeCode(config.DISCORD_APPLICATION_ID!, config.DISCORD_CLIENT_SECRET!, code, c.redirectUri(p));
         await store.install(
           org,
           p,
@@ -108,7 +108,7 @@ export function createDiscordChat(c: ChatCommon) {
         return c.linkPage(409, 'Discord is not installed', 'Your organization has no Discord workspace installed any more: an admin installs it first.');
       let userId: string;
       try {
-        userId = await discord.signedInUser(config.CHAT_B_APPLICATION_ID!, config.CHAT_B_CLIENT_SECRET!, code, c.linkRedirectUri(p));
+        userId = await discord.signedInUser(config.DISCORD_APPLICATION_ID!, config.DISCORD_CLIENT_SECRET!, code, c.linkRedirectUri(p));
         if (!(await discord.isMember(install.workspace_id, userId))) {
           log.info({ org, provider: p }, 'chat link refused: not a member of the guild');
           return c.linkPage(
@@ -143,8 +143,8 @@ export function createDiscordChat(c: ChatCommon) {
 
     /** A notice as a DM from the bot (the target is a Discord user id). */
     async notify(row: InstallationRow, req: ChatNotify) {
-      if (!config.CHAT_B_BOT_TOKEN) return { status: 'skipped' as const, reason: 'CHAT_B_BOT_TOKEN is not configured' };
-      if (emailOfTarget(req.target)) return { status: 'skipped' as const, reason: 'a chatB endpoint must be a Discord user id' };
+      if (!config.DISCORD_BOT_TOKEN) return { status: 'skipped' as const, reason: 'DISCORD_BOT_TOKEN is not configured' };
+      if (emailOfTarget(req.target)) return { status: 'skipped' as const, reason: 'a Discord endpoint must be a Discord user id' };
       const channel = await discord.openDm(req.target);
       const id = await discord.send(channel, discordNotice(req.notice, req.decisionId));
       await store.recordMessage({
@@ -167,13 +167,13 @@ export function createDiscordChat(c: ChatCommon) {
     }),
 
     async showOutcome(_row: InstallationRow, m: ChatMessageRow, title: string, status: string, decidedBy: string | null, url: string): Promise<void> {
-      if (config.CHAT_B_BOT_TOKEN) await discord.edit(m.channel_id, m.message_id, discordOutcome(title, status, decidedBy, url));
+      if (config.DISCORD_BOT_TOKEN) await discord.edit(m.channel_id, m.message_id, discordOutcome(title, status, decidedBy, url));
     },
 
     /** `POST /v1/surfaces/chatB/interactions`: PING and button clicks. */
     async interactions(req: RawCallback): Promise<RawHttpReply> {
       const raw = rawBodyOf(req);
-      if (!config.CHAT_B_PUBLIC_KEY || !discordSignatureValid(config.CHAT_B_PUBLIC_KEY, req.headers, raw, clock.now())) {
+      if (!config.DISCORD_PUBLIC_KEY || !discordSignatureValid(config.DISCORD_PUBLIC_KEY, req.headers, raw, clock.now())) {
         return errorJson(401, 'invalid_signature', 'the request is not signed by Discord (X-Signature-Ed25519, X-Signature-Timestamp within 300 s)');
       }
       let body: unknown;

@@ -1,5 +1,6 @@
 import {
   AppError,
+  PROVIDER_LABEL,
   ApproversEndpoints,
   DecisionsEndpoints,
   EVENT,
@@ -54,8 +55,8 @@ export function createChat(deps: ChatDeps) {
         throw new AppError(
           'conflict',
           which === 'channel'
-            ? `no ${p} channel is set: PUT /v1/integrations/${p}/channel first`
-            : 'no deliberation channel is set: PUT /v1/integrations/chatA/deliberation first',
+            ? `no ${PROVIDER_LABEL[p]} channel is set: PUT /v1/integrations/${p}/channel first`
+            : 'no Slack deliberation channel is set: PUT /v1/integrations/chatA/deliberation first',
         );
       // Only ever the channel stored by a checked PUT (the org's own workspace).
       return { sent: true as const, ...(await surface[p].testMessage(row, channel)) };

@@ -43,15 +43,15 @@ export function createSlackChat(c: ChatCommon) {
   // The callback's state is ours (spent before the code is exchanged): InstallProvider does not check it again.
   const installer = c.configured(p)
     ? new InstallProvider({
-        clientId: config.CHAT_A_CLIENT_ID!,
-        clientSecret: config.CHAT_A_CLIENT_SECRET!,
+        clientId: config.SLACK_CLIENT_ID!,
+        clientSecret: config.SLACK_CLIENT_SECRET!,
         stateVerification: false,
         installationStore,
         clientOptions: slack.clientOptions,
         logger: slackLogger(log, 'slack-oauth'),
       })
     : null;
-  const receiver = new CallbackReceiver({ signingSecret: config.CHAT_A_SIGNING_SECRET, now: () => clock.now() });
+  const receiver = new CallbackReceiver({ signingSecret: config.SLACK_SIGNING_SECRET, now: () => clock.now() });
   const app = new App({
     receiver,
     clientOptions: slack.clientOptions,
@@ -80,7 +80,7 @@ export function createSlackChat(c: ChatCommon) {
     await ack();
     const b = body as unknown as SlackBlockActions;
     const action = b.actions[0]!;
-    const privately = (text: string) => respond?.(slackPrivately(text)).catch((err: Error) => log.warn({ err: err.message }, 'chatA response_url failed'));
+    const privately = (text: string) => respond?.(slackPrivately(text)).catch((err: Error) => log.warn({ err: err.message }, 'Slack response_url failed'));
     const installs = context.installs as InstallationRow[];
     if (installs.length === 0) {
       await privately('This workspace is not connected to the approval service; nothing was counted.');
@@ -153,7 +153,7 @@ export function createSlackChat(c: ChatCommon) {
     if (typeof teamId !== 'string') return answer(context, ignored(`event ${event.type} is not handled`));
     const removed = await store.removeWorkspace(p, teamId, event.type);
     if (removed === 0) return answer(context, ignored('unknown team'));
-    log.info({ teamId, event: event.type }, 'chatA installation removed');
+    log.info({ teamId, event: event.type }, 'Slack installation removed');
     answer(context, json(200, { ok: true, removed }));
   });
 
@@ -171,7 +171,7 @@ export function createSlackChat(c: ChatCommon) {
       const q = new URLSearchParams({
         response_type: 'code',
         scope: 'openid',
-        client_id: config.CHAT_A_CLIENT_ID!,
+        client_id: config.SLACK_CLIENT_ID!,
         redirect_uri: c.linkRedirectUri(p),
         state,
         team: row.workspace_id,
@@ -184,7 +184,7 @@ export function createSlackChat(c: ChatCommon) {
       const spent = await c.spendState(p, 'install', req);
       if ('reply' in spent) return spent.reply;
       const { row: state } = spent;
-      if (!installer) return c.installPage(400, 'Not configured', `${p} is not configured on this deployment.`);
+      if (!installer) return c.installPage(400, 'Not configured', 'Slack is not configured on this deployment.');
       const org = state.org_id;
       const metadata = JSON.stringify({ org, actor: state.user_id, actorLabel: state.email });
       let reply: RawHttpReply | undefined;
@@ -219,7 +219,7 @@ export function createSlackChat(c: ChatCommon) {
         return c.linkPage(409, 'Slack is not installed', 'Your organization has no Slack workspace installed any more: an admin installs it first.');
       let userId: string;
       try {
-        const u = await slack.signedInUser(config.CHAT_A_CLIENT_ID!, config.CHAT_A_CLIENT_SECRET!, code, c.linkRedirectUri(p));
+        const u = await slack.signedInUser(config.SLACK_CLIENT_ID!, config.SLACK_CLIENT_SECRET!, code, c.linkRedirectUri(p));
         if (u.teamId !== install.workspace_id) {
           log.info({ org, provider: p, teamId: u.teamId }, 'chat link refused: another Slack workspace');
           return c.linkPage(
