@@ -4,17 +4,17 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { waitFor } from '@approvals/shared/testing';
 import { verifyReceipt } from '@approvals/client';
 import { signSessionToken } from '../../services/gateway/src/auth/jwt';
 import { startStack, type Stack } from '../helpers/stack';
+import { launchChromium } from '../helpers/browser';
 import { startRecorder } from '../helpers/third-parties';
 
 // The web app in a real Chromium (Debian's), against the whole system: sign-in, the
 // reviewer's inbox and decision page, and the operator console, all through the public API.
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 /** Written when absent, or renewed with UPDATE_SCREENSHOTS=1 (docs/app.md shows them). */
 async function screenshot(page: Page, name: string): Promise<void> {
   const path = join(__dirname, '..', '..', 'docs', name);
@@ -48,19 +48,7 @@ describe('web app in Chromium', () => {
     await new Promise<void>((r) => model.listen(0, '127.0.0.1', r));
     stack = await startStack({ label: 'webapp', env: { OUTBOUND_ALLOWED_CIDRS: '127.0.0.1/32', DELIVERY_POLL_MS: '50' } });
     ({ org, admin, apiKey } = await stack.newOrg());
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

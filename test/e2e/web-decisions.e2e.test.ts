@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { startStack, type Stack } from '../helpers/stack';
+import { launchChromium } from '../helpers/browser';
 
 // The operators' Decisions page and the audit page in a real Chromium (Debian's), against
 // gateway, policies and decisions: every decision of the org, a filter, the CSV download.
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOT = join(__dirname, '..', '..', 'docs', 'app-decisions.png');
 
 describe('Decisions and audit pages in Chromium', () => {
@@ -36,19 +36,7 @@ describe('Decisions and audit pages in Chromium', () => {
       });
       expect(res.status).toBe(201);
     }
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,15 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
 import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../helpers/stack';
+import { launchChromium } from '../helpers/browser';
 import { startSmtp, type Mail } from '../helpers/third-parties';
 
 // A reviewer who is only an approver (no member, no identity provider) gets a mail about
 // a decision that needs a choice (no mail buttons), follows "Open in app", signs in with
 // the link mailed to them, lands back on the decision and answers it: in a real Chromium
 // (Debian's), against the whole system, through the public API only.
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 describe('sign-in by email link in Chromium', () => {
   let stack: Stack;
@@ -21,19 +20,7 @@ describe('sign-in by email link in Chromium', () => {
   beforeAll(async () => {
     smtp = await startSmtp();
     stack = await startStack({ label: 'weblink', env: { SMTP_URL: smtp.url, DELIVERY_POLL_MS: '50' } });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

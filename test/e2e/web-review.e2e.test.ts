@@ -2,11 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { BROWSER_BINDING_COOKIE } from '@approvals/shared';
 import { waitFor } from '@approvals/shared/testing';
 import { startDiscordStandIn, startSlackStandIn, type DiscordStandIn, type SlackStandIn } from '../helpers/chat-platforms';
 import { startStack, type Stack } from '../helpers/stack';
+import { launchChromium } from '../helpers/browser';
 import { startRecorder, startSmtp } from '../helpers/third-parties';
 
 // The reviewer's side of the web app in a real Chromium (Debian's), against the whole
@@ -15,8 +16,6 @@ import { startRecorder, startSmtp } from '../helpers/third-parties';
 // and says who was notified where and how the callback went), and "My account": a chat
 // account linked through the provider's own sign-in (the local Slack and Discord stand-ins
 // play slack.com and discord.com), ending verified.
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /** docs/app.md's screenshots: written when absent, or renewed with UPDATE_SCREENSHOTS=1. */
 async function screenshot(page: Page, name: string): Promise<void> {
@@ -81,19 +80,7 @@ describe("reviewer's page and My account in Chromium", () => {
       serviceEnv: { gateway: { PORT: String(port) } },
     });
     ({ org, admin, apiKey } = await stack.newOrg());
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--disable-quic',
-        '--no-first-run',
-        '--disable-background-networking',
-        '--disable-component-update',
-        '--disable-sync',
-      ],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { join } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { type Browser } from 'playwright-core';
 import { startStack, type Stack } from '../helpers/stack';
+import { launchChromium } from '../helpers/browser';
 
 // The usage page's chart and the approver form's channel names, in a real Chromium (Debian's).
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const SCREENSHOT = join(__dirname, '..', '..', 'docs', 'app-usage.png');
 
 describe('web app in Chromium: usage chart, channel names', () => {
@@ -17,10 +17,7 @@ describe('web app in Chromium: usage chart, channel names', () => {
   beforeAll(async () => {
     stack = await startStack({ label: 'webusage', services: ['gateway', 'policies', 'decisions'], env: { DECISION_QUOTA_PER_MONTH: '8' } });
     ({ admin, apiKey } = await stack.newOrg());
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
