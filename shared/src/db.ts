@@ -205,16 +205,19 @@ class ListMigrationSource implements Knex.MigrationSource<Migration> {
 /**
  * Replicas starting together would race to create the schema and knex's own tables, and
  * knex fails (rather than waits) when another process holds its migration lock. So the
- * run is serialised by a session-level advisory lock held on one pooled connection while
- * the migration runs on others (the pool needs two connections). Not a transaction-level
+ * run is serialised by a session-level advisory lock held on a connection of its own
+ * (outside the pool) while the migration runs on the pool's. Not a transaction-level
  * lock: a transaction left open across the run would make every `CREATE INDEX
  * CONCURRENTLY` of a migration wait for it forever (it waits for the transactions open
  * when it began), and building indexes concurrently is how a migration leaves the
  * replicas of the previous release writing (docs/operations.md "Upgrades").
  */
 export async function migrate(db: Knex, schema: string, migrations: Migration[]): Promise<void> {
-  const client = db.client as { acquireConnection(): Promise<PgConnection>; releaseConnection(conn: PgConnection): Promise<unknown> };
-  const conn = await client.acquireConnection();
+  // The lock's session is a connection of its own, outside the pool: the pool keeps every
+  // connection it has for the migrations (a tool's pool of one or two would otherwise wait
+  // on itself until its acquire timeout).
+  const client = db.client as { acquireRawConnection(): Promise<PgConnection>; destroyRawConnection(conn: PgConnection): Promise<unknown> };
+  const conn = await client.acquireRawConnection();
   const key = `approvals.migrate.${schema}`;
   try {
     await conn.query({ text: 'SELECT pg_advisory_lock(hashtext($1))', values: [key] });
@@ -234,7 +237,7 @@ export async function migrate(db: Knex, schema: string, migrations: Migration[])
       await conn.query({ text: 'SELECT pg_advisory_unlock(hashtext($1))', values: [key] }).catch(() => undefined);
     }
   } finally {
-    await client.releaseConnection(conn);
+    await client.destroyRawConnection(conn);
   }
 }
 
