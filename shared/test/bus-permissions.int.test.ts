@@ -117,6 +117,28 @@ describe('the bus: per-service NATS users and permissions', () => {
     await expect(drain('_INBOX.>')).resolves.toMatch(/Permissions Violation for Subscription/);
   });
 
+  it("the decisions service may listen for decisions' ends (its long-poll waiters wake on them); another service may not", async () => {
+    expect(natsPermissionsOf('decisions').subscribe.allow).toEqual(expect.arrayContaining([EVENT.decisionResolved, EVENT.decisionCancelled]));
+    const listen = async (name: 'decisions' | 'notifier') => {
+      const nc: NatsConnection = await connect({ servers: stack.nats.serviceUrl, user: users[name].user, pass: users[name].password, reconnect: false });
+      opened.push({ close: () => nc.close() });
+      const sub = nc.subscribe(EVENT.decisionResolved);
+      const refused = (async () => {
+        try {
+          for await (const _ of sub) return 'received a message';
+          return 'closed';
+        } catch (err) {
+          return String((err as Error).message);
+        }
+      })();
+      await nc.flush();
+      // A refused subscription is told at once; an allowed one just waits for messages.
+      return Promise.race([refused, new Promise<string>((r) => setTimeout(() => r('listening'), 1000))]);
+    };
+    await expect(listen('decisions')).resolves.toBe('listening');
+    await expect(listen('notifier')).resolves.toMatch(/Permissions Violation for Subscription/);
+  });
+
   it('a service answers only those who may ask it: it cannot publish into the inbox of a service that never calls it', async () => {
     // The scheduler calls nothing: no service's inbox is the scheduler's to write to, but
     // the gateway's (its health check pings every service).

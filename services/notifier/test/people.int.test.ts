@@ -200,6 +200,7 @@ describe('notifications on people channels', () => {
       expect(t).toEqual({
         type: 'notified',
         actor: null,
+        actorLabel: null,
         at: expect.any(String),
         channel: expect.any(String),
         kind: 'notify',

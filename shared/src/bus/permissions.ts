@@ -1,4 +1,4 @@
-import { DURABLE, SERVICE_NAMES, STREAM_DEADLETTER, STREAM_EVENTS, SUBJECT, deadLetterSubject, type ServiceName } from '../subjects';
+import { DURABLE, EVENT, SERVICE_NAMES, STREAM_DEADLETTER, STREAM_EVENTS, SUBJECT, deadLetterSubject, type ServiceName } from '../subjects';
 import { LARGE_BUCKET_STREAM } from './jetstream';
 import { LARGE_BUCKET } from './large';
 
@@ -20,6 +20,8 @@ export interface BusRole {
   neverCalls?: string[];
   /** Event subjects it publishes (through its outbox). */
   publishes: string[];
+  /** Event subjects it subscribes to directly (core NATS, no durable): what wakes its long polls. */
+  listens?: string[];
 }
 
 /** Internal subjects: services call them, the public gateway never does. */
@@ -74,6 +76,8 @@ export const BUS_ROLES: Record<ServiceName, BusRole> = {
       SUBJECT.surfaces.chatFollows,
     ],
     publishes: ['evt.decision.>', 'evt.run.>'],
+    // The long-poll waiters (handlers/waiters.ts) wake on the end of a decision as it is published.
+    listens: [EVENT.decisionResolved, EVENT.decisionCancelled],
   },
   policies: {
     serves: ['svc.policies.>', 'svc.approvers.>', 'svc.directory.>'],
@@ -231,7 +235,7 @@ export function natsPermissionsOf(name: ServiceName, users?: Partial<Record<Serv
       deny: [...JETSTREAM_ADMIN_SUBJECTS, ...(role.neverCalls ?? [])],
     },
     subscribe: {
-      allow: [...role.serves, '$SRV.>', `${inboxPrefixOf(user)}.>`, 'cache.>'],
+      allow: [...role.serves, ...(role.listens ?? []), '$SRV.>', `${inboxPrefixOf(user)}.>`, 'cache.>'],
     },
   };
 }
