@@ -109,7 +109,13 @@ export function createDecisionReads(deps: { store: DecisionsStore; actions: Pick
       const views = withinPageBudget(rows.map(toView));
       const page = rows.slice(0, views.length);
       const me = person === null ? null : person.toLowerCase();
-      const voted = me === null ? new Set<string>() : await store.votes.votedOn(page.map((d) => d.id), me);
+      const voted =
+        me === null
+          ? new Set<string>()
+          : await store.votes.votedOn(
+              page.map((d) => d.id),
+              me,
+            );
       const now = deps.clock.now();
       const waiting = (d: DecisionRow) =>
         me !== null &&
