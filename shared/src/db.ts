@@ -206,7 +206,9 @@ class ListMigrationSource implements Knex.MigrationSource<Migration> {
  * Replicas starting together would race to create the schema and knex's own tables, and
  * knex fails (rather than waits) when another process holds its migration lock. So the
  * run is serialised by a session-level advisory lock held on a connection of its own
- * (outside the pool) while the migration runs on the pool's. Not a transaction-level
+ * (outside the pool) while the migration runs on the pool's; the lock is tried every
+ * 250 ms rather than waited for, and knex's own lock, if a dead migrator left it set, is
+ * cleared under it. Not a transaction-level
  * lock: a transaction left open across the run would make every `CREATE INDEX
  * CONCURRENTLY` of a migration wait for it forever (it waits for the transactions open
  * when it began), and building indexes concurrently is how a migration leaves the
@@ -220,9 +222,23 @@ export async function migrate(db: Knex, schema: string, migrations: Migration[])
   const conn = await client.acquireRawConnection();
   const key = `approvals.migrate.${schema}`;
   try {
-    await conn.query({ text: 'SELECT pg_advisory_lock(hashtext($1))', values: [key] });
+    // Tried, not waited for: a replica blocked inside `SELECT pg_advisory_lock` holds a
+    // statement open, and the `CREATE INDEX CONCURRENTLY` of the replica migrating waits
+    // for every open statement: the two would deadlock (and PostgreSQL would cancel one,
+    // maybe the index build). Between tries nothing of ours is open.
+    for (;;) {
+      const r = await conn.query({ text: 'SELECT pg_try_advisory_lock(hashtext($1)) AS locked', values: [key] });
+      if ((r.rows[0] as { locked: boolean }).locked) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
     try {
       await db.raw('CREATE SCHEMA IF NOT EXISTS ??', [schema]);
+      // Holding the lock, this process is the only one migrating the schema: a knex lock
+      // still set was left by a migrator that died mid-run (its session, and our lock with
+      // it, ended), and would refuse every start after it.
+      if (await db.schema.withSchema(schema).hasTable('knex_migrations_lock')) {
+        await db.withSchema(schema).table('knex_migrations_lock').update({ is_locked: 0 });
+      }
       await db.migrate.latest({
         schemaName: schema,
         tableName: 'knex_migrations',
