@@ -65,3 +65,23 @@ export const qs = (o: Record<string, string | number | undefined | null>) => {
   const s = p.toString();
   return s ? `?${s}` : '';
 };
+
+/**
+ * A CSV the API streams (`…/export.csv`), saved by the browser as a file: the name the
+ * server gives (content-disposition), else `fallbackName`. A refusal throws its ApiError.
+ */
+export async function downloadCsv(pathAndQuery: string, fallbackName: string): Promise<void> {
+  const res = await fetch(pathAndQuery, { headers: { authorization: `Bearer ${currentSession()?.token ?? ''}` } });
+  if (!res.ok) {
+    const body = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
+    throw new ApiError(res.status, body.error ?? 'error', body.message ?? `The export failed (HTTP ${res.status}).`);
+  }
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? fallbackName;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}

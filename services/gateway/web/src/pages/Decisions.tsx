@@ -1,7 +1,6 @@
 import { useState } from 'react';
 import type { ApiReply } from '../types';
-import { ApiError, api, qs } from '../api';
-import { currentSession } from '../auth';
+import { api, downloadCsv, qs } from '../api';
 import { ErrorBox, Field, Link, Loading, Status, messageOf, useLoad, when } from '../ui';
 
 const STATUSES = ['PENDING', 'APPROVED', 'REJECTED', 'EXPIRED', 'CANCELLED'];
@@ -55,22 +54,7 @@ function queryOf(f: Filters) {
 }
 
 /** The CSV of the filtered set: the gateway streams it; the browser saves it as a file. */
-async function downloadCsv(f: Filters): Promise<void> {
-  const session = currentSession();
-  const res = await fetch(`/v1/decisions/export.csv${qs(queryOf(f))}`, { headers: { authorization: `Bearer ${session?.token ?? ''}` } });
-  if (!res.ok) {
-    const body = (await res.json().catch(() => ({}))) as { error?: string; message?: string };
-    throw new ApiError(res.status, body.error ?? 'error', body.message ?? `The export failed (HTTP ${res.status}).`);
-  }
-  const url = URL.createObjectURL(await res.blob());
-  const a = document.createElement('a');
-  a.href = url;
-  a.download = /filename="([^"]+)"/.exec(res.headers.get('content-disposition') ?? '')?.[1] ?? 'decisions.csv';
-  document.body.append(a);
-  a.click();
-  a.remove();
-  setTimeout(() => URL.revokeObjectURL(url), 10_000);
-}
+const downloadFiltered = (f: Filters) => downloadCsv(`/v1/decisions/export.csv${qs(queryOf(f))}`, 'decisions.csv');
 
 /**
  * Every decision of the org, for operators (a reviewer sees those naming them): filters,
@@ -176,7 +160,7 @@ export function DecisionsPage() {
             onClick={() => {
               setExportError(null);
               setExporting(true);
-              downloadCsv(filters)
+              downloadFiltered(filters)
                 .catch((err) => setExportError(messageOf(err)))
                 .finally(() => setExporting(false));
             }}
