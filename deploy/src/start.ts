@@ -9,6 +9,8 @@ const COLORS = ['\x1b[36m', '\x1b[33m', '\x1b[35m', '\x1b[32m', '\x1b[34m', '\x1
 const RESET = '\x1b[0m';
 const LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 const useColor = process.stdout.isTTY;
+/** How long a service's line waits before it is shown, so a Ctrl-C that arrived with it is seen first. */
+const SIGNAL_GRACE_MS = 100;
 
 function say(line: string) {
   process.stdout.write(`[start] ${line}\n`);
@@ -86,11 +88,17 @@ export async function main(): Promise<void> {
     natsUsers: infra.natsUsers,
     restart: true,
     onLine: (name, idx, line) => {
-      if (shuttingDown && !isError(line)) {
-        whileStopping.push(`[${name}] ${line}`);
-        return;
-      }
-      process.stdout.write(`${formatLine(name, COLORS[idx % COLORS.length], line)}\n`);
+      // Each line is shown a moment after it arrives: the Ctrl-C and what PostgreSQL's
+      // reaction to it makes a service say can reach this process in either order, and a
+      // line that turns out to be part of the stop belongs in the file. Timers of one delay
+      // fire in the order they were made, so the lines keep their order.
+      setTimeout(() => {
+        if (shuttingDown && !isError(line)) {
+          whileStopping.push(`[${name}] ${line}`);
+          return;
+        }
+        process.stdout.write(`${formatLine(name, COLORS[idx % COLORS.length], line)}\n`);
+      }, SIGNAL_GRACE_MS);
     },
     onRestart: (name, reason, delay) => say(`${name} exited (${reason}); restarting in ${delay} ms`),
   });
@@ -105,6 +113,7 @@ export async function main(): Promise<void> {
     say('stopping infrastructure…');
     await infra.stop();
     rmSync(RUNTIME_FILE, { force: true });
+    await new Promise((resolve) => setTimeout(resolve, SIGNAL_GRACE_MS)); // the last lines, still held
     const stopLog = join(DATA_DIR, 'stop.log');
     try {
       writeFileSync(stopLog, whileStopping.length ? `${whileStopping.join('\n')}\n` : '');
