@@ -675,8 +675,9 @@ export async function main(): Promise<number> {
       if (stall || line.includes('"level":50') || line.includes('"level":60') || (process.env.BENCH_SHOW_WARN && line.includes('"level":40')))
         say(`${name}: ${line.slice(0, 300)}`);
     };
+    const profileArgs = (name: string) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.\${pid}.cpuprofile`] : []);
     const procs = launchServices({
-      nodeArgs: (name) => (PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}.\${pid}.cpuprofile`] : []),
+      nodeArgs: profileArgs,
       natsUsers,
       env: serviceEnv,
       onLine,
@@ -735,6 +736,8 @@ export async function main(): Promise<number> {
         natsUsers,
         env: { ...serviceEnv, SMTP_URL: mail.url, ENGINE_BUNDLED_URL: engineReceiver.url },
         onLine,
+        // Its profile replaces the first notifier's (the same file name): the latency phase's is the one that matters.
+        nodeArgs: profileArgs,
         only: ['notifier'],
       });
       // In the bench's own map, so its stop and the signal handlers reach the new one too.

@@ -26,7 +26,8 @@ export type SendResult = { status: 'sent'; detail?: string; httpStatus?: number 
 
 /** A notice to a person, rendered by the template module: the provider sends it as is. */
 export type PersonMessage =
-  | { channel: 'email'; to: string; subject: string; html: string; text: string; headers: Record<string, string> }
+  /** `id` is the delivery id: the mail's Message-ID is made from it, the same on every retry. */
+  | { channel: 'email'; to: string; id: string; subject: string; html: string; text: string; headers: Record<string, string> }
   /** `id` is the delivery id: the Standard Webhooks `webhook-id` a receiver dedupes on. */
   | { channel: 'webhook'; to: string; id: string; body: string }
   | { channel: 'sms'; to: string; body: string; idempotencyKey: string }

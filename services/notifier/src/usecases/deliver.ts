@@ -50,7 +50,7 @@ export function createDeliver(deps: DeliverDeps) {
         }
         const mail = renderEmail({ d, kind, links, appUrl: appUrl(d.id) });
         // The headers let mail clients and our own tests tell retries of one delivery apart from new mail.
-        return { channel: 'email', to: row.target, ...mail, headers: { 'X-Approvals-Delivery': row.id, 'X-Approvals-Decision': d.id } };
+        return { channel: 'email', to: row.target, id: row.id, ...mail, headers: { 'X-Approvals-Delivery': row.id, 'X-Approvals-Decision': d.id } };
       }
       case 'webhook':
         return { channel: 'webhook', to: row.target, id: row.id, body: renderWebhook(d, kind) };
@@ -98,7 +98,7 @@ export function createDeliver(deps: DeliverDeps) {
         after: { endpoint: string | null; status: string } | null;
       };
       const mail = renderAccountNotice({ org: row.org_id, ...p, appUrl: `${deps.appBaseUrl}/app/me` });
-      message = { channel: 'email', to: row.target, ...mail, headers: { 'X-Approvals-Delivery': row.id } };
+      message = { channel: 'email', to: row.target, id: row.id, ...mail, headers: { 'X-Approvals-Delivery': row.id } };
     } else if (row.kind === 'sign_in') {
       // A sign-in link, sealed by the gateway: opened only now, and never sent once expired
       // (a retry after its 15 minutes would mail a dead link).
@@ -114,7 +114,7 @@ export function createDeliver(deps: DeliverDeps) {
       if (expiresAt.getTime() <= Date.now()) return { status: 'skipped', reason: 'the sign-in link expired before it could be sent' };
       const link = deps.secrets.open(p.linkSealed, `sign-in-link:${row.decision_id}`);
       const mail = renderSignInMail({ org: p.org, role: p.role, purpose: p.purpose, link, expiresAt, invitedBy: p.invitedBy });
-      message = { channel: 'email', to: row.target, ...mail, headers: { 'X-Approvals-Delivery': row.id } };
+      message = { channel: 'email', to: row.target, id: row.id, ...mail, headers: { 'X-Approvals-Delivery': row.id } };
     } else if (provider.audience === 'engine') {
       const kind = row.kind === 'run' || row.kind === 'callback' ? row.kind : 'resume';
       message = { org: row.org_id, kind, eventId: row.event_id, payload: row.payload } satisfies EngineMessage;
