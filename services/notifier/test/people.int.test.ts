@@ -1,6 +1,7 @@
 import { Webhook, WebhookVerificationError } from 'svix';
 import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
-import { Bus, NotifierEndpoints, createLogger } from '@approvals/shared';
+import { Bus, NotifierEndpoints, SUBJECT, createLogger } from '@approvals/shared';
+import { Svcm } from '@nats-io/services';
 import { Client } from 'pg';
 import { waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../../../test/helpers/stack';
@@ -224,6 +225,57 @@ describe('notifications on people channels', () => {
     }
     const created = await stack.http('GET', `/v1/decisions/${id}`, { token: admin });
     expect(created.body.timeline[0].type).toBe('created');
+  });
+
+  it("asks decisions once for a decision's notices sent together (a peek on its way is shared, none kept)", async () => {
+    const peeksAnswered = async () => {
+      let n = 0;
+      for await (const s of await new Svcm(bus.nc).client().stats('decisions')) {
+        for (const e of s.endpoints ?? []) if (e.subject === SUBJECT.decisions.peek) n += e.num_requests;
+      }
+      return n;
+    };
+    const people = ['pia', 'quin', 'ros'];
+    for (const who of people) {
+      const id = (
+        await stack.http('POST', '/v1/approvers/', {
+          token: admin,
+          body: { email: `${who}@example.com`, channels: [{ channel: 'webhook', endpoint: `${hooks.url}/${who}-hook` }] },
+        })
+      ).body.id as string;
+      await stack.http('POST', `/v1/approvers/${id}/verify`, { token: admin, body: { channel: 'webhook', status: 'verified' } });
+    }
+    const ask = async (ref: string) => {
+      const res = await stack.http('POST', '/v1/worker/decisions', {
+        token: apiKey,
+        body: { engine: 'api', externalRunId: ref, stepRef: 's', approvers: people.map((p) => `${p}@example.com`), context: { title: ref } },
+      });
+      expect(res.status).toBe(201);
+      const id = res.body.decisionId as string;
+      await waitFor(
+        async () => {
+          // Their mail is a recorded skip (no SMTP here): the webhooks are the notices sent.
+          const d = (await bus.call(NotifierEndpoints.deliveries, { org, decisionId: id })).deliveries;
+          return d.every((x) => x.status !== 'pending') && d.filter((x) => x.channel === 'webhook' && x.status === 'sent').length === 3;
+        },
+        { timeoutMs: 15_000, what: 'three notices sent' },
+      );
+      return id;
+    };
+    const before = await peeksAnswered();
+    const first = await ask('run-peek-1');
+    expect(await peeksAnswered()).toBe(before + 1);
+    // Nothing is kept: the next decision's notices ask again, and each webhook shows its own decision as it is.
+    const second = await ask('run-peek-2');
+    expect(await peeksAnswered()).toBe(before + 2);
+    for (const [id, ref] of [
+      [first, 'run-peek-1'],
+      [second, 'run-peek-2'],
+    ]) {
+      const sent = hooks.requests.filter((r) => r.body?.data?.id === id);
+      expect(sent.map((r) => r.path).sort()).toEqual(people.map((p) => `/${p}-hook`));
+      for (const r of sent) expect(r.body).toMatchObject({ type: 'decision.created', data: { id, status: 'PENDING', context: { title: ref } } });
+    }
   });
 
   it('reminds the assignee of an ad-hoc decision on every verified channel, and records it', async () => {

@@ -1,4 +1,4 @@
-import { newId, sha256Hex, type ApiKeyRole, type Knex } from '@approvals/shared';
+import { newId, sendPrepared, sha256Hex, type ApiKeyRole, type Knex } from '@approvals/shared';
 import { randomBytes } from 'node:crypto';
 
 export interface ApiKeyRow {
@@ -252,7 +252,9 @@ export function createAccessStore(db: Knex, opts: { changed?: (org: string) => P
         eventId: entry.eventId ?? null,
         at: entry.at ?? null,
       }));
-      await trx.raw(
+      // A named prepared statement: planned once per connection, not on every batch.
+      await sendPrepared(
+        trx,
         `INSERT INTO audit_log (id, org_id, action, actor, actor_label, target, details, event_id, at)
            SELECT e->>'id', e->>'org', e->>'action', e->>'actor',
                   -- An event that names its actor by id alone (a cancel, a refused vote) is

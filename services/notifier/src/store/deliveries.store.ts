@@ -3,6 +3,7 @@ import {
   changeEachWithEvents,
   currentTraceparent,
   newId,
+  sendPrepared,
   WORKFLOW_ENGINES,
   type HeldEvents,
   type Knex,
@@ -238,7 +239,7 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
       }
       // One text whatever the number of rows. A row held
       // for this process is written leased, at attempt 1.
-      const insert = db.raw(
+      const insert = [
         `INSERT INTO deliveries (id, org_id, decision_id, event_id, kind, channel, target, payload, status, last_error, max_attempts, traceparent, attempts, lease_until)
          SELECT v.id, v.org_id, v.decision_id, v.event_id, v.kind, v.channel, v.target, v.payload,
                 CASE WHEN v.skip IS NULL THEN 'pending' ELSE 'skipped' END, v.skip, v.max_attempts, v.traceparent,
@@ -249,11 +250,14 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
          RETURNING ${DELIVERY_COLUMNS.join(', ')}, lease_until, id AS key`,
         // Null elements are sent as SQL NULLs.
         [opts.leaseSec, v.id, v.org, v.decision, v.event, v.kind, v.channel, v.target, v.payload, v.skip as string[], v.max, v.trace as string[], v.held],
-      );
+      ] as const;
       type Inserted = DeliveryRow & { lease_until: Date | null; key: string };
       // A skipped engine resume's event is written by the same statement, for the rows it
       // inserted (planning the same event again writes neither).
-      const inserted: Inserted[] = skips.length ? await changeEachWithEvents<Inserted>(db, insert, skips, opts.held) : (await insert).rows;
+      // Without events, a named prepared statement (planned once per connection).
+      const inserted: Inserted[] = skips.length
+        ? await changeEachWithEvents<Inserted>(db, db.raw(insert[0], insert[1]), skips, opts.held)
+        : (await sendPrepared<Inserted>(db, insert[0], insert[1])).rows;
       const held = inserted.filter((r) => r.lease_until !== null).map(({ lease_until: _, key: __, ...row }) => row as DeliveryRow);
       return { inserted: inserted.length, held };
     },
@@ -264,7 +268,9 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
      * the lease. Replicas claim disjoint rows (SKIP LOCKED).
      */
     async claim(limit: number): Promise<DeliveryRow[]> {
-      const r = await db.raw(
+      // A named prepared statement: planned once per connection, not on every claim.
+      const r = await sendPrepared<DeliveryRow>(
+        db,
         `UPDATE deliveries SET lease_until = now() + (? * interval '1 second'), attempts = attempts + 1
           WHERE id IN (
             SELECT id FROM deliveries
@@ -274,7 +280,7 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
           RETURNING ${DELIVERY_COLUMNS.join(', ')}`,
         [opts.leaseSec, limit],
       );
-      return r.rows as DeliveryRow[];
+      return r.rows;
     },
 
     /**

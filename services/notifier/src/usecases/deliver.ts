@@ -26,6 +26,22 @@ function approverOf(row: DeliveryRow): string {
  */
 export function createDeliver(deps: DeliverDeps) {
   const providers = new Map(deps.providers.map((p) => [p.channel, p]));
+  /**
+   * The decision as it is now, one question for the notices that ask at the same moment:
+   * a decision's notices to its approvers are planned together and sent at once, and a
+   * peek asked while another for the same decision is on its way shares its answer (no
+   * older: nothing is kept once it is answered).
+   */
+  const peeking = new Map<string, Promise<PeekView>>();
+  const peek = (org: string, id: string): Promise<PeekView> => {
+    const key = `${org}\u0000${id}`;
+    let p = peeking.get(key);
+    if (p === undefined) {
+      p = deps.bus.call(DecisionsEndpoints.peek, { org, id }).finally(() => peeking.delete(key));
+      peeking.set(key, p);
+    }
+    return p;
+  };
   const appUrl = (id: string) => `${deps.appBaseUrl}/app/decisions/${encodeURIComponent(id)}`;
 
   /** A notice to a person, as the channel sends it. */
@@ -120,7 +136,7 @@ export function createDeliver(deps: DeliverDeps) {
       message = { org: row.org_id, kind, eventId: row.event_id, payload: row.payload } satisfies EngineMessage;
     } else {
       // Fresh, so a notice never shows stale state; a decision no longer open gets none.
-      const d = await deps.bus.call(DecisionsEndpoints.peek, { org: row.org_id, id: row.decision_id });
+      const d = await peek(row.org_id, row.decision_id);
       if (d.status !== 'PENDING') return { status: 'skipped', reason: `decision is ${d.status}` };
       message = await personMessage(row, d);
     }
