@@ -8,6 +8,7 @@ import type { Logger } from '../logger';
 import type { EventEnvelope } from '../contracts/common';
 import { eventSchemaOf, type NewEvent } from '../contracts/events';
 import { AppError } from '../errors';
+import { sendPrepared } from '../db';
 import { Bus, encodeJson } from './bus';
 
 /**
@@ -214,13 +215,17 @@ export async function changeEachWithEvents<R extends { key: string } = { key: st
 ): Promise<R[]> {
   const pairs = items.flatMap(({ key, events }) => toEnvelopes(events).map((e) => ({ k: key, e })));
   const lease = heldFor(q, held);
-  const r = await q.raw(
-    `WITH c AS (:change),
-          o AS (${outboxInsert({ from: 'jsonb_array_elements(:pairs::jsonb) WITH ORDINALITY AS x(p, n)', element: "(p->'e')", lease: ':heldFor', where: "p->>'k' IN (SELECT key FROM c)" })})
+  // One text per call site (the change's own, with its values as parameters): a named
+  // prepared statement, planned once per connection rather than on every batch. The
+  // change's parameters come first in the text, then the lease (`lease` precedes `from`).
+  const c = change.toSQL();
+  const { rows } = await sendPrepared<R>(
+    q,
+    `WITH c AS (${c.sql}),
+          o AS (${outboxInsert({ from: 'jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(p, n)', element: "(p->'e')", lease: '?', where: "p->>'k' IN (SELECT key FROM c)" })})
      SELECT * FROM c`,
-    { change, pairs: JSON.stringify(pairs), heldFor: lease },
+    [...c.bindings, lease, JSON.stringify(pairs)],
   );
-  const rows = r.rows as R[];
   const touched = new Set(rows.map((row) => row.key));
   const envelopes = pairs.filter((p) => touched.has(p.k)).map((p) => p.e);
   if (envelopes.length && lease !== null) held!.publishHeld(envelopes);

@@ -1,3 +1,4 @@
+import { sendPrepared } from '@approvals/shared';
 import type { TimelineEntry } from './guarded-change';
 import type { StoreScope } from './scope';
 
@@ -26,7 +27,8 @@ export class TimelineStore {
   /** Entries of many decisions in one statement of fixed text (prepared once per connection), in their order. */
   async many(entries: Array<TimelineEntry & { decisionId: string }>): Promise<void> {
     if (entries.length === 0) return;
-    await this.s.q.raw(
+    await sendPrepared(
+      this.s.q,
       `INSERT INTO timeline (decision_id, type, actor, at, data)
          SELECT e->>'decisionId', e->>'type', e->>'actor', (e->>'at')::timestamptz, e->'data'
            FROM jsonb_array_elements(?::jsonb) WITH ORDINALITY AS x(e, n) ORDER BY n`,
@@ -95,7 +97,8 @@ export class TimelineStore {
    * none, gets nothing.
    */
   private async insertEntries(list: Array<{ org: string; decisionId: string; at: string; type: string; data: unknown }>, conflict: string): Promise<void> {
-    await this.s.q.raw(
+    await sendPrepared(
+      this.s.q,
       `INSERT INTO timeline (decision_id, type, actor, at, data)
        SELECT y.decision_id, y.e->>'type', NULL, (y.e->>'at')::timestamptz, y.e->'data'
          FROM (SELECT x.e, x.ord, (SELECT d.id FROM decisions d WHERE d.id = x.e->>'decisionId' AND d.org_id = x.e->>'org') AS decision_id
