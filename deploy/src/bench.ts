@@ -628,7 +628,13 @@ export async function main(): Promise<number> {
     });
     stops.push(() => pg.stop());
     const natsUsers = generateNatsUsers();
-    const nats = await startNatsServer({ storeDir: join(dir, 'nats'), users: natsUsers });
+    // Its monitoring port: the latency phase counts the messages a decision takes.
+    const natsMonitorPort = await freePort();
+    const nats = await startNatsServer({ storeDir: join(dir, 'nats'), users: natsUsers, monitorPort: natsMonitorPort });
+    const natsMessageCounts = async () => {
+      const v = (await (await fetch(`http://127.0.0.1:${natsMonitorPort}/varz`)).json()) as { in_msgs: number; out_msgs: number };
+      return { in: v.in_msgs, out: v.out_msgs };
+    };
     stops.push(() => nats.stop());
     // JetStream made by the admin user before the services start (they may not make it).
     await provisionWhenReady({
@@ -720,7 +726,7 @@ export async function main(): Promise<number> {
      * those receivers: the load phases' notices stay planned skipped (no SMTP), so their
      * figures compare with every earlier round's. Run last, after every load phase.
      */
-    const latencyPhase = async (): Promise<LatencyResult & { statements: StatementStats }> => {
+    const latencyPhase = async (): Promise<LatencyResult & { statements: StatementStats; statementsByCalls: StatementStats }> => {
       const mail = await startMailReceiver();
       stops.push(() => mail.stop());
       const engineReceiver = await startResumeReceiver();
@@ -786,18 +792,27 @@ export async function main(): Promise<number> {
       };
       const probe = probeOf('m');
       const workBefore = await sampleWork(workTargets);
+      const messagesBefore = await natsMessageCounts();
       const own = process.cpuUsage();
       const run = await runOpenLoop(LATENCY_RATE, LATENCY_SECONDS, probe.op);
       const benchCpuMs = cpuMs(process.cpuUsage(own)) / run.n;
       await new Promise((r) => setTimeout(r, 2000));
       const work = perOp(workBefore, await sampleWork(workTargets), run.n);
-      return { ...latencyResult(run, probe.samples, benchCpuMs), work, statements: await statementsPerOp(workPool, run.n, 'time') };
+      const messagesAfter = await natsMessageCounts();
+      return {
+        ...latencyResult(run, probe.samples, benchCpuMs),
+        work,
+        natsMessages: { in: (messagesAfter.in - messagesBefore.in) / run.n, out: (messagesAfter.out - messagesBefore.out) / run.n },
+        statements: await statementsPerOp(workPool, run.n, 'time'),
+        // What every decision runs, the most frequent first: where its transactions are.
+        statementsByCalls: await statementsPerOp(workPool, run.n, 'calls'),
+      };
     };
     const latencyFailed = (l: LatencyResult | undefined) => (l ? l.errors > 0 || l.notify.missing > 0 || l.resume.missing > 0 : false);
     if (!PHASES.has('load')) {
       const latency = await latencyPhase();
       process.stdout.write(
-        `${[`Approvals benchmark — ${new Date().toISOString()} — phases: latency, Node ${process.version}`, '', ...latencyLines(latency), ...statementTable('end to end', latency.statements, 'time')].join('\n')}\n`,
+        `${[`Approvals benchmark — ${new Date().toISOString()} — phases: latency, Node ${process.version}`, '', ...latencyLines(latency), ...statementTable('end to end', latency.statements, 'time'), ...statementTable('end to end', latency.statementsByCalls)].join('\n')}\n`,
       );
       mkdirSync(join(DATA_DIR, 'bench'), { recursive: true });
       writeFileSync(join(DATA_DIR, 'bench', 'latest.json'), JSON.stringify({ at: new Date().toISOString(), phases: [...PHASES], latency }, null, 2));
@@ -1228,7 +1243,9 @@ export async function main(): Promise<number> {
             ...(openLoop.at(-1)?.statements ? statementTable(`cycle at ${openLoop.at(-1)!.rate}/s, open loop`, openLoop.at(-1)!.statements!) : []),
           ]
         : []),
-      ...(latency ? [...latencyLines(latency), ...statementTable('end to end', latency.statements, 'time')] : []),
+      ...(latency
+        ? [...latencyLines(latency), ...statementTable('end to end', latency.statements, 'time'), ...statementTable('end to end', latency.statementsByCalls)]
+        : []),
       ...workTable('at rest (nothing asked)', rest, 'second'),
       ...workTable('create', createWork),
       ...(beforeHistory ? workTable('create before the history (the same run)', beforeHistory.system.work) : []),

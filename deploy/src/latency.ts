@@ -237,6 +237,8 @@ export interface LatencyResult {
   benchCpuMs: number;
   /** Work a decision, every process of the system (the measured run and the 2 s after it), when sampled. */
   work?: WorkPerOp;
+  /** Messages a decision through nats-server (its `/varz`, over the same span as `work`): in from clients, out to them. */
+  natsMessages?: { in: number; out: number };
 }
 
 export function latencyResult(
@@ -274,7 +276,9 @@ export function latencyLines(r: LatencyResult): string[] {
     line('of which: the create answered', r.createAnswer, false),
     line('of which: the deciding vote answered', r.voteAnswer, false),
     '',
-    `the last resume arrived ${(r.wallMs / 1000).toFixed(1)} s after the first create was sent (${r.seconds} s offered); the bench's own CPU (client, SMTP server, engine receiver): ${r.benchCpuMs.toFixed(2)} ms a decision.`,
+    `the last resume arrived ${(r.wallMs / 1000).toFixed(1)} s after the first create was sent (${r.seconds} s offered); the bench's own CPU (client, SMTP server, engine receiver): ${r.benchCpuMs.toFixed(2)} ms a decision${
+      r.natsMessages ? `; NATS messages a decision: ${r.natsMessages.in.toFixed(1)} in, ${r.natsMessages.out.toFixed(1)} out` : ''
+    }.`,
     '',
     ...(r.work ? workTable(`a decision end to end at ${r.rate}/s (create, two notices sent by SMTP, two votes, the resume sent)`, r.work) : []),
   ];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from '@jest/globals';
 import { EVENT, type DomainEvent } from '@approvals/shared';
 import { safeNext } from '../src/auth/email-link';
-import { reachOf } from '../src/consumers/audit.consumer';
+import { reachOf, reachOfAll } from '../src/consumers/audit.consumer';
 
 describe('email-link sign-in: pure rules', () => {
   it('keeps only return paths inside the app (never another origin)', () => {
@@ -36,5 +36,29 @@ describe('email-link sign-in: pure rules', () => {
     expect(reachOf(event(EVENT.approverDisabled, { email: 'c@example.com' })).remove).toEqual([{ org: 'org_a', email: 'c@example.com' }]);
     expect(reachOf(event(EVENT.approverEnabled, { email: 'c@example.com' })).add).toEqual([{ org: 'org_a', email: 'c@example.com' }]);
     expect(reachOf(event(EVENT.decisionResolved, { decisionId: 'dec_1' }))).toEqual({ add: [], remove: [] });
+  });
+
+  it('folds a batch of events into one change: each person keeps their last word, in event order', () => {
+    const event = (type: string, data: Record<string, unknown>, org = 'org_a') =>
+      ({ id: 'evt_1', type, org, occurredAt: new Date().toISOString(), data }) as unknown as DomainEvent;
+    const change = reachOfAll([
+      event(EVENT.decisionCreated, { approvers: ['a@example.com', 'b@example.com'] }),
+      event(EVENT.approverDisabled, { email: 'a@example.com' }),
+      event(EVENT.approverDisabled, { email: 'c@example.com' }),
+      event(EVENT.approverEnabled, { email: 'C@example.com' }),
+      event(EVENT.decisionCreated, { approvers: ['b@example.com'] }),
+      event(EVENT.approverDisabled, { email: 'b@example.com' }, 'org_b'),
+    ]);
+    expect(change).toEqual({
+      add: [
+        { org: 'org_a', email: 'b@example.com' },
+        { org: 'org_a', email: 'C@example.com' },
+      ],
+      remove: [
+        { org: 'org_a', email: 'a@example.com' },
+        { org: 'org_b', email: 'b@example.com' },
+      ],
+    });
+    expect(reachOfAll([event(EVENT.decisionResolved, { decisionId: 'dec_1' })])).toEqual({ add: [], remove: [] });
   });
 });

@@ -101,10 +101,13 @@ export async function startNatsServer(opts: {
   configFile?: string;
   /** A member of a JetStream cluster: its name, its route port and the other members' route ports. */
   cluster?: { name: string; serverName: string; port: number; routes: number[] };
+  /** nats-server's HTTP monitoring (`/varz`: messages in and out) on this loopback port (the bench counts messages with it). */
+  monitorPort?: number;
 }): Promise<LocalNats> {
   const bin = ensureNatsServer(opts.log);
   mkdirSync(opts.storeDir, { recursive: true });
-  let args = ['-js', '-a', '127.0.0.1', '-p', String(opts.port ?? -1), '-sd', opts.storeDir];
+  const monitor = opts.monitorPort === undefined ? [] : ['-m', String(opts.monitorPort)];
+  let args = ['-js', '-a', '127.0.0.1', '-p', String(opts.port ?? -1), '-sd', opts.storeDir, ...monitor];
   if (opts.users || opts.cluster) {
     // With users, a configuration file: each service's user and its permissions (and the
     // passwords) are not for the process list.
@@ -123,7 +126,7 @@ export async function startNatsServer(opts: {
       ...(opts.users ? [natsAuthorizationConfig(opts.users)] : []),
     ].join('\n');
     writeFileSync(file, conf, { mode: 0o600 });
-    args = ['-c', file];
+    args = ['-c', file, ...monitor];
   }
   const child = spawn(bin, args, {
     stdio: ['ignore', 'pipe', 'pipe'],

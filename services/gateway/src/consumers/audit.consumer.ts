@@ -85,13 +85,27 @@ export function reachOf(e: DomainEvent): { add: ApproverOfOrg[]; remove: Approve
   }
 }
 
+/**
+ * What a batch of events changes, as one change: each person's last word in event order
+ * counts (a disable after a registration in one batch leaves them out, an enable after a
+ * disable puts them back), the same as applying the events one by one, in one statement
+ * rather than one per event.
+ */
+export function reachOfAll(events: DomainEvent[]): { add: ApproverOfOrg[]; remove: ApproverOfOrg[] } {
+  const last = new Map<string, { who: ApproverOfOrg; added: boolean }>();
+  for (const e of events) {
+    const change = reachOf(e);
+    for (const who of change.add) last.set(`${who.org}\u0000${who.email.toLowerCase()}`, { who, added: true });
+    for (const who of change.remove) last.set(`${who.org}\u0000${who.email.toLowerCase()}`, { who, added: false });
+  }
+  const all = [...last.values()];
+  return { add: all.filter((x) => x.added).map((x) => x.who), remove: all.filter((x) => !x.added).map((x) => x.who) };
+}
+
 export function auditConsumers(store: AccessStore, signIn: Pick<SignInStore, 'applyReach'>) {
   const append = async (events: DomainEvent[]) => {
-    // In event order: a disable after a registration in one batch leaves the person out.
-    for (const e of events) {
-      const change = reachOf(e);
-      if (change.add.length || change.remove.length) await signIn.applyReach(change);
-    }
+    const change = reachOfAll(events);
+    if (change.add.length || change.remove.length) await signIn.applyReach(change);
     await appendAudit(events);
   };
   const appendAudit = async (events: DomainEvent[]) =>
