@@ -51,6 +51,8 @@ export const SUBJECT = {
     identityUpdated: 'svc.approvers.identity_updated',
     identityDisabled: 'svc.approvers.identity_disabled',
     learnEsign: 'svc.approvers.learn_esign',
+    /** From the gateway only: the orgs where an address is an enabled approver (who may ask for a sign-in link). */
+    orgsOf: 'svc.approvers.orgs_of',
     settingsGet: 'svc.approvers.settings_get',
     settingsPut: 'svc.approvers.settings_put',
   },

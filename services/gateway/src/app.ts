@@ -96,6 +96,7 @@ export async function startGateway(config: GatewayConfig, opts: { log?: Logger; 
             publicBaseUrl: config.PUBLIC_BASE_URL,
             jwtSecret: config.AUTH_JWT_SECRET,
             sessionMaxAgeSec: config.AUTH_SESSION_MAX_AGE_SEC,
+            log,
           }),
         }),
         bus: ctx.bus,

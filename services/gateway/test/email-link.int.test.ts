@@ -198,6 +198,45 @@ describe('sign-in by email link', () => {
     expect(refused.body.error).toBe('invalid_code');
   });
 
+  it('an approver registered before this gateway kept its own record of approvers (an upgrade) still gets a link, and it opens', async () => {
+    const who = 'early@example.com';
+    const gone = 'early-gone@example.com';
+    const ids: Record<string, string> = {};
+    for (const email of [who, gone]) {
+      const registered = await stack.http('POST', '/v1/approvers/', { token: b.admin, body: { email } });
+      expect(registered.status).toBe(201);
+      ids[email] = registered.body.id;
+    }
+    expect((await stack.http('POST', `/v1/approvers/${ids[gone]}/disable`, { token: b.admin })).status).toBe(200);
+    const audited = async (action: string, id: string) =>
+      ((await stack.http('GET', `/v1/audit/?action=${action}&limit=200`, { token: b.admin })).body.entries as Array<{ target: string }>).some(
+        (e) => e.target === id,
+      );
+    await waitFor(async () => (await audited('approver.registered', ids[who]!)) && (await audited('approver.disabled', ids[gone]!)), {
+      what: 'the registrations in the audit log',
+    });
+    // As a release before the gateway's record of approvers left it: no row for them.
+    const sql = new Client({ connectionString: stack.db.url });
+    await sql.connect();
+    try {
+      const reach = async () =>
+        (await sql.query('SELECT email FROM access.approver_reach WHERE org_id = $1 AND email = ANY($2) ORDER BY email', [b.org, [who, gone]])).rows;
+      await sql.query('DELETE FROM access.approver_reach WHERE org_id = $1 AND email = ANY($2)', [b.org, [who, gone]]);
+      expect(await reach()).toEqual([]);
+      expect((await ask(who)).status).toBe(202);
+      const [mail] = await linkMails(who, 1);
+      expect((await redeem(codeOf(mail!)!)).body).toMatchObject({ org: b.org, email: who, role: 'reviewer' });
+      // Learnt from the policies service, and kept: a disabled one is not.
+      expect(await reach()).toEqual([{ email: who }]);
+      expect((await ask(gone)).status).toBe(202);
+      await new Promise((r) => setTimeout(r, 1000));
+      expect(mailsTo(gone)).toEqual([]);
+      expect(await reach()).toEqual([{ email: who }]);
+    } finally {
+      await sql.end();
+    }
+  });
+
   it('the email confirm page links to the decision in the app, where the approver signs in by email', async () => {
     const who = 'confirm@example.com';
     const id = await nameApprover(a, who, 'el-confirm');

@@ -395,6 +395,12 @@ export const ApproversEndpoints = {
   disable: endpoint(SUBJECT.approvers.disable, forwarded({ params: ApproverIdParams }), ApproverView, RESENDABLE),
   enable: endpoint(SUBJECT.approvers.enable, forwarded({ params: ApproverIdParams }), ApproverView, RESENDABLE),
   lookup: endpoint(SUBJECT.approvers.channels, ApproverLookupRequest, ApproverLookupReply, READ),
+  /**
+   * The orgs where an address has an enabled approver record, across orgs: asked by the
+   * gateway when someone asks for a sign-in link, so an approver registered before the
+   * gateway kept its own record of approvers (or whose event it missed) can still get in.
+   */
+  orgsOf: endpoint(SUBJECT.approvers.orgsOf, z.object({ email: z.string().min(3).max(320) }), z.object({ orgs: z.array(z.string()) }), READ),
   /** Unlinking a record that does not exist: `not_found`. */
   linkChat: endpoint(SUBJECT.approvers.linkChat, ApproverLinkChatRequest, ApproverView, RESENDABLE),
   /** The identity provider updated a user: approvers with that identityUserId take the new name and primary email. */

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { AppError, NotifierEndpoints, newId, type Bus, type Clock, type SecretBox, type UserRole } from '@approvals/shared';
+import { AppError, ApproversEndpoints, NotifierEndpoints, newId, type Bus, type Clock, type Logger, type SecretBox, type UserRole } from '@approvals/shared';
 import type { MemberRole, MembersStore } from '../store/members.store';
 import type { NewSignInLink, SignInStore } from '../store/sign-in.store';
 import { signSessionToken } from './jwt';
@@ -49,6 +49,7 @@ export function createEmailLinks(deps: {
   publicBaseUrl: string;
   jwtSecret: string;
   sessionMaxAgeSec: number;
+  log: Logger;
 }) {
   const base = deps.publicBaseUrl.replace(/\/+$/, '');
 
@@ -62,6 +63,16 @@ export function createEmailLinks(deps: {
     const mail = { id, org, role, purpose, linkSealed: deps.secrets.seal(url, `sign-in-link:${id}`), expiresAt: expiresAt.toISOString() };
     return { row, mail };
   }
+
+  /** The orgs where the address is an enabled registered approver; none when the policies service cannot say (members and known approvers still get their links). */
+  const registeredOrgsOf = async (email: string): Promise<string[]> => {
+    try {
+      return (await deps.bus.call(ApproversEndpoints.orgsOf, { email })).orgs;
+    } catch (err) {
+      deps.log.warn({ err }, 'could not ask the policies service which orgs an address approves for; links for the orgs known here only');
+      return [];
+    }
+  };
 
   return {
     /**
@@ -81,8 +92,13 @@ export function createEmailLinks(deps: {
         now,
       );
       if (wait > 0) throw new AppError('rate_limited', 'too many sign-in links asked for: wait before asking again', { retryAfter: wait });
-      const { members, approverOf } = await deps.store.orgsOf(email);
-      const roles = new Map<string, UserRole>(approverOf.map((org) => [org, 'reviewer']));
+      const [{ members, approverOf }, registered] = await Promise.all([deps.store.orgsOf(email), registeredOrgsOf(email)]);
+      // The policies service's records are the truth about registered approvers: one the
+      // events never told us of (registered before this release, or its event missed) is
+      // learnt here, so the link they are sent also opens.
+      const learnt = registered.filter((org) => !approverOf.includes(org));
+      if (learnt.length) await deps.store.applyReach({ add: learnt.map((org) => ({ org, email })), remove: [] });
+      const roles = new Map<string, UserRole>([...approverOf, ...learnt].map((org) => [org, 'reviewer']));
       for (const m of members) roles.set(m.org, m.role);
       const next = safeNext(input.next);
       const minted = [...roles].map(([org, role]) => mint(org, email, role, 'sign_in', next, now));

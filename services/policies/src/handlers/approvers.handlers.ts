@@ -39,6 +39,7 @@ export function registerApproverHandlers(
     return withStatus(created ? 201 : 200, { ...approver, created });
   });
   host.handle(E.list, async (r) => ({ approvers: await approvers.list(r.org) }));
+  host.handle(E.orgsOf, async (r) => ({ orgs: await approvers.orgsOf(r.email) }));
   host.handle(E.get, async (r) => (await approvers.get(r.org, r.params.id)) ?? Promise.reject(approverNotFound()));
   host.handle(E.verify, async (r) => (await approvers.verify(r.org, r.params.id, r.body, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));
   host.handle(E.disable, async (r) => (await approvers.setDisabled(r.org, r.params.id, true, actorFrom(r.principal))) ?? Promise.reject(approverNotFound()));

@@ -151,6 +151,12 @@ export function createApproversStore(db: Knex) {
       });
     },
 
+    /** The orgs where this address has an enabled approver record (addresses are kept in lower case). */
+    async orgsOf(email: string): Promise<string[]> {
+      const rows: Array<{ org_id: string }> = await db('approvers').where({ email: email.toLowerCase(), disabled: false }).distinct('org_id').orderBy('org_id');
+      return rows.map((r) => r.org_id);
+    },
+
     async list(org: string): Promise<ApproverView[]> {
       return view(db, await db('approvers').where({ org_id: org }).orderBy('email'));
     },
