@@ -132,7 +132,7 @@ describe('web app in Chromium', () => {
     await page.waitForURL(`**/app/decisions/${id}`);
     await page.getByRole('heading', { name: 'Refund order web-1' }).waitFor();
     for (const text of ['$40.00', 'stripe.refund', 'status: refunded', 'Refund the customer?']) {
-      await expect(page.getByText(text, { exact: false }).first().isVisible()).resolves.toBe(true);
+      await page.getByText(text, { exact: false }).first().waitFor();
     }
     await page.getByLabel('Partial refund').check();
     await page.getByLabel('Reason (optional)').fill('half now');
@@ -199,18 +199,18 @@ describe('web app in Chromium', () => {
     const { page, ctx } = await open(stack.session({ org, email: REVIEWER }), `/app/decisions/${id}`);
     await page.getByRole('heading', { name: 'Refund order web-context' }).waitFor();
     await page.getByRole('heading', { name: 'Why this is asked' }).waitFor();
-    await expect(page.getByText('The customer was charged twice for order 1042.').isVisible()).resolves.toBe(true);
+    await page.getByText('The customer was charged twice for order 1042.').waitFor();
     const data = page.getByRole('region', { name: 'Data' });
-    await expect(data.getByRole('rowheader', { name: 'service' }).isVisible()).resolves.toBe(true);
-    await expect(data.getByRole('cell', { name: 'billing-api' }).isVisible()).resolves.toBe(true);
+    await data.getByRole('rowheader', { name: 'service' }).waitFor();
+    await data.getByRole('cell', { name: 'billing-api' }).waitFor();
     // Markup in data stays text: shown as typed, never run.
-    await expect(data.getByText('<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>').isVisible()).resolves.toBe(true);
-    await expect(data.getByRole('cell', { name: '{"cpu":2}' }).isVisible()).resolves.toBe(true);
+    await data.getByText('<img src=x onerror="window.__xss=1"><script>window.__xss=2</script>').waitFor();
+    await data.getByRole('cell', { name: '{"cpu":2}' }).waitFor();
     await expect(page.evaluate(() => (globalThis as { __xss?: number }).__xss)).resolves.toBeUndefined();
     await expect(page.getByRole('link', { name: 'https://tickets.example.com/T-1042' }).getAttribute('href')).resolves.toBe(
       'https://tickets.example.com/T-1042',
     );
-    await expect(page.getByText('policy Refunds with reasons (v1)').isVisible()).resolves.toBe(true);
+    await page.getByText('policy Refunds with reasons (v1)').waitFor();
     // The policy requires a reason with a reject: Reject waits for one.
     const reject = page.getByRole('button', { name: 'Reject' });
     await expect(reject.isDisabled()).resolves.toBe(true);
@@ -227,7 +227,7 @@ describe('web app in Chromium', () => {
     const id = await openDecision('web-3', {});
     const { page, ctx } = await open(stack.session({ org, email: 'someone.else@example.com' }), `/app/decisions/${id}`, { width: 390, height: 844 });
     await page.getByRole('heading', { name: 'Refund order web-3' }).waitFor();
-    await expect(page.getByText('You are not an approver of this decision.').isVisible()).resolves.toBe(true);
+    await page.getByText('You are not an approver of this decision.').waitFor();
     await expect(page.getByRole('button', { name: 'Approve' }).count()).resolves.toBe(0);
     await expect(page.getByRole('button', { name: 'Reject' }).count()).resolves.toBe(0);
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
@@ -241,7 +241,7 @@ describe('web app in Chromium', () => {
     await page.getByRole('button', { name: 'Create API key' }).click();
     const shown = await page.getByTestId('new-key').textContent();
     expect(shown).toMatch(/^ak_/);
-    await expect(page.getByRole('button', { name: 'Copy key' }).isVisible()).resolves.toBe(true);
+    await page.getByRole('button', { name: 'Copy key' }).waitFor();
     const keys = (await stack.http('GET', '/v1/api-keys/', { token: admin })).body.apiKeys as Array<{ name: string }>;
     expect(keys.some((k) => k.name === 'ci deploys')).toBe(true);
     await page.getByRole('button', { name: 'Done' }).click();
@@ -269,8 +269,8 @@ describe('web app in Chromium', () => {
     await page.getByRole('link', { name: 'Refunds' }).first().click();
     await page.getByRole('button', { name: 'Compare v1 with v2' }).click();
     await page.getByText('approver added: b@example.com').waitFor();
-    await expect(page.getByRole('heading', { name: 'v1', exact: true }).isVisible()).resolves.toBe(true);
-    await expect(page.getByRole('heading', { name: 'v2', exact: true }).isVisible()).resolves.toBe(true);
+    await page.getByRole('heading', { name: 'v1', exact: true }).waitFor();
+    await page.getByRole('heading', { name: 'v2', exact: true }).waitFor();
     // Preview an edit before saving: nothing is written.
     await page.getByRole('button', { name: 'Edit policy' }).click();
     const editor = page.getByLabel('Policy definition (JSON)');
@@ -315,7 +315,7 @@ describe('web app in Chromium', () => {
     await editor.fill(JSON.stringify({ ...full, defaults: { ...full.defaults, approvalsRequired: 0 }, quorum: 2 }, null, 2));
     await problems.getByText('/defaults/approvalsRequired').waitFor();
     await problems.getByText('/quorum').waitFor();
-    await expect(problems.getByText('is not a field of a policy').isVisible()).resolves.toBe(true);
+    await problems.getByText('is not a field of a policy').waitFor();
     await expect(page.getByRole('button', { name: 'Save' }).isDisabled()).resolves.toBe(true);
     await screenshot(page, 'app-policy-editor.png');
     // Broken JSON is named too.
@@ -434,7 +434,7 @@ describe('web app in Chromium', () => {
     const member = stack.session({ org, email: 'member@example.com', role: 'member' });
     const { page, ctx } = await open(member, '/app/');
     const nav = page.getByRole('navigation', { name: 'Main' });
-    await expect(nav.getByRole('link', { name: 'Policies' }).isVisible()).resolves.toBe(true);
+    await nav.getByRole('link', { name: 'Policies' }).waitFor();
     await expect(nav.getByRole('link', { name: 'API keys' }).count()).resolves.toBe(0);
     await expect(nav.getByRole('link', { name: 'Settings' }).count()).resolves.toBe(0);
     await page.goto(`${stack.baseUrl}/app/api-keys`);
@@ -456,7 +456,7 @@ describe('web app in Chromium', () => {
     await page.getByRole('region', { name: 'Discord account' }).getByText('has not connected Discord yet').waitFor();
     await page.getByRole('cell', { name: '+15550177' }).waitFor();
     const sms = page.getByRole('row').filter({ hasText: '+15550177' });
-    await expect(sms.getByText('pending').isVisible()).resolves.toBe(true);
+    await sms.getByText('pending').waitFor();
     const nav = page.getByRole('navigation', { name: 'Main' });
     await expect(nav.getByRole('link', { name: 'My account' }).getAttribute('class')).resolves.toBe('active');
     await expect(nav.getByRole('link', { name: 'Settings' }).getAttribute('class')).resolves.toBe('');

@@ -95,7 +95,7 @@ describe('sign-in by email link in Chromium', () => {
     await page.waitForURL((u) => u.pathname === `/app/decisions/${id}`);
     await page.getByRole('heading', { name: 'Pick the rollout' }).waitFor();
     // A reviewer: the inbox and their decisions, nothing of the console.
-    await expect(page.getByText(`${REVIEWER} (reviewer)`).isVisible()).resolves.toBe(true);
+    await page.getByText(`${REVIEWER} (reviewer)`).waitFor();
     await expect(page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Policies' }).count()).resolves.toBe(0);
     await page.getByLabel('Canary first').check();
     await page.getByRole('button', { name: 'Approve' }).click();

@@ -179,13 +179,13 @@ describe("reviewer's page and My account in Chromium", () => {
     await notes.getByRole('heading', { name: 'What changes' }).waitFor();
     await expect(notes.locator('li strong').first().textContent()).resolves.toBe('Faster');
     await expect(notes.locator('code').first().textContent()).resolves.toBe('INV-12');
-    await expect(notes.getByText('<script>window.__xss=1</script>', { exact: false }).isVisible()).resolves.toBe(true);
+    await notes.getByText('<script>window.__xss=1</script>', { exact: false }).waitFor();
     await expect(notes.getByRole('link', { name: 'the ticket' }).getAttribute('href')).resolves.toBe('https://tickets.example.com/T-7');
     await expect(notes.getByRole('link', { name: 'a trap' }).count()).resolves.toBe(0);
-    await expect(notes.getByText('[a trap](javascript:window.__xss=2)').isVisible()).resolves.toBe(true);
+    await notes.getByText('[a trap](javascript:window.__xss=2)').waitFor();
     const preview = page.getByRole('region', { name: 'Draft preview' });
-    await expect(preview.getByRole('heading', { name: 'Shipping 2.3' }).isVisible()).resolves.toBe(true);
-    await expect(preview.getByText('<img src=x onerror="window.__xss=3">', { exact: false }).isVisible()).resolves.toBe(true);
+    await preview.getByRole('heading', { name: 'Shipping 2.3' }).waitFor();
+    await preview.getByText('<img src=x onerror="window.__xss=3">', { exact: false }).waitFor();
     await expect(page.locator('script:not([src])').count()).resolves.toBe(0);
     await expect(page.evaluate(() => (globalThis as { __xss?: number }).__xss)).resolves.toBeUndefined();
 
@@ -197,7 +197,7 @@ describe("reviewer's page and My account in Chromium", () => {
     // Approve waits for the choice, saying why; no request is made before.
     const approve = page.getByRole('button', { name: 'Approve' });
     await expect(approve.isDisabled()).resolves.toBe(true);
-    await expect(page.getByText('Choose an answer first.').isVisible()).resolves.toBe(true);
+    await page.getByText('Choose an answer first.').waitFor();
     await screenshot(page, 'app-decision.png');
     await page.getByLabel('Canary first').check();
     await expect(approve.isDisabled()).resolves.toBe(false);
@@ -289,7 +289,7 @@ describe("reviewer's page and My account in Chromium", () => {
     const reach = page.getByRole('table', { name: 'How decisions reach you' });
     const rowOf = (channel: string, kept: string) => reach.getByRole('row').filter({ hasText: channel }).filter({ hasText: kept });
     await rowOf('Email', 'approver record').getByText('verified').waitFor();
-    await expect(rowOf('SMS', 'contact methods').getByText('not verified').isVisible()).resolves.toBe(true);
+    await rowOf('SMS', 'contact methods').getByText('not verified').waitFor();
 
     // Slack: "Sign in with Slack" (OpenID Connect) as U_RITA of the org's workspace.
     slack.consent.next = { userId: 'U_RITA', teamId: slack.team.id };
@@ -297,8 +297,8 @@ describe("reviewer's page and My account in Chromium", () => {
     await page.waitForURL((u) => u.pathname === '/app/settings/me' && u.searchParams.get('linked') === 'chatA');
     await page.getByRole('status').getByText('Your Slack account is linked.').waitFor();
     await page.getByRole('region', { name: 'Slack account' }).getByText('Linked to U_RITA in Acme').waitFor();
-    await expect(rowOf('Slack', 'approver record').getByText('U_RITA').isVisible()).resolves.toBe(true);
-    await expect(rowOf('Slack', 'approver record').getByText('verified').isVisible()).resolves.toBe(true);
+    await rowOf('Slack', 'approver record').getByText('U_RITA').waitFor();
+    await rowOf('Slack', 'approver record').getByText('verified').waitFor();
     expect(slack.calls.find((c) => c.name === 'openid.connect.token')?.body).toMatchObject({ client_id: 'slack-client-id' });
 
     // Discord: OAuth2 `identify` as a member of the org's server.
@@ -307,7 +307,7 @@ describe("reviewer's page and My account in Chromium", () => {
     await page.getByRole('button', { name: 'Link Discord' }).click();
     await page.waitForURL((u) => u.searchParams.get('linked') === 'chatB');
     await page.getByRole('region', { name: 'Discord account' }).getByText('Linked to D_RITA').waitFor();
-    await expect(rowOf('Discord', 'approver record').getByText('verified').isVisible()).resolves.toBe(true);
+    await rowOf('Discord', 'approver record').getByText('verified').waitFor();
     await screenshot(page, 'app-my-account.png');
 
     const links = (await stack.http('GET', '/v1/me/chat-links', { token: reviewer() })).body;
@@ -326,7 +326,7 @@ describe("reviewer's page and My account in Chromium", () => {
     const { page, ctx } = await open(stack.session({ org, email: OTHER }), '/app/settings/me');
     await page.getByRole('button', { name: 'Link Slack' }).click();
     await page.waitForURL((u) => u.pathname.startsWith('/v1/integrations/chatA/link/callback'));
-    await expect(page.getByText('No chat account was linked', { exact: false }).first().isVisible()).resolves.toBe(true);
+    await page.getByText('No chat account was linked', { exact: false }).first().waitFor();
     expect((await stack.http('GET', '/v1/me/chat-links', { token: stack.session({ org, email: OTHER }) })).body.chat).toEqual(before.chat);
     // That page is a 400 on purpose: Chromium logs its load, which is no error of the app.
     consoleErrors.splice(0, consoleErrors.length, ...consoleErrors.filter((e) => !e.includes('/v1/integrations/chatA/link/callback?error=access_denied')));
