@@ -22,7 +22,7 @@ describe('the bus: requests answered, timed out and unserved', () => {
   });
 
   it('requests and replies made across turns still go out and come back', async () => {
-    const sub = receiver.nc.subscribe('test.echo', { callback: (_err, m) => setImmediate(() => m.respond(m.data)) });
+    const sub = receiver.nc.subscribe('test.echo', { callback: (_err, m) => void setImmediate(() => m.respond(m.data)) });
     await receiver.nc.flush();
     const answers = await Promise.all(
       Array.from({ length: 20 }, (_, i) => sender.nc.request('test.echo', String(i), { timeout: 5000 }).then((m) => new TextDecoder().decode(m.data))),
@@ -34,7 +34,7 @@ describe('the bus: requests answered, timed out and unserved', () => {
   it('an answered request lets go of its timer and its inbox entry; a timeout and a subject nobody serves fail', async () => {
     const mux = (sender.nc as unknown as { protocol: { muxSubscriptions: { reqs: Map<string, unknown> } } }).protocol.muxSubscriptions;
     const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
-    const sub = receiver.nc.subscribe('test.quiet', { callback: (_err, m) => m.respond(m.data) });
+    const sub = receiver.nc.subscribe('test.quiet', { callback: (_err, m) => void m.respond(m.data) });
     await receiver.nc.flush();
     const before = timers();
     const answers = await Promise.all(

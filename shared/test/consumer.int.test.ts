@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from '@jest/globals';
 import {
   Bus,
+  EVENT,
   EventConsumer,
   PoisonMessage,
   STREAM_EVENTS,
@@ -272,7 +273,8 @@ describe('EventConsumer (real JetStream)', () => {
       await startConsumer({
         ...eachConsumerOf(
           durable,
-          subject as never,
+          // A fresh subject under evt.test. (the contract's test subject, as typed).
+          subject as typeof EVENT.test,
           async (e: EventEnvelope) => {
             const i = e.data.i as number;
             calls.push(i);

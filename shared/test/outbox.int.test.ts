@@ -45,7 +45,8 @@ const migrations: Migration[] = [
 ];
 
 /** A subject of its own for each test, so tests read only their own messages. */
-const freshSubject = () => `evt.test.t${randomBytes(4).toString('hex')}`;
+type TestSubject = `evt.test.${string}`;
+const freshSubject = (): TestSubject => `evt.test.t${randomBytes(4).toString('hex')}`;
 
 describe('transactional outbox + relay (real Postgres and JetStream)', () => {
   let pg: TestDatabase;
@@ -73,7 +74,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
   /** How many of the rows are still in the outbox: a published row is deleted. */
   const unsent = async (ids: string[]) => (await db(OUTBOX_TABLE).whereIn('id', ids).count<{ count: string }[]>('* as count'))[0].count;
 
-  const commitEvents = async (subject: string, n: number, org = 'org_a') =>
+  const commitEvents = async (subject: TestSubject, n: number, org = 'org_a') =>
     db.transaction(async (trx) => {
       await trx('widgets').insert({ id: `w_${randomBytes(6).toString('hex')}`, name: subject });
       return enqueueEvents(
@@ -147,7 +148,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
   });
 
   it('an event written by `outboxInsert` beside a change (one statement, the way every writer writes) is relayed once; none when the change touched no row', async () => {
-    const subject = freshSubject() as `evt.test.${string}`;
+    const subject = freshSubject();
     const id = `w_${randomBytes(6).toString('hex')}`;
     // The one outbox INSERT, as a CTE after the change: its events are written once per changed row.
     const write = (widget: string, name: string, events: EventEnvelope[]) =>
@@ -324,7 +325,7 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
   };
 
   /** Events written as a statement of their own (no transaction), held for `secs`. */
-  const writeHeld = (subject: string, n: number, secs: number) =>
+  const writeHeld = (subject: TestSubject, n: number, secs: number) =>
     enqueueEvents(
       db,
       Array.from({ length: n }, (_, i) => ({ subject, org: 'org_a', data: { i } })),

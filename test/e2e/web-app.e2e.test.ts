@@ -102,7 +102,7 @@ describe('web app in Chromium', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(await res.text()).toContain('<div id="root">');
-    expect((await (await fetch(`${stack.baseUrl}/app/config.json`)).json()).oidc).toBeNull();
+    expect(((await (await fetch(`${stack.baseUrl}/app/config.json`)).json()) as { oidc: unknown }).oidc).toBeNull();
   });
 
   it('sign-in by link; an expired session goes back to sign-in with a message', async () => {
@@ -230,7 +230,8 @@ describe('web app in Chromium', () => {
     await page.getByText('You are not an approver of this decision.').waitFor();
     await expect(page.getByRole('button', { name: 'Approve' }).count()).resolves.toBe(0);
     await expect(page.getByRole('button', { name: 'Reject' }).count()).resolves.toBe(0);
-    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    // Runs in the page, where `document` is (this file is type-checked without the DOM's types).
+    const width = await page.evaluate('document.documentElement.scrollWidth');
     expect(width).toBeLessThanOrEqual(390);
     await ctx.close();
   });

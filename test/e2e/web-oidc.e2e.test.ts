@@ -116,7 +116,11 @@ describe('web app: OIDC sign-in', () => {
   });
 
   it('signs in with authorization code + PKCE, and the ID token is the session the API accepts', async () => {
-    expect((await (await fetch(`${stack.baseUrl}/app/config.json`)).json()).oidc).toEqual({ issuer, clientId, scope: 'openid email profile' });
+    expect(((await (await fetch(`${stack.baseUrl}/app/config.json`)).json()) as { oidc: unknown }).oidc).toEqual({
+      issuer,
+      clientId,
+      scope: 'openid email profile',
+    });
     const page = await browser.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(e.message));
