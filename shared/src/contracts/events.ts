@@ -237,8 +237,17 @@ export const ResumePayload = z.object({
 });
 export type ResumePayload = z.infer<typeof ResumePayload>;
 
-/** The resume payload of a resolved decision (its evt.decision.resolved). */
-export function resumePayloadOf(d: DecisionResolvedData): ResumePayload {
+/**
+ * The resume payload of a decision's end: a resolved one's evt.decision.resolved, or a
+ * cancelled one's facts (no answer, no output). `approved` is derived here, only here.
+ */
+export function resumePayloadOf(
+  d: Pick<DecisionResolvedData, 'decisionId' | 'externalRunId' | 'stepRef' | 'workflowRef' | 'decidedBy' | 'note' | 'policyVersion'> & {
+    status: ResumePayload['status'];
+    responseValue?: unknown;
+    output?: unknown;
+  },
+): ResumePayload {
   return {
     decisionId: d.decisionId,
     externalRunId: d.externalRunId,

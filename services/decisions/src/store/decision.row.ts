@@ -245,18 +245,15 @@ export function cancelledEvents(r: DecisionRow, actor: string | null, note: stri
     { subject: EVENT.decisionCancelled, org: r.org_id, data: { decisionId: r.id, policy: policyRef(r), actor, note, cancelledAt: at.toISOString() } },
     planOf(r),
   );
-  const payload: ResumePayload = {
+  const payload = resumePayloadOf({
     decisionId: r.id,
     externalRunId: r.external_run_id,
     stepRef: r.step_ref,
     workflowRef: r.workflow_ref,
     status: 'CANCELLED',
-    approved: false,
     decidedBy: actor,
     note,
-    responseValue: null,
-    output: null,
     policyVersion: r.policy_version,
-  };
+  });
   return withCallback(cancelled, r, payload);
 }
