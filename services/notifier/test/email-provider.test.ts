@@ -51,7 +51,11 @@ describe('a notice by mail', () => {
       expect(retry).toEqual(first);
       expect(smtp.mails).toHaveLength(2);
       for (const mail of smtp.mails) {
-        expect(mail.raw).toMatch(/^Message-ID: <dlv_01@example\.com>\r?$/m);
+        expect(mail.raw.match(/^Message-ID: .*$/gm)).toEqual([expect.stringMatching(/^Message-ID: <dlv_01@example\.com>\r?$/)]);
+        expect(mail.raw).toMatch(/^X-Approvals-Delivery: dlv_01\r?$/m);
+        expect(mail.raw).toMatch(/^From: Approvals <approvals@example\.com>\r?$/m);
+        expect(mail.raw).toMatch(/^To: ann@example\.com\r?$/m);
+        expect({ from: mail.from, to: mail.to }).toEqual({ from: 'approvals@example.com', to: ['ann@example.com'] });
         expect(mail.raw).not.toMatch(/Content-Transfer-Encoding: base64/i);
         expect(mail.raw).toMatch(/Content-Transfer-Encoding: quoted-printable/i);
         // Decoded as any mail client would: the words are there, in both parts.

@@ -1,4 +1,5 @@
 import nodemailer, { type Transporter } from 'nodemailer';
+import MailComposer from 'nodemailer/lib/mail-composer';
 import { ChatEndpoints, announceChange, type Bus } from '@approvals/shared';
 import type { NotifierConfig } from '../config';
 import type { PeopleStore } from '../store/people.store';
@@ -46,7 +47,7 @@ export function peopleProviders(
     audience: 'person',
     unavailable: () => (config.SMTP_URL ? null : 'SMTP_URL is not configured'),
     async send(m) {
-      const info = await mailer().sendMail({
+      const mail = {
         from: config.MAIL_FROM,
         to: m.to,
         subject: m.subject,
@@ -56,8 +57,13 @@ export function peopleProviders(
         messageId: messageIdOf(m.id, config.MAIL_FROM),
         // Our templates are mostly ASCII: quoted-printable, said once, rather than nodemailer
         // counting every letter of each part to choose (about 4% of the notifier's CPU).
-        textEncoding: 'quoted-printable',
-      });
+        textEncoding: 'quoted-printable' as const,
+      };
+      // The message is built in memory first (nodemailer's own composer) and handed to the
+      // SMTP connection whole: streamed to the socket as it was built, a mail was dozens of
+      // small writes, a system call each (about 6% of the notifier's CPU).
+      const raw = await new MailComposer(mail).compile().build();
+      const info = await mailer().sendMail({ from: mail.from, to: mail.to, messageId: mail.messageId, raw });
       return { status: 'sent', detail: info.messageId };
     },
   };
