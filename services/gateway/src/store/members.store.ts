@@ -94,8 +94,8 @@ export function createMembersStore(db: Knex, opts: { audit: (trx: Knex, entries:
 
   /**
    * Refuses a change that would leave the org without an active admin. The org's admin
-   * rows are locked first, so two admins demoting each other at once are taken one after
-   * the other and the second is refused.
+   * rows are locked (by `locked`, before the member's own row), so two admins demoting
+   * each other at once are taken one after the other and the second is refused.
    */
   async function keepAnAdmin(trx: Knex, org: string, leaving: MemberRow): Promise<void> {
     if (leaving.role !== 'admin' || leaving.status !== 'active') return;
@@ -105,7 +105,14 @@ export function createMembersStore(db: Knex, opts: { audit: (trx: Knex, entries:
     }
   }
 
+  /**
+   * The member's row, locked for a change, after the org's active admins' rows (in id
+   * order). Always in that order: two admins changing each other at once had each locked
+   * their target's row and then waited for the other's in `keepAnAdmin`, a deadlock
+   * PostgreSQL broke by failing one (a 500). Now the second waits for the first here.
+   */
   async function locked(trx: Knex, org: string, id: string): Promise<MemberRow> {
+    await trx('members').where({ org_id: org, role: 'admin', status: 'active' }).orderBy('id').forUpdate().select('id');
     const row: MemberRow | undefined = await trx('members').where({ org_id: org, id }).forUpdate().first();
     if (!row) throw new AppError('not_found', 'member not found');
     return row;
