@@ -239,25 +239,37 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
       }
       // One text whatever the number of rows. A row held
       // for this process is written leased, at attempt 1.
-      const insert = [
-        `INSERT INTO deliveries (id, org_id, decision_id, event_id, kind, channel, target, payload, status, last_error, max_attempts, traceparent, attempts, lease_until)
+      const insertSql = `INSERT INTO deliveries (id, org_id, decision_id, event_id, kind, channel, target, payload, status, last_error, max_attempts, traceparent, attempts, lease_until)
          SELECT v.id, v.org_id, v.decision_id, v.event_id, v.kind, v.channel, v.target, v.payload,
                 CASE WHEN v.skip IS NULL THEN 'pending' ELSE 'skipped' END, v.skip, v.max_attempts, v.traceparent,
                 CASE WHEN v.held THEN 1 ELSE 0 END, CASE WHEN v.held THEN now() + (?::int * interval '1 second') END
            FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::jsonb[], ?::text[], ?::int[], ?::text[], ?::bool[])
                 AS v(id, org_id, decision_id, event_id, kind, channel, target, payload, skip, max_attempts, traceparent, held)
          ON CONFLICT (event_id, channel, target) DO NOTHING
-         RETURNING ${DELIVERY_COLUMNS.join(', ')}, lease_until, id AS key`,
-        // Null elements are sent as SQL NULLs.
-        [opts.leaseSec, v.id, v.org, v.decision, v.event, v.kind, v.channel, v.target, v.payload, v.skip as string[], v.max, v.trace as string[], v.held],
-      ] as const;
+         RETURNING ${DELIVERY_COLUMNS.join(', ')}, lease_until, id AS key`;
+      // Null elements are sent as SQL NULLs.
+      const insertBindings = [
+        opts.leaseSec,
+        v.id,
+        v.org,
+        v.decision,
+        v.event,
+        v.kind,
+        v.channel,
+        v.target,
+        v.payload,
+        v.skip as string[],
+        v.max,
+        v.trace as string[],
+        v.held,
+      ];
       type Inserted = DeliveryRow & { lease_until: Date | null; key: string };
       // A skipped engine resume's event is written by the same statement, for the rows it
-      // inserted (planning the same event again writes neither).
-      // Without events, a named prepared statement (planned once per connection).
+      // inserted (planning the same event again writes neither). Either way a named
+      // prepared statement (planned once per connection).
       const inserted: Inserted[] = skips.length
-        ? await changeEachWithEvents<Inserted>(db, db.raw(insert[0], insert[1]), skips, opts.held)
-        : (await sendPrepared<Inserted>(db, insert[0], insert[1])).rows;
+        ? await changeEachWithEvents<Inserted>(db, db.raw(insertSql, insertBindings), skips, opts.held)
+        : (await sendPrepared<Inserted>(db, insertSql, insertBindings)).rows;
       const held = inserted.filter((r) => r.lease_until !== null).map(({ lease_until: _, key: __, ...row }) => row as DeliveryRow);
       return { inserted: inserted.length, held };
     },
