@@ -2,6 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from '@jest/globals';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { connect } from '@nats-io/transport-node';
+import { Svcm } from '@nats-io/services';
+import { SUBJECT } from '@approvals/shared';
 import { natsConnectOptions, waitFor } from '@approvals/shared/testing';
 import { startStack, type Stack } from '../helpers/stack';
 import { actionLinks, startRecorder, startSmtp, type Mail, type Recorded } from '../helpers/third-parties';
@@ -135,6 +137,48 @@ describe('human loop: mail, links, reminders, expiry, engine resumes', () => {
     });
     await new Promise((r) => setTimeout(r, 1000));
     expect(resumesFor(id)).toHaveLength(1);
+  });
+
+  it("each approver's mail has links of their own, minted for all of them in one call; each link votes as its approver", async () => {
+    const nc = await connect(natsConnectOptions(stack.nats.url));
+    const mintsAnswered = async () => {
+      let n = 0;
+      for await (const s of await new Svcm(nc).client().stats('surfaces')) {
+        for (const e of s.endpoints ?? []) if (e.subject === SUBJECT.surfaces.mintLinks) n += e.num_requests;
+      }
+      return n;
+    };
+    try {
+      const people = ['cat@example.com', 'dan@example.com', 'eli@example.com'];
+      const before = await mintsAnswered();
+      const id = await open({ externalRunId: 'run-three', stepRef: 's', approvers: people, approvalsRequired: 3, context: { title: 'Three keys 7' } });
+      const mails = await waitFor(
+        () => {
+          const each = people.map((p) => mailsTo(p, 'Three keys 7'));
+          return each.every((m) => m.length === 1) ? each.map((m) => m[0]!) : null;
+        },
+        { timeoutMs: 15_000, what: 'a mail to each approver' },
+      );
+      expect(await mintsAnswered()).toBe(before + 1);
+      const links = mails.map((m) => actionLinks(m));
+      const tokens = links.flatMap((l) => [l.approve, l.reject]);
+      expect(new Set(tokens).size).toBe(6);
+      for (const l of links) {
+        const token = new URL(l.approve!).searchParams.get('token')!;
+        const confirm = await stack.http('POST', local(l.approve!), {
+          rawBody: `token=${encodeURIComponent(token)}`,
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        });
+        expect(confirm.status).toBe(200);
+      }
+      const admin = stack.session({ org, email: 'admin@example.com', role: 'admin' });
+      const d = (await stack.http('GET', `/v1/decisions/${id}`, { token: admin })).body;
+      expect(d.status).toBe('APPROVED');
+      const votes = (d.timeline as Array<{ type: string; actor: string | null }>).filter((t) => t.type === 'vote');
+      expect(votes.map((v) => v.actor).sort()).toEqual(people);
+    } finally {
+      await nc.close();
+    }
   });
 
   it("an approver's other mailbox (any member can set one) gets the notice without vote links: voting needs the approver's session", async () => {

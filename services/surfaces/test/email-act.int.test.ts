@@ -124,6 +124,38 @@ describe('surfaces: email action links', () => {
       expect(approve.expires_at.toISOString()).toBe(expiresAt);
     });
 
+    it("mints several approvers' links in one call, each approver's tokens bound to them", async () => {
+      const { id, expiresAt } = await open({ timeoutSec: 3600 });
+      const reply = await bus.call(SurfacesEndpoints.mintLinks, {
+        org,
+        decisionId: id,
+        approverEmail: A,
+        moreApprovers: ['Bea@Links.Example.com', 'cy@links.example.com'],
+        actions: ['approve', 'reject'],
+        expiresAt,
+      });
+      expect(Object.keys(reply.byApprover ?? {}).sort()).toEqual(['Bea@Links.Example.com', 'cy@links.example.com']);
+      const owners: Array<[Record<string, string>, string]> = [
+        [reply.links, A],
+        [reply.byApprover!['Bea@Links.Example.com']!, 'bea@links.example.com'],
+        [reply.byApprover!['cy@links.example.com']!, 'cy@links.example.com'],
+      ];
+      const seen = new Set<string>();
+      for (const [links, email] of owners) {
+        expect(Object.keys(links).sort()).toEqual(['approve', 'reject']);
+        for (const action of ['approve', 'reject'] as const) {
+          seen.add(tokenOf(links[action]!));
+          expect(await tokenRow(links[action]!)).toMatchObject({ org_id: org, decision_id: id, approver_email: email, action, used_at: null });
+        }
+      }
+      expect(seen.size).toBe(6);
+      // A blank address among them is refused, and nothing is minted.
+      const refused = await bus
+        .call(SurfacesEndpoints.mintLinks, { org, decisionId: id, approverEmail: A, moreApprovers: [' '], actions: ['approve'], expiresAt })
+        .catch((e: unknown) => e);
+      expect(refused).toMatchObject({ code: 'invalid_request' });
+    });
+
     it('a decision without a deadline gets links valid for 30 days', async () => {
       const { id, expiresAt } = await open();
       expect(expiresAt).toBeNull();

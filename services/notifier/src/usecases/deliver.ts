@@ -1,7 +1,8 @@
-import { DecisionsEndpoints, SurfacesEndpoints, type Bus, type PeekView, type SecretBox } from '@approvals/shared';
+import { DecisionsEndpoints, type Bus, type PeekView, type SecretBox } from '@approvals/shared';
 import type { ChannelProvider, DeliveryRow, EngineMessage, OutgoingMessage, PersonMessage, SendResult } from '../providers/provider';
 import { renderAccountNotice, renderChatNotice, renderEmail, renderPhone, renderPush, renderSms, renderWebhook, type NoticeKind } from '../templates/messages';
 import { renderSignInMail } from '../templates/sign-in';
+import { createLinkMinter } from './links';
 
 export interface DeliverDeps {
   bus: Bus;
@@ -42,6 +43,7 @@ export function createDeliver(deps: DeliverDeps) {
     }
     return p;
   };
+  const mintLinks = createLinkMinter(deps.bus);
   const appUrl = (id: string) => `${deps.appBaseUrl}/app/decisions/${encodeURIComponent(id)}`;
 
   /** A notice to a person, as the channel sends it. */
@@ -54,15 +56,7 @@ export function createDeliver(deps: DeliverDeps) {
         // mailbox (an email channel any org member may set) gets "open in app", where the
         // vote needs a session as the approver.
         if (d.answerableByLink && row.target.toLowerCase() === approverOf(row)) {
-          links = (
-            await deps.bus.call(SurfacesEndpoints.mintLinks, {
-              org: row.org_id,
-              decisionId: d.id,
-              approverEmail: approverOf(row),
-              actions: ['approve', 'reject'],
-              expiresAt: d.expiresAt,
-            })
-          ).links;
+          links = await mintLinks({ org: row.org_id, decisionId: d.id, approverEmail: approverOf(row), expiresAt: d.expiresAt });
         }
         const mail = renderEmail({ d, kind, links, appUrl: appUrl(d.id) });
         // The headers let mail clients and our own tests tell retries of one delivery apart from new mail.

@@ -4,12 +4,13 @@ import {
   type Bus,
   type Clock,
   type DecisionView,
+  type MintLinksRequest,
   type Logger,
   type PeekView,
   type RawCallback,
   type RawHttpReply,
 } from '@approvals/shared';
-import { signToken, newTokenId, tokenState, verifyToken, type LinkAction } from '../domain/link-tokens';
+import { signToken, newTokenId, tokenState, verifyToken } from '../domain/link-tokens';
 import type { ActionTokenRow, TokenStore } from '../store/action-tokens.store';
 import * as pages from '../templates/pages';
 import type { CallbackRoute } from './callback.handler';
@@ -35,13 +36,21 @@ export interface EmailLinkDeps {
   appBaseUrl?: string;
 }
 
-/** svc.surfaces.mint_links: one token row per action, one link per action. */
+/**
+ * svc.surfaces.mint_links: one token row per approver and action, one link per action;
+ * the approvers asked together (`approverEmail` and `moreApprovers`) in one statement.
+ */
 export function createMintLinksHandler(deps: Pick<EmailLinkDeps, 'store' | 'clock' | 'secret' | 'publicBaseUrl'>) {
   const base = deps.publicBaseUrl.replace(/\/+$/, '');
-  return async (req: { org: string; decisionId: string; approverEmail: string; actions: LinkAction[]; expiresAt: string | null }) => {
+  return async (req: MintLinksRequest) => {
     const now = deps.clock.now();
-    const email = req.approverEmail.trim().toLowerCase();
-    if (!email) throw new AppError('invalid_request', 'approverEmail is empty', { issues: [{ path: 'approverEmail', message: 'required' }] });
+    const emailOf = (given: string, path: string) => {
+      const email = given.trim().toLowerCase();
+      if (!email) throw new AppError('invalid_request', `${path} is empty`, { issues: [{ path, message: 'required' }] });
+      return email;
+    };
+    const first = emailOf(req.approverEmail, 'approverEmail');
+    const more = (req.moreApprovers ?? []).map((e, i) => [e, emailOf(e, `moreApprovers.${i}`)] as const);
     if (!req.org || !req.decisionId) throw new AppError('invalid_request', 'org and decisionId are required');
     let expiresAt: Date;
     if (req.expiresAt === null) expiresAt = new Date(now.getTime() + NO_EXPIRY_LINK_TTL_MS);
@@ -50,19 +59,29 @@ export function createMintLinksHandler(deps: Pick<EmailLinkDeps, 'store' | 'cloc
       if (Number.isNaN(t)) throw new AppError('invalid_request', 'expiresAt is not a date', { issues: [{ path: 'expiresAt', message: 'not an ISO date' }] });
       expiresAt = new Date(t);
     }
-    const rows = [...new Set(req.actions)].map((action) => ({
-      id: newTokenId(),
-      org_id: req.org,
-      decision_id: req.decisionId,
-      approver_email: email,
-      action,
-      expires_at: expiresAt,
-      created_at: now,
-    }));
+    const actions = [...new Set(req.actions)];
+    const approvers = [...new Set([first, ...more.map(([, email]) => email)])];
+    const rows = approvers.flatMap((email) =>
+      actions.map((action) => ({
+        id: newTokenId(),
+        org_id: req.org,
+        decision_id: req.decisionId,
+        approver_email: email,
+        action,
+        expires_at: expiresAt,
+        created_at: now,
+      })),
+    );
     await deps.store.insert(rows);
-    const links: Record<string, string> = {};
-    for (const r of rows) links[r.action] = `${base}${EMAIL_ACT_PATH}?token=${encodeURIComponent(signToken(deps.secret, r.id))}`;
-    return { links };
+    const linksOf = (email: string) => {
+      const links: Record<string, string> = {};
+      for (const r of rows)
+        if (r.approver_email === email) links[r.action] = `${base}${EMAIL_ACT_PATH}?token=${encodeURIComponent(signToken(deps.secret, r.id))}`;
+      return links;
+    };
+    if (more.length === 0) return { links: linksOf(first) };
+    // Keyed as asked: the caller finds each approver's links under the address it sent.
+    return { links: linksOf(first), byApprover: Object.fromEntries(more.map(([asked, email]) => [asked, linksOf(email)])) };
   };
 }
 

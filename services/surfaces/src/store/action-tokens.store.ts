@@ -1,4 +1,4 @@
-import type { Knex } from '@approvals/shared';
+import { sendPrepared, type Knex } from '@approvals/shared';
 import { STALE_CLAIM_MS, type LinkAction } from '../domain/link-tokens';
 
 export interface ActionTokenRow {
@@ -16,8 +16,20 @@ export interface ActionTokenRow {
 export function createTokenStore(db: Knex) {
   const table = () => db<ActionTokenRow>('action_tokens');
   return {
+    /**
+     * New tokens, any number in one statement of one text (a named prepared statement:
+     * parsed and planned once per connection; every mail sent mints some).
+     */
     async insert(rows: Array<Omit<ActionTokenRow, 'used_at' | 'used_result'>>): Promise<void> {
-      await table().insert(rows);
+      if (rows.length === 0) return;
+      await sendPrepared(
+        db,
+        `INSERT INTO action_tokens (id, org_id, decision_id, approver_email, action, expires_at, created_at)
+           SELECT t.id, t.org_id, t.decision_id, t.approver_email, t.action, t.expires_at, t.created_at
+             FROM jsonb_to_recordset(?::jsonb)
+               AS t(id text, org_id text, decision_id text, approver_email text, action text, expires_at timestamptz, created_at timestamptz)`,
+        [JSON.stringify(rows)],
+      );
     },
 
     async find(id: string): Promise<ActionTokenRow | undefined> {
