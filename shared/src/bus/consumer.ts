@@ -81,13 +81,15 @@ export function nakDelayMs(deliveryCount: number, baseMs = 500, maxMs = 30_000):
 }
 
 /**
- * How long a consumer whose work is off every request's path (deliveries planned,
- * audit entries, timers armed and disarmed, chat messages followed, delivery outcomes
- * recorded) gathers events into one batch. At 100 cycles a second, 20 ms batched about 3
- * events a statement and each batch cost a transaction, a round trip and a wake-up of its
- * process; 100 ms batches about 10, and the open loop's cycle took less work
- * (docs/history/performance-rounds.md, twentieth round). What it costs is at most 100 ms more before a
- * notice, a resume or an audit entry goes out: nothing next to a person's answer.
+ * How long a consumer whose work is off every request's path (audit entries, timers armed
+ * and disarmed, chat messages followed, delivery outcomes recorded, a mail about a
+ * person's own record) gathers events into one batch. At 100 cycles a second, 20 ms
+ * batched about 3 events a statement and each batch cost a transaction, a round trip and
+ * a wake-up of its process; 100 ms batches about 10, and the open loop's cycle took less
+ * work (docs/history/performance-rounds.md, twentieth round). What it costs is at most
+ * 100 ms more before an audit entry or a timeline entry is written. The notices of a
+ * decision and its engine's resume are on a path someone waits on and do not linger
+ * (the notifier's planners).
  */
 export const OFF_PATH_LINGER_MS = 100;
 

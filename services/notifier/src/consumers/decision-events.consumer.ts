@@ -73,44 +73,58 @@ export function notifierConsumers(deps: {
   /**
    * A consumer whose events each become delivery rows: one at a time, its rows are
    * planned; the events waiting together are planned in one statement (the plan is keyed
-   * by event, channel and target, so a batch is the same as its events one by one). A
-   * batch waits up to OFF_PATH_LINGER_MS (100 ms) for more: next to a mail or a chat
-   * message, nothing a person notices, and under load several events share the statement.
+   * by event, channel and target, so a batch is the same as its events one by one).
+   *
+   * Notices of a decision and its engine's resume or callback are on the path someone
+   * waits on (a person for the mail, a workflow for its resume: issue 43 holds both under
+   * 300 ms at p99): their batch goes as soon as it is taken, and under load the events
+   * that arrive while one batch is being planned make the next. A mail about a person's
+   * own record (`offPath`) waits up to OFF_PATH_LINGER_MS for others to share its statement.
    */
-  const planner = <S extends EventSubject>(durable: string, subject: S, rowsOf: (event: DomainEvent<S>) => Promise<NewDelivery[]>) => {
+  const planner = <S extends EventSubject>(
+    durable: string,
+    subject: S,
+    rowsOf: (event: DomainEvent<S>) => Promise<NewDelivery[]>,
+    opts: { offPath?: boolean } = {},
+  ) => {
     // Each row keeps its event's trace: the send (maybe much later) continues it.
     const tracedRowsOf = async (event: DomainEvent<S>) => (await rowsOf(event)).map((r) => ({ ...r, traceparent: event.traceparent ?? null }));
     return batchConsumerOf(durable, subject, async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(tracedRowsOf))).flat()), {
-      lingerMs: OFF_PATH_LINGER_MS,
+      lingerMs: opts.offPath ? OFF_PATH_LINGER_MS : 0,
     });
   };
 
   return [
     // An admin set or verified someone else's endpoint: the approver hears of it by mail
     // (one row per event: the planner's key makes a redelivery plan nothing twice).
-    planner(DURABLE.notifierApproverChanged, EVENT.approverChanged, async (event) => {
-      const d = event.data;
-      if (!d.mailNotice) return [];
-      const payload = {
-        approver: d.email,
-        what: d.channel ?? d.surface ?? 'endpoint',
-        actorLabel: d.actorLabel,
-        before: d.before ?? null,
-        after: d.after ?? null,
-      };
-      return [
-        {
-          org: event.org,
-          decisionId: d.approverId,
-          eventId: event.id,
-          kind: 'account',
-          channel: 'email',
-          target: d.email,
-          payload,
-          maxAttempts: NOTIFY_MAX_ATTEMPTS,
-        },
-      ];
-    }),
+    planner(
+      DURABLE.notifierApproverChanged,
+      EVENT.approverChanged,
+      async (event) => {
+        const d = event.data;
+        if (!d.mailNotice) return [];
+        const payload = {
+          approver: d.email,
+          what: d.channel ?? d.surface ?? 'endpoint',
+          actorLabel: d.actorLabel,
+          before: d.before ?? null,
+          after: d.after ?? null,
+        };
+        return [
+          {
+            org: event.org,
+            decisionId: d.approverId,
+            eventId: event.id,
+            kind: 'account',
+            channel: 'email',
+            target: d.email,
+            payload,
+            maxAttempts: NOTIFY_MAX_ATTEMPTS,
+          },
+        ];
+      },
+      { offPath: true },
+    ),
     planner(DURABLE.notifierRunRequested, EVENT.runRequested, async (event) => {
       const d = event.data;
       return [
