@@ -4,6 +4,7 @@ import {
   EVENT,
   batchConsumerOf,
   OFF_PATH_LINGER_MS,
+  ON_PATH_LINGER_MS,
   deliveriesTotal,
   resumePayloadOf,
   type CachedCalls,
@@ -77,9 +78,8 @@ export function notifierConsumers(deps: {
    *
    * Notices of a decision and its engine's resume or callback are on the path someone
    * waits on (a person for the mail, a workflow for its resume: issue 43 holds both under
-   * 300 ms at p99): their batch goes as soon as it is taken, and under load the events
-   * that arrive while one batch is being planned make the next. A mail about a person's
-   * own record (`offPath`) waits up to OFF_PATH_LINGER_MS for others to share its statement.
+   * 300 ms at p99): a batch waits up to ON_PATH_LINGER_MS (20 ms) for more. A mail about a
+   * person's own record (`offPath`) waits up to OFF_PATH_LINGER_MS (100 ms).
    */
   const planner = <S extends EventSubject>(
     durable: string,
@@ -90,7 +90,7 @@ export function notifierConsumers(deps: {
     // Each row keeps its event's trace: the send (maybe much later) continues it.
     const tracedRowsOf = async (event: DomainEvent<S>) => (await rowsOf(event)).map((r) => ({ ...r, traceparent: event.traceparent ?? null }));
     return batchConsumerOf(durable, subject, async (events: DomainEvent<S>[]) => plan((await Promise.all(events.map(tracedRowsOf))).flat()), {
-      lingerMs: opts.offPath ? OFF_PATH_LINGER_MS : 0,
+      lingerMs: opts.offPath ? OFF_PATH_LINGER_MS : ON_PATH_LINGER_MS,
     });
   };
 
