@@ -99,8 +99,10 @@ export function privateWrites(source: string): string[] {
   const underscore = new RegExp(String.raw`([\w$\])]+)\s*(?:\.\s*(_[\w$]*)|\[\s*['"](_[\w$]*)['"]\s*\])` + ASSIGN);
   const protoWrite = new RegExp(String.raw`\b([\w$]+)(?:\.[\w$]+)*\.prototype\b(?:\s*\.\s*[\w$]+|\s*\[[^\]]+\])?` + ASSIGN);
   const protoAlias = /(?:=|:)\s*(?:\(\s*)?([\w$]+)(?:\.[\w$]+)*\.prototype\b(?!\s*\.\s*[\w$]+\s*\()/;
+  // The source's own lines (comments kept) name a place; split once, not per line.
+  const sourceLines = source.split('\n');
   lines.forEach((line, n) => {
-    const where = `${n + 1}: ${source.split('\n')[n]!.trim()}`;
+    const where = `${n + 1}: ${sourceLines[n]!.trim()}`;
     const u = underscore.exec(line);
     if (u && u[1] !== 'this') return void found.push(where);
     const p = protoWrite.exec(line);
