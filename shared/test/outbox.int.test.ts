@@ -403,26 +403,32 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
 
   it('deletes the held events of writes published within the linger in one statement', async () => {
     const subject = freshSubject();
+    // Every DELETE statement on the outbox, as PostgreSQL runs it: the ids it deleted.
+    await db.raw('CREATE TABLE outbox_deletes (ids text[])');
+    await db.raw(`CREATE FUNCTION outbox_deletes_seen() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN INSERT INTO outbox_deletes SELECT array_agg(id) FROM gone HAVING count(*) > 0; RETURN NULL; END $$`);
+    await db.raw('CREATE TRIGGER outbox_deletes_seen AFTER DELETE ON outbox REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION outbox_deletes_seen()');
     const writer = newRelay({ pollMs: 60_000, deleteLingerMs: 300 });
-    await writer.start();
-    const deletes: string[] = [];
-    const seeQuery = (q: { sql: string }) => {
-      if (/^delete from "outbox" where id = any/i.test(q.sql)) deletes.push(q.sql);
-    };
-    db.on('query', seeQuery);
-    const batches: EventEnvelope[][] = [];
-    for (let i = 0; i < 3; i++) {
-      const envs = await writeHeld(subject, 1, writer.leaseSecs);
-      writer.publishHeld(envs);
-      batches.push(envs);
-      await new Promise((r) => setTimeout(r, 20));
+    try {
+      await writer.start();
+      const batches: EventEnvelope[][] = [];
+      for (let i = 0; i < 3; i++) {
+        const envs = await writeHeld(subject, 1, writer.leaseSecs);
+        writer.publishHeld(envs);
+        batches.push(envs);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      const ids = batches.flat().map((e) => e.id);
+      await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 5000, what: 'held rows published and deleted' });
+      const statements = (await db('outbox_deletes').pluck('ids')) as string[][];
+      // One statement for the three writes' events.
+      expect(statements.filter((gone) => gone.some((id) => ids.includes(id))).map((gone) => [...gone].sort())).toEqual([[...ids].sort()]);
+    } finally {
+      await writer.stop();
+      await db.raw('DROP TRIGGER outbox_deletes_seen ON outbox');
+      await db.raw('DROP FUNCTION outbox_deletes_seen()');
+      await db.raw('DROP TABLE outbox_deletes');
     }
-    const ids = batches.flat().map((e) => e.id);
-    await waitFor(async () => (await unsent(ids)) === '0', { timeoutMs: 5000, what: 'held rows published and deleted' });
-    db.off('query', seeQuery);
-    // One statement for the three writes' events.
-    expect(deletes).toHaveLength(1);
-    await writer.stop();
   });
 
   it('stop() returns promptly while the relay sleeps a long poll interval', async () => {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Knex, UserRole } from '@approvals/shared';
+import { sendPrepared, type Knex, type UserRole } from '@approvals/shared';
 
 export interface SignInLinkRow {
   id: string;
@@ -22,6 +22,11 @@ export interface NewSignInLink {
   purpose: 'sign_in' | 'invitation';
   expiresAt: Date;
 }
+
+/** Who is an approver of an org: the people of a JSON array (`org_id`, `email`), those already in left alone. */
+const ADD_REACH = `INSERT INTO approver_reach (email, org_id)
+  SELECT r.email, r.org_id FROM jsonb_to_recordset(?::jsonb) AS r(email text, org_id text)
+  ON CONFLICT (email, org_id) DO NOTHING`;
 
 /** A person who is an approver of an org. */
 export interface ApproverOfOrg {
@@ -76,7 +81,8 @@ export function createSignInStore(db: Knex) {
         return [...seen.values()];
       };
       const add = rows(change.add);
-      if (add.length) await db('approver_reach').insert(add).onConflict(['email', 'org_id']).ignore();
+      // One fixed text whatever the number of people (a prepared statement, planned once a connection).
+      if (add.length) await sendPrepared(db, ADD_REACH, [JSON.stringify(add)]);
       for (const r of rows(change.remove)) await db('approver_reach').where(r).delete();
     },
 
