@@ -407,7 +407,9 @@ describe('transactional outbox + relay (real Postgres and JetStream)', () => {
     await db.raw('CREATE TABLE outbox_deletes (ids text[])');
     await db.raw(`CREATE FUNCTION outbox_deletes_seen() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN INSERT INTO outbox_deletes SELECT array_agg(id) FROM gone HAVING count(*) > 0; RETURN NULL; END $$`);
-    await db.raw('CREATE TRIGGER outbox_deletes_seen AFTER DELETE ON outbox REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION outbox_deletes_seen()');
+    await db.raw(
+      'CREATE TRIGGER outbox_deletes_seen AFTER DELETE ON outbox REFERENCING OLD TABLE AS gone FOR EACH STATEMENT EXECUTE FUNCTION outbox_deletes_seen()',
+    );
     const writer = newRelay({ pollMs: 60_000, deleteLingerMs: 300 });
     try {
       await writer.start();
