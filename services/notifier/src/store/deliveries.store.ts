@@ -121,21 +121,23 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
   type Outcome = 'sent' | 'skipped';
   /**
    * How a batch of marks is made: one statement marks every row not already so (only the
-   * first mark counts), and writes the events of the rows it marked, together. The rows
-   * come as one JSON array (`jsonb_to_recordset`), not as arrays to `unnest`: PostgreSQL
-   * counts an `unnest` of a given array exactly, so it found each custom plan cheaper than
-   * the generic one and planned the statement anew on every call (0.56 ms); a JSON array
-   * it estimates alike either way, and keeps the generic plan after five.
+   * first mark counts), and writes the events of the rows it marked, together.
+   *
+   * PostgreSQL plans it on every call (a custom plan, about 0.5 ms), on purpose: it counts
+   * an `unnest` of the given arrays exactly and joins by the primary key. Given as a JSON
+   * array it keeps a generic plan after five calls, and one made while the table was small
+   * kept a hash join over a sequential scan as the table grew: a mark took 1.6–2.7 ms
+   * instead of 0.7 (2026-11-29, docs/performance.md).
    */
   const MARKS: Record<Outcome, { change: (ms: Mark[]) => Knex.Raw; events: (m: Mark) => NewEvent[] }> = {
     sent: {
       change: (ms) =>
         db.raw(
           `UPDATE deliveries d SET status = 'sent', sent_at = v.at, lease_until = NULL, last_error = NULL
-             FROM jsonb_to_recordset(?::jsonb) AS v(id text, at timestamptz)
+             FROM unnest(?::text[], ?::timestamptz[]) AS v(id, at)
             WHERE d.id = v.id AND d.status <> 'sent'
             RETURNING d.id AS key`,
-          [JSON.stringify(ms.map((m) => ({ id: m.d.id, at: m.at.toISOString() })))],
+          [ms.map((m) => m.d.id), ms.map((m) => m.at.toISOString())],
         ),
       // A notice to a person: the decision's `notified` timeline entry; a callback: its `callback_sent`. Not an engine call.
       events: ({ d, at, traceparent }) => {
@@ -157,10 +159,10 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
       change: (ms) =>
         db.raw(
           `UPDATE deliveries d SET status = 'skipped', last_error = v.reason, lease_until = NULL
-             FROM jsonb_to_recordset(?::jsonb) AS v(id text, reason text)
+             FROM unnest(?::text[], ?::text[]) AS v(id, reason)
             WHERE d.id = v.id AND d.status <> 'skipped'
             RETURNING d.id AS key`,
-          [JSON.stringify(ms.map((m) => ({ id: m.d.id, reason: m.reason ?? '' })))],
+          [ms.map((m) => m.d.id), ms.map((m) => m.reason ?? '')],
         ),
       events: ({ d, at, reason, traceparent }) => skippedEvents(d, at, reason ?? '', traceparent),
     },
