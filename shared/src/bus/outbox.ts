@@ -270,7 +270,7 @@ export type Companions = (envelopes: EventEnvelope[]) => EventEnvelope[];
 const DELETE_PUBLISHED = 'DELETE FROM ?? WHERE id = ANY(?)';
 // The delete and the relay's claim are planned on every call (knex's unnamed statements), on
 // purpose: a generic plan made while the outbox is nearly empty scans it whole, and would
-// go on doing so through a backlog of thousands of rows.
+// go on doing so through a backlog of thousands of rows (docs/history/performance-rounds.md, 2026-11-29).
 
 export class OutboxRelay {
   /** See `Companions`; set by the service that owns the outbox. */

@@ -127,7 +127,7 @@ export function createDeliveriesStore(db: Knex, opts: { leaseSec: number; held?:
    * an `unnest` of the given arrays exactly and joins by the primary key. Given as a JSON
    * array it keeps a generic plan after five calls, and one made while the table was small
    * kept a hash join over a sequential scan as the table grew: a mark took 1.6–2.7 ms
-   * instead of 0.7 (2026-11-29, docs/performance.md).
+   * instead of 0.7 (2026-11-29, docs/history/performance-rounds.md).
    */
   const MARKS: Record<Outcome, { change: (ms: Mark[]) => Knex.Raw; events: (m: Mark) => NewEvent[] }> = {
     sent: {
