@@ -15,7 +15,10 @@ cd "$(dirname "$0")/../.."
 ROOT=$PWD
 export CONTAINERS_CONF="$ROOT/deploy/containers/containers.conf"
 t0=$(date +%s)
-say() { echo "[containers +$(($(date +%s) - t0))s] $*"; }
+work=$(mktemp -d /tmp/approvals-containers.XXXXXX)
+# Each step is also written to progress.log, and so is what a failing command printed, so
+# that a failure ends with where and why it stopped, after the containers' logs.
+say() { echo "[containers +$(($(date +%s) - t0))s] $*" | tee -a "$work/progress.log"; }
 
 node_major=$(node -p 'process.versions.node.split(".")[0]')
 BASE=${BASE_IMAGE:-localhost/approvals-base:bookworm-node$node_major}
@@ -24,7 +27,6 @@ IMAGE=localhost/approvals:local
 PROJECT=approvals-ct
 SMALL=approvals-ct-small
 
-work=$(mktemp -d /tmp/approvals-containers.XXXXXX)
 compose() { podman-compose "$@" >>"$work/compose.log" 2>&1; }
 big() { compose -p "$PROJECT" -f "$work/docker/compose.yaml" -f "$work/containers/compose.podman.yaml" "$@"; }
 small() { compose -p "$SMALL" -f "$work/docker/compose.small.yaml" -f "$work/containers/compose.small.podman.yaml" "$@"; }
@@ -37,6 +39,8 @@ cleanup() {
       podman logs --tail 15 "$c" 2>&1 | cut -c1-300 || true
     done
     tail -20 "$work/compose.log" 2>/dev/null || true
+    echo "--- where it stopped:"
+    tail -8 "$work/progress.log" 2>/dev/null || true
   fi
   [ -f "$work/docker/compose.yaml" ] && big down -v -t 5 || true
   [ -f "$work/docker/compose.small.yaml" ] && small down -v -t 5 || true
@@ -108,10 +112,10 @@ admin() { # <container> <args…>: the admin CLI inside a service container
 walk() { # <container for the admin CLI>
   local org="org_ci$(date +%s)" approver="approver@ci.example.com"
   local boot key token
-  boot=$(admin "$1" bootstrap --org "$org" --email "admin@ci.example.com")
+  boot=$(admin "$1" bootstrap --org "$org" --email "admin@ci.example.com" 2> >(tee -a "$work/progress.log" >&2))
   key=$(node -p "JSON.parse(process.argv[1]).apiKey" "$boot")
-  token=$(admin "$1" session --org "$org" --email "$approver" --role member 2>/dev/null)
-  node deploy/containers/flow.js "$base" "$key" "$token" "$approver"
+  token=$(admin "$1" session --org "$org" --email "$approver" --role member 2>>"$work/progress.log")
+  node deploy/containers/flow.js "$base" "$key" "$token" "$approver" 2> >(tee -a "$work/progress.log" >&2)
 }
 check_containers() { # <project>: every container non-root; running ones healthy where they have a check
   local c user uid
